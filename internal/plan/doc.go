@@ -1,0 +1,20 @@
+// Package plan defines the messages of plan execution — Plan JSON, tool
+// calls, tool results, execution results and events — as Go types that
+// mirror the JSON Schemas in schemas/, and decodes plans with every check
+// the dispatcher relies on: the schema, the dependency graph and the input
+// references.
+//
+// # Input references
+//
+// A tool's input may take a dependency's output: any JSON object in the
+// input whose only member is "$ref" is replaced, when the tool is released,
+// by that output. The value names a tool and optionally a JSON pointer
+// (RFC 6901) into its output:
+//
+//	{"$ref": "fetch"}              the whole output of tool "fetch"
+//	{"$ref": "fetch#/body/items"}  the member body.items of that output
+//
+// The referenced tool must be one of the tool's own dependencies. When it
+// was optional and failed, or the pointer names nothing in its output, the
+// reference becomes null.
+package plan

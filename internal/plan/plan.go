@@ -1,0 +1,215 @@
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/planbus/planbus/internal/dag"
+	"github.com/planbus/planbus/schemas"
+)
+
+// Defaults of Plan JSON fields, as in seed 003 §2 and §7.
+const (
+	DefaultPlanTimeoutMs = 60000
+	DefaultToolTimeoutMs = 30000
+	DefaultMaxAttempts   = 3
+	DefaultBackoffMs     = 100
+)
+
+// ErrInvalid is matched by every error Decode returns.
+var ErrInvalid = errors.New("plan: invalid")
+
+// RetryPolicy says how often a tool is tried and how long to wait between
+// tries: before attempt n+1 the dispatcher waits BackoffMs × 2^(n−1).
+type RetryPolicy struct {
+	MaxAttempts int   `json:"maxAttempts"`
+	BackoffMs   int64 `json:"backoffMs"`
+}
+
+// Tool is one node of a plan.
+type Tool struct {
+	ToolID       string          `json:"toolId"`
+	Skill        string          `json:"skill"`
+	Description  string          `json:"description,omitempty"`
+	Input        json.RawMessage `json:"input"`
+	Dependencies []string        `json:"dependencies"`
+	Required     bool            `json:"required"`
+	Async        bool            `json:"async"`
+	TimeoutMs    int64           `json:"timeoutMs"`
+	RetryPolicy  RetryPolicy     `json:"retryPolicy"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+}
+
+// UnmarshalJSON fills the defaults of absent fields.
+func (t *Tool) UnmarshalJSON(b []byte) error {
+	type raw Tool
+	r := raw{
+		Input:       json.RawMessage(`{}`),
+		Required:    true,
+		Async:       true,
+		TimeoutMs:   DefaultToolTimeoutMs,
+		RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs},
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	if r.Dependencies == nil {
+		r.Dependencies = []string{}
+	}
+	*t = Tool(r)
+	return nil
+}
+
+// Plan is a DAG of tool calls (seed 003 §2).
+type Plan struct {
+	PlanID         string          `json:"planId,omitempty"`
+	RequestID      string          `json:"requestId,omitempty"`
+	Description    string          `json:"description,omitempty"`
+	Parallel       bool            `json:"parallel"`
+	MaxConcurrency int             `json:"maxConcurrency,omitempty"` // 0: the dispatcher's default
+	TimeoutMs      int64           `json:"timeoutMs"`
+	Tools          []Tool          `json:"tools"`
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+
+	graph *dag.Graph
+	refs  [][]ref // per tool, the references in its input
+}
+
+// UnmarshalJSON fills the defaults of absent fields.
+func (p *Plan) UnmarshalJSON(b []byte) error {
+	type raw Plan
+	r := raw{Parallel: true, TimeoutMs: DefaultPlanTimeoutMs}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	if r.Tools == nil {
+		r.Tools = []Tool{}
+	}
+	*p = Plan(r)
+	return nil
+}
+
+// Graph returns the plan's validated dependency graph; node i is Tools[i].
+// It is nil for a Plan that did not come from Decode or Check.
+func (p *Plan) Graph() *dag.Graph { return p.graph }
+
+// HasRefs reports whether tool i's input references dependency outputs.
+func (p *Plan) HasRefs(i int) bool { return len(p.refs[i]) > 0 }
+
+// Error says what is wrong with a plan and where.
+type Error struct {
+	PlanID string
+	Msg    string
+	Err    error // the underlying *schemas.Error, *dag.CycleError, ... if any
+}
+
+func (e *Error) Error() string {
+	if e.PlanID != "" {
+		return fmt.Sprintf("plan %s: %s", e.PlanID, e.Msg)
+	}
+	return "plan: " + e.Msg
+}
+
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Decode parses and checks a Plan JSON document: the schema, then the
+// dependency graph (duplicate ids, unknown dependencies, self-dependencies,
+// cycles with their path), then input references. Absent fields take their
+// defaults. Every error is an *Error matching ErrInvalid.
+func Decode(doc []byte) (*Plan, error) {
+	if err := schemas.Validate(schemas.Plan, doc); err != nil {
+		var id struct {
+			PlanID string `json:"planId"`
+		}
+		_ = json.Unmarshal(doc, &id)
+		if !idPattern(id.PlanID) {
+			id.PlanID = ""
+		}
+		return nil, &Error{PlanID: id.PlanID, Msg: err.Error(), Err: err}
+	}
+	var p Plan
+	if err := json.Unmarshal(doc, &p); err != nil {
+		return nil, &Error{Msg: err.Error(), Err: err}
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Check validates the dependency graph and input references of a plan built
+// in Go, and prepares it for execution. Decode calls it.
+func (p *Plan) Check() error {
+	nodes := make([]dag.Node, len(p.Tools))
+	for i, t := range p.Tools {
+		nodes[i] = dag.Node{ID: t.ToolID, Deps: t.Dependencies}
+	}
+	g, err := dag.New(nodes)
+	if err != nil {
+		return &Error{PlanID: p.PlanID, Msg: graphMessage(err), Err: err}
+	}
+	refs := make([][]ref, len(p.Tools))
+	for i, t := range p.Tools {
+		rs, err := findRefs(t.Input)
+		if err != nil {
+			return &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: input: %v", t.ToolID, err), Err: err}
+		}
+		for _, r := range rs {
+			if !contains(t.Dependencies, r.tool) {
+				return &Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
+					"tool %q: input at %s references %q, which is not among its dependencies", t.ToolID, r.at, r.tool)}
+			}
+		}
+		refs[i] = rs
+	}
+	p.graph, p.refs = g, refs
+	return nil
+}
+
+func graphMessage(err error) string {
+	var ne *dag.NodeError
+	if errors.As(err, &ne) {
+		switch {
+		case errors.Is(err, dag.ErrDuplicateID):
+			return fmt.Sprintf("tool #%d: duplicate toolId %q", ne.Index, ne.ID)
+		case errors.Is(err, dag.ErrUnknownDep):
+			return fmt.Sprintf("tool %q depends on unknown tool %q", ne.ID, ne.Dep)
+		case errors.Is(err, dag.ErrSelfDep):
+			return fmt.Sprintf("tool %q depends on itself", ne.ID)
+		case errors.Is(err, dag.ErrDuplicateDep):
+			return fmt.Sprintf("tool %q lists dependency %q twice", ne.ID, ne.Dep)
+		case errors.Is(err, dag.ErrEmptyID):
+			return fmt.Sprintf("tool #%d has an empty toolId", ne.Index)
+		}
+	}
+	return err.Error() // "cycle: A -> C -> B -> A"
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func idPattern(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidID reports whether s can serve as a plan or request id: 1 to 128
+// letters, digits, '_' or '-', so it is safe in subjects and KV keys.
+func ValidID(s string) bool { return idPattern(s) }

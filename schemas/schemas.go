@@ -1,0 +1,207 @@
+// Package schemas holds the JSON Schemas (draft 2020-12) of every message
+// that crosses the bus, and validates documents against them. The schema
+// files are the contract; the Go types in internal/plan mirror them.
+package schemas
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+var printer = message.NewPrinter(language.English)
+
+// The schema names, as files in this directory.
+const (
+	Plan            = "plan.schema.json"
+	ToolCall        = "tool-call.schema.json"
+	ToolResult      = "tool-result.schema.json"
+	ExecutionResult = "execution-result.schema.json"
+	Event           = "event.schema.json"
+	SkillManifest   = "skill-manifest.schema.json"
+)
+
+const baseURL = "https://planbus.dev/schemas/"
+
+//go:embed *.schema.json
+var files embed.FS
+
+// FS returns the schema files.
+func FS() fs.FS { return files }
+
+// ErrInvalid is matched by every error Validate returns.
+var ErrInvalid = errors.New("invalid document")
+
+// Error says where a document breaks its schema, or that it is not JSON.
+type Error struct {
+	Schema string   // schema name, e.g. "plan.schema.json"
+	Issues []string // each "at <JSON pointer>: <what is wrong>", or a syntax error
+}
+
+func (e *Error) Error() string { return strings.Join(e.Issues, "; ") }
+
+// Unwrap lets errors.Is(err, ErrInvalid) match.
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+var (
+	compileOnce sync.Once
+	compiled    map[string]*jsonschema.Schema
+	compileErr  error
+)
+
+func compileAll() {
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		compileErr = err
+		return
+	}
+	for _, e := range entries {
+		b, err := files.ReadFile(e.Name())
+		if err != nil {
+			compileErr = err
+			return
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			compileErr = fmt.Errorf("schemas: %s: %w", e.Name(), err)
+			return
+		}
+		if err := c.AddResource(baseURL+e.Name(), doc); err != nil {
+			compileErr = fmt.Errorf("schemas: %s: %w", e.Name(), err)
+			return
+		}
+	}
+	compiled = make(map[string]*jsonschema.Schema)
+	for _, e := range entries {
+		s, err := c.Compile(baseURL + e.Name())
+		if err != nil {
+			compileErr = fmt.Errorf("schemas: %s: %w", e.Name(), err)
+			return
+		}
+		compiled[e.Name()] = s
+	}
+}
+
+func schema(name string) (*jsonschema.Schema, error) {
+	compileOnce.Do(compileAll)
+	if compileErr != nil {
+		return nil, compileErr
+	}
+	s, ok := compiled[name]
+	if !ok {
+		return nil, fmt.Errorf("schemas: no schema %q", name)
+	}
+	return s, nil
+}
+
+// Validate checks that doc is one JSON value that satisfies the named
+// schema. It returns an *Error naming every place that does not, or a
+// syntax error with its line and column.
+func Validate(name string, doc []byte) error {
+	s, err := schema(name)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return &Error{Schema: name, Issues: []string{syntaxMessage(doc, err)}}
+	}
+	if _, err := dec.Token(); err == nil {
+		return &Error{Schema: name, Issues: []string{fmt.Sprintf("malformed JSON: %s: more than one value", position(doc, dec.InputOffset()))}}
+	}
+	return validate(name, s, v)
+}
+
+// ValidateValue checks a decoded value (as produced by encoding/json with
+// UseNumber, or built of maps, slices and basic types) against the schema.
+func ValidateValue(name string, v any) error {
+	s, err := schema(name)
+	if err != nil {
+		return err
+	}
+	return validate(name, s, v)
+}
+
+func validate(name string, s *jsonschema.Schema, v any) error {
+	err := s.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &Error{Schema: name, Issues: []string{err.Error()}}
+	}
+	var issues []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			issues = append(issues, fmt.Sprintf("at %s: %s", pointer(e.InstanceLocation), e.ErrorKind.LocalizedString(printer)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return &Error{Schema: name, Issues: issues}
+}
+
+func pointer(loc []string) string {
+	if len(loc) == 0 {
+		return "/"
+	}
+	var b strings.Builder
+	for _, tok := range loc {
+		b.WriteByte('/')
+		tok = strings.ReplaceAll(tok, "~", "~0")
+		b.WriteString(strings.ReplaceAll(tok, "/", "~1"))
+	}
+	return b.String()
+}
+
+func syntaxMessage(doc []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		// Offset counts the bytes read, the offending one included.
+		return fmt.Sprintf("malformed JSON: %s: %s", position(doc, max(se.Offset-1, 0)), se.Error())
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("malformed JSON: %s: %s", position(doc, te.Offset), te.Error())
+	}
+	if errors.Is(err, io.EOF) {
+		return "malformed JSON: empty document"
+	}
+	return "malformed JSON: " + err.Error()
+}
+
+// position turns a byte offset into "line L, column C" (1-based).
+func position(doc []byte, off int64) string {
+	if off > int64(len(doc)) {
+		off = int64(len(doc))
+	}
+	line, col := 1, 1
+	for _, c := range doc[:off] {
+		if c == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d", line, col)
+}

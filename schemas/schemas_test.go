@@ -1,0 +1,77 @@
+package schemas
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidatePlan(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want string // substring of the error; empty = valid
+	}{
+		{"minimal", `{"tools":[{"toolId":"A","skill":"echo"}]}`, ""},
+		{"full", `{"planId":"p1","requestId":"r1","parallel":true,"maxConcurrency":4,"timeoutMs":1000,
+			"tools":[{"toolId":"A","skill":"echo","input":{"x":1},"dependencies":[],"required":true,"async":true,
+			"timeoutMs":500,"retryPolicy":{"maxAttempts":2,"backoffMs":10}}],"metadata":{"k":"v"}}`, ""},
+		{"missing skill", `{"tools":[{"toolId":"A"}]}`, "at /tools/0: missing property 'skill'"},
+		{"typo field", `{"tools":[{"toolId":"A","skill":"echo","dependecies":[]}]}`, "at /tools/0: additional properties 'dependecies' not allowed"},
+		{"bad skill name", `{"tools":[{"toolId":"A","skill":"a.b"}]}`, "at /tools/0/skill:"},
+		{"bad plan id", `{"planId":"p 1","tools":[]}`, "at /planId:"},
+		{"zero attempts", `{"tools":[{"toolId":"A","skill":"echo","retryPolicy":{"maxAttempts":0}}]}`, "at /tools/0/retryPolicy/maxAttempts: minimum"},
+		{"input not object", `{"tools":[{"toolId":"A","skill":"echo","input":[1]}]}`, "at /tools/0/input: got array, want object"},
+		{"not JSON", `{"tools": [}`, "malformed JSON: line 1, column 12"},
+		{"two values", `{"tools":[]} {}`, "more than one value"},
+		{"empty", ``, "malformed JSON: empty document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Validate(Plan, []byte(tt.doc))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want valid", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got valid, want error containing %q", tt.want)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v does not match ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %q, want it to contain %q", err.Error(), tt.want)
+			}
+		})
+	}
+}
+
+func TestToolResultNeedsErrorWhenFailed(t *testing.T) {
+	doc := `{"planId":"p","requestId":"r","toolId":"A","skill":"echo","attempt":1,"state":"failed"}`
+	err := Validate(ToolResult, []byte(doc))
+	if err == nil || !strings.Contains(err.Error(), "missing property 'error'") {
+		t.Fatalf("got %v, want missing error", err)
+	}
+}
+
+func TestAllSchemasCompile(t *testing.T) {
+	for _, n := range []string{Plan, ToolCall, ToolResult, ExecutionResult, Event, SkillManifest} {
+		if _, err := schema(n); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}
+
+func FuzzValidatePlan(f *testing.F) {
+	f.Add([]byte(`{"tools":[{"toolId":"A","skill":"echo"}]}`))
+	f.Add([]byte(`{"tools":[{"toolId":"A","skill":"echo","input":{"$ref":"B"}}]}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		err := Validate(Plan, doc)
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("error %v does not match ErrInvalid", err)
+		}
+	})
+}
