@@ -1,0 +1,78 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
+)
+
+func TestDeclareIsIdempotent(t *testing.T) {
+	cfg := bustest.Start(t)
+	c := bustest.Dial(t, cfg)
+	ctx := context.Background()
+	if err := c.Declare(ctx); err != nil {
+		t.Fatalf("second declare: %v", err)
+	}
+	for _, sc := range cfg.Streams() {
+		s, err := c.JS.Stream(ctx, sc.Name)
+		if err != nil {
+			t.Fatalf("stream %s: %v", sc.Name, err)
+		}
+		if got := s.CachedInfo().Config.Subjects; len(got) != 1 || got[0] != sc.Subjects[0] {
+			t.Errorf("stream %s subjects = %v, want %v", sc.Name, got, sc.Subjects)
+		}
+	}
+	for _, kc := range cfg.Buckets() {
+		if _, err := c.JS.KeyValue(ctx, kc.Bucket); err != nil {
+			t.Errorf("bucket %s: %v", kc.Bucket, err)
+		}
+	}
+}
+
+func TestListenConflictNamesTheAddress(t *testing.T) {
+	cfg := bustest.Start(t)
+	addr := strings.TrimPrefix(cfg.URL, "nats://")
+	_, err := bus.StartServer(context.Background(), bus.Config{Listen: addr, DataDir: t.TempDir()}, zerolog.Nop())
+	if !errors.Is(err, bus.ErrListen) {
+		t.Fatalf("err = %v, want ErrListen", err)
+	}
+	if !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "--nats-url") {
+		t.Errorf("message %q should name %s and suggest --nats-url", err, addr)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		cfg   bus.Config
+		field string
+	}{
+		{bus.Config{Listen: "nohostport"}, "Listen"},
+		{bus.Config{Listen: ":4222"}, "Listen"},
+		{bus.Config{CredsFile: "/does/not/exist.creds"}, "CredsFile"},
+		{bus.Config{Replicas: 7}, "Replicas"},
+		{bus.Config{Retention: time.Second}, "Retention"},
+	}
+	for _, tt := range tests {
+		err := tt.cfg.Validate()
+		if !errors.Is(err, bus.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("Validate(%+v) = %v, want an error naming %s", tt.cfg, err, tt.field)
+		}
+	}
+}
+
+func TestDialGivesUpWithContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	// Port 1 on loopback: nothing listens there.
+	_, err := bus.Dial(ctx, bus.Config{URL: "nats://127.0.0.1:1"}, zerolog.Nop())
+	if err == nil {
+		t.Fatal("dial to a closed port succeeded")
+	}
+}

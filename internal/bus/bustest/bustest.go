@@ -1,0 +1,47 @@
+// Package bustest starts a real embedded JetStream server for tests: one
+// per test, on a free port of 127.0.0.1, with its store in t.TempDir(),
+// stopped by t.Cleanup. There is no mock of the bus.
+package bustest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+)
+
+// Start runs an embedded server with every planbus stream and bucket
+// declared, and returns a config whose URL points at it.
+func Start(t testing.TB) bus.Config {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), DuplicateWindow: time.Minute}
+	srv, err := bus.StartServer(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("bustest: start server: %v", err)
+	}
+	t.Cleanup(srv.Shutdown)
+	cfg.URL = srv.ClientURL()
+	c := Dial(t, cfg)
+	if err := c.Declare(ctx); err != nil {
+		t.Fatalf("bustest: declare: %v", err)
+	}
+	return cfg
+}
+
+// Dial opens a connection closed by t.Cleanup.
+func Dial(t testing.TB, cfg bus.Config) *bus.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := bus.Dial(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("bustest: dial: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}

@@ -1,0 +1,127 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ErrInvalidConfig is matched by every error Config.Validate returns.
+var ErrInvalidConfig = errors.New("bus: invalid config")
+
+// Config says how to reach NATS and how to shape what planbus declares on it.
+type Config struct {
+	// URL of an external NATS server or cluster (comma-separated). Empty
+	// means: start an embedded JetStream server (see Listen and DataDir).
+	URL string
+	// CredsFile is a NATS credentials file (JWT and nkey seed).
+	CredsFile string
+	// NKeySeedFile is a file holding an nkey seed to authenticate with.
+	NKeySeedFile string
+	// TLSCAFile is a PEM file of CAs to verify the server with.
+	TLSCAFile string
+	// Name is the client connection name shown by the server.
+	Name string
+
+	// Listen is the embedded server's address. Default 127.0.0.1:4222;
+	// port 0 picks a free port.
+	Listen string
+	// DataDir is the embedded server's JetStream store. Default
+	// DefaultDataDir().
+	DataDir string
+
+	// Replicas of every stream and bucket. Default 1; use 3 on a cluster.
+	Replicas int
+	// Retention is how long plans, execution results and plan state are
+	// kept. Default 24h. Results and events are kept for at most an hour.
+	Retention time.Duration
+	// DuplicateWindow is how long a message id is remembered for
+	// de-duplication on the tool, result and plan streams. Default 10m. It
+	// must exceed the consumers' AckWait: a redelivered message republishes
+	// its effects within this window, where they are de-duplicated.
+	DuplicateWindow time.Duration
+	// MaxPayload of the embedded server, in bytes. Default 8 MiB.
+	MaxPayload int32
+}
+
+// Embedded reports whether the config asks for an embedded server.
+func (c Config) Embedded() bool { return c.URL == "" }
+
+// Defaults returns the config with zero fields set to their defaults.
+func (c Config) Defaults() Config {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:4222"
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir()
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Retention == 0 {
+		c.Retention = 24 * time.Hour
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = 10 * time.Minute
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = 8 << 20
+	}
+	if c.Name == "" {
+		c.Name = "planbus"
+	}
+	return c
+}
+
+// Validate reports the first bad field.
+func (c Config) Validate() error {
+	c = c.Defaults()
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	if c.Embedded() {
+		host, port, err := net.SplitHostPort(c.Listen)
+		if err != nil {
+			return bad("Listen", "%q is not host:port: %v", c.Listen, err)
+		}
+		if host == "" {
+			return bad("Listen", "%q has no host; use 127.0.0.1:%s to listen on loopback", c.Listen, port)
+		}
+	}
+	for field, path := range map[string]string{"CredsFile": c.CredsFile, "NKeySeedFile": c.NKeySeedFile, "TLSCAFile": c.TLSCAFile} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			return bad(field, "%v", err)
+		}
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return bad("Replicas", "%d is not between 1 and 5", c.Replicas)
+	}
+	if c.Retention < time.Minute {
+		return bad("Retention", "%s is shorter than a minute", c.Retention)
+	}
+	if c.DuplicateWindow < time.Second || c.DuplicateWindow > c.Retention {
+		return bad("DuplicateWindow", "%s is not between 1s and the retention %s", c.DuplicateWindow, c.Retention)
+	}
+	if c.MaxPayload < 1<<20 || c.MaxPayload > 64<<20 {
+		return bad("MaxPayload", "%d is not between 1 MiB and 64 MiB", c.MaxPayload)
+	}
+	return nil
+}
+
+// DefaultDataDir is $XDG_STATE_HOME/planbus, or ~/.local/state/planbus, or
+// planbus-data in the working directory when there is no home.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "planbus")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "planbus")
+	}
+	return "planbus-data"
+}

@@ -1,0 +1,89 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Conn is one component's connection to NATS and JetStream.
+type Conn struct {
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+	Config Config
+}
+
+// Dial connects to cfg.URL, retrying with backoff until the server answers
+// or ctx ends, so components may start before their server.
+func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
+	cfg = cfg.Defaults()
+	if cfg.URL == "" {
+		return nil, fmt.Errorf("%w: URL: empty (start an embedded server first)", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts := []nats.Option{
+		nats.Name(cfg.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Msg("disconnected from NATS")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("reconnected to NATS")
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			ev := log.Warn().Err(err)
+			if sub != nil {
+				ev = ev.Str("subject", sub.Subject)
+			}
+			ev.Msg("NATS async error")
+		}),
+	}
+	if cfg.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+	}
+	if cfg.NKeySeedFile != "" {
+		o, err := nats.NkeyOptionFromSeed(cfg.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("bus: nkey seed %s: %w", cfg.NKeySeedFile, err)
+		}
+		opts = append(opts, o)
+	}
+	if cfg.TLSCAFile != "" {
+		opts = append(opts, nats.RootCAs(cfg.TLSCAFile))
+	}
+	var nc *nats.Conn
+	connect := func() error {
+		var err error
+		nc, err = nats.Connect(cfg.URL, opts...)
+		if err != nil {
+			log.Info().Err(err).Str("url", cfg.URL).Msg("waiting for NATS")
+		}
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 100 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = 0
+	if err := backoff.Retry(connect, backoff.WithContext(b, ctx)); err != nil {
+		return nil, fmt.Errorf("bus: connect %s: %w", cfg.URL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	return &Conn{NC: nc, JS: js, Config: cfg}, nil
+}
+
+// Close drains nothing: components drain their own subscriptions first.
+func (c *Conn) Close() { c.NC.Close() }

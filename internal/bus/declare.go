@@ -1,0 +1,78 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Streams returns the configs of every planbus stream.
+func (c Config) Streams() []jetstream.StreamConfig {
+	c = c.Defaults()
+	short := min(time.Hour, c.Retention)
+	return []jetstream.StreamConfig{
+		{
+			Name: StreamPlans, Description: "planbus: plans to execute",
+			Subjects: []string{SubjectPlansAll}, Retention: jetstream.LimitsPolicy,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+		},
+		{
+			Name: StreamTools, Description: "planbus: tool calls, one work queue per skill",
+			Subjects: []string{SubjectToolsAll}, Retention: jetstream.WorkQueuePolicy,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+		},
+		{
+			Name: StreamResults, Description: "planbus: tool results",
+			Subjects: []string{SubjectResultsAll}, Retention: jetstream.LimitsPolicy,
+			MaxAge: short, Duplicates: c.DuplicateWindow,
+		},
+		{
+			Name: StreamTimers, Description: "planbus: dispatcher timers (retry backoff, plan timeouts)",
+			Subjects: []string{SubjectTimersAll}, Retention: jetstream.WorkQueuePolicy,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+		},
+		{
+			Name: StreamExecutions, Description: "planbus: execution results",
+			Subjects: []string{SubjectExecutionsAll}, Retention: jetstream.LimitsPolicy,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+		},
+		{
+			Name: StreamEvents, Description: "planbus: progress events",
+			Subjects: []string{SubjectEventsAll}, Retention: jetstream.LimitsPolicy,
+			MaxAge: short, Discard: jetstream.DiscardOld,
+		},
+	}
+}
+
+// Buckets returns the configs of every planbus KV bucket.
+func (c Config) Buckets() []jetstream.KeyValueConfig {
+	c = c.Defaults()
+	return []jetstream.KeyValueConfig{
+		{Bucket: BucketPlans, Description: "planbus: plans and their execution state", TTL: c.Retention, History: 1},
+		{Bucket: BucketSkills, Description: "planbus: skill manifests", History: 1},
+	}
+}
+
+// Declare creates or updates every stream and bucket. It is idempotent and
+// every component calls it at start, so they may start in any order.
+func (c *Conn) Declare(ctx context.Context) error {
+	for _, sc := range c.Config.Streams() {
+		sc.Replicas = c.Config.Replicas
+		sc.Storage = jetstream.FileStorage
+		sc.MaxMsgSize = c.Config.MaxPayload
+		if _, err := c.JS.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("bus: declare stream %s: %w", sc.Name, err)
+		}
+	}
+	for _, kc := range c.Config.Buckets() {
+		kc.Replicas = c.Config.Replicas
+		kc.Storage = jetstream.FileStorage
+		kc.MaxValueSize = c.Config.MaxPayload
+		if _, err := c.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+			return fmt.Errorf("bus: declare bucket %s: %w", kc.Bucket, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package bus
+
+import "strconv"
+
+// Subjects. Tokens in angle brackets are filled by the functions below.
+const (
+	// SubjectPlanRequest is the planner's request/reply endpoint.
+	SubjectPlanRequest = "planbus.plan.request"
+	// planbus.plans.<planId>: Plan JSON to execute (stream PLANS).
+	SubjectPlansAll = "planbus.plans.>"
+	// planbus.tools.<skill>: tool calls, a work queue per skill (stream TOOLS).
+	SubjectToolsAll = "planbus.tools.>"
+	// planbus.results.<planId>: tool results (stream RESULTS).
+	SubjectResultsAll = "planbus.results.>"
+	// planbus.timers.<planId>: durable timers of the dispatchers (stream TIMERS).
+	SubjectTimersAll = "planbus.timers.>"
+	// planbus.executions.<planId>: execution results, one per plan (stream EXECUTIONS).
+	SubjectExecutionsAll = "planbus.executions.>"
+	// planbus.events.<requestId>.<type>: progress events (stream EVENTS).
+	SubjectEventsAll = "planbus.events.>"
+	// planbus.cancel.<planId>: core NATS; workers stop the plan's running calls.
+	SubjectCancelAll = "planbus.cancel.>"
+)
+
+// Streams.
+const (
+	StreamPlans      = "PLANBUS_PLANS"
+	StreamTools      = "PLANBUS_TOOLS"
+	StreamResults    = "PLANBUS_RESULTS"
+	StreamTimers     = "PLANBUS_TIMERS"
+	StreamExecutions = "PLANBUS_EXECUTIONS"
+	StreamEvents     = "PLANBUS_EVENTS"
+)
+
+// Durable consumers. Every dispatcher shares the dispatcher ones; every
+// worker serving a skill shares that skill's.
+const (
+	ConsumerDispatcherPlans   = "dispatcher-plans"
+	ConsumerDispatcherResults = "dispatcher-results"
+	ConsumerDispatcherTimers  = "dispatcher-timers"
+	consumerSkillPrefix       = "skill-"
+)
+
+// KV buckets.
+const (
+	// BucketPlans holds <planId>.plan (the validated plan), <planId>.state
+	// (its execution state, updated with compare-and-set) and
+	// <planId>.out.<tool index> (outputs too large to keep inline).
+	BucketPlans = "planbus-plans"
+	// BucketSkills holds one skill manifest per skill name.
+	BucketSkills = "planbus-skills"
+)
+
+// Micro service names.
+const (
+	ServiceDispatcher = "planbus-dispatcher"
+	ServiceToolworker = "planbus-toolworker"
+	ServicePlanner    = "planbus-planner"
+)
+
+// Headers.
+const (
+	// HeaderFireAt carries a timer's due time in Unix milliseconds.
+	HeaderFireAt = "Planbus-Fire-At"
+)
+
+// PlanSubject is where a plan is submitted.
+func PlanSubject(planID string) string { return "planbus.plans." + planID }
+
+// ToolSubject is the work queue of one skill.
+func ToolSubject(skill string) string { return "planbus.tools." + skill }
+
+// ResultSubject is where workers report results of one plan's tools.
+func ResultSubject(planID string) string { return "planbus.results." + planID }
+
+// TimerSubject carries the timers of one plan.
+func TimerSubject(planID string) string { return "planbus.timers." + planID }
+
+// ExecutionSubject is where a plan's execution result is published.
+func ExecutionSubject(planID string) string { return "planbus.executions." + planID }
+
+// EventSubject is where events of a request are published; eventType is
+// dotted ("tool.released"), so planbus.events.<requestId>.tool.> selects
+// every tool event of a request.
+func EventSubject(requestID, eventType string) string {
+	return "planbus.events." + requestID + "." + eventType
+}
+
+// EventsOfRequest selects every event of one request.
+func EventsOfRequest(requestID string) string { return "planbus.events." + requestID + ".>" }
+
+// CancelSubject tells workers to stop a plan's running calls.
+func CancelSubject(planID string) string { return "planbus.cancel." + planID }
+
+// SkillConsumer is the durable consumer all workers of a skill share.
+func SkillConsumer(skill string) string { return consumerSkillPrefix + skill }
+
+// PlanKey, StateKey and OutputKey are keys of BucketPlans.
+func PlanKey(planID string) string  { return planID + ".plan" }
+func StateKey(planID string) string { return planID + ".state" }
+func OutputKey(planID string, toolIndex, attempt int) string {
+	return planID + ".out." + strconv.Itoa(toolIndex) + "." + strconv.Itoa(attempt)
+}

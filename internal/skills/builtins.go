@@ -1,0 +1,12 @@
+package skills
+
+// BuiltinConfig configures the built-in skills that touch the machine.
+type BuiltinConfig struct {
+	Shell ShellConfig
+	HTTP  HTTPConfig
+}
+
+// Builtins returns echo, sleep, fail, shell and http.
+func Builtins(cfg BuiltinConfig) []Skill {
+	return []Skill{Echo(), Sleep(), Fail(), Shell(cfg.Shell), HTTP(cfg.HTTP)}
+}
