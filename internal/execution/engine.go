@@ -1,0 +1,435 @@
+package execution
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/planbus/planbus/internal/dag"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// Timer kinds.
+const (
+	TimerRetry       = "retry"
+	TimerPlanTimeout = "timeout"
+)
+
+// Release asks for attempt Attempt of tool Index to be published.
+type Release struct {
+	Index   int
+	Attempt int
+}
+
+// Timer asks for OnTimer to be called at FireAt.
+type Timer struct {
+	Kind    string
+	Index   int // the tool, for retries
+	Attempt int // the attempt to release, for retries
+	FireAt  time.Time
+}
+
+// Effects are what the caller must carry out after an Engine call, in this
+// order: persist State (if Changed), publish Releases and Timers, publish
+// Done and a cancel of running calls (if Cancel), then Events.
+type Effects struct {
+	Changed  bool
+	Releases []Release
+	Timers   []Timer
+	Events   []plan.Event
+	Done     *plan.ExecutionResult
+	Cancel   bool
+}
+
+func (fx *Effects) merge(o Effects) {
+	fx.Changed = fx.Changed || o.Changed
+	fx.Releases = append(fx.Releases, o.Releases...)
+	fx.Timers = append(fx.Timers, o.Timers...)
+	fx.Events = append(fx.Events, o.Events...)
+	if o.Done != nil {
+		fx.Done = o.Done
+	}
+	fx.Cancel = fx.Cancel || o.Cancel
+}
+
+// Merge adds o's effects to fx, for callers that apply several events
+// before carrying out their effects at once.
+func (fx *Effects) Merge(o Effects) { fx.merge(o) }
+
+// Engine runs one plan.
+type Engine struct {
+	plan     *plan.Plan
+	g        *dag.Graph
+	st       *State
+	tracker  *dag.Tracker
+	inFlight int // tools running or waiting to retry
+	sync     int // non-async tools in flight
+	finished int // tools in a terminal state
+	fx       Effects
+	now      time.Time
+}
+
+// Start begins a run of p at now. defaultMaxConcurrency applies when the
+// plan sets none. p must come from plan.Decode or have passed p.Check.
+func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int) (*Engine, Effects) {
+	mc := p.MaxConcurrency
+	if mc <= 0 {
+		mc = max(defaultMaxConcurrency, 1)
+	}
+	if !p.Parallel {
+		mc = 1
+	}
+	st := &State{
+		PlanID: p.PlanID, RequestID: p.RequestID, Status: plan.PlanRunning, MaxConcurrency: mc,
+		StartedAt: now.UnixMilli(), Deadline: now.Add(time.Duration(p.TimeoutMs) * time.Millisecond).UnixMilli(),
+		Tools: make([]ToolState, len(p.Tools)),
+	}
+	for i, t := range p.Tools {
+		st.Tools[i] = ToolState{ID: t.ToolID, State: plan.ToolPending}
+	}
+	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph())}
+	e.begin(now)
+	e.fx.Changed = true
+	e.event(plan.Event{Type: plan.EventPlanStarted, Message: fmt.Sprintf("%d tools, at most %d at once", len(p.Tools), mc)})
+	e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(st.Deadline)})
+	e.fill()
+	e.checkDone()
+	return e, e.end()
+}
+
+// Restore rebuilds an engine from a stored state.
+func Restore(p *plan.Plan, st *State) (*Engine, error) {
+	if len(st.Tools) != len(p.Tools) {
+		return nil, fmt.Errorf("execution: plan %s: state has %d tools, plan has %d", p.PlanID, len(st.Tools), len(p.Tools))
+	}
+	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph())}
+	for _, i := range e.g.Order() {
+		ts := st.Tools[i]
+		if ts.ID != p.Tools[i].ToolID {
+			return nil, fmt.Errorf("execution: plan %s: state tool %d is %q, plan has %q", p.PlanID, i, ts.ID, p.Tools[i].ToolID)
+		}
+		if e.satisfies(i) {
+			e.tracker.Satisfy(i)
+		}
+		if inFlight(ts.State) {
+			e.inFlight++
+			if !p.Tools[i].Async {
+				e.sync++
+			}
+		}
+		if terminal(ts.State) {
+			e.finished++
+		}
+	}
+	return e, nil
+}
+
+// satisfies: tool i finished in a way that lets its dependents run.
+func (e *Engine) satisfies(i int) bool {
+	switch e.st.Tools[i].State {
+	case plan.ToolSucceeded:
+		return true
+	case plan.ToolFailed, plan.ToolTimeout:
+		return !e.plan.Tools[i].Required
+	}
+	return false
+}
+
+// State returns the current state. The caller must not modify it.
+func (e *Engine) State() *State { return e.st }
+
+// Plan returns the plan being run.
+func (e *Engine) Plan() *plan.Plan { return e.plan }
+
+// Done reports whether the plan has ended.
+func (e *Engine) Done() bool { return e.st.Status != plan.PlanRunning }
+
+func (e *Engine) begin(now time.Time) { e.now, e.fx = now, Effects{} }
+
+func (e *Engine) end() Effects {
+	fx := e.fx
+	e.fx = Effects{}
+	return fx
+}
+
+func (e *Engine) ms() int64 { return e.now.UnixMilli() }
+
+func (e *Engine) event(ev plan.Event) {
+	ev.Time, ev.RequestID, ev.PlanID = e.now, e.st.RequestID, e.st.PlanID
+	e.fx.Events = append(e.fx.Events, ev)
+}
+
+func (e *Engine) toolEvent(typ string, i int, ev plan.Event) {
+	ev.Type, ev.ToolID, ev.Skill = typ, e.plan.Tools[i].ToolID, e.plan.Tools[i].Skill
+	if ev.Attempt == 0 {
+		ev.Attempt = e.st.Tools[i].Attempt
+	}
+	e.event(ev)
+}
+
+// fill releases ready tools while slots are free: in the order they became
+// ready, none while a non-async tool runs, a non-async one only alone.
+func (e *Engine) fill() {
+	if e.Done() {
+		return
+	}
+	for e.inFlight < e.st.MaxConcurrency && e.sync == 0 {
+		i, ok := e.tracker.Peek()
+		if !ok {
+			return
+		}
+		if e.st.Tools[i].State != plan.ToolPending {
+			e.tracker.Pop() // released before a restore, or skipped
+			continue
+		}
+		e.tracker.Pop()
+		e.release(i, 1)
+	}
+}
+
+func (e *Engine) release(i, attempt int) {
+	ts := &e.st.Tools[i]
+	if ts.State == plan.ToolPending {
+		e.inFlight++
+		if !e.plan.Tools[i].Async {
+			e.sync++
+		}
+	}
+	ts.State, ts.Attempt, ts.ReleasedAt, ts.RetryAt = plan.ToolRunning, attempt, e.ms(), 0
+	e.fx.Changed = true
+	e.fx.Releases = append(e.fx.Releases, Release{Index: i, Attempt: attempt})
+	e.toolEvent(plan.EventToolReleased, i, plan.Event{})
+}
+
+// leave frees tool i's slot as it reaches terminal state s.
+func (e *Engine) leave(i int, s string) {
+	ts := &e.st.Tools[i]
+	if inFlight(ts.State) {
+		e.inFlight--
+		if !e.plan.Tools[i].Async {
+			e.sync--
+		}
+	}
+	if !terminal(ts.State) {
+		e.finished++
+	}
+	ts.State, ts.FinishedAt, ts.RetryAt = s, e.ms(), 0
+	e.fx.Changed = true
+}
+
+// Index returns the position of a tool in the plan.
+func (e *Engine) Index(toolID string) (int, bool) { return e.g.Index(toolID) }
+
+// OnResult applies a worker's result. A result for an attempt that is not
+// running (a duplicate, or one from before a retry or after the plan ended)
+// changes nothing.
+func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects {
+	e.begin(now)
+	i, ok := e.g.Index(r.ToolID)
+	if !ok || e.Done() {
+		return e.end()
+	}
+	ts := &e.st.Tools[i]
+	if ts.State != plan.ToolRunning || ts.Attempt != r.Attempt {
+		return e.end()
+	}
+	ts.WorkerID, ts.DurationMs = r.WorkerID, r.DurationMs
+	if !r.StartedAt.IsZero() {
+		ts.StartedAt = r.StartedAt.UnixMilli()
+	}
+	if r.State == plan.ToolSucceeded {
+		e.leave(i, plan.ToolSucceeded)
+		ts.Output, ts.Error = r.Output, nil
+		e.toolEvent(plan.EventToolSucceeded, i, plan.Event{DurationMs: r.DurationMs, WorkerID: r.WorkerID})
+		e.tracker.Satisfy(i)
+		e.fill()
+		e.checkDone()
+		return e.end()
+	}
+	errInfo := r.Error
+	if errInfo == nil {
+		errInfo = &plan.ErrorInfo{Code: plan.CodeToolFailed, Category: plan.CategoryInternal, Message: "failed without an error"}
+	}
+	ts.Error, ts.Output = errInfo, r.Output
+	t := e.plan.Tools[i]
+	if plan.Retryable(errInfo.Category) && r.Attempt < t.RetryPolicy.MaxAttempts {
+		delay := RetryDelay(t.RetryPolicy, r.Attempt)
+		ts.State, ts.RetryAt = plan.ToolRetrying, now.Add(delay).UnixMilli()
+		e.fx.Changed = true
+		e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerRetry, Index: i, Attempt: r.Attempt + 1, FireAt: now.Add(delay)})
+		e.toolEvent(plan.EventToolRetrying, i, plan.Event{Error: errInfo, DelayMs: delay.Milliseconds(),
+			Message: fmt.Sprintf("attempt %d of %d failed; retrying in %s", r.Attempt, t.RetryPolicy.MaxAttempts, delay)})
+		return e.end()
+	}
+	final, evType := plan.ToolFailed, plan.EventToolFailed
+	if r.State == plan.ToolTimeout || errInfo.Category == plan.CategoryTimeout {
+		final, evType = plan.ToolTimeout, plan.EventToolTimeout
+	}
+	e.leave(i, final)
+	e.toolEvent(evType, i, plan.Event{Error: errInfo, DurationMs: r.DurationMs, WorkerID: r.WorkerID})
+	if t.Required {
+		for _, d := range e.g.TransitiveDependents(i) {
+			if e.st.Tools[d].State == plan.ToolPending {
+				e.leave(d, plan.ToolSkipped)
+				e.st.Tools[d].Reason = plan.ReasonDependencyFailed
+				e.toolEvent(plan.EventToolSkipped, d, plan.Event{Message: fmt.Sprintf("dependency %q failed", t.ToolID)})
+			}
+		}
+		e.finish(plan.PlanFailed, &plan.ErrorInfo{
+			Code: errInfo.Code, Category: errInfo.Category,
+			Message: fmt.Sprintf("required tool %q (skill %s) %s after %d attempt(s): %s", t.ToolID, t.Skill, final, r.Attempt, errInfo.Message),
+		}, plan.ReasonPlanFailed)
+		return e.end()
+	}
+	// Optional: its dependents run with null in its place.
+	e.tracker.Satisfy(i)
+	e.fill()
+	e.checkDone()
+	return e.end()
+}
+
+// OnTimer applies a due timer. A timer that no longer matches the state
+// (the plan ended, or the retry already happened) changes nothing.
+func (e *Engine) OnTimer(t Timer, now time.Time) Effects {
+	e.begin(now)
+	if e.Done() {
+		return e.end()
+	}
+	switch t.Kind {
+	case TimerRetry:
+		if t.Index < 0 || t.Index >= len(e.st.Tools) {
+			return e.end()
+		}
+		ts := &e.st.Tools[t.Index]
+		if ts.State == plan.ToolRetrying && ts.Attempt+1 == t.Attempt {
+			e.release(t.Index, t.Attempt)
+		}
+	case TimerPlanTimeout:
+		if now.UnixMilli() < e.st.Deadline {
+			return e.end()
+		}
+		e.finish(plan.PlanTimeout, &plan.ErrorInfo{Code: plan.CodePlanTimeout, Category: plan.CategoryTimeout,
+			Message: fmt.Sprintf("plan exceeded %dms timeout", e.plan.TimeoutMs)}, plan.ReasonPlanTimeout)
+	}
+	return e.end()
+}
+
+// finish ends the plan: tools not yet released are skipped, tools in flight
+// are cancelled, and the execution result is produced.
+func (e *Engine) finish(status string, errInfo *plan.ErrorInfo, reason string) {
+	for i := range e.st.Tools {
+		ts := &e.st.Tools[i]
+		switch {
+		case ts.State == plan.ToolPending:
+			e.leave(i, plan.ToolSkipped)
+			ts.Reason = reason
+			e.toolEvent(plan.EventToolSkipped, i, plan.Event{Message: reason})
+		case inFlight(ts.State):
+			e.leave(i, plan.ToolCancelled)
+			ts.Reason = reason
+			if reason == plan.ReasonPlanTimeout {
+				ts.Error = errInfo
+			}
+			e.fx.Cancel = true
+			e.toolEvent(plan.EventToolCancelled, i, plan.Event{Message: reason})
+		}
+	}
+	e.st.Status, e.st.Error, e.st.FinishedAt = status, errInfo, e.ms()
+	e.fx.Changed = true
+	evType := map[string]string{plan.PlanSucceeded: plan.EventPlanSucceeded, plan.PlanFailed: plan.EventPlanFailed,
+		plan.PlanTimeout: plan.EventPlanTimeout}[status]
+	ev := plan.Event{Type: evType, Error: errInfo, DurationMs: float64(e.st.FinishedAt - e.st.StartedAt)}
+	e.event(ev)
+	e.fx.Done = e.Result()
+}
+
+func (e *Engine) checkDone() {
+	if !e.Done() && e.finished == len(e.st.Tools) {
+		e.finish(plan.PlanSucceeded, nil, "")
+	}
+}
+
+// Outstanding returns the effects the current state implies: a release for
+// every running attempt, a timer for every retry and for the plan timeout,
+// and the result of an ended plan. A dispatcher that handles a message for
+// the second time carries them out again, so effects lost in a crash after
+// the state was written are not lost for good; message ids make the
+// repeats harmless.
+func (e *Engine) Outstanding() Effects {
+	var fx Effects
+	if e.Done() {
+		fx.Done = e.Result()
+		return fx
+	}
+	fx.Timers = append(fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(e.st.Deadline)})
+	for i, ts := range e.st.Tools {
+		switch ts.State {
+		case plan.ToolRunning:
+			fx.Releases = append(fx.Releases, Release{Index: i, Attempt: ts.Attempt})
+		case plan.ToolRetrying:
+			fx.Timers = append(fx.Timers, Timer{Kind: TimerRetry, Index: i, Attempt: ts.Attempt + 1, FireAt: time.UnixMilli(ts.RetryAt)})
+		}
+	}
+	return fx
+}
+
+// Result builds the execution result of the current state.
+func (e *Engine) Result() *plan.ExecutionResult {
+	st := e.st
+	res := &plan.ExecutionResult{
+		PlanID: st.PlanID, RequestID: st.RequestID, State: st.Status,
+		Success: st.Status == plan.PlanSucceeded, Error: st.Error,
+		Tools:    make([]plan.ToolOutcome, len(st.Tools)),
+		Metadata: e.plan.Metadata,
+	}
+	res.CanReplan = st.Status == plan.PlanFailed || st.Status == plan.PlanTimeout
+	if st.StartedAt > 0 {
+		res.StartedAt = time.UnixMilli(st.StartedAt).UTC()
+	}
+	if st.FinishedAt > 0 {
+		res.FinishedAt = time.UnixMilli(st.FinishedAt).UTC()
+		res.DurationMs = float64(st.FinishedAt - st.StartedAt)
+	}
+	seenSkill := map[string]bool{}
+	for i, ts := range st.Tools {
+		t := e.plan.Tools[i]
+		o := plan.ToolOutcome{ToolID: t.ToolID, Skill: t.Skill, State: ts.State, Required: t.Required,
+			Attempts: ts.Attempt, Output: ts.Output, Error: ts.Error, Reason: ts.Reason, DurationMs: ts.DurationMs}
+		if ts.StartedAt > 0 {
+			o.StartedAt = time.UnixMilli(ts.StartedAt).UTC()
+		}
+		if ts.FinishedAt > 0 {
+			o.FinishedAt = time.UnixMilli(ts.FinishedAt).UTC()
+		}
+		res.Tools[i] = o
+		if ts.State == plan.ToolFailed || ts.State == plan.ToolTimeout {
+			res.FailedTools = append(res.FailedTools, t.ToolID)
+			if !seenSkill[t.Skill] {
+				seenSkill[t.Skill] = true
+				res.FailedSkills = append(res.FailedSkills, t.Skill)
+			}
+		}
+	}
+	return res
+}
+
+// RetryDelay is the wait before the attempt after failed attempt n
+// (1-based): backoffMs × 2^(n−1) (seed 003 §2.1).
+func RetryDelay(p plan.RetryPolicy, n int) time.Duration {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     time.Duration(p.BackoffMs) * time.Millisecond,
+		RandomizationFactor: 0,
+		Multiplier:          2,
+		MaxInterval:         100 * 24 * time.Hour,
+		MaxElapsedTime:      0,
+		Stop:                backoff.Stop,
+		Clock:               backoff.SystemClock,
+	}
+	b.Reset()
+	var d time.Duration
+	for range n {
+		d = b.NextBackOff()
+	}
+	return d
+}

@@ -1,0 +1,312 @@
+package execution
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/planbus/planbus/internal/plan"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func mustPlan(t *testing.T, doc string) *plan.Plan {
+	t.Helper()
+	p, err := plan.Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PlanID == "" {
+		p.PlanID, p.RequestID = "p", "r"
+	}
+	return p
+}
+
+func ids(e *Engine, rs []Release) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, e.plan.Tools[r.Index].ToolID)
+	}
+	return out
+}
+
+func ok(id string, attempt int) *plan.ToolResult {
+	return &plan.ToolResult{ToolID: id, Attempt: attempt, State: plan.ToolSucceeded, Output: json.RawMessage(`{"id":"` + id + `"}`)}
+}
+
+func fail(id string, attempt int, category string) *plan.ToolResult {
+	return &plan.ToolResult{ToolID: id, Attempt: attempt, State: plan.ToolFailed,
+		Error: &plan.ErrorInfo{Code: "X", Message: "boom", Category: category}}
+}
+
+const diamond = `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]},
+	{"toolId":"C","skill":"s","dependencies":["A"]},{"toolId":"D","skill":"s","dependencies":["B","C"]}]}`
+
+func TestDiamondReleasesEachToolWhenItsDepsFinish(t *testing.T) {
+	e, fx := Start(mustPlan(t, diamond), t0, 8)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"A"}) {
+		t.Fatalf("start released %v, want [A]", got)
+	}
+	fx = e.OnResult(ok("A", 1), t0)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"B", "C"}) {
+		t.Fatalf("after A released %v, want [B C]", got)
+	}
+	fx = e.OnResult(ok("C", 1), t0)
+	if len(fx.Releases) != 0 {
+		t.Fatalf("D released before B finished")
+	}
+	fx = e.OnResult(ok("B", 1), t0)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"D"}) {
+		t.Fatalf("after B, C released %v, want [D]", got)
+	}
+	fx = e.OnResult(ok("D", 1), t0.Add(time.Second))
+	if fx.Done == nil || !fx.Done.Success || fx.Done.State != plan.PlanSucceeded {
+		t.Fatalf("done = %+v, want success", fx.Done)
+	}
+	if fx.Done.DurationMs != 1000 || string(fx.Done.Tools[3].Output) != `{"id":"D"}` {
+		t.Errorf("result duration %v, D output %s", fx.Done.DurationMs, fx.Done.Tools[3].Output)
+	}
+}
+
+func TestConcurrencyCap(t *testing.T) {
+	var tools []string
+	for i := range 10 {
+		tools = append(tools, `{"toolId":"t`+string(rune('0'+i))+`","skill":"s"}`)
+	}
+	e, fx := Start(mustPlan(t, `{"maxConcurrency":3,"tools":[`+strings.Join(tools, ",")+`]}`), t0, 8)
+	running := ids(e, fx.Releases)
+	if len(running) != 3 {
+		t.Fatalf("released %d at start, want 3", len(running))
+	}
+	done := 0
+	for len(running) > 0 {
+		id := running[0]
+		running = running[1:]
+		fx = e.OnResult(ok(id, 1), t0)
+		done++
+		running = append(running, ids(e, fx.Releases)...)
+		if len(running) > 3 {
+			t.Fatalf("%d in flight, cap 3", len(running))
+		}
+	}
+	if done != 10 || fx.Done == nil {
+		t.Fatalf("finished %d tools, done=%v", done, fx.Done != nil)
+	}
+}
+
+func TestParallelFalseRunsOneAtATimeInKahnOrder(t *testing.T) {
+	e, fx := Start(mustPlan(t, `{"parallel":false,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s"},{"toolId":"C","skill":"s","dependencies":["A"]}]}`), t0, 8)
+	var order []string
+	for len(fx.Releases) > 0 {
+		if len(fx.Releases) != 1 {
+			t.Fatalf("released %v at once", ids(e, fx.Releases))
+		}
+		id := ids(e, fx.Releases)[0]
+		order = append(order, id)
+		fx = e.OnResult(ok(id, 1), t0)
+	}
+	if !slices.Equal(order, []string{"A", "B", "C"}) {
+		t.Fatalf("order %v, want [A B C]", order)
+	}
+}
+
+func TestSyncToolRunsAlone(t *testing.T) {
+	e, fx := Start(mustPlan(t, `{"tools":[{"toolId":"S","skill":"s","async":false},{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s"}]}`), t0, 8)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"S"}) {
+		t.Fatalf("released %v while S runs, want only S", got)
+	}
+	fx = e.OnResult(ok("S", 1), t0)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"A", "B"}) {
+		t.Fatalf("after S released %v, want [A B]", got)
+	}
+}
+
+func TestRetryBackoff(t *testing.T) {
+	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":4,"backoffMs":100}}]}`), t0, 8)
+	now := t0
+	var delays []time.Duration
+	for attempt := 1; attempt <= 3; attempt++ {
+		fx := e.OnResult(fail("A", attempt, plan.CategoryNetwork), now)
+		if len(fx.Timers) != 1 || fx.Timers[0].Kind != TimerRetry || fx.Timers[0].Attempt != attempt+1 {
+			t.Fatalf("attempt %d: timers %+v", attempt, fx.Timers)
+		}
+		delays = append(delays, fx.Timers[0].FireAt.Sub(now))
+		if e.State().Tools[0].State != plan.ToolRetrying {
+			t.Fatalf("state %s, want retrying", e.State().Tools[0].State)
+		}
+		// An early or stale timer does nothing.
+		if fx := e.OnTimer(Timer{Kind: TimerRetry, Index: 0, Attempt: attempt + 2}, now); len(fx.Releases) != 0 {
+			t.Fatalf("stale timer released %v", fx.Releases)
+		}
+		now = fx.Timers[0].FireAt
+		fx = e.OnTimer(fx.Timers[0], now)
+		if len(fx.Releases) != 1 || fx.Releases[0].Attempt != attempt+1 {
+			t.Fatalf("timer released %+v", fx.Releases)
+		}
+	}
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+	if diff := cmp.Diff(want, delays); diff != "" {
+		t.Errorf("delays (-want +got):\n%s", diff)
+	}
+	fx := e.OnResult(fail("A", 4, plan.CategoryNetwork), now)
+	if fx.Done == nil || fx.Done.State != plan.PlanFailed || fx.Done.Tools[0].Attempts != 4 {
+		t.Fatalf("after last attempt: %+v", fx.Done)
+	}
+}
+
+func TestNonRetryableFailsAtOnce(t *testing.T) {
+	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"}]}`), t0, 8)
+	fx := e.OnResult(fail("A", 1, plan.CategoryInvalidInput), t0)
+	if fx.Done == nil || fx.Done.Tools[0].Attempts != 1 || len(fx.Timers) != 0 {
+		t.Fatalf("invalid input was retried: %+v", fx)
+	}
+}
+
+func TestRequiredFailureSkipsDependents(t *testing.T) {
+	p := mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"f","dependencies":["A"],"retryPolicy":{"maxAttempts":1}},
+		{"toolId":"C","skill":"s","dependencies":["A"]},{"toolId":"D","skill":"s","dependencies":["B"]},{"toolId":"E","skill":"s","dependencies":["D"]},
+		{"toolId":"F","skill":"s","dependencies":["C"]}]}`)
+	e, _ := Start(p, t0, 8)
+	e.OnResult(ok("A", 1), t0)
+	fx := e.OnResult(fail("B", 1, plan.CategoryInternal), t0)
+	res := fx.Done
+	if res == nil || res.Success || !res.CanReplan || res.State != plan.PlanFailed {
+		t.Fatalf("result %+v, want failed with canReplan", res)
+	}
+	got := map[string]string{}
+	for _, o := range res.Tools {
+		got[o.ToolID] = o.State + "/" + o.Reason
+	}
+	want := map[string]string{"A": "succeeded/", "B": "failed/", "C": "cancelled/plan_failed",
+		"D": "skipped/dependency_failed", "E": "skipped/dependency_failed", "F": "skipped/plan_failed"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tool states (-want +got):\n%s", diff)
+	}
+	if !fx.Cancel {
+		t.Error("running C was not cancelled")
+	}
+	if !slices.Equal(res.FailedTools, []string{"B"}) || !slices.Equal(res.FailedSkills, []string{"f"}) {
+		t.Errorf("failed tools %v skills %v", res.FailedTools, res.FailedSkills)
+	}
+	if !strings.Contains(res.Error.Message, `required tool "B"`) {
+		t.Errorf("error %q should name B", res.Error.Message)
+	}
+	// A late result for the cancelled C changes nothing.
+	if fx := e.OnResult(ok("C", 1), t0); fx.Changed || fx.Done != nil {
+		t.Errorf("late result changed the ended plan: %+v", fx)
+	}
+}
+
+func TestOptionalFailureContinues(t *testing.T) {
+	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","required":false,"retryPolicy":{"maxAttempts":1}},
+		{"toolId":"B","skill":"s","dependencies":["A"],"input":{"a":{"$ref":"A"}}}]}`), t0, 8)
+	fx := e.OnResult(fail("A", 1, plan.CategoryInternal), t0)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"B"}) {
+		t.Fatalf("after optional failure released %v, want [B]", got)
+	}
+	fx = e.OnResult(ok("B", 1), t0)
+	if fx.Done == nil || !fx.Done.Success || fx.Done.Tools[0].State != plan.ToolFailed {
+		t.Fatalf("result %+v, want success with A failed", fx.Done)
+	}
+}
+
+func TestPlanTimeout(t *testing.T) {
+	e, fx := Start(mustPlan(t, `{"timeoutMs":1000,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]}]}`), t0, 8)
+	var timer Timer
+	for _, tm := range fx.Timers {
+		if tm.Kind == TimerPlanTimeout {
+			timer = tm
+		}
+	}
+	if !timer.FireAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("plan timer at %v, want %v", timer.FireAt, t0.Add(time.Second))
+	}
+	if fx := e.OnTimer(timer, t0.Add(500*time.Millisecond)); fx.Done != nil {
+		t.Fatal("plan timed out early")
+	}
+	fx = e.OnTimer(timer, timer.FireAt)
+	if fx.Done == nil || fx.Done.State != plan.PlanTimeout || fx.Done.Error.Code != plan.CodePlanTimeout || !fx.Done.CanReplan {
+		t.Fatalf("result %+v", fx.Done)
+	}
+	if fx.Done.Tools[0].State != plan.ToolCancelled || fx.Done.Tools[1].Reason != plan.ReasonPlanTimeout {
+		t.Errorf("tools %+v", fx.Done.Tools)
+	}
+}
+
+func TestToolTimeoutState(t *testing.T) {
+	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":1}}]}`), t0, 8)
+	fx := e.OnResult(&plan.ToolResult{ToolID: "A", Attempt: 1, State: plan.ToolTimeout,
+		Error: &plan.ErrorInfo{Code: plan.CodeToolTimeout, Category: plan.CategoryTimeout, Message: "Tool exceeded 5ms timeout"}}, t0)
+	if fx.Done == nil || fx.Done.Tools[0].State != plan.ToolTimeout || fx.Done.Error.Code != plan.CodeToolTimeout {
+		t.Fatalf("result %+v", fx.Done)
+	}
+}
+
+func TestEmptyPlanSucceeds(t *testing.T) {
+	_, fx := Start(mustPlan(t, `{"tools":[]}`), t0, 8)
+	if fx.Done == nil || !fx.Done.Success {
+		t.Fatalf("empty plan: %+v", fx.Done)
+	}
+}
+
+// TestRestoreContinuesIdentically stores the state after every step and
+// restores a new engine from it: both must then behave the same.
+func TestRestoreContinuesIdentically(t *testing.T) {
+	p := mustPlan(t, `{"maxConcurrency":2,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]},
+		{"toolId":"C","skill":"s","dependencies":["A"],"required":false},{"toolId":"D","skill":"s","dependencies":["A"]},
+		{"toolId":"E","skill":"s","dependencies":["B","C","D"],"async":false},{"toolId":"F","skill":"s"}]}`)
+	e, fx := Start(p, t0, 8)
+	queue := ids(e, fx.Releases)
+	step := 0
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		b, err := json.Marshal(e.State())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st State
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Restore(p, &st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := ok(id, 1)
+		if id == "C" {
+			res = fail("C", 1, plan.CategoryPermanent)
+		}
+		fx1, fx2 := e.OnResult(res, t0), r.OnResult(res, t0)
+		if diff := cmp.Diff(fx1, fx2); diff != "" {
+			t.Fatalf("step %d (%s): restored engine differs (-orig +restored):\n%s", step, id, diff)
+		}
+		e = r
+		queue = append(queue, ids(e, fx1.Releases)...)
+		step++
+	}
+	if !e.Done() || e.State().Status != plan.PlanSucceeded {
+		t.Fatalf("status %s", e.State().Status)
+	}
+}
+
+func TestOutstanding(t *testing.T) {
+	e, _ := Start(mustPlan(t, diamond), t0, 8)
+	e.OnResult(ok("A", 1), t0)
+	e.OnResult(fail("B", 1, plan.CategoryNetwork), t0)
+	fx := e.Outstanding()
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"C"}) {
+		t.Errorf("outstanding releases %v, want [C]", got)
+	}
+	var kinds []string
+	for _, tm := range fx.Timers {
+		kinds = append(kinds, tm.Kind)
+	}
+	if !slices.Equal(kinds, []string{TimerPlanTimeout, TimerRetry}) {
+		t.Errorf("outstanding timers %v", kinds)
+	}
+}

@@ -1,0 +1,103 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/planbus/planbus/internal/skills"
+)
+
+// ErrInvalidConfig is matched by every error Config.validate returns.
+var ErrInvalidConfig = errors.New("worker: invalid config")
+
+// Config of a worker.
+type Config struct {
+	// ID names this worker in results, events and `nats micro info`.
+	// Default <hostname>-<pid>-<n>.
+	ID string
+	// Skills to serve; at least one.
+	Skills []skills.Skill
+	// Concurrency is how many calls of each skill run at once. Default 16.
+	Concurrency int
+	// AckWait is how long a call may go without a heartbeat before JetStream
+	// gives it to another worker; it bounds how soon the call of a dead
+	// worker runs again. It configures each skill's shared consumer.
+	// Default 30s.
+	AckWait time.Duration
+	// MaxDeliver is how many deliveries of one attempt are tried before the
+	// worker reports it failed with WORKER_CRASH, so a call that kills its
+	// workers cannot loop forever. Default 5.
+	MaxDeliver int
+	// DrainTimeout is how long a stopping worker lets running calls finish;
+	// those still running then are handed back for redelivery. Default 30s.
+	DrainTimeout time.Duration
+	// OutputCap is the largest output a call may return, in bytes.
+	// Default 1 MiB.
+	OutputCap int
+	// Version is reported by the micro service. Default "dev".
+	Version string
+}
+
+var workerSeq atomic.Int64
+
+func (c Config) withDefaults() Config {
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "worker"
+		}
+		c.ID = host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(workerSeq.Add(1), 10)
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 16
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = 5
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 30 * time.Second
+	}
+	if c.OutputCap == 0 {
+		c.OutputCap = 1 << 20
+	}
+	if c.Version == "" {
+		c.Version = "0.0.0-dev"
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	if len(c.Skills) == 0 {
+		return bad("Skills", "no skills to serve")
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Skills {
+		if s.Manifest.Name == "" || s.Handler == nil {
+			return bad("Skills", "a skill has no name or no handler")
+		}
+		if seen[s.Manifest.Name] {
+			return bad("Skills", "skill %q listed twice", s.Manifest.Name)
+		}
+		seen[s.Manifest.Name] = true
+	}
+	if c.Concurrency < 1 {
+		return bad("Concurrency", "%d, want at least 1", c.Concurrency)
+	}
+	if c.AckWait < 100*time.Millisecond {
+		return bad("AckWait", "%s, want at least 100ms", c.AckWait)
+	}
+	if c.MaxDeliver < 1 {
+		return bad("MaxDeliver", "%d, want at least 1", c.MaxDeliver)
+	}
+	return nil
+}

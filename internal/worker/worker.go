@@ -1,0 +1,429 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/schemas"
+)
+
+var (
+	// errShutdown cancels calls still running when the drain time is up;
+	// they are handed back to JetStream for another worker.
+	errShutdown = errors.New("worker: shutting down")
+	// errPlanEnded cancels calls of a plan that has finished; their results
+	// would be ignored.
+	errPlanEnded = errors.New("worker: plan ended")
+)
+
+// fetchWait is how long one pull request waits for calls.
+const fetchWait = 5 * time.Second
+
+// Worker serves skills. Create it with New and start it with Run.
+type Worker struct {
+	cfg    Config
+	conn   *bus.Conn
+	log    zerolog.Logger
+	skills []*served
+
+	mu        sync.Mutex
+	inflight  map[*call]struct{}
+	cancelled map[string]time.Time // plan id -> when its cancel arrived
+
+	calls      sync.WaitGroup
+	callCtx    context.Context // parent of every call; cancelled when the drain time is up
+	callCancel context.CancelCauseFunc
+}
+
+type served struct {
+	skill   skills.Skill
+	handler skills.Handler
+	stats   stats
+}
+
+type stats struct {
+	Received  atomic.Int64 `json:"-"`
+	Succeeded atomic.Int64 `json:"-"`
+	Failed    atomic.Int64 `json:"-"`
+	Running   atomic.Int64 `json:"-"`
+}
+
+func (s *stats) snapshot() map[string]int64 {
+	return map[string]int64{
+		"received": s.Received.Load(), "succeeded": s.Succeeded.Load(),
+		"failed": s.Failed.Load(), "running": s.Running.Load(),
+	}
+}
+
+type call struct {
+	msg    jetstream.Msg
+	planID string
+	cancel context.CancelCauseFunc
+}
+
+// New checks the config and prepares a worker on conn.
+func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Worker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		cfg:       cfg,
+		conn:      conn,
+		log:       log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
+		inflight:  map[*call]struct{}{},
+		cancelled: map[string]time.Time{},
+	}
+	for _, s := range cfg.Skills {
+		w.skills = append(w.skills, &served{skill: s, handler: skills.Chain(s.Handler, skills.Recover, skills.Timeout)})
+	}
+	return w, nil
+}
+
+// ID is the worker's id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Run serves until ctx ends, then drains: it stops pulling, lets running
+// calls finish for up to DrainTimeout and hands the rest back. It returns
+// an error only if it could not start.
+func (w *Worker) Run(ctx context.Context) error {
+	kv, err := w.conn.JS.KeyValue(ctx, bus.BucketSkills)
+	if err != nil {
+		return fmt.Errorf("worker: skills bucket: %w", err)
+	}
+	consumers := make([]jetstream.Consumer, len(w.skills))
+	for i, s := range w.skills {
+		m := s.skill.Manifest
+		b, _ := json.Marshal(m)
+		if _, err := kv.Put(ctx, m.Name, b); err != nil {
+			return fmt.Errorf("worker: advertise skill %s: %w", m.Name, err)
+		}
+		maxAck := 100000
+		if m.Concurrency > 0 {
+			maxAck = m.Concurrency
+		}
+		cons, err := w.conn.JS.CreateOrUpdateConsumer(ctx, bus.StreamTools, jetstream.ConsumerConfig{
+			Durable:       bus.SkillConsumer(m.Name),
+			Description:   "planbus: calls of skill " + m.Name + ", shared by its workers",
+			FilterSubject: bus.ToolSubject(m.Name),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       w.cfg.AckWait,
+			MaxDeliver:    -1,
+			MaxAckPending: maxAck,
+			MaxWaiting:    4096,
+		})
+		if err != nil {
+			return fmt.Errorf("worker: consumer for skill %s: %w", m.Name, err)
+		}
+		consumers[i] = cons
+	}
+	sub, err := w.conn.NC.Subscribe(bus.SubjectCancelAll, w.onCancel)
+	if err != nil {
+		return fmt.Errorf("worker: subscribe to cancels: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	svc, err := w.addService()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = svc.Stop() }()
+
+	w.callCtx, w.callCancel = context.WithCancelCause(context.Background())
+	defer w.callCancel(nil)
+	var loops sync.WaitGroup
+	for i, s := range w.skills {
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			w.pull(ctx, &loops, s, consumers[i])
+		}()
+	}
+	hbDone := make(chan struct{})
+	go w.heartbeats(hbDone)
+	w.log.Info().Strs("skills", w.skillNames()).Int("concurrency", w.cfg.Concurrency).Msg("tool worker serving")
+
+	<-ctx.Done()
+	loops.Wait()
+	w.drain()
+	close(hbDone)
+	w.log.Info().Msg("tool worker stopped")
+	return nil
+}
+
+func (w *Worker) skillNames() []string {
+	var out []string
+	for _, s := range w.skills {
+		out = append(out, s.skill.Manifest.Name)
+	}
+	return out
+}
+
+// pull keeps as many calls requested or running as the skill's concurrency
+// allows, and never more: a slot is reserved before its call is requested,
+// so no call waits in a client buffer where no heartbeat covers it.
+func (w *Worker) pull(ctx context.Context, loops *sync.WaitGroup, s *served, cons jetstream.Consumer) {
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	fill:
+		for n < w.cfg.Concurrency {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break fill
+			}
+		}
+		fctx, cancel := context.WithTimeout(ctx, fetchWait)
+		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			for range n {
+				<-slots
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Warn().Err(err).Str("skill", s.skill.Manifest.Name).Msg("fetch failed; retrying")
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			defer cancel()
+			got := 0
+			for msg := range batch.Messages() {
+				got++
+				w.calls.Add(1)
+				go func() {
+					defer func() { <-slots }()
+					defer w.calls.Done()
+					w.handle(s, msg)
+				}()
+			}
+			for range n - got {
+				<-slots
+			}
+		}()
+	}
+}
+
+// heartbeats tells JetStream that held calls are still being worked on.
+func (w *Worker) heartbeats(done <-chan struct{}) {
+	t := time.NewTicker(max(w.cfg.AckWait/3, 50*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			w.mu.Lock()
+			msgs := make([]jetstream.Msg, 0, len(w.inflight))
+			for c := range w.inflight {
+				msgs = append(msgs, c.msg)
+			}
+			w.mu.Unlock()
+			for _, m := range msgs {
+				_ = m.InProgress()
+			}
+		}
+	}
+}
+
+// drain waits for running calls, then cancels those left.
+func (w *Worker) drain() {
+	done := make(chan struct{})
+	go func() { w.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(w.cfg.DrainTimeout):
+	}
+	w.mu.Lock()
+	n := len(w.inflight)
+	w.mu.Unlock()
+	w.log.Warn().Int("calls", n).Dur("drain_timeout", w.cfg.DrainTimeout).Msg("drain time is up; handing running calls back")
+	w.callCancel(errShutdown)
+	<-done
+}
+
+func (w *Worker) onCancel(m *nats.Msg) {
+	planID := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, at := range w.cancelled {
+		if now.Sub(at) > 10*time.Minute {
+			delete(w.cancelled, id)
+		}
+	}
+	w.cancelled[planID] = now
+	for c := range w.inflight {
+		if c.planID == planID {
+			c.cancel(errPlanEnded)
+		}
+	}
+}
+
+func (w *Worker) handle(s *served, msg jetstream.Msg) {
+	name := s.skill.Manifest.Name
+	log := w.log.With().Str("skill", name).Logger()
+	var tc plan.ToolCall
+	if err := schemas.Validate(schemas.ToolCall, msg.Data()); err != nil {
+		log.Error().Err(err).Str("subject", msg.Subject()).Msg("dropping an invalid tool call")
+		_ = msg.TermWithReason("invalid tool call: " + err.Error())
+		return
+	}
+	if err := json.Unmarshal(msg.Data(), &tc); err != nil || tc.Skill != name {
+		log.Error().Str("call_skill", tc.Skill).Msg("dropping a tool call for another skill")
+		_ = msg.TermWithReason("tool call for skill " + tc.Skill + " on the queue of " + name)
+		return
+	}
+	log = log.With().Str("plan_id", tc.PlanID).Str("tool_id", tc.ToolID).Int("attempt", tc.Attempt).Logger()
+	s.stats.Received.Add(1)
+
+	if meta, err := msg.Metadata(); err == nil && int(meta.NumDelivered) > w.cfg.MaxDeliver {
+		log.Error().Uint64("deliveries", meta.NumDelivered).Msg("call delivered too often without a result; reporting it failed")
+		res := w.newResult(&tc, time.Now())
+		res.State = plan.ToolFailed
+		res.Error = &plan.ErrorInfo{Code: plan.CodeWorkerCrash, Category: plan.CategoryInternal,
+			Message: fmt.Sprintf("delivered %d times without a result: its workers died or hung running it", meta.NumDelivered-1)}
+		w.finish(log, s, msg, res)
+		return
+	}
+
+	ctx, cancel := context.WithCancelCause(w.callCtx)
+	defer cancel(nil)
+	c := &call{msg: msg, planID: tc.PlanID, cancel: cancel}
+	w.mu.Lock()
+	_, ended := w.cancelled[tc.PlanID]
+	if !ended {
+		w.inflight[c] = struct{}{}
+	}
+	w.mu.Unlock()
+	if ended {
+		_ = msg.Ack()
+		return
+	}
+	s.stats.Running.Add(1)
+	started := time.Now()
+	w.event(plan.Event{Type: plan.EventToolStarted, Time: started, RequestID: tc.RequestID, PlanID: tc.PlanID,
+		ToolID: tc.ToolID, Skill: name, Attempt: tc.Attempt, WorkerID: w.cfg.ID})
+	out, herr := s.handler.Handle(ctx, &tc)
+	s.stats.Running.Add(-1)
+	w.mu.Lock()
+	delete(w.inflight, c)
+	w.mu.Unlock()
+
+	if herr != nil {
+		switch context.Cause(ctx) {
+		case errShutdown:
+			log.Info().Msg("handing an unfinished call back")
+			_ = msg.Nak()
+			return
+		case errPlanEnded:
+			log.Debug().Msg("plan ended; dropping its call")
+			_ = msg.Ack()
+			return
+		}
+	}
+	res := w.newResult(&tc, started)
+	switch {
+	case herr != nil:
+		info, output := skills.ErrorInfo(herr)
+		res.Error, res.Output = info, output
+		res.State = plan.ToolFailed
+		if info.Category == plan.CategoryTimeout {
+			res.State = plan.ToolTimeout
+		}
+	case len(out.Output) > w.cfg.OutputCap:
+		res.State = plan.ToolFailed
+		res.Error = &plan.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: plan.CategoryPermanent,
+			Message: fmt.Sprintf("output of %d bytes exceeds the worker's cap of %d", len(out.Output), w.cfg.OutputCap)}
+	case len(out.Output) > 0 && !json.Valid(out.Output):
+		res.State = plan.ToolFailed
+		res.Error = &plan.ErrorInfo{Code: "OUTPUT_NOT_JSON", Category: plan.CategoryInternal, Message: "the skill returned output that is not JSON"}
+	default:
+		res.State = plan.ToolSucceeded
+		res.Output, res.StatePatch = out.Output, out.StatePatch
+	}
+	w.finish(log, s, msg, res)
+}
+
+func (w *Worker) newResult(tc *plan.ToolCall, started time.Time) *plan.ToolResult {
+	now := time.Now()
+	return &plan.ToolResult{
+		PlanID: tc.PlanID, RequestID: tc.RequestID, ToolID: tc.ToolID, Skill: tc.Skill, Attempt: tc.Attempt,
+		WorkerID: w.cfg.ID, StartedAt: started, FinishedAt: now,
+		DurationMs: float64(now.Sub(started).Microseconds()) / 1000,
+	}
+}
+
+// finish publishes the result, waits for JetStream to store it, and only
+// then acknowledges the call.
+func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *plan.ToolResult) {
+	if res.State == plan.ToolSucceeded {
+		s.stats.Succeeded.Add(1)
+	} else {
+		s.stats.Failed.Add(1)
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot encode result")
+		_ = msg.Nak()
+		return
+	}
+	key := plan.IdempotencyKey(res.PlanID, res.ToolID, res.Attempt)
+	publish := func() error {
+		ctx, cancel := context.WithTimeout(w.callCtx, 5*time.Second)
+		defer cancel()
+		_, err := w.conn.JS.Publish(ctx, bus.ResultSubject(res.PlanID), data, jetstream.WithMsgID(key))
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxElapsedTime = 30 * time.Second
+	if err := backoff.Retry(publish, backoff.WithContext(b, w.callCtx)); err != nil {
+		log.Error().Err(err).Msg("cannot publish result; the call will be redelivered")
+		_ = msg.Nak()
+		return
+	}
+	if err := msg.Ack(); err != nil {
+		log.Warn().Err(err).Msg("ack failed; the call may run again (its result is de-duplicated)")
+	}
+	log.Debug().Str("state", res.State).Msg("call finished")
+}
+
+// event publishes a progress event. Events are best effort: they are for
+// watching, and nothing depends on them.
+func (w *Worker) event(ev plan.Event) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	_ = w.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), data)
+}
