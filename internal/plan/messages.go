@@ -123,6 +123,7 @@ type ToolOutcome struct {
 	Output     json.RawMessage `json:"output,omitempty"`
 	Error      *ErrorInfo      `json:"error,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
+	WorkerID   string          `json:"workerId,omitempty"`
 	StartedAt  time.Time       `json:"startedAt,omitzero"`
 	FinishedAt time.Time       `json:"finishedAt,omitzero"`
 	DurationMs float64         `json:"durationMs,omitempty"`

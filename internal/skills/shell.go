@@ -2,26 +2,343 @@ package skills
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/planbus/planbus/internal/plan"
 )
 
 // ShellConfig configures the shell skill.
 type ShellConfig struct {
-	// Allow lists the programs the skill may run; empty disables it.
+	// Allow lists the programs the skill may run, as bare names looked up
+	// in the worker's PATH ("git") or absolute paths ("/usr/bin/git").
+	// Empty refuses every call.
 	Allow []string
-	// Dir is the directory commands run in, and the root of relative dirs.
+	// Dir is the directory commands run in, and the root that a call's
+	// relative "dir" must stay inside. Default: the worker's working
+	// directory when Shell is called.
 	Dir string
-	// OutputCap caps captured stdout and stderr, each, in bytes.
+	// OutputCap caps captured stdout and stderr, each, in bytes. Default
+	// 64 KiB.
 	OutputCap int
 }
 
-// Shell runs a program (placeholder until the real implementation lands).
+// DefaultOutputCap is ShellConfig.OutputCap's default.
+const DefaultOutputCap = 64 << 10
+
+// shellWaitDelay is how long Wait keeps reading a program's output after it
+// exits or is killed, for descendants that escaped its process group and
+// still hold the pipes.
+const shellWaitDelay = time.Second
+
+// CodeExitNonzero is the code of the error shell returns when the program
+// exits with a status other than 0 or is killed by a signal.
+const CodeExitNonzero = "EXIT_NONZERO"
+
+const shellInputSchema = `{
+	"type": "object",
+	"required": ["argv"],
+	"properties": {
+		"argv": {"type": "array", "minItems": 1, "items": {"type": "string"},
+			"description": "The program and its arguments, passed to it as they are: no shell is involved."},
+		"dir": {"type": "string", "description": "A directory relative to the worker's shell root to run in."},
+		"env": {"type": "object", "additionalProperties": {"type": "string"},
+			"description": "Environment variables; the program sees these and the worker's PATH only."},
+		"stdin": {"type": "string", "description": "Text for the program's standard input."}
+	},
+	"additionalProperties": false
+}`
+
+// Shell runs one allowed program per call, directly with os/exec and never
+// through a shell, so argv reaches the program exactly as given.
+//
+// Input: {"argv": ["prog", "arg", ...], "dir": "sub/dir", "env": {"K": "V"},
+// "stdin": "text"}; only argv is required. argv[0] must be on cfg.Allow,
+// either as the same string or as a path to the same file: "ls" allowed
+// admits "/usr/bin/ls" if that is where PATH finds ls, and "/usr/bin/ls"
+// allowed admits "ls". A path's last element is compared by name, not by
+// following symlinks, since multi-call binaries act on the name they are
+// run by. argv[0] may not be a relative path with a separator in it.
+//
+// The program runs in cfg.Dir, or in the call's "dir" below it; that dir
+// must be relative and, symlinks resolved, stay inside cfg.Dir. Its
+// environment is the worker's PATH plus the call's "env", nothing else: the
+// worker's own variables (credentials among them) do not leak to it. The
+// call may not set PATH, nor LD_* or DYLD_* variables, which would let it
+// load code into an allowed program.
+//
+// On unix the program leads a process group of its own. When ctx ends the
+// whole group is killed, and when the program exits anything it left
+// running in the group is killed too: a call's processes do not outlive it.
+//
+// Output: {"exitCode": 0, "stdout": "...", "stderr": "...",
+// "truncated": bool, "durationMs": N}; stdout and stderr keep at most
+// cfg.OutputCap bytes each, and truncated says whether either lost some.
+//
+// Errors: an unusable input, a program that is not allowed or not found,
+// and a bad dir are invalid input. A non-zero exit is an *Error with code
+// EXIT_NONZERO, category internal (retried), and the output above. When ctx
+// ends first, Shell returns ctx.Err().
 func Shell(cfg ShellConfig) Skill {
+	s := &shell{allow: cfg.Allow, root: cfg.Dir, outputCap: cfg.OutputCap}
+	if s.outputCap <= 0 {
+		s.outputCap = DefaultOutputCap
+	}
+	if s.root == "" {
+		s.root, s.rootErr = os.Getwd()
+	} else {
+		s.root, s.rootErr = filepath.Abs(s.root)
+	}
 	return Skill{
-		Manifest: Manifest{Name: "shell"},
-		Handler: HandlerFunc(func(context.Context, *plan.ToolCall) (Result, error) {
-			return Result{}, Failf(plan.CategoryPermanent, "NOT_IMPLEMENTED", "shell is not implemented yet")
-		}),
+		Manifest: Manifest{
+			Name:        "shell",
+			Description: "Runs an allowed program with arguments, without a shell, and returns its exit code and output.",
+			Version:     "1",
+			Parameters:  []string{"argv"},
+			InputSchema: json.RawMessage(shellInputSchema),
+		},
+		Handler: HandlerFunc(s.handle),
+	}
+}
+
+type shell struct {
+	allow     []string
+	root      string
+	rootErr   error
+	outputCap int
+}
+
+type shellInput struct {
+	Argv  []string          `json:"argv"`
+	Dir   string            `json:"dir"`
+	Env   map[string]string `json:"env"`
+	Stdin string            `json:"stdin"`
+}
+
+type shellOutput struct {
+	ExitCode   int    `json:"exitCode"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	Truncated  bool   `json:"truncated"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+func (s *shell) handle(ctx context.Context, call *plan.ToolCall) (Result, error) {
+	var in shellInput
+	if err := DecodeInput(call, &in); err != nil {
+		return Result{}, err
+	}
+	if err := in.validate(); err != nil {
+		return Result{}, err
+	}
+	if len(s.allow) == 0 {
+		return Result{}, InvalidInput("shell: no program is allowed on this worker; start it with --shell-allow naming the programs calls may run")
+	}
+	path, err := s.program(in.Argv[0])
+	if err != nil {
+		return Result{}, err
+	}
+	dir, err := s.workDir(in.Dir)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.run(ctx, path, dir, in)
+}
+
+func (in *shellInput) validate() error {
+	if len(in.Argv) == 0 || in.Argv[0] == "" {
+		return InvalidInput("shell: argv must name a program, as in {\"argv\": [\"ls\", \"-l\"]}")
+	}
+	for i, a := range in.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return InvalidInput("shell: argv[%d] contains a NUL byte", i)
+		}
+	}
+	if strings.IndexByte(in.Dir, 0) >= 0 {
+		return InvalidInput("shell: dir contains a NUL byte")
+	}
+	for k, v := range in.Env {
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			return InvalidInput("shell: env name %q is not valid: it must be non-empty without '=' or NUL", k)
+		case strings.IndexByte(v, 0) >= 0:
+			return InvalidInput("shell: env %s contains a NUL byte", k)
+		case k == "PATH":
+			return InvalidInput("shell: env may not set PATH; programs see the worker's PATH")
+		case strings.HasPrefix(k, "LD_") || strings.HasPrefix(k, "DYLD_"):
+			return InvalidInput("shell: env may not set %s: dynamic loader variables could load code into the program", k)
+		}
+	}
+	return nil
+}
+
+// program returns the absolute path to run for argv[0], or an invalid-input
+// error if it is not allowed or cannot be found.
+func (s *shell) program(name string) (string, error) {
+	if !filepath.IsAbs(name) && strings.ContainsRune(name, filepath.Separator) {
+		return "", InvalidInput("shell: program %q: give a bare name to look up in PATH or an absolute path", name)
+	}
+	path, lookErr := exec.LookPath(name)
+	if lookErr == nil && !filepath.IsAbs(path) {
+		// LookPath only returns a relative path when PATH holds one, and
+		// that would resolve against the worker's directory, not dir.
+		lookErr = fmt.Errorf("found only relative to the worker's directory, as %s", path)
+	}
+	allowed := false
+	for _, a := range s.allow {
+		if a == name {
+			allowed = true
+			break
+		}
+		if lookErr != nil {
+			continue
+		}
+		if ap, err := exec.LookPath(a); err == nil && filepath.IsAbs(ap) && sameProgram(ap, path) {
+			allowed = true
+			break
+		}
+	}
+	if !allowed {
+		return "", InvalidInput("shell: program %q is not allowed (allowed: %s); add it to the worker's --shell-allow",
+			name, strings.Join(s.allow, ", "))
+	}
+	if lookErr != nil {
+		return "", InvalidInput("shell: program %q cannot be run: %v", name, lookErr)
+	}
+	return path, nil
+}
+
+// sameProgram reports whether absolute paths a and b name the same
+// directory entry: the same directory, symlinks resolved, and the same
+// last element. The last element is not resolved, because a multi-call
+// binary such as busybox decides what to do from the name it runs as.
+func sameProgram(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if filepath.Base(a) != filepath.Base(b) {
+		return false
+	}
+	da, err := filepath.EvalSymlinks(filepath.Dir(a))
+	if err != nil {
+		return false
+	}
+	db, err := filepath.EvalSymlinks(filepath.Dir(b))
+	return err == nil && da == db
+}
+
+// workDir resolves the call's dir below the root, symlinks included, and
+// refuses one that ends up outside it.
+func (s *shell) workDir(dir string) (string, error) {
+	if s.rootErr != nil {
+		return "", Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: working directory: %v", s.rootErr)
+	}
+	root, err := filepath.EvalSymlinks(s.root)
+	if err != nil {
+		return "", Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: working directory: %v", err)
+	}
+	if dir == "" {
+		return root, nil
+	}
+	if !filepath.IsLocal(dir) {
+		return "", InvalidInput("shell: dir %q must be a relative path that stays inside the worker's shell directory", dir)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", InvalidInput("shell: dir %q does not exist", dir)
+	}
+	if err != nil {
+		return "", InvalidInput("shell: dir %q: %v", dir, err)
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
+		return "", InvalidInput("shell: dir %q leads outside the worker's shell directory through a symlink", dir)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", InvalidInput("shell: dir %q is not a directory", dir)
+	}
+	return real, nil
+}
+
+// shellEnv is the worker's PATH and the call's variables.
+func shellEnv(vars map[string]string) []string {
+	env := make([]string, 0, len(vars)+1)
+	if p, ok := os.LookupEnv("PATH"); ok {
+		env = append(env, "PATH="+p)
+	}
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, k+"="+vars[k])
+	}
+	return env
+}
+
+func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (Result, error) {
+	cmd := exec.CommandContext(ctx, path, in.Argv[1:]...)
+	cmd.Args[0] = in.Argv[0]
+	cmd.Dir = dir
+	cmd.Env = shellEnv(in.Env)
+	if in.Stdin != "" {
+		cmd.Stdin = strings.NewReader(in.Stdin)
+	}
+	stdout, stderr := &capWriter{max: s.outputCap}, &capWriter{max: s.outputCap}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = shellWaitDelay
+	setProcessGroup(cmd)
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC) {
+			return Result{}, InvalidInput("shell: program %q cannot be run: %v", in.Argv[0], err)
+		}
+		return Result{}, Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: starting %q: %v", in.Argv[0], err)
+	}
+	err := cmd.Wait()
+	killProcessGroup(cmd)
+	if err != nil && ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+
+	out := shellOutput{
+		Stdout:     string(stdout.buf),
+		Stderr:     string(stderr.buf),
+		Truncated:  stdout.truncated || stderr.truncated,
+		DurationMs: time.Since(start).Milliseconds(),
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil || errors.Is(err, exec.ErrWaitDelay):
+		// ErrWaitDelay: the program succeeded but left something holding
+		// its output open, which killProcessGroup has dealt with.
+		b, err := json.Marshal(out)
+		return Result{Output: b}, err
+	case errors.As(err, &exitErr):
+		out.ExitCode = exitErr.ExitCode()
+		b, merr := json.Marshal(out)
+		if merr != nil {
+			return Result{}, merr
+		}
+		how := fmt.Sprintf("exited with code %d", out.ExitCode)
+		if out.ExitCode < 0 {
+			how = "ended by " + exitErr.String()
+		}
+		msg := fmt.Sprintf("shell: %s %s", in.Argv[0], how)
+		if line := firstLine(stderr.buf, 200); line != "" {
+			msg += ": " + line
+		}
+		return Result{}, &Error{Code: CodeExitNonzero, Category: plan.CategoryInternal, Message: msg, Output: b}
+	default:
+		return Result{}, Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: running %q: %v", in.Argv[0], err)
 	}
 }

@@ -10,7 +10,9 @@ import (
 // Timeout bounds each call to its TimeoutMs. When the deadline passes it
 // returns a TOOL_TIMEOUT error of category timeout at once, even if the
 // handler ignores ctx; such a handler's goroutine is left to finish on its
-// own and its result is dropped.
+// own and its result is dropped. The handler runs on a goroutine of its own,
+// where a Recover further out cannot see its panics, so Timeout turns them
+// into TOOL_PANIC errors itself.
 func Timeout(next Handler) Handler {
 	return HandlerFunc(func(ctx context.Context, call *plan.ToolCall) (Result, error) {
 		d := time.Duration(call.TimeoutMs) * time.Millisecond
@@ -25,6 +27,11 @@ func Timeout(next Handler) Handler {
 		}
 		done := make(chan outcome, 1)
 		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					done <- outcome{err: panicError(call, r)}
+				}
+			}()
 			res, err := next.Handle(ctx, call)
 			done <- outcome{res, err}
 		}()

@@ -47,6 +47,7 @@ type Worker struct {
 	calls      sync.WaitGroup
 	callCtx    context.Context // parent of every call; cancelled when the drain time is up
 	callCancel context.CancelCauseFunc
+	ready      chan struct{}
 }
 
 type served struct {
@@ -87,12 +88,17 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Worker, error) {
 		log:       log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
 		inflight:  map[*call]struct{}{},
 		cancelled: map[string]time.Time{},
+		ready:     make(chan struct{}),
 	}
 	for _, s := range cfg.Skills {
 		w.skills = append(w.skills, &served{skill: s, handler: skills.Chain(s.Handler, skills.Recover, skills.Timeout)})
 	}
 	return w, nil
 }
+
+// Ready is closed once the worker has advertised its skills and is pulling
+// calls.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
 
 // ID is the worker's id.
 func (w *Worker) ID() string { return w.cfg.ID }
@@ -155,6 +161,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	hbDone := make(chan struct{})
 	go w.heartbeats(hbDone)
 	w.log.Info().Strs("skills", w.skillNames()).Int("concurrency", w.cfg.Concurrency).Msg("tool worker serving")
+	close(w.ready)
 
 	<-ctx.Done()
 	loops.Wait()

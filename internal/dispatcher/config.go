@@ -1,0 +1,82 @@
+package dispatcher
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+// ErrInvalidConfig is matched by every error Config.validate returns.
+var ErrInvalidConfig = errors.New("dispatcher: invalid config")
+
+// Config of a dispatcher.
+type Config struct {
+	// ID names this dispatcher in logs and `nats micro info`.
+	// Default <hostname>-<pid>.
+	ID string
+	// Shards is how many plans this process works on at once. Default 16.
+	Shards int
+	// DefaultMaxConcurrency applies to plans that set no maxConcurrency.
+	// Default: the number of CPUs (seed 003 §7).
+	DefaultMaxConcurrency int
+	// AckWait of the dispatcher consumers: how soon a message a dead
+	// dispatcher held goes to another. Default 30s.
+	AckWait time.Duration
+	// MaxBatch is the most messages one shard applies in one state write.
+	// Default 256.
+	MaxBatch int
+	// CacheSize is how many running plans' engines are kept in memory.
+	// Default 10000.
+	CacheSize int
+	// KnownSkill reports whether a skill exists; plans using others are
+	// rejected. Default: the skill has a manifest in the skills bucket.
+	KnownSkill func(string) bool
+	// Version is reported by the micro service.
+	Version string
+}
+
+func (c Config) withDefaults() Config {
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		c.ID = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if c.Shards == 0 {
+		c.Shards = 16
+	}
+	if c.DefaultMaxConcurrency == 0 {
+		c.DefaultMaxConcurrency = runtime.NumCPU()
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 256
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = 10000
+	}
+	if c.Version == "" {
+		c.Version = "0.0.0-dev"
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Shards < 1:
+		return bad("Shards", "%d, want at least 1", c.Shards)
+	case c.DefaultMaxConcurrency < 1:
+		return bad("DefaultMaxConcurrency", "%d, want at least 1", c.DefaultMaxConcurrency)
+	case c.AckWait < 100*time.Millisecond:
+		return bad("AckWait", "%s, want at least 100ms", c.AckWait)
+	case c.MaxBatch < 1:
+		return bad("MaxBatch", "%d, want at least 1", c.MaxBatch)
+	}
+	return nil
+}

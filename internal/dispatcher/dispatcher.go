@@ -1,0 +1,608 @@
+package dispatcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/schemas"
+)
+
+// errNoPlan: a result or timer arrived for a plan with no stored state
+// (expired, or never started).
+var errNoPlan = errors.New("dispatcher: no such plan")
+
+// casRetries bounds how often one batch is reapplied after losing a
+// compare-and-set to another dispatcher before it is handed back.
+const casRetries = 20
+
+type kind uint8
+
+const (
+	kindPlan kind = iota
+	kindResult
+	kindTimer
+)
+
+type item struct {
+	kind        kind
+	msg         jetstream.Msg
+	planID      string
+	redelivered bool
+	result      *plan.ToolResult
+	timer       execution.Timer
+}
+
+// timerMsg is the body of a message on planbus.timers.<planId>.
+type timerMsg struct {
+	PlanID  string `json:"planId"`
+	Kind    string `json:"kind"`
+	Tool    int    `json:"tool,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	FireAt  int64  `json:"fireAt"` // Unix ms
+}
+
+type entry struct {
+	eng *execution.Engine
+	rev uint64
+}
+
+type shard struct {
+	in    chan item
+	cache map[string]*entry
+	plans map[string]*plan.Plan
+}
+
+// Dispatcher executes plans. Create it with New and start it with Run.
+type Dispatcher struct {
+	cfg    Config
+	conn   *bus.Conn
+	log    zerolog.Logger
+	kv     jetstream.KeyValue
+	timers jetstream.Stream
+	shards []*shard
+	skills *skillSet
+	stats  counters
+	ready  chan struct{}
+}
+
+type counters struct {
+	PlansStarted  atomic.Int64
+	PlansRejected atomic.Int64
+	PlansEnded    atomic.Int64
+	Results       atomic.Int64
+	Timers        atomic.Int64
+	Conflicts     atomic.Int64
+	Batches       atomic.Int64
+	Released      atomic.Int64
+}
+
+// New checks the config and prepares a dispatcher on conn.
+func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	d := &Dispatcher{cfg: cfg, conn: conn, log: log.With().Str("component", "dispatcher").Str("dispatcher", cfg.ID).Logger(),
+		ready: make(chan struct{})}
+	for range cfg.Shards {
+		d.shards = append(d.shards, &shard{in: make(chan item, 1024), cache: map[string]*entry{}, plans: map[string]*plan.Plan{}})
+	}
+	return d, nil
+}
+
+// Ready is closed once the dispatcher is consuming.
+func (d *Dispatcher) Ready() <-chan struct{} { return d.ready }
+
+// Run dispatches until ctx ends, then stops taking messages, finishes the
+// batches in hand and returns. It returns an error only if it could not
+// start.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	var err error
+	if d.kv, err = d.conn.JS.KeyValue(ctx, bus.BucketPlans); err != nil {
+		return fmt.Errorf("dispatcher: plans bucket: %w", err)
+	}
+	if d.timers, err = d.conn.JS.Stream(ctx, bus.StreamTimers); err != nil {
+		return fmt.Errorf("dispatcher: timers stream: %w", err)
+	}
+	if d.cfg.KnownSkill == nil {
+		if d.skills, err = watchSkills(ctx, d.conn.JS); err != nil {
+			return err
+		}
+		defer d.skills.stop()
+		d.cfg.KnownSkill = d.skills.has
+	}
+	type source struct {
+		stream, durable, filter string
+		kind                    kind
+		maxAck                  int
+	}
+	sources := []source{
+		{bus.StreamPlans, bus.ConsumerDispatcherPlans, bus.SubjectPlansAll, kindPlan, 1000},
+		{bus.StreamResults, bus.ConsumerDispatcherResults, bus.SubjectResultsAll, kindResult, 20000},
+		{bus.StreamTimers, bus.ConsumerDispatcherTimers, bus.SubjectTimersAll, kindTimer, 200000},
+	}
+	var shardsDone sync.WaitGroup
+	for _, s := range d.shards {
+		shardsDone.Add(1)
+		go func() {
+			defer shardsDone.Done()
+			d.runShard(s)
+		}()
+	}
+	defer func() {
+		for _, s := range d.shards {
+			close(s.in)
+		}
+		shardsDone.Wait()
+	}()
+	var consuming []jetstream.ConsumeContext
+	defer func() {
+		for _, cc := range consuming {
+			cc.Stop()
+			<-cc.Closed()
+		}
+	}()
+	for _, src := range sources {
+		cons, err := d.conn.JS.CreateOrUpdateConsumer(ctx, src.stream, jetstream.ConsumerConfig{
+			Durable:       src.durable,
+			Description:   "planbus: shared by every dispatcher",
+			FilterSubject: src.filter,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       d.cfg.AckWait,
+			MaxDeliver:    -1,
+			MaxAckPending: src.maxAck,
+		})
+		if err != nil {
+			return fmt.Errorf("dispatcher: consumer %s: %w", src.durable, err)
+		}
+		k := src.kind
+		cc, err := cons.Consume(func(m jetstream.Msg) { d.route(k, m) },
+			jetstream.PullMaxMessages(512),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
+					d.log.Debug().Err(err).Str("consumer", src.durable).Msg("consume")
+				}
+			}))
+		if err != nil {
+			return fmt.Errorf("dispatcher: consume %s: %w", src.durable, err)
+		}
+		consuming = append(consuming, cc)
+	}
+	svc, err := d.addService()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = svc.Stop() }()
+	d.log.Info().Int("shards", d.cfg.Shards).Msg("dispatcher running")
+	close(d.ready)
+	<-ctx.Done()
+	d.log.Info().Msg("dispatcher stopping")
+	return nil
+}
+
+// route decodes just enough of a message to pick its plan's shard.
+func (d *Dispatcher) route(k kind, m jetstream.Msg) {
+	it := item{kind: k, msg: m}
+	subj := m.Subject()
+	it.planID = subj[strings.LastIndexByte(subj, '.')+1:]
+	if meta, err := m.Metadata(); err == nil {
+		it.redelivered = meta.NumDelivered > 1
+	}
+	switch k {
+	case kindResult:
+		if err := schemas.Validate(schemas.ToolResult, m.Data()); err != nil {
+			d.log.Error().Err(err).Str("subject", subj).Msg("dropping an invalid tool result")
+			_ = m.TermWithReason("invalid tool result: " + err.Error())
+			return
+		}
+		var r plan.ToolResult
+		if err := json.Unmarshal(m.Data(), &r); err != nil || r.PlanID != it.planID {
+			d.log.Error().Str("subject", subj).Str("plan_id", r.PlanID).Msg("dropping a tool result published on another plan's subject")
+			_ = m.TermWithReason("result subject and planId differ")
+			return
+		}
+		it.result = &r
+	case kindTimer:
+		var tm timerMsg
+		if err := json.Unmarshal(m.Data(), &tm); err != nil || tm.PlanID != it.planID {
+			d.log.Error().Str("subject", subj).Msg("dropping an invalid timer")
+			_ = m.TermWithReason("invalid timer")
+			return
+		}
+		fireAt := time.UnixMilli(tm.FireAt)
+		if wait := time.Until(fireAt); wait > 0 {
+			// Not due: JetStream holds it and delivers it again when it is.
+			_ = m.NakWithDelay(wait)
+			return
+		}
+		it.timer = execution.Timer{Kind: tm.Kind, Index: tm.Tool, Attempt: tm.Attempt, FireAt: fireAt}
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(it.planID))
+	d.shards[h.Sum32()%uint32(len(d.shards))].in <- it
+}
+
+func (d *Dispatcher) runShard(s *shard) {
+	for first := range s.in {
+		batch := []item{first}
+	more:
+		for len(batch) < d.cfg.MaxBatch {
+			select {
+			case it, ok := <-s.in:
+				if !ok {
+					break more
+				}
+				batch = append(batch, it)
+			default:
+				break more
+			}
+		}
+		d.stats.Batches.Add(1)
+		var order []string
+		groups := map[string][]item{}
+		for _, it := range batch {
+			if _, ok := groups[it.planID]; !ok {
+				order = append(order, it.planID)
+			}
+			groups[it.planID] = append(groups[it.planID], it)
+		}
+		for _, id := range order {
+			d.process(s, id, groups[id])
+		}
+	}
+}
+
+// opTimeout bounds each round of KV and publish calls for one batch.
+const opTimeout = 10 * time.Second
+
+func (d *Dispatcher) process(s *shard, planID string, items []item) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	log := d.log.With().Str("plan_id", planID).Logger()
+	var rest []item
+	for _, it := range items {
+		if it.kind == kindPlan {
+			d.startPlan(ctx, s, log, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	if len(rest) == 0 {
+		return
+	}
+	for try := 0; try < casRetries; try++ {
+		ent, err := d.entry(ctx, s, planID)
+		if errors.Is(err, errNoPlan) {
+			log.Warn().Int("messages", len(rest)).Msg("results or timers for a plan with no state; dropping them")
+			ackAll(rest)
+			return
+		}
+		if err != nil {
+			log.Error().Err(err).Msg("cannot load plan state; messages will be redelivered")
+			nakAll(rest, time.Second)
+			return
+		}
+		now := time.Now()
+		var fx execution.Effects
+		redelivered := false
+		for _, it := range rest {
+			switch it.kind {
+			case kindResult:
+				d.stats.Results.Add(1)
+				fx.Merge(ent.eng.OnResult(it.result, now))
+			case kindTimer:
+				d.stats.Timers.Add(1)
+				fx.Merge(ent.eng.OnTimer(it.timer, now))
+			}
+			redelivered = redelivered || it.redelivered
+		}
+		if fx.Changed {
+			rev, err := d.kv.Update(ctx, bus.StateKey(planID), mustJSON(ent.eng.State()), ent.rev)
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				// Another dispatcher changed the plan: start again from its state.
+				d.stats.Conflicts.Add(1)
+				delete(s.cache, planID)
+				continue
+			}
+			if err != nil {
+				log.Error().Err(err).Msg("cannot store plan state; messages will be redelivered")
+				delete(s.cache, planID)
+				nakAll(rest, time.Second)
+				return
+			}
+			ent.rev = rev
+		}
+		if redelivered {
+			// This message may have been handled before by a dispatcher
+			// that died before finishing: redo what the state implies.
+			fx.Merge(ent.eng.Outstanding())
+		}
+		if err := d.perform(ctx, ent.eng, fx); err != nil {
+			log.Error().Err(err).Msg("cannot publish effects; messages will be redelivered")
+			delete(s.cache, planID)
+			nakAll(rest, time.Second)
+			return
+		}
+		ackAll(rest)
+		if ent.eng.Done() {
+			d.forget(s, planID)
+		}
+		return
+	}
+	log.Warn().Int("tries", casRetries).Msg("lost every compare-and-set; messages will be redelivered")
+	nakAll(rest, 100*time.Millisecond)
+}
+
+func (d *Dispatcher) forget(s *shard, planID string) {
+	delete(s.cache, planID)
+	delete(s.plans, planID)
+}
+
+// entry returns the plan's engine, from the cache or rebuilt from KV.
+func (d *Dispatcher) entry(ctx context.Context, s *shard, planID string) (*entry, error) {
+	if e, ok := s.cache[planID]; ok {
+		return e, nil
+	}
+	kve, err := d.kv.Get(ctx, bus.StateKey(planID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, errNoPlan
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st execution.State
+	if err := json.Unmarshal(kve.Value(), &st); err != nil {
+		return nil, fmt.Errorf("state of plan %s: %w", planID, err)
+	}
+	p, ok := s.plans[planID]
+	if !ok {
+		pe, err := d.kv.Get(ctx, bus.PlanKey(planID))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, errNoPlan
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p, err = plan.Decode(pe.Value()); err != nil {
+			return nil, fmt.Errorf("stored plan %s: %w", planID, err)
+		}
+	}
+	eng, err := execution.Restore(p, &st)
+	if err != nil {
+		return nil, err
+	}
+	e := &entry{eng: eng, rev: kve.Revision()}
+	d.remember(s, planID, p, e)
+	return e, nil
+}
+
+func (d *Dispatcher) remember(s *shard, planID string, p *plan.Plan, e *entry) {
+	limit := max(d.cfg.CacheSize/len(d.shards), 1)
+	if len(s.cache) >= limit {
+		for id := range s.cache { // evict any one: it is rebuilt from KV on demand
+			d.forget(s, id)
+			break
+		}
+	}
+	s.cache[planID] = e
+	s.plans[planID] = p
+}
+
+func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger, it item) {
+	p, err := plan.Decode(it.msg.Data())
+	if err == nil {
+		switch {
+		case p.PlanID == "":
+			p.PlanID = it.planID
+		case p.PlanID != it.planID:
+			err = &plan.Error{PlanID: it.planID, Msg: fmt.Sprintf("planId %q differs from the subject's %q", p.PlanID, it.planID)}
+		}
+	}
+	if err == nil {
+		if p.RequestID == "" {
+			p.RequestID = p.PlanID
+		}
+		err = d.checkSkills(ctx, p)
+	}
+	if err != nil {
+		d.reject(ctx, log, it, err)
+		return
+	}
+	if _, err := d.kv.Create(ctx, bus.PlanKey(p.PlanID), mustJSON(p)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		log.Error().Err(err).Msg("cannot store plan; it will be redelivered")
+		_ = it.msg.NakWithDelay(time.Second)
+		return
+	}
+	eng, fx := execution.Start(p, time.Now(), d.cfg.DefaultMaxConcurrency)
+	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), mustJSON(eng.State()))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyExists):
+		// Started before: by a dispatcher that died before acknowledging,
+		// or the plan was submitted again. Redo what its state implies.
+		ent, lerr := d.entry(ctx, s, p.PlanID)
+		if lerr != nil {
+			log.Error().Err(lerr).Msg("cannot load plan state; plan will be redelivered")
+			_ = it.msg.NakWithDelay(time.Second)
+			return
+		}
+		eng, fx = ent.eng, ent.eng.Outstanding()
+	case err != nil:
+		log.Error().Err(err).Msg("cannot store plan state; plan will be redelivered")
+		_ = it.msg.NakWithDelay(time.Second)
+		return
+	default:
+		d.stats.PlansStarted.Add(1)
+		d.remember(s, p.PlanID, p, &entry{eng: eng, rev: rev})
+		log.Debug().Int("tools", len(p.Tools)).Msg("plan started")
+	}
+	if err := d.perform(ctx, eng, fx); err != nil {
+		log.Error().Err(err).Msg("cannot publish effects; plan will be redelivered")
+		delete(s.cache, p.PlanID)
+		_ = it.msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = it.msg.Ack()
+	if eng.Done() {
+		d.forget(s, p.PlanID)
+	}
+}
+
+func (d *Dispatcher) checkSkills(ctx context.Context, p *plan.Plan) error {
+	checked := map[string]bool{}
+	for _, t := range p.Tools {
+		if checked[t.Skill] {
+			continue
+		}
+		checked[t.Skill] = true
+		if d.cfg.KnownSkill(t.Skill) {
+			continue
+		}
+		if d.skills != nil && d.skills.lookup(ctx, t.Skill) {
+			continue
+		}
+		return &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
+			"tool %q uses unknown skill %q: no worker has advertised it (start a toolworker that serves it)", t.ToolID, t.Skill)}
+	}
+	return nil
+}
+
+// reject reports a plan that cannot run as a rejected execution result.
+func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, cause error) {
+	d.stats.PlansRejected.Add(1)
+	requestID := it.planID
+	var ids struct {
+		RequestID string `json:"requestId"`
+	}
+	if json.Unmarshal(it.msg.Data(), &ids) == nil && plan.ValidID(ids.RequestID) {
+		requestID = ids.RequestID
+	}
+	now := time.Now().UTC()
+	errInfo := &plan.ErrorInfo{Code: plan.CodeInvalidPlan, Category: plan.CategoryInvalidInput, Message: cause.Error()}
+	res := &plan.ExecutionResult{PlanID: it.planID, RequestID: requestID, State: plan.PlanRejected, CanReplan: true,
+		Error: errInfo, Tools: []plan.ToolOutcome{}, StartedAt: now, FinishedAt: now}
+	log.Warn().Err(cause).Msg("plan rejected")
+	d.event(plan.Event{Type: plan.EventPlanRejected, Time: now, RequestID: requestID, PlanID: it.planID, Error: errInfo})
+	if _, err := d.conn.JS.Publish(ctx, bus.ExecutionSubject(it.planID), mustJSON(res), jetstream.WithMsgID(it.planID)); err != nil {
+		log.Error().Err(err).Msg("cannot publish the rejection; plan will be redelivered")
+		_ = it.msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = it.msg.Ack()
+}
+
+// perform carries out effects whose state is already stored: events first
+// (they are informational), then every JetStream publish at once, waiting
+// for all to be stored.
+func (d *Dispatcher) perform(ctx context.Context, eng *execution.Engine, fx execution.Effects) error {
+	p, st := eng.Plan(), eng.State()
+	for _, ev := range fx.Events {
+		d.event(ev)
+	}
+	var futures []jetstream.PubAckFuture
+	pub := func(subject string, data []byte, msgID string) error {
+		f, err := d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
+		if err != nil {
+			return fmt.Errorf("publish %s: %w", subject, err)
+		}
+		futures = append(futures, f)
+		return nil
+	}
+	outputs := func(id string) (json.RawMessage, bool) {
+		i, ok := eng.Index(id)
+		if !ok || st.Tools[i].State != plan.ToolSucceeded {
+			return nil, false
+		}
+		return st.Tools[i].Output, true
+	}
+	for _, r := range fx.Releases {
+		t := p.Tools[r.Index]
+		input, err := p.ResolveInput(r.Index, outputs)
+		if err != nil {
+			// Outputs are JSON by the time they are stored, so this is a bug;
+			// run the tool with its references unresolved rather than stall.
+			d.log.Error().Err(err).Str("plan_id", p.PlanID).Str("tool_id", t.ToolID).Msg("cannot resolve input references")
+			input = t.Input
+		}
+		call := plan.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: t.Skill,
+			Attempt: r.Attempt, MaxAttempts: t.RetryPolicy.MaxAttempts, Input: input, TimeoutMs: t.TimeoutMs,
+			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC()}
+		if err := pub(bus.ToolSubject(t.Skill), mustJSON(call), call.IdempotencyKey); err != nil {
+			return err
+		}
+		d.stats.Released.Add(1)
+	}
+	for _, tm := range fx.Timers {
+		body := timerMsg{PlanID: p.PlanID, Kind: tm.Kind, Tool: tm.Index, Attempt: tm.Attempt, FireAt: tm.FireAt.UnixMilli()}
+		id := p.PlanID + "/timeout"
+		if tm.Kind == execution.TimerRetry {
+			id = fmt.Sprintf("%s/retry/%d/%d", p.PlanID, tm.Index, tm.Attempt)
+		}
+		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), id); err != nil {
+			return err
+		}
+	}
+	if fx.Done != nil {
+		if err := pub(bus.ExecutionSubject(p.PlanID), mustJSON(fx.Done), p.PlanID); err != nil {
+			return err
+		}
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if fx.Cancel {
+		_ = d.conn.NC.Publish(bus.CancelSubject(p.PlanID), nil)
+	}
+	if fx.Done != nil {
+		d.stats.PlansEnded.Add(1)
+		// Timers of an ended plan would only be ignored; drop them.
+		if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(bus.TimerSubject(p.PlanID))); err != nil {
+			d.log.Debug().Err(err).Str("plan_id", p.PlanID).Msg("cannot purge timers of an ended plan")
+		}
+	}
+	return nil
+}
+
+// event publishes a progress event on core NATS; the EVENTS stream keeps
+// it. Events are best effort: nothing depends on them.
+func (d *Dispatcher) event(ev plan.Event) {
+	_ = d.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), mustJSON(ev))
+}
+
+func ackAll(items []item) {
+	for _, it := range items {
+		_ = it.msg.Ack()
+	}
+}
+
+func nakAll(items []item, delay time.Duration) {
+	for _, it := range items {
+		_ = it.msg.NakWithDelay(delay)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("dispatcher: encode %T: %v", v, err)) // only our own types are encoded
+	}
+	return b
+}

@@ -1,0 +1,248 @@
+package dispatcher_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+const minute = time.Minute
+
+func TestDiamondMiddleToolsRunInParallel(t *testing.T) {
+	h := start(t, opts{})
+	res, _ := h.run(`{"tools":[
+		{"toolId":"A","skill":"probe"},
+		{"toolId":"B","skill":"probe","dependencies":["A"],"input":{"ms":300}},
+		{"toolId":"C","skill":"probe","dependencies":["A"],"input":{"ms":300}},
+		{"toolId":"D","skill":"probe","dependencies":["B","C"],"input":{"b":{"$ref":"B#/tool"},"c":{"$ref":"C#/tool"}}}]}`, minute)
+	if !res.Success {
+		t.Fatalf("plan failed: %+v", res.Error)
+	}
+	h.probe.mu.Lock()
+	b, c, a, d := h.probe.spans["B"], h.probe.spans["C"], h.probe.spans["A"], h.probe.spans["D"]
+	h.probe.mu.Unlock()
+	if !(b[0].Before(c[1]) && c[0].Before(b[1])) {
+		t.Errorf("B %v and C %v did not overlap", b, c)
+	}
+	if a[1].After(b[0]) || a[1].After(c[0]) || d[0].Before(b[1]) || d[0].Before(c[1]) {
+		t.Errorf("dependency order broken: A %v B %v C %v D %v", a, b, c, d)
+	}
+	if got, want := string(tool(res, "D").Output), `{"input":{"b":"B","c":"C"},"tool":"D"}`; got != want {
+		t.Errorf("D output %s, want %s (references resolved)", got, want)
+	}
+}
+
+func TestConcurrencyCapIsNeverExceeded(t *testing.T) {
+	h := start(t, opts{})
+	var tools []string
+	for i := range 12 {
+		tools = append(tools, fmt.Sprintf(`{"toolId":"t%d","skill":"probe","input":{"ms":100}}`, i))
+	}
+	res, _ := h.run(`{"maxConcurrency":3,"tools":[`+strings.Join(tools, ",")+`]}`, minute)
+	if !res.Success {
+		t.Fatalf("plan failed: %+v", res.Error)
+	}
+	h.probe.mu.Lock()
+	seen := h.probe.maxSeen
+	h.probe.mu.Unlock()
+	if seen != 3 {
+		t.Errorf("at most %d calls ran at once, want exactly the cap 3", seen)
+	}
+}
+
+func TestRetriesAreSpacedByTheBackoffFormula(t *testing.T) {
+	h := start(t, opts{})
+	res, log := h.run(`{"tools":[{"toolId":"F","skill":"fail","input":{"attempts":3,"category":"network"},
+		"retryPolicy":{"maxAttempts":4,"backoffMs":100}}]}`, minute)
+	if !res.Success || tool(res, "F").Attempts != 4 {
+		t.Fatalf("result %+v, want success on attempt 4", res)
+	}
+	var delays []int64
+	for _, ev := range log.of(plan.EventToolRetrying, "F") {
+		delays = append(delays, ev.DelayMs)
+	}
+	if !slices.Equal(delays, []int64{100, 200, 400}) {
+		t.Errorf("retry delays %v, want [100 200 400]", delays)
+	}
+	starts := log.of(plan.EventToolStarted, "F")
+	if len(starts) != 4 {
+		t.Fatalf("%d starts, want 4", len(starts))
+	}
+	for k := 1; k < 4; k++ {
+		gap := starts[k].Time.Sub(starts[k-1].Time)
+		want := time.Duration(100<<(k-1)) * time.Millisecond
+		if gap < want {
+			t.Errorf("attempt %d started %s after attempt %d, want at least %s", k+1, gap, k, want)
+		}
+	}
+}
+
+func TestToolTimeout(t *testing.T) {
+	h := start(t, opts{})
+	res, _ := h.run(`{"tools":[{"toolId":"S","skill":"sleep","input":{"ms":60000},"timeoutMs":100,
+		"retryPolicy":{"maxAttempts":2,"backoffMs":10}}]}`, minute)
+	s := tool(res, "S")
+	if res.Success || res.State != plan.PlanFailed || s.State != plan.ToolTimeout || s.Attempts != 2 {
+		t.Fatalf("result %s/%s, tool %s after %d attempts", res.State, res.Error, s.State, s.Attempts)
+	}
+	if s.Error == nil || s.Error.Code != plan.CodeToolTimeout || s.Error.Message != "Tool exceeded 100ms timeout" {
+		t.Errorf("tool error %+v", s.Error)
+	}
+	if res.Error.Code != plan.CodeToolTimeout || !res.CanReplan {
+		t.Errorf("plan error %+v canReplan %v", res.Error, res.CanReplan)
+	}
+}
+
+func TestPlanTimeoutCancelsRunningCalls(t *testing.T) {
+	h := start(t, opts{})
+	res, _ := h.run(`{"timeoutMs":300,"tools":[{"toolId":"P","skill":"probe","input":{"ms":60000}},
+		{"toolId":"Q","skill":"probe","dependencies":["P"]}]}`, minute)
+	if res.State != plan.PlanTimeout || res.Error.Code != plan.CodePlanTimeout || !res.CanReplan {
+		t.Fatalf("result %s %+v", res.State, res.Error)
+	}
+	if p, q := tool(res, "P"), tool(res, "Q"); p.State != plan.ToolCancelled || q.State != plan.ToolSkipped || q.Reason != plan.ReasonPlanTimeout {
+		t.Errorf("P %s, Q %s/%s", p.State, q.State, q.Reason)
+	}
+	// The worker got the cancel and ended the call rather than sleeping on.
+	waitFor(t, h.probe.finished, "P", 10*time.Second)
+}
+
+func TestRequiredFailureSkipsItsDependents(t *testing.T) {
+	h := start(t, opts{})
+	res, log := h.run(`{"tools":[{"toolId":"A","skill":"echo"},
+		{"toolId":"B","skill":"fail","dependencies":["A"],"input":{"category":"permanent","message":"no"}},
+		{"toolId":"C","skill":"echo","dependencies":["B"]},{"toolId":"D","skill":"echo","dependencies":["C"]}]}`, minute)
+	if res.Success || res.State != plan.PlanFailed || !res.CanReplan {
+		t.Fatalf("result %+v", res)
+	}
+	for _, id := range []string{"C", "D"} {
+		if o := tool(res, id); o.State != plan.ToolSkipped || o.Reason != plan.ReasonDependencyFailed {
+			t.Errorf("%s: %s/%s, want skipped/dependency_failed", id, o.State, o.Reason)
+		}
+	}
+	if b := tool(res, "B"); b.State != plan.ToolFailed || b.Attempts != 1 {
+		t.Errorf("B: %s after %d attempts (permanent errors are not retried)", b.State, b.Attempts)
+	}
+	if !slices.Equal(res.FailedSkills, []string{"fail"}) {
+		t.Errorf("failed skills %v", res.FailedSkills)
+	}
+	if len(log.of(plan.EventToolSkipped, "")) != 2 || len(log.of(plan.EventPlanFailed, "")) != 1 {
+		t.Errorf("events: %d skipped, %d plan.failed", len(log.of(plan.EventToolSkipped, "")), len(log.of(plan.EventPlanFailed, "")))
+	}
+}
+
+func TestOptionalFailureContinuesWithNull(t *testing.T) {
+	h := start(t, opts{})
+	res, _ := h.run(`{"tools":[{"toolId":"A","skill":"fail","required":false,"retryPolicy":{"maxAttempts":1}},
+		{"toolId":"B","skill":"echo","dependencies":["A"],"input":{"fromA":{"$ref":"A"},"k":1}}]}`, minute)
+	if !res.Success {
+		t.Fatalf("plan failed: %+v", res.Error)
+	}
+	if a, b := tool(res, "A"), tool(res, "B"); a.State != plan.ToolFailed || string(b.Output) != `{"fromA":null,"k":1}` {
+		t.Errorf("A %s, B output %s", a.State, b.Output)
+	}
+}
+
+func TestBadPlansAreRejectedWithTheProblemNamed(t *testing.T) {
+	h := start(t, opts{})
+	tests := []struct{ name, doc, want string }{
+		{"cycle", `{"tools":[{"toolId":"A","skill":"echo"},{"toolId":"B","skill":"echo","dependencies":["A","C"]},{"toolId":"C","skill":"echo","dependencies":["B"]}]}`,
+			"cycle: B -> C -> B"},
+		{"unknown dependency", `{"tools":[{"toolId":"D","skill":"echo","dependencies":["X"]}]}`, `tool "D" depends on unknown tool "X"`},
+		{"unknown skill", `{"tools":[{"toolId":"A","skill":"teleport"}]}`, `unknown skill "teleport"`},
+		{"schema", `{"tools":[{"toolId":"A","skill":"echo","timeoutMs":-5}]}`, "at /tools/0/timeoutMs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, log := h.run(tt.doc, minute)
+			if res.State != plan.PlanRejected || res.Error == nil || res.Error.Code != plan.CodeInvalidPlan {
+				t.Fatalf("result %+v, want rejected", res)
+			}
+			if !strings.Contains(res.Error.Message, tt.want) {
+				t.Errorf("message %q, want it to contain %q", res.Error.Message, tt.want)
+			}
+			if len(log.of(plan.EventPlanRejected, "")) != 1 {
+				t.Errorf("no plan.rejected event")
+			}
+		})
+	}
+	if n := h.probe.count("A"); n != 0 {
+		t.Errorf("a rejected plan ran %d tools", n)
+	}
+}
+
+func TestTwoWorkersBothReceiveWork(t *testing.T) {
+	h := start(t, opts{workers: 2, concurrency: 1})
+	var tools []string
+	for i := range 8 {
+		tools = append(tools, fmt.Sprintf(`{"toolId":"t%d","skill":"probe","input":{"ms":50}}`, i))
+	}
+	res, _ := h.run(`{"maxConcurrency":8,"tools":[`+strings.Join(tools, ",")+`]}`, minute)
+	if !res.Success {
+		t.Fatalf("plan failed: %+v", res.Error)
+	}
+	workers := map[string]int{}
+	for _, o := range res.Tools {
+		workers[o.WorkerID]++
+	}
+	if len(workers) != 2 {
+		t.Errorf("calls per worker %v, want both workers used", workers)
+	}
+}
+
+func TestWorkerThatDiesMidCallIsReplaced(t *testing.T) {
+	h := start(t, opts{workers: 1, concurrency: 1, ackWait: time.Second})
+	done := h.submit(`{"tools":[{"toolId":"L","skill":"probe","input":{"ms":1500}}]}`, minute, nil)
+	waitFor(t, h.probe.started, "L", 30*time.Second)
+	h.node.Workers[0].Kill()
+	if _, err := h.node.AddWorker(context.Background(), workerConfig(h.probe, opts{concurrency: 1, ackWait: time.Second}), zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res == nil || !res.Success {
+		t.Fatalf("result %+v", res)
+	}
+	l := tool(res, "L")
+	if l.Attempts != 1 {
+		t.Errorf("attempts %d: a redelivery is the same attempt, not a retry", l.Attempts)
+	}
+	if n := h.probe.count("L"); n != 2 {
+		t.Errorf("L started %d times, want 2 (the interrupted run and the redelivered one)", n)
+	}
+}
+
+func TestDispatcherStoppedMidPlanIsReplaced(t *testing.T) {
+	h := start(t, opts{ackWait: time.Second})
+	var tools []string
+	for i := range 10 {
+		deps := "[]"
+		if i > 0 {
+			deps = fmt.Sprintf(`["c%d"]`, i-1)
+		}
+		tools = append(tools, fmt.Sprintf(`{"toolId":"c%d","skill":"probe","dependencies":%s,"input":{"ms":100}}`, i, deps))
+	}
+	done := h.submit(`{"tools":[`+strings.Join(tools, ",")+`]}`, minute, nil)
+	waitFor(t, h.probe.finished, "c3", 30*time.Second)
+	h.node.Dispatchers[0].Kill()
+	if _, err := h.node.AddDispatcher(context.Background(), dispatcher.Config{AckWait: time.Second}, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res == nil || !res.Success {
+		t.Fatalf("result %+v", res)
+	}
+	for i := range 10 {
+		id := fmt.Sprintf("c%d", i)
+		if n := h.probe.count(id); n != 1 {
+			t.Errorf("%s ran %d times, want once", id, n)
+		}
+	}
+}

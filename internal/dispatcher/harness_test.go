@@ -1,0 +1,209 @@
+package dispatcher_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/node"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/worker"
+)
+
+// probe is a skill that records what ran: every start and end per tool and
+// attempt, and the most calls it saw running at once. Input {"ms": N}
+// makes a call last N ms (or until its context ends).
+type probe struct {
+	mu       sync.Mutex
+	running  int
+	maxSeen  int
+	starts   map[string]int // tool id -> calls started
+	spans    map[string][2]time.Time
+	started  chan string // tool ids, as they start
+	finished chan string
+}
+
+func newProbe() *probe {
+	return &probe{starts: map[string]int{}, spans: map[string][2]time.Time{},
+		started: make(chan string, 1024), finished: make(chan string, 1024)}
+}
+
+func (p *probe) skill() skills.Skill {
+	return skills.Skill{
+		Manifest: skills.Manifest{Name: "probe"},
+		Handler: skills.HandlerFunc(func(ctx context.Context, call *plan.ToolCall) (skills.Result, error) {
+			var in struct {
+				Ms int `json:"ms"`
+			}
+			_ = json.Unmarshal(call.Input, &in)
+			p.mu.Lock()
+			p.running++
+			p.maxSeen = max(p.maxSeen, p.running)
+			p.starts[call.ToolID]++
+			start := time.Now()
+			p.mu.Unlock()
+			p.started <- call.ToolID
+			var err error
+			select {
+			case <-time.After(time.Duration(in.Ms) * time.Millisecond):
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+			p.mu.Lock()
+			p.running--
+			p.spans[call.ToolID] = [2]time.Time{start, time.Now()}
+			p.mu.Unlock()
+			p.finished <- call.ToolID
+			out, _ := json.Marshal(map[string]any{"tool": call.ToolID, "input": json.RawMessage(call.Input)})
+			return skills.Result{Output: out}, err
+		}),
+	}
+}
+
+func (p *probe) count(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts[id]
+}
+
+type harness struct {
+	t     *testing.T
+	node  *node.Node
+	conn  *bus.Conn
+	probe *probe
+}
+
+type opts struct {
+	workers, dispatchers, concurrency int
+	ackWait                           time.Duration
+}
+
+func start(t *testing.T, o opts) *harness {
+	t.Helper()
+	if o.workers == 0 {
+		o.workers = 2
+	}
+	if o.ackWait == 0 {
+		o.ackWait = 30 * time.Second
+	}
+	cfg := bustest.Start(t)
+	pr := newProbe()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{
+		Bus:          cfg,
+		Dispatchers:  o.dispatchers,
+		NoDispatcher: o.dispatchers < 0,
+		Dispatcher:   dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8},
+		Workers:      o.workers,
+		Worker:       workerConfig(pr, o),
+	}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	return &harness{t: t, node: n, conn: bustest.Dial(t, cfg), probe: pr}
+}
+
+func workerConfig(pr *probe, o opts) worker.Config {
+	return worker.Config{
+		Skills:       append(skills.Builtins(skills.BuiltinConfig{}), pr.skill()),
+		Concurrency:  o.concurrency,
+		AckWait:      o.ackWait,
+		DrainTimeout: time.Second,
+	}
+}
+
+// run submits a plan document and waits for its result, collecting events.
+func (h *harness) run(doc string, timeout time.Duration) (*plan.ExecutionResult, *eventLog) {
+	h.t.Helper()
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(doc), &p); err != nil {
+		h.t.Fatalf("test plan: %v", err)
+	}
+	log := &eventLog{}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	res, err := client.Run(ctx, h.conn, &p, log.add)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res, log
+}
+
+// submit starts a plan without waiting; the result arrives on the channel.
+func (h *harness) submit(doc string, timeout time.Duration, onEvent func(plan.Event)) <-chan *plan.ExecutionResult {
+	h.t.Helper()
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(doc), &p); err != nil {
+		h.t.Fatalf("test plan: %v", err)
+	}
+	out := make(chan *plan.ExecutionResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		res, err := client.Run(ctx, h.conn, &p, onEvent)
+		if err != nil {
+			h.t.Error(err)
+		}
+		out <- res
+	}()
+	return out
+}
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []plan.Event
+}
+
+func (l *eventLog) add(ev plan.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ev)
+}
+
+func (l *eventLog) of(typ, toolID string) []plan.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []plan.Event
+	for _, ev := range l.events {
+		if ev.Type == typ && (toolID == "" || ev.ToolID == toolID) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func tool(res *plan.ExecutionResult, id string) plan.ToolOutcome {
+	for _, o := range res.Tools {
+		if o.ToolID == id {
+			return o
+		}
+	}
+	return plan.ToolOutcome{}
+}
+
+// waitFor receives from ch until want is seen or the deadline passes.
+func waitFor(t *testing.T, ch <-chan string, want string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case got := <-ch:
+			if got == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%q did not happen within %s", want, d)
+		}
+	}
+}

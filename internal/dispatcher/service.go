@@ -1,0 +1,41 @@
+package dispatcher
+
+import (
+	"fmt"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/planbus/planbus/internal/bus"
+)
+
+// addService registers the dispatcher with NATS micro: `nats micro stats
+// planbus-dispatcher` shows its counters, and planbus.dispatcher.status
+// answers with them.
+func (d *Dispatcher) addService() (micro.Service, error) {
+	svc, err := micro.AddService(d.conn.NC, micro.Config{
+		Name:         bus.ServiceDispatcher,
+		Version:      d.cfg.Version,
+		Description:  "planbus dispatcher: runs plans as DAGs of tool calls",
+		Metadata:     map[string]string{"dispatcher": d.cfg.ID},
+		StatsHandler: func(*micro.Endpoint) any { return d.Stats() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: micro service: %w", err)
+	}
+	err = svc.AddEndpoint("status", micro.HandlerFunc(func(r micro.Request) { _ = r.RespondJSON(d.Stats()) }),
+		micro.WithEndpointSubject("planbus.dispatcher.status"))
+	if err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("dispatcher: status endpoint: %w", err)
+	}
+	return svc, nil
+}
+
+// Stats are the dispatcher's counters since it started.
+func (d *Dispatcher) Stats() map[string]int64 {
+	return map[string]int64{
+		"plansStarted": d.stats.PlansStarted.Load(), "plansRejected": d.stats.PlansRejected.Load(),
+		"plansEnded": d.stats.PlansEnded.Load(), "results": d.stats.Results.Load(), "timers": d.stats.Timers.Load(),
+		"toolsReleased": d.stats.Released.Load(), "casConflicts": d.stats.Conflicts.Load(), "batches": d.stats.Batches.Load(),
+	}
+}

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package skills
+
+import "os/exec"
+
+// setProcessGroup leaves exec.CommandContext's default in place, which
+// kills only the program itself when ctx ends.
+func setProcessGroup(*exec.Cmd) {}
+
+func killProcessGroup(*exec.Cmd) {}
