@@ -1,0 +1,602 @@
+package htn
+
+import (
+	"context"
+	"errors"
+)
+
+// The planner is the reference's stackless depth-first search
+// (HtnPlanner::FindNextPlan): an explicit stack of nodes, each solving one
+// task, and a continue point per node saying where to resume when the
+// node is on top of the stack again. Nothing in the search recurses.
+//
+// Differences from the reference are in representation only: task lists
+// and operator lists are persistent linked lists shared between nodes, and
+// the world state is one undo-logged structure instead of a copy per
+// branch, so memory grows linearly with plan depth.
+
+type contPoint uint8
+
+const (
+	cNextTask contPoint = iota
+	cNextMethod
+	cNextCondition
+	cReturnFromOperator
+	cReturnFromCondition
+	cReturnFromTry
+	cReturnFromSetOf
+)
+
+type taskKind uint8
+
+const (
+	taskNormal taskKind = iota
+	taskTry             // try block built by anyOf: inner holds its tasks
+	taskTryEnd          // bookkeeping: the try node at index node got through
+	taskCountAnyOf      // bookkeeping: one branch of the anyOf node succeeded
+	taskFailIfNoneOf    // bookkeeping: fail unless an anyOf branch succeeded
+)
+
+// taskCell is a persistent list of tasks.
+type taskCell struct {
+	kind  taskKind
+	t     term
+	node  int32
+	ctx   *decomp
+	inner []taskCell
+	next  *taskCell
+}
+
+// opCell is a persistent list of applied operators, newest first.
+type opCell struct {
+	op     term
+	hidden bool
+	ctx    *decomp
+	prev   *opCell
+	n      int
+}
+
+// decomp records a method application: which task it decomposed, with
+// which method and variable values. Tasks and operators point at the
+// decomposition they came from, which gives every operator its trace.
+type decomp struct {
+	parent *decomp
+	task   term
+	m      *method
+	vals   []term
+}
+
+type pnode struct {
+	cont    contPoint
+	tasks   *taskCell // tasks left after the current one
+	cur     *taskCell // the current task
+	curT    term      // the current task with arithmetic evaluated
+	ops     *opCell
+	mark    int // state undo mark when the node was created
+	methods []*method
+	mi      int
+	method  *method
+	conds   [][]term
+	ci      int
+	condMem int64
+
+	retry             bool
+	methodHadSolution bool
+	atLeastOne        bool
+	anyOfCount        int
+	mem               int64
+}
+
+const nodeBytes = 192
+
+type planner struct {
+	r     *run
+	stack []*pnode
+	ret   bool
+	free  []*pnode
+}
+
+func (pl *planner) top() *pnode { return pl.stack[len(pl.stack)-1] }
+
+// push creates a child of n that must solve tasks followed by n's
+// remaining tasks, with the given operator list, and makes n resume at ret.
+func (pl *planner) push(n *pnode, tasks *taskCell, ops *opCell, ret contPoint) error {
+	var c *pnode
+	if k := len(pl.free); k > 0 {
+		c = pl.free[k-1]
+		pl.free = pl.free[:k-1]
+		*c = pnode{}
+	} else {
+		c = &pnode{}
+	}
+	c.tasks = tasks
+	c.ops = ops
+	c.mark = pl.r.st.mark()
+	c.mem = nodeBytes
+	if n != nil {
+		n.cont = ret
+	}
+	pl.stack = append(pl.stack, c)
+	pl.r.plannerMem += c.mem
+	pl.r.stats.Nodes++
+	return pl.r.check()
+}
+
+// pop removes the top node, rolls the state back to where the node
+// started and passes ret to the node below (the reference's Return).
+func (pl *planner) pop(ret bool) {
+	n := pl.top()
+	pl.r.st.undo(n.mark)
+	pl.r.plannerMem -= n.mem
+	pl.stack = pl.stack[:len(pl.stack)-1]
+	pl.ret = ret
+	n.conds, n.methods, n.tasks, n.cur, n.ops = nil, nil, nil, nil, nil
+	pl.free = append(pl.free, n)
+}
+
+// prepend returns a list of copies of cells followed by rest.
+func prepend(cells []taskCell, rest *taskCell) *taskCell {
+	if len(cells) == 0 {
+		return rest
+	}
+	return link(append([]taskCell(nil), cells...), rest)
+}
+
+// link chains cells, which the caller owns, in front of rest.
+func link(cells []taskCell, rest *taskCell) *taskCell {
+	for i := len(cells) - 1; i >= 0; i-- {
+		cells[i].next = rest
+		rest = &cells[i]
+	}
+	return rest
+}
+
+// next finds the next plan. It returns nil when the search is over.
+func (pl *planner) next() (*Plan, error) {
+	for len(pl.stack) > 0 {
+		n := pl.top()
+		switch n.cont {
+		case cNextTask:
+			if n.tasks == nil {
+				p := pl.solution(n)
+				pl.pop(true)
+				return p, nil
+			}
+			n.cur = n.tasks
+			n.tasks = n.tasks.next
+			if err := pl.nextTask(n); err != nil {
+				return nil, err
+			}
+
+		case cNextMethod:
+			if n.mi < len(n.methods) {
+				n.method = n.methods[n.mi]
+				n.mi++
+			} else {
+				n.method = nil
+			}
+			pl.r.plannerMem -= n.condMem
+			n.mem -= n.condMem
+			n.conds, n.ci, n.condMem = nil, 0, 0
+			if n.methodHadSolution {
+				n.atLeastOne = true
+				// Skip the else methods that follow a method that led to a plan.
+				for n.method != nil && n.method.isElse {
+					if n.mi < len(n.methods) {
+						n.method = n.methods[n.mi]
+						n.mi++
+					} else {
+						n.method = nil
+					}
+				}
+				n.methodHadSolution = false
+			}
+			if n.method == nil {
+				pl.pop(n.atLeastOne)
+				continue
+			}
+			conds, err := pl.conditions(n.curT, n.method)
+			if err != nil {
+				return nil, err
+			}
+			if len(conds) == 0 {
+				continue // try the next method
+			}
+			n.conds = conds
+			n.condMem = int64(len(conds)) * int64(24+40*len(n.method.vars))
+			pl.r.plannerMem += n.condMem
+			n.mem += n.condMem
+			switch n.method.kind {
+			case methodNormal:
+				n.cont = cNextCondition
+			case methodAllOf:
+				if err := pl.allOf(n); err != nil {
+					return nil, err
+				}
+			case methodAnyOf:
+				if err := pl.anyOf(n); err != nil {
+					return nil, err
+				}
+			}
+
+		case cNextCondition:
+			if n.ci >= len(n.conds) {
+				n.cont = cNextMethod
+				continue
+			}
+			vals := n.conds[n.ci]
+			n.ci++
+			sub := pl.subtasks(n, vals, nil)
+			if err := pl.push(n, link(sub, n.tasks), n.ops, cReturnFromCondition); err != nil {
+				return nil, err
+			}
+
+		case cReturnFromCondition:
+			if pl.ret {
+				n.methodHadSolution = true
+			}
+			n.cont = cNextCondition
+
+		case cReturnFromOperator:
+			pl.pop(pl.ret)
+
+		case cReturnFromTry:
+			if !pl.ret && n.retry {
+				// Nothing got through the try(): carry on without it.
+				n.cont = cNextTask
+				continue
+			}
+			pl.pop(pl.ret)
+
+		case cReturnFromSetOf:
+			if pl.ret {
+				n.methodHadSolution = true
+			}
+			n.cont = cNextMethod
+		}
+	}
+	return nil, nil
+}
+
+// nextTask starts solving n.cur: bookkeeping, an operator, try() or methods.
+func (pl *planner) nextTask(n *pnode) error {
+	cur := n.cur
+	switch cur.kind {
+	case taskTryEnd:
+		pl.stack[cur.node].retry = false
+		return nil
+	case taskCountAnyOf:
+		pl.stack[cur.node].anyOfCount++
+		return nil
+	case taskFailIfNoneOf:
+		if pl.stack[cur.node].anyOfCount == 0 {
+			pl.pop(false)
+		}
+		return nil
+	case taskTry:
+		return pl.startTry(n, cur.inner)
+	}
+	t, err := pl.r.resolveArith(cur.t)
+	if err != nil {
+		return err
+	}
+	n.curT = t
+	if t.k != kAtom && t.k != kCompound {
+		pl.pop(false)
+		return nil
+	}
+	if op := pl.r.prog.ops[t.sym]; op != nil {
+		return pl.applyOperator(n, t, op)
+	}
+	if t.sym == symTry {
+		inner := make([]taskCell, len(t.args))
+		for i, a := range t.args {
+			inner[i] = taskCell{t: a, ctx: cur.ctx}
+		}
+		return pl.startTry(n, inner)
+	}
+	methods := pl.unifyingMethods(t)
+	if len(methods) == 0 {
+		pl.pop(false)
+		return nil
+	}
+	n.methods, n.mi = methods, 0
+	n.cont = cNextMethod
+	return nil
+}
+
+// startTry runs the try's tasks, then a tryEnd marker, then the rest. If
+// no plan gets past the marker, the node resumes without the try.
+func (pl *planner) startTry(n *pnode, inner []taskCell) error {
+	idx := int32(len(pl.stack) - 1)
+	rest := &taskCell{kind: taskTryEnd, node: idx, next: n.tasks}
+	n.retry = true
+	return pl.push(n, prepend(inner, rest), n.ops, cReturnFromTry)
+}
+
+func (pl *planner) applyOperator(n *pnode, t term, op *operator) error {
+	r := pl.r
+	if r.opts.Disabled != nil && r.opts.Disabled(r.syms.name(op.head.sym)) {
+		pl.pop(false)
+		return nil
+	}
+	e := r.eng
+	e.reset()
+	task := e.importTerm(t, map[int64]int32{})
+	base := e.newVars(op.vars)
+	if !e.unify(task, 0, op.head, base) {
+		pl.pop(false)
+		return nil
+	}
+	// The reference requires the unifier to be ground.
+	for _, idx := range e.trail {
+		c := &e.env[idx]
+		if !isGround(e.resolve(c.val, c.base)) {
+			pl.pop(false)
+			return nil
+		}
+	}
+	head := e.freeze(op.head, base)
+	dels := make([]term, len(op.del))
+	for i, d := range op.del {
+		dels[i] = e.freeze(d, base)
+	}
+	adds := make([]term, len(op.add))
+	for i, a := range op.add {
+		adds[i] = e.freeze(a, base)
+	}
+	pr := r.printer()
+	for _, d := range dels {
+		if !isGround(d) {
+			return &RuntimeError{Err: ErrNotGround, Term: pr.String(d), Msg: "deleted by operator " + pr.String(head)}
+		}
+		if !r.st.remove(d) {
+			return &RuntimeError{Err: ErrFactMissing, Term: pr.String(d), Msg: "deleted by operator " + pr.String(head)}
+		}
+	}
+	for _, a := range adds {
+		if !isGround(a) {
+			return &RuntimeError{Err: ErrNotGround, Term: pr.String(a), Msg: "added by operator " + pr.String(head)}
+		}
+		if !r.st.insert(a) {
+			return &RuntimeError{Err: ErrFactExists, Term: pr.String(a), Msg: "added by operator " + pr.String(head)}
+		}
+	}
+	cnt := 1
+	if n.ops != nil {
+		cnt = n.ops.n + 1
+	}
+	ops := &opCell{op: head, hidden: op.hidden, ctx: n.cur.ctx, prev: n.ops, n: cnt}
+	return pl.push(n, n.tasks, ops, cReturnFromOperator)
+}
+
+// unifyingMethods lists, in document order, the methods whose head
+// unifies with the task.
+func (pl *planner) unifyingMethods(t term) []*method {
+	cands := pl.r.prog.methods[headKey(t)]
+	if len(cands) == 0 {
+		return nil
+	}
+	e := pl.r.eng
+	var out []*method
+	for _, m := range cands {
+		e.reset()
+		task := e.importTerm(t, map[int64]int32{})
+		base := e.newVars(m.vars)
+		if e.unify(m.head, base, task, 0) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// conditions resolves a method's if() for a task against the current
+// state and returns, for each answer, the values of the method's variables.
+func (pl *planner) conditions(t term, m *method) ([][]term, error) {
+	e := pl.r.eng
+	e.reset()
+	task := e.importTerm(t, map[int64]int32{})
+	base := e.newVars(m.vars)
+	if !e.unify(m.head, base, task, 0) {
+		return nil, nil
+	}
+	snapshot := func() []term {
+		vals := make([]term, len(m.vars))
+		for i := range vals {
+			vals[i] = e.freeze(term{k: kVar, n: int64(i)}, base)
+		}
+		return vals
+	}
+	if len(m.cond) == 0 {
+		return [][]term{snapshot()}, nil
+	}
+	var out [][]term
+	err := e.solve(goalsOf(m.cond, base), func() (bool, error) {
+		out = append(out, snapshot())
+		return true, nil
+	})
+	return out, err
+}
+
+// subtasks instantiates the method's do() list for one condition answer.
+// extra, if not nil, is appended (anyOf's bookkeeping).
+func (pl *planner) subtasks(n *pnode, vals []term, extra []taskCell) []taskCell {
+	m := n.method
+	d := &decomp{parent: n.cur.ctx, task: n.curT, m: m, vals: vals}
+	out := make([]taskCell, 0, len(m.tasks)+len(extra))
+	for _, t := range m.tasks {
+		out = append(out, taskCell{t: instantiate(t, vals), ctx: d})
+	}
+	return append(out, extra...)
+}
+
+// instantiate replaces clause variables by their values.
+func instantiate(t term, vals []term) term {
+	switch t.k {
+	case kVar:
+		return vals[t.n]
+	case kCompound:
+		var args []term
+		for i, a := range t.args {
+			r := instantiate(a, vals)
+			if args == nil {
+				if a.k != kVar && (a.k != kCompound || sameSlice(r.args, a.args)) {
+					continue
+				}
+				args = make([]term, len(t.args))
+				copy(args, t.args[:i])
+			}
+			args[i] = r
+		}
+		if args == nil {
+			return t
+		}
+		return compound(t.sym, args)
+	}
+	return t
+}
+
+// allOf merges the do() lists of all answers into one branch.
+func (pl *planner) allOf(n *pnode) error {
+	var all []taskCell
+	for _, vals := range n.conds {
+		all = append(all, pl.subtasks(n, vals, nil)...)
+	}
+	return pl.push(n, link(all, n.tasks), n.ops, cReturnFromSetOf)
+}
+
+// anyOf wraps each answer's do() list in a try block that counts its
+// success, then fails the branch if none succeeded.
+func (pl *planner) anyOf(n *pnode) error {
+	child := int32(len(pl.stack))
+	all := make([]taskCell, 0, len(n.conds)+1)
+	for _, vals := range n.conds {
+		inner := pl.subtasks(n, vals, []taskCell{{kind: taskCountAnyOf, node: child}})
+		all = append(all, taskCell{kind: taskTry, inner: inner, ctx: n.cur.ctx})
+	}
+	all = append(all, taskCell{kind: taskFailIfNoneOf, node: child})
+	n.anyOfCount = 0
+	return pl.push(n, link(all, n.tasks), n.ops, cReturnFromSetOf)
+}
+
+// solution turns the node where the task list ran out into a Plan.
+func (pl *planner) solution(n *pnode) *Plan {
+	p := &Plan{syms: pl.r.syms, facts: pl.r.st.facts()}
+	if n.ops != nil {
+		p.Operators = make([]Operator, n.ops.n)
+		i := n.ops.n - 1
+		for o := n.ops; o != nil; o = o.prev {
+			p.Operators[i] = Operator{
+				Name: pl.r.syms.name(o.op.sym), Args: publicArgs(o.op, pl.r.syms),
+				Hidden: o.hidden, ctx: o.ctx, syms: pl.r.syms,
+			}
+			i--
+		}
+	}
+	return p
+}
+
+func publicArgs(t term, syms *symtab) []Term {
+	if t.k != kCompound {
+		return nil
+	}
+	out := make([]Term, len(t.args))
+	for i, a := range t.args {
+		out[i] = publicTerm(a, syms)
+	}
+	return out
+}
+
+// resolveArith evaluates the arithmetic subterms of a task, as the
+// reference does before solving it. Expressions that cannot be evaluated
+// (unbound or non-numeric operands) are kept as written.
+func (r *run) resolveArith(t term) (term, error) {
+	if t.k != kCompound {
+		return t, nil
+	}
+	ev := evaluator{syms: r.syms, deref: func(t term, b int32) (term, int32) { return t, b }}
+	if ev.opOf(t) != opNone {
+		v, err := ev.eval(t, 0)
+		switch {
+		case err == nil:
+			return v, nil
+		case errors.Is(err, errUnbound), errors.Is(err, errNonNumeric):
+		case errors.Is(err, ErrUnknownFunction):
+			// Not an arithmetic expression after all (for example min/3).
+		default:
+			return term{}, &RuntimeError{Err: err, Term: r.printer().String(t), Msg: "evaluating a task argument"}
+		}
+	}
+	var args []term
+	for i, a := range t.args {
+		v, err := r.resolveArith(a)
+		if err != nil {
+			return term{}, err
+		}
+		if args == nil {
+			if v.k == a.k && v.n == a.n && v.sym == a.sym && sameSlice(v.args, a.args) {
+				continue
+			}
+			args = make([]term, len(t.args))
+			copy(args, t.args[:i])
+		}
+		args[i] = v
+	}
+	if args == nil {
+		return t, nil
+	}
+	return compound(t.sym, args), nil
+}
+
+// Plan finds plans for goal, a comma-separated task list such as
+// "travel-to(park)" (an empty goal has one empty plan). It returns every
+// plan in depth-first order, or only the first with opts.FirstOnly. No
+// plan is not an error: Result.Plans is empty.
+//
+// Errors: a *ParseError for a malformed goal; ErrBudgetExceeded (with
+// Result.Partial set) when the budget runs out; ErrCanceled when ctx ends;
+// a *RuntimeError for a domain error in the program, such as an operator
+// deleting a fact that is not in the state.
+func (p *Program) Plan(ctx context.Context, goal string, opts Options) (*Result, error) {
+	r := newRun(ctx, p, opts)
+	ps := newParser(goal, r.syms)
+	goals, err := ps.parseGoalList()
+	if err != nil {
+		return nil, err
+	}
+	cells := make([]taskCell, len(goals))
+	for i, g := range goals {
+		// Goal variables become plan-level variables, one per name.
+		cells[i] = taskCell{t: nameVars(g, ps.vars)}
+	}
+	pl := &planner{r: r}
+	res := &Result{}
+	if err := pl.push(nil, link(cells, nil), nil, 0); err != nil {
+		return pl.fail(res, err)
+	}
+	for {
+		plan, err := pl.next()
+		if err != nil {
+			return pl.fail(res, err)
+		}
+		if plan == nil {
+			break
+		}
+		res.Plans = append(res.Plans, *plan)
+		if opts.FirstOnly {
+			break
+		}
+	}
+	res.Stats = r.stats
+	return res, nil
+}
+
+// fail finishes a run that stopped with an error, keeping what was found.
+func (pl *planner) fail(res *Result, err error) (*Result, error) {
+	if errors.Is(err, ErrBudgetExceeded) && len(pl.stack) > 0 {
+		res.Partial = pl.solution(pl.top())
+	}
+	res.Stats = pl.r.stats
+	return res, err
+}
+

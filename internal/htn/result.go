@@ -1,0 +1,197 @@
+package htn
+
+import (
+	"strconv"
+	"strings"
+)
+
+// TermKind tells how a Term's fields are read.
+type TermKind uint8
+
+const (
+	// Atom is a name such as downtown, 'Hi there' (printed without quotes)
+	// or "a string" (printed with its quotes). Name is its text.
+	Atom TermKind = iota
+	// Integer and Float are numbers; Name is their text as printed.
+	Integer
+	Float
+	// Variable is an unbound variable; Name is its name without the '?'.
+	Variable
+	// Compound is Name(Args...). Lists are compounds named "." with two
+	// arguments, ending in the atom [].
+	Compound
+)
+
+// Term is a term detached from the engine, as found in plans, facts and
+// query answers. Its String method prints it exactly as the reference
+// engine does (no spaces inside terms, lists as [a,b]).
+type Term struct {
+	Kind TermKind
+	Name string
+	Args []Term
+}
+
+// String prints the term in the reference's format.
+func (t Term) String() string {
+	var b strings.Builder
+	t.write(&b)
+	return b.String()
+}
+
+func (t Term) write(b *strings.Builder) {
+	switch t.Kind {
+	case Variable:
+		b.WriteByte('?')
+		b.WriteString(t.Name)
+	case Compound:
+		if t.Name == "." && len(t.Args) == 2 {
+			b.WriteByte('[')
+			for {
+				t.Args[0].write(b)
+				tail := t.Args[1]
+				if tail.Kind == Atom && tail.Name == "[]" {
+					b.WriteByte(']')
+					return
+				}
+				b.WriteByte(',')
+				if tail.Kind == Compound && tail.Name == "." && len(tail.Args) == 2 {
+					t = tail
+					continue
+				}
+				tail.write(b)
+				return
+			}
+		}
+		b.WriteString(t.Name)
+		b.WriteByte('(')
+		for i, a := range t.Args {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			a.write(b)
+		}
+		b.WriteByte(')')
+	default:
+		b.WriteString(t.Name)
+	}
+}
+
+// publicTerm converts an engine term that holds no store references.
+func publicTerm(t term, syms *symtab) Term {
+	switch t.k {
+	case kAtom:
+		return Term{Kind: Atom, Name: syms.name(t.sym)}
+	case kInt:
+		return Term{Kind: Integer, Name: strconv.FormatInt(t.n, 10)}
+	case kFloat:
+		return Term{Kind: Float, Name: formatFloat(t.float())}
+	case kFree:
+		return Term{Kind: Variable, Name: syms.name(t.sym)}
+	case kCompound:
+		args := make([]Term, len(t.args))
+		for i, a := range t.args {
+			args[i] = publicTerm(a, syms)
+		}
+		return Term{Kind: Compound, Name: syms.name(t.sym), Args: args}
+	}
+	return Term{Kind: Variable, Name: "_G" + strconv.FormatInt(t.n, 10)}
+}
+
+// Operator is one step of a plan: a ground operator head.
+type Operator struct {
+	Name string
+	Args []Term
+	// Hidden operators change the state but are left out of printed plans.
+	Hidden bool
+
+	ctx  *decomp
+	syms *symtab
+}
+
+// Term returns the operator as a term.
+func (o Operator) Term() Term {
+	if len(o.Args) == 0 {
+		return Term{Kind: Atom, Name: o.Name}
+	}
+	return Term{Kind: Compound, Name: o.Name, Args: o.Args}
+}
+
+// String prints the operator as the reference does, e.g. walk(downtown,park).
+func (o Operator) String() string { return o.Term().String() }
+
+// Step is one decomposition on the way from a goal to an operator: the
+// task, the method that decomposed it and the values its variables took.
+type Step struct {
+	Task     Term
+	Method   string // the method's head as written, e.g. travel-to(?q)
+	Line     int    // where the method is defined
+	Bindings []Binding
+}
+
+// Trace returns the decompositions that produced the operator, from the
+// top-level goal down to the method whose do() listed it. It is empty for
+// an operator that was itself a goal.
+func (o Operator) Trace() []Step {
+	var steps []Step
+	for d := o.ctx; d != nil; d = d.parent {
+		s := Step{Task: publicTerm(d.task, o.syms), Method: d.m.text, Line: d.m.line}
+		for i, v := range d.m.vars {
+			if v.anon {
+				continue
+			}
+			s.Bindings = append(s.Bindings, Binding{Var: o.syms.name(v.name), Value: publicTerm(d.vals[i], o.syms)})
+		}
+		steps = append(steps, s)
+	}
+	for i, j := 0, len(steps)-1; i < j; i, j = i+1, j-1 {
+		steps[i], steps[j] = steps[j], steps[i]
+	}
+	return steps
+}
+
+// Binding is a variable and its value.
+type Binding struct {
+	Var   string // without the '?'
+	Value Term
+}
+
+// Plan is one solution of a planning problem.
+type Plan struct {
+	// Operators in order, hidden ones included (marked Hidden).
+	Operators []Operator
+	facts     []term
+	syms      *symtab
+}
+
+// Facts returns the world state after the plan, in the reference's order:
+// the program's facts that were not deleted, in document order, then the
+// added facts in the order they were added.
+func (p *Plan) Facts() []Term {
+	out := make([]Term, len(p.facts))
+	for i, f := range p.facts {
+		out[i] = publicTerm(f, p.syms)
+	}
+	return out
+}
+
+// Result is the outcome of Plan.
+type Result struct {
+	// Plans found, in depth-first order. Empty when there is no plan.
+	Plans []Plan
+	// Partial is set only together with ErrBudgetExceeded: the operators
+	// applied, and the state reached, on the branch where the budget ran
+	// out. The reference engine prints this as if it were a plan.
+	Partial *Plan
+	Stats   Stats
+}
+
+// Answer is the outcome of Query.
+type Answer struct {
+	// Solutions in the reference's order; nil when the query failed.
+	Solutions []Solution
+	Stats     Stats
+}
+
+// Solution lists the query variables bound by one answer, in the order the
+// reference engine prints them (the order in which they were bound).
+type Solution []Binding
