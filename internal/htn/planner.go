@@ -30,11 +30,11 @@ const (
 type taskKind uint8
 
 const (
-	taskNormal taskKind = iota
-	taskTry             // try block built by anyOf: inner holds its tasks
-	taskTryEnd          // bookkeeping: the try node at index node got through
-	taskCountAnyOf      // bookkeeping: one branch of the anyOf node succeeded
-	taskFailIfNoneOf    // bookkeeping: fail unless an anyOf branch succeeded
+	taskNormal       taskKind = iota
+	taskTry                   // try block built by anyOf: inner holds its tasks
+	taskTryEnd                // bookkeeping: the try node at index node got through
+	taskCountAnyOf            // bookkeeping: one branch of the anyOf node succeeded
+	taskFailIfNoneOf          // bookkeeping: fail unless an anyOf branch succeeded
 )
 
 // taskCell is a persistent list of tasks.
@@ -599,4 +599,3 @@ func (pl *planner) fail(res *Result, err error) (*Result, error) {
 	res.Stats = pl.r.stats
 	return res, err
 }
-
