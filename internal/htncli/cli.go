@@ -1,0 +1,173 @@
+package htncli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"github.com/planbus/planbus/internal/htn"
+)
+
+// Exit statuses of Run.
+const (
+	ExitOK     = 0
+	ExitNoPlan = 1
+	ExitUsage  = 2
+)
+
+// Run parses args (without the program name), plans or queries, and writes
+// the result to stdout and diagnostics to stderr. It returns the exit
+// status. ctx cancels a long search.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("htn", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	program := fs.String("program", "", "InductorHtn program `file` (required)")
+	goal := fs.String("goal", "", "comma-separated goals, e.g. 'travel-to(park)'; defaults to the program's goals(...) statement")
+	first := fs.Bool("first", false, "stop at the first plan (or answer) and print it as (op1, op2)")
+	query := fs.Bool("query", false, "treat the goal as a Prolog query and print its answers")
+	facts := fs.Bool("facts", false, "also print the final facts of each plan")
+	budget := fs.Int64("budget", 0, "memory budget in `bytes` (0: the default of 1 GiB, -1: none)")
+	stats := fs.Bool("stats", false, "print nodes, steps, peak memory and time to stderr")
+	memprofile := fs.String("memprofile", "", "write a heap profile to `file` after planning")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: htn -program FILE [-goal GOALS] [-first] [-query] [-facts] [-budget BYTES]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "htn: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return ExitUsage
+	}
+	if *program == "" {
+		fmt.Fprintln(stderr, "htn: -program is required")
+		fs.Usage()
+		return ExitUsage
+	}
+	src, err := os.ReadFile(*program)
+	if err != nil {
+		fmt.Fprintf(stderr, "htn: %v\n", err)
+		return ExitUsage
+	}
+	prog, err := htn.Parse(string(src))
+	if err != nil {
+		return reportParse(stderr, *program, err)
+	}
+	g := *goal
+	if g == "" {
+		var ok bool
+		if g, ok = prog.Goals(); !ok {
+			fmt.Fprintf(stderr, "htn: no -goal given and %s has no goals(...) statement\n", *program)
+			return ExitUsage
+		}
+	}
+	opts := htn.Options{FirstOnly: *first, Budget: htn.Budget{Memory: *budget}, Output: stdout}
+	start := time.Now()
+	var (
+		found bool
+		st    htn.Stats
+	)
+	if *query {
+		var ans *htn.Answer
+		ans, err = prog.Query(ctx, g, opts)
+		if ans != nil {
+			st = ans.Stats
+		}
+		if err == nil {
+			fmt.Fprintln(stdout, htn.FormatQuery(ans))
+			found = len(ans.Solutions) > 0
+		}
+	} else {
+		var res *htn.Result
+		res, err = prog.Plan(ctx, g, opts)
+		if res != nil {
+			st = res.Stats
+		}
+		if err == nil {
+			found = len(res.Plans) > 0
+			printPlans(stdout, res, *first, *facts)
+		}
+	}
+	elapsed := time.Since(start)
+	if *stats {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(stderr, "htn: %s nodes=%d steps=%d peak-estimate=%dB heap-sys=%dB total-alloc=%dB\n",
+			elapsed.Round(time.Microsecond), st.Nodes, st.Steps, st.PeakMemory, ms.HeapSys, ms.TotalAlloc)
+	}
+	if *memprofile != "" {
+		if perr := writeHeapProfile(*memprofile); perr != nil {
+			fmt.Fprintf(stderr, "htn: %v\n", perr)
+		}
+	}
+	if err != nil {
+		var pe *htn.ParseError
+		if errors.As(err, &pe) {
+			return reportParse(stderr, "-goal", err)
+		}
+		fmt.Fprintf(stderr, "htn: %s: %v\n", g, err)
+		return ExitNoPlan
+	}
+	if !found {
+		if *query {
+			fmt.Fprintf(stderr, "htn: query %s has no answer\n", g)
+		} else {
+			fmt.Fprintf(stderr, "htn: no plan for %s\n", g)
+		}
+		return ExitNoPlan
+	}
+	return ExitOK
+}
+
+func printPlans(w io.Writer, res *htn.Result, first, facts bool) {
+	if first {
+		var p *htn.Plan
+		if len(res.Plans) > 0 {
+			p = &res.Plans[0]
+		}
+		fmt.Fprintln(w, htn.FormatPlan(p))
+		if facts {
+			fmt.Fprintln(w, htn.FormatPlanFacts(p))
+		}
+		return
+	}
+	fmt.Fprintln(w, htn.FormatPlans(res.Plans))
+	if facts {
+		fmt.Fprintln(w, htn.FormatFacts(res.Plans))
+	}
+}
+
+// reportParse prints a parse error as file:line:col: message.
+func reportParse(stderr io.Writer, file string, err error) int {
+	var pe *htn.ParseError
+	if errors.As(err, &pe) {
+		fmt.Fprintf(stderr, "htn: %s:%d:%d: %s\n", file, pe.Line, pe.Column, pe.Msg)
+	} else {
+		fmt.Fprintf(stderr, "htn: %s: %v\n", file, err)
+	}
+	return ExitUsage
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,99 @@
+package htncli_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/planbus/planbus/internal/htncli"
+)
+
+const taxi = `
+walking-distance(?u,?v) :- weather-is(good), distance(?u,?v,?w), =<(?w, 3).
+travel-to(?q) :- if(at(?p), walking-distance(?p, ?q)), do(walk(?p, ?q)).
+walk(?here, ?there) :- del(at(?here)), add(at(?there)).
+distance(downtown, park, 2).
+at(downtown).
+weather-is(good).
+goals(travel-to(park)).
+`
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRun(t *testing.T) {
+	prog := writeFile(t, "taxi.htn", taxi)
+	bad := writeFile(t, "bad.htn", "at(downtown).\ntravel-to(?q) :- if(at(?p), do(walk(?p, ?q)).\n")
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOut    string
+		wantErrSub string
+	}{
+		{"all plans", []string{"-program", prog, "-goal", "travel-to(park)"}, 0, "[ { (walk(downtown,park)) } ]\n", ""},
+		{"goals statement", []string{"-program", prog}, 0, "[ { (walk(downtown,park)) } ]\n", ""},
+		{"first plan", []string{"-program", prog, "-goal", "travel-to(park)", "-first"}, 0, "(walk(downtown,park))\n", ""},
+		{"facts", []string{"-program", prog, "-goal", "travel-to(park)", "-facts"}, 0,
+			"[ { (walk(downtown,park)) } ]\n[ { distance(downtown,park,2) => ,weather-is(good) => ,at(park) =>  } ]\n", ""},
+		{"first with facts", []string{"-program", prog, "-goal", "travel-to(park)", "-first", "-facts"}, 0,
+			"(walk(downtown,park))\ndistance(downtown,park,2) => ,weather-is(good) => ,at(park) => \n", ""},
+		{"query", []string{"-program", prog, "-query", "-goal", "walking-distance(downtown, ?to)"}, 0, "((?to = park))\n", ""},
+		{"no plan", []string{"-program", prog, "-goal", "travel-to(mars)"}, 1, "null\n", "no plan for travel-to(mars)"},
+		{"failed query", []string{"-program", prog, "-query", "-goal", "at(park)"}, 1, "null\n", "has no answer"},
+		{"budget", []string{"-program", prog, "-goal", "travel-to(park)", "-budget", "10"}, 1, "", "out of budget"},
+		{"program parse error", []string{"-program", bad, "-goal", "x"}, 2, "", "bad.htn:2:45: expected ')' after arguments of \"if\""},
+		{"goal parse error", []string{"-program", prog, "-goal", "travel-to(park"}, 2, "", "-goal:1:15: expected ')'"},
+		{"missing program", []string{"-goal", "x"}, 2, "", "-program is required"},
+		{"unreadable program", []string{"-program", filepath.Join(t.TempDir(), "nope.htn")}, 2, "", "no such file"},
+		{"bad flag", []string{"-nope"}, 2, "", "flag provided but not defined"},
+		{"extra argument", []string{"-program", prog, "extra"}, 2, "", `unexpected argument "extra"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := htncli.Run(context.Background(), tc.args, &out, &errOut)
+			if code != tc.wantCode {
+				t.Errorf("exit code: got %d, want %d (stderr %q)", code, tc.wantCode, errOut.String())
+			}
+			if out.String() != tc.wantOut {
+				t.Errorf("stdout: got %q, want %q", out.String(), tc.wantOut)
+			}
+			if !strings.Contains(errOut.String(), tc.wantErrSub) {
+				t.Errorf("stderr: got %q, want it to contain %q", errOut.String(), tc.wantErrSub)
+			}
+		})
+	}
+}
+
+func TestRunCanceled(t *testing.T) {
+	prog := writeFile(t, "loop.htn", "loop(?n) :- if(is(?m, +(?n, 1))), do(loop(?m)).\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	if code := htncli.Run(ctx, []string{"-program", prog, "-goal", "loop(0)"}, &out, &errOut); code != 1 {
+		t.Fatalf("exit code: got %d, want 1 (stderr %q)", code, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "canceled") {
+		t.Errorf("stderr: got %q, want a cancellation message", errOut.String())
+	}
+}
+
+func ExampleRun() {
+	dir, _ := os.MkdirTemp("", "htncli")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "taxi.htn")
+	_ = os.WriteFile(path, []byte(taxi), 0o600)
+	code := htncli.Run(context.Background(), []string{"-program", path, "-goal", "travel-to(park)"}, os.Stdout, os.Stderr)
+	_ = code
+	// Output: [ { (walk(downtown,park)) } ]
+}
