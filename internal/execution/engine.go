@@ -91,7 +91,7 @@ func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int) (*Engine, Eff
 	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph())}
 	e.begin(now)
 	e.fx.Changed = true
-	e.event(plan.Event{Type: plan.EventPlanStarted, Message: fmt.Sprintf("%d tools, at most %d at once", len(p.Tools), mc)})
+	e.event(plan.Event{Type: plan.EventPlanStarted, Message: fmt.Sprintf("%s, at most %d at once", plural(len(p.Tools), "tool"), mc)})
 	e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(st.Deadline)})
 	e.fill()
 	e.checkDone()
@@ -278,7 +278,8 @@ func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects {
 		}
 		e.finish(plan.PlanFailed, &plan.ErrorInfo{
 			Code: errInfo.Code, Category: errInfo.Category,
-			Message: fmt.Sprintf("required tool %q (skill %s) %s after %d attempt(s): %s", t.ToolID, t.Skill, final, r.Attempt, errInfo.Message),
+			Message: fmt.Sprintf("required tool %q (skill %s) %s after %s: %s", t.ToolID, t.Skill,
+				map[string]string{plan.ToolFailed: "failed", plan.ToolTimeout: "timed out"}[final], plural(r.Attempt, "attempt"), errInfo.Message),
 		}, plan.ReasonPlanFailed)
 		return e.end()
 	}
@@ -432,4 +433,11 @@ func RetryDelay(p plan.RetryPolicy, n int) time.Duration {
 		d = b.NextBackOff()
 	}
 	return d
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

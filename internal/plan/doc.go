@@ -14,7 +14,8 @@
 //	{"$ref": "fetch"}              the whole output of tool "fetch"
 //	{"$ref": "fetch#/body/items"}  the member body.items of that output
 //
-// The referenced tool must be one of the tool's own dependencies. When it
-// was optional and failed, or the pointer names nothing in its output, the
+// The referenced tool must be one the tool depends on, directly or through
+// other tools, so its output exists when the tool is released. When it was
+// optional and failed, or the pointer names nothing in its output, the
 // reference becomes null.
 package plan

@@ -159,9 +159,9 @@ func (p *Plan) Check() error {
 			return &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: input: %v", t.ToolID, err), Err: err}
 		}
 		for _, r := range rs {
-			if !contains(t.Dependencies, r.tool) {
+			if !contains(t.Dependencies, r.tool) && !ancestor(g, i, r.tool) {
 				return &Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
-					"tool %q: input at %s references %q, which is not among its dependencies", t.ToolID, r.at, r.tool)}
+					"tool %q: input at %s references %q, which it does not depend on, directly or through other tools", t.ToolID, r.at, r.tool)}
 			}
 		}
 		refs[i] = rs
@@ -187,6 +187,29 @@ func graphMessage(err error) string {
 		}
 	}
 	return err.Error() // "cycle: A -> C -> B -> A"
+}
+
+// ancestor reports whether tool i depends on the tool with id, directly or
+// transitively.
+func ancestor(g *dag.Graph, i int, id string) bool {
+	target, ok := g.Index(id)
+	if !ok {
+		return false
+	}
+	seen := map[int]bool{}
+	stack := append([]int(nil), g.Deps(i)...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n == target {
+			return true
+		}
+		if !seen[n] {
+			seen[n] = true
+			stack = append(stack, g.Deps(n)...)
+		}
+	}
+	return false
 }
 
 func contains(xs []string, x string) bool {

@@ -43,7 +43,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"schema", `{"planId":"p9","tools":[{"toolId":"A"}]}`, `plan p9: at /tools/0: missing property 'skill'`},
 		{"malformed", `{"planId":`, `plan: malformed JSON`},
 		{"ref not a dependency", `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","input":{"x":{"$ref":"A"}}}]}`,
-			`plan: tool "B": input at /x references "A", which is not among its dependencies`},
+			`plan: tool "B": input at /x references "A", which it does not depend on, directly or through other tools`},
 		{"ref bad pointer", `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"],"input":{"x":{"$ref":"A#x"}}}]}`,
 			`must start with '/'`},
 	}
@@ -87,6 +87,10 @@ func TestResolveInput(t *testing.T) {
 		"failed":null,"list":[7],"literal":{"$ref":"A","other":1}}`), &wv)
 	if diff := cmp.Diff(wv, gv); diff != "" {
 		t.Errorf("resolved input (-want +got):\n%s", diff)
+	}
+	if _, err := Decode([]byte(`{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]},
+		{"toolId":"C","skill":"s","dependencies":["B"],"input":{"a":{"$ref":"A"}}}]}`)); err != nil {
+		t.Errorf("reference to a transitive dependency: %v", err)
 	}
 	same, _ := p.ResolveInput(0, outputs)
 	if string(same) != "{}" {

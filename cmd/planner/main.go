@@ -1,0 +1,20 @@
+// Command planner runs planbus: `planner run FILE` runs a plan end to end
+// on an embedded NATS server, `planner serve` keeps a node up, `planner
+// bench` measures it. See `planner help`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/planbus/planbus/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Planner(ctx, os.Args[1:], cli.OS())
+	stop()
+	os.Exit(code)
+}

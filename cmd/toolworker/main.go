@@ -1,0 +1,18 @@
+// Command toolworker serves skills to planbus. See `toolworker -h`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/planbus/planbus/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Toolworker(ctx, os.Args[1:], cli.OS())
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,57 @@
+// Package cli holds the commands behind cmd/planner, cmd/dispatcher and
+// cmd/toolworker, so their mains stay thin and the commands can be tested:
+// each takes its arguments and streams and returns an exit code.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+)
+
+// IO is what a command reads and writes.
+type IO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Env    func(string) string
+}
+
+// OS returns the process's streams and environment.
+func OS() IO { return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Env: os.Getenv} }
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1 // the plan failed, timed out or was rejected; or the command failed
+	ExitUsage   = 2 // bad flags, or input that is not a valid plan
+	exitSignal  = 130
+	versionName = "planbus"
+)
+
+// Version of the build, from the module information when installed.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "0.0.0-dev"
+}
+
+func usageErr(stderr io.Writer, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	fmt.Fprintln(stderr, err)
+	return ExitUsage
+}
+
+func ctxExit(ctx context.Context, code int) int {
+	if ctx.Err() != nil && code != ExitOK {
+		return exitSignal
+	}
+	return code
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/dispatcher"
+)
+
+const dispatcherUsage = `Usage: dispatcher [flags]
+
+Runs plans published on planbus.plans.<planId>: releases each tool the
+moment its dependencies finish, retries, enforces timeouts and publishes the
+execution result. Run as many as you like; they share the work and the
+plan state in KV.`
+
+type dispatcherFlags struct {
+	shards         int
+	maxConcurrency int
+	ackWait        time.Duration
+	id             string
+}
+
+func (d *dispatcherFlags) register(f *flags) {
+	f.Int(&d.shards, "shards", "PLANBUS_SHARDS", 16, "plans worked on at once by this dispatcher")
+	f.Int(&d.maxConcurrency, "max-concurrency", "PLANBUS_MAX_CONCURRENCY", 0, "maxConcurrency of plans that set none (default: CPU count)")
+	f.Duration(&d.ackWait, "dispatcher-ack-wait", "PLANBUS_DISPATCHER_ACK_WAIT", 30*time.Second, "how soon another dispatcher takes over the messages of a dead one")
+	f.String(&d.id, "dispatcher-id", "PLANBUS_DISPATCHER_ID", "", "dispatcher id (default hostname-pid)")
+}
+
+func (d *dispatcherFlags) config() dispatcher.Config {
+	return dispatcher.Config{ID: d.id, Shards: d.shards, DefaultMaxConcurrency: d.maxConcurrency, AckWait: d.ackWait, Version: Version()}
+}
+
+// Dispatcher is the dispatcher command.
+func Dispatcher(ctx context.Context, args []string, io IO) int {
+	var c common
+	var df dispatcherFlags
+	f := newFlags("dispatcher", io.Stderr, io.Env, dispatcherUsage)
+	c.register(f, false)
+	df.register(f)
+	if err := f.parse(args); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	log, err := c.logger(io.Stderr)
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if c.bus.URL == "" {
+		return usageErr(io.Stderr, fmt.Errorf("dispatcher: --nats-url (or $NATS_URL) is required; `planner serve` runs a dispatcher on an embedded server"))
+	}
+	conn, err := bus.Dial(ctx, c.bus, log)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot connect")
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer conn.Close()
+	if err := conn.Declare(ctx); err != nil {
+		log.Error().Err(err).Msg("cannot declare streams")
+		return ctxExit(ctx, ExitFailed)
+	}
+	d, err := dispatcher.New(conn, df.config(), log)
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if err := d.Run(ctx); err != nil {
+		log.Error().Err(err).Msg("dispatcher failed")
+		return ExitFailed
+	}
+	return ExitOK
+}

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+)
+
+// flags is a flag.FlagSet whose flags may also come from the environment:
+// a flag given on the command line wins over its variable, which wins over
+// the default.
+type flags struct {
+	*flag.FlagSet
+	env    func(string) string
+	errors []string
+}
+
+func newFlags(name string, stderr io.Writer, env func(string) string, usage string) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &flags{FlagSet: fs, env: env}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\nFlags (each may also be set by the environment variable shown):\n", strings.TrimSpace(usage))
+		fs.PrintDefaults()
+	}
+	return f
+}
+
+func (f *flags) envOr(env, def string) string {
+	if env != "" {
+		if v := f.env(env); v != "" {
+			return v
+		}
+	}
+	return def
+}
+
+func envNote(env string) string {
+	if env == "" {
+		return ""
+	}
+	return " [$" + env + "]"
+}
+
+func (f *flags) String(p *string, name, env, def, usage string) {
+	f.StringVar(p, name, f.envOr(env, def), usage+envNote(env))
+}
+
+func (f *flags) Int(p *int, name, env string, def int, usage string) {
+	v := def
+	if s := f.envOr(env, ""); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			f.errors = append(f.errors, fmt.Sprintf("$%s=%q is not a number", env, s))
+		}
+		v = n
+	}
+	f.IntVar(p, name, v, usage+envNote(env))
+}
+
+func (f *flags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	v := def
+	if s := f.envOr(env, ""); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			f.errors = append(f.errors, fmt.Sprintf("$%s=%q is not a duration (like 30s)", env, s))
+		}
+		v = d
+	}
+	f.DurationVar(p, name, v, usage+envNote(env))
+}
+
+func (f *flags) Bool(p *bool, name, env string, def bool, usage string) {
+	v := def
+	if s := f.envOr(env, ""); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			f.errors = append(f.errors, fmt.Sprintf("$%s=%q is not true or false", env, s))
+		}
+		v = b
+	}
+	f.BoolVar(p, name, v, usage+envNote(env))
+}
+
+// parse parses args and reports environment errors too.
+func (f *flags) parse(args []string) error {
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	if len(f.errors) > 0 {
+		return fmt.Errorf("%s", strings.Join(f.errors, "; "))
+	}
+	return nil
+}
+
+// common are the flags every command has.
+type common struct {
+	bus       bus.Config
+	logLevel  string
+	logFormat string
+}
+
+func (c *common) register(f *flags, embedded bool) {
+	f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated; empty starts an embedded server")
+	f.String(&c.bus.CredsFile, "creds", "NATS_CREDS", "", "NATS credentials file")
+	f.String(&c.bus.NKeySeedFile, "nkey", "NATS_NKEY", "", "file with an nkey seed to authenticate with")
+	f.String(&c.bus.TLSCAFile, "tls-ca", "NATS_CA", "", "PEM file of CAs to verify the NATS server")
+	f.Int(&c.bus.Replicas, "replicas", "PLANBUS_REPLICAS", 1, "replicas of planbus streams and buckets (3 on a cluster)")
+	if embedded {
+		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")
+		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default "+bus.DefaultDataDir()+")")
+	}
+	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", "info", "debug, info, warn or error")
+	f.String(&c.logFormat, "log-format", "PLANBUS_LOG_FORMAT", "console", "console or json")
+}
+
+func (c *common) logger(stderr io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(c.logLevel)
+	if err != nil || c.logLevel == "" {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	var w io.Writer
+	switch c.logFormat {
+	case "json":
+		w = stderr
+	case "console":
+		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000", NoColor: !isTerminal(stderr)}
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", c.logFormat)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/internal/node"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+const plannerUsage = `Usage: planner <command> [flags]
+
+Commands:
+  run FILE     run a plan end to end and print its execution result
+  serve        keep a planbus node up (embedded NATS, dispatcher, workers)
+  bench        run the DAG benchmark workloads
+  version      print the version
+
+Without --nats-url, planner starts an embedded NATS JetStream server with a
+dispatcher and tool workers in-process. 'planner <command> -h' shows the
+flags of a command.`
+
+// Planner is the planner command.
+func Planner(ctx context.Context, args []string, io IO) int {
+	if len(args) == 0 {
+		fmt.Fprintln(io.Stderr, plannerUsage)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "run":
+		return plannerRun(ctx, args[1:], io)
+	case "serve":
+		return plannerServe(ctx, args[1:], io)
+	case "bench":
+		return plannerBench(ctx, args[1:], io)
+	case "version", "--version", "-version":
+		fmt.Fprintln(io.Stdout, versionName, Version())
+		return ExitOK
+	case "help", "-h", "--help", "-help":
+		fmt.Fprintln(io.Stdout, plannerUsage)
+		return ExitOK
+	}
+	fmt.Fprintf(io.Stderr, "planner: unknown command %q\n\n%s\n", args[0], plannerUsage)
+	return ExitUsage
+}
+
+const runUsage = `Usage: planner run [flags] FILE
+
+Runs the plan in FILE ('-' for stdin) to its end. Progress goes to stderr;
+the execution result is the last line on stdout. Exits 0 if the plan
+succeeded, 1 if it failed, timed out or was rejected, 2 if FILE is not a
+valid plan. Without --nats-url it runs on a private embedded server (a
+temporary store and a free port, unless --listen or --data-dir say
+otherwise), so it can run beside a live node.`
+
+type nodeFlags struct {
+	workers int
+	worker  workerFlags
+	disp    dispatcherFlags
+}
+
+func (n *nodeFlags) register(f *flags) {
+	f.Int(&n.workers, "workers", "PLANBUS_WORKERS", 4, "tool workers to run in-process on the embedded server")
+	n.worker.register(f)
+	n.disp.register(f)
+}
+
+func (n *nodeFlags) config(bc bus.Config) (node.Config, error) {
+	wc, err := n.worker.config()
+	if err != nil {
+		return node.Config{}, err
+	}
+	if n.workers < 0 {
+		return node.Config{}, fmt.Errorf("--workers %d: want 0 or more", n.workers)
+	}
+	return node.Config{Bus: bc, Workers: n.workers, Worker: wc, Dispatcher: n.disp.config()}, nil
+}
+
+func plannerRun(ctx context.Context, args []string, io IO) int {
+	var c common
+	var nf nodeFlags
+	var quiet bool
+	var wait time.Duration
+	f := newFlags("planner run", io.Stderr, io.Env, runUsage)
+	c.register(f, true)
+	nf.register(f)
+	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
+	f.Duration(&wait, "wait", "", 0, "how long to wait for the result (default: the plan's timeout plus a minute)")
+	if err := f.parse(args); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if f.NArg() != 1 {
+		fmt.Fprintln(io.Stderr, "planner run: want exactly one FILE (or - for stdin)")
+		return ExitUsage
+	}
+	if !c.set(f, "log-level") {
+		c.logLevel = "warn" // progress lines tell the story; logs are for trouble
+	}
+	log, err := c.logger(io.Stderr)
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	name := f.Arg(0)
+	doc, err := readInput(name, io.Stdin)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ExitUsage
+	}
+	p, err := plan.Decode(doc)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
+		return ExitUsage
+	}
+	if p.PlanID == "" {
+		p.PlanID = client.NewID()
+	}
+	if wait == 0 {
+		wait = time.Duration(p.TimeoutMs)*time.Millisecond + time.Minute
+	}
+
+	conn, stop, err := c.connectOrEmbed(ctx, f, &nf, log, true)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer stop()
+
+	var progress func(plan.Event)
+	if !quiet {
+		progress = newProgress(io.Stderr).event
+	}
+	rctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	res, err := client.Run(rctx, conn, p, progress)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	out, _ := jsonLine(res)
+	fmt.Fprintln(io.Stdout, out)
+	if !res.Success {
+		msg := res.State
+		if res.Error != nil {
+			msg += ": " + res.Error.Message
+		}
+		fmt.Fprintf(io.Stderr, "planner run: plan %s %s\n", p.PlanID, msg)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// set reports whether a flag was given on the command line or through its
+// environment variable.
+func (c *common) set(f *flags, name string) bool {
+	found := false
+	f.Visit(func(fl *flagDef) {
+		if fl.Name == name {
+			found = true
+		}
+	})
+	if found {
+		return true
+	}
+	env := map[string]string{"log-level": "PLANBUS_LOG_LEVEL", "listen": "PLANBUS_LISTEN", "data-dir": "PLANBUS_DATA_DIR"}[name]
+	return env != "" && f.env(env) != ""
+}
+
+// connectOrEmbed connects to --nats-url, or starts a node on an embedded
+// server. With private set, the embedded server gets a temporary store and
+// a free port unless --listen or --data-dir were given.
+func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, log zerolog.Logger, private bool) (*bus.Conn, func(), error) {
+	if c.bus.URL != "" {
+		conn, err := bus.Dial(ctx, c.bus, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return conn, conn.Close, nil
+	}
+	bc := c.bus
+	cleanup := func() {}
+	if private {
+		if !c.set(f, "listen") {
+			bc.Listen = "127.0.0.1:0"
+		}
+		if !c.set(f, "data-dir") {
+			dir, err := os.MkdirTemp("", "planbus-run-")
+			if err != nil {
+				return nil, nil, err
+			}
+			bc.DataDir = dir
+			cleanup = func() { _ = os.RemoveAll(dir) }
+		}
+	}
+	cfg, err := nf.config(bc)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	n, err := node.Start(ctx, cfg, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	conn, err := n.Dial(ctx, log)
+	if err != nil {
+		n.Stop()
+		cleanup()
+		return nil, nil, err
+	}
+	return conn, func() { conn.Close(); n.Stop(); cleanup() }, nil
+}
+
+const serveUsage = `Usage: planner serve [flags]
+
+Keeps a planbus node up until interrupted: an embedded NATS JetStream
+server on --listen (default 127.0.0.1:4222) with its store in --data-dir, a
+dispatcher and --workers tool workers. Other clients — the nats CLI, more
+toolworker or dispatcher processes — connect to it.`
+
+func plannerServe(ctx context.Context, args []string, io IO) int {
+	var c common
+	var nf nodeFlags
+	f := newFlags("planner serve", io.Stderr, io.Env, serveUsage)
+	c.register(f, true)
+	nf.register(f)
+	if err := f.parse(args); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	log, err := c.logger(io.Stderr)
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if c.bus.URL != "" {
+		fmt.Fprintln(io.Stderr, "planner serve: with --nats-url there is no embedded node to serve; run `dispatcher` and `toolworker` against that server")
+		return ExitUsage
+	}
+	cfg, err := nf.config(c.bus)
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	n, err := node.Start(ctx, cfg, log)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot start")
+		if errors.Is(err, bus.ErrListen) {
+			return ExitUsage
+		}
+		return ctxExit(ctx, ExitFailed)
+	}
+	log.Info().Str("url", n.Bus.URL).Str("data_dir", cfg.Bus.Defaults().DataDir).Int("workers", len(n.Workers)).
+		Msg("planbus node up; watch it with: nats --server " + n.Bus.URL + " sub 'planbus.events.>'")
+	<-ctx.Done()
+	log.Info().Msg("stopping")
+	n.Stop()
+	return ExitOK
+}
+
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	const limit = 64 << 20
+	var r io.Reader
+	if name == "-" {
+		r = stdin
+	} else {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer fh.Close()
+		r = fh
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: larger than %d MiB", name, limit>>20)
+	}
+	return b, nil
+}
+
+func jsonLine(v any) (string, error) {
+	var sb strings.Builder
+	enc := jsonEncoder(&sb)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(sb.String(), "\n"), nil
+}

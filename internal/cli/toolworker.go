@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/worker"
+)
+
+const toolworkerUsage = `Usage: toolworker [flags]
+
+Serves skills to planbus: pulls tool calls from planbus.tools.<skill>,
+runs them with a deadline and heartbeats, and publishes their results.
+Start more processes to add capacity; they share each skill's queue.`
+
+type workerFlags struct {
+	skills       string
+	concurrency  int
+	ackWait      time.Duration
+	drainTimeout time.Duration
+	shellAllow   string
+	shellDir     string
+	httpAllow    string
+	id           string
+}
+
+func (w *workerFlags) register(f *flags) {
+	f.String(&w.skills, "skills", "PLANBUS_SKILLS", "echo,sleep,fail,shell,http", "built-in skills to serve, comma-separated")
+	f.Int(&w.concurrency, "concurrency", "PLANBUS_CONCURRENCY", 16, "calls of each skill run at once by this worker")
+	f.Duration(&w.ackWait, "ack-wait", "PLANBUS_ACK_WAIT", 30*time.Second, "how long a call may go without a heartbeat before another worker gets it")
+	f.Duration(&w.drainTimeout, "drain-timeout", "PLANBUS_DRAIN_TIMEOUT", 30*time.Second, "on SIGTERM, how long running calls may finish")
+	f.String(&w.shellAllow, "shell-allow", "PLANBUS_SHELL_ALLOW", "", "programs the shell skill may run, comma-separated (empty: none)")
+	f.String(&w.shellDir, "shell-dir", "PLANBUS_SHELL_DIR", "", "working directory of the shell skill (default: the current one)")
+	f.String(&w.httpAllow, "http-allow", "PLANBUS_HTTP_ALLOW", "", "hosts the http skill may call, comma-separated (empty: any)")
+	f.String(&w.id, "id", "PLANBUS_WORKER_ID", "", "worker id (default hostname-pid-n)")
+}
+
+func (w *workerFlags) config() (worker.Config, error) {
+	all := skills.Builtins(skills.BuiltinConfig{
+		Shell: skills.ShellConfig{Allow: splitList(w.shellAllow), Dir: w.shellDir},
+		HTTP:  skills.HTTPConfig{AllowHosts: splitList(w.httpAllow)},
+	})
+	var chosen []skills.Skill
+	var names []string
+	for _, s := range all {
+		names = append(names, s.Manifest.Name)
+	}
+	for _, name := range splitList(w.skills) {
+		i := slices.IndexFunc(all, func(s skills.Skill) bool { return s.Manifest.Name == name })
+		if i < 0 {
+			return worker.Config{}, fmt.Errorf("--skills: unknown skill %q (built-in skills: %v)", name, names)
+		}
+		chosen = append(chosen, all[i])
+	}
+	if len(chosen) == 0 {
+		return worker.Config{}, fmt.Errorf("--skills: no skills given")
+	}
+	return worker.Config{ID: w.id, Skills: chosen, Concurrency: w.concurrency, AckWait: w.ackWait,
+		DrainTimeout: w.drainTimeout, Version: Version()}, nil
+}
+
+// Toolworker is the toolworker command.
+func Toolworker(ctx context.Context, args []string, io IO) int {
+	var c common
+	var wf workerFlags
+	f := newFlags("toolworker", io.Stderr, io.Env, toolworkerUsage)
+	c.register(f, false)
+	wf.register(f)
+	if err := f.parse(args); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	log, err := c.logger(io.Stderr)
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	cfg, err := wf.config()
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if c.bus.URL == "" {
+		return usageErr(io.Stderr, fmt.Errorf("toolworker: --nats-url (or $NATS_URL) is required; `planner serve` runs workers on an embedded server"))
+	}
+	conn, err := bus.Dial(ctx, c.bus, log)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot connect")
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer conn.Close()
+	if err := conn.Declare(ctx); err != nil {
+		log.Error().Err(err).Msg("cannot declare streams")
+		return ctxExit(ctx, ExitFailed)
+	}
+	w, err := worker.New(conn, cfg, log)
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if err := w.Run(ctx); err != nil {
+		log.Error().Err(err).Msg("toolworker failed")
+		return ExitFailed
+	}
+	return ExitOK
+}
