@@ -52,7 +52,7 @@ type predicate struct {
 }
 
 func (p *predicate) candidates(first term, hasFirst bool) []int32 {
-	if !hasFirst || p.key.arity == 0 {
+	if !hasFirst || p.key.arity <= 0 {
 		return p.all
 	}
 	k, ok := keyOf(first)
@@ -70,7 +70,7 @@ func (p *predicate) buildIndex() {
 	for i := range p.clauses {
 		p.all[i] = int32(i)
 	}
-	if p.key.arity == 0 {
+	if p.key.arity <= 0 {
 		return
 	}
 	p.byFirst = map[argKey][]int32{}
