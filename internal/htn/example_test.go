@@ -63,7 +63,7 @@ func ExampleProgram_Plan_firstOnly() {
 	fmt.Println(htn.FormatPlanFacts(&res.Plans[0]))
 	// Output:
 	// (walk(downtown,park))
-	// distance(downtown,park,2) => ,at-taxi-stand(taxi1,downtown) => ,weather-is(good) => ,have-cash(12) => ,at(park) => 
+	// distance(downtown,park,2) => ,at-taxi-stand(taxi1,downtown) => ,weather-is(good) => ,have-cash(12) => ,at(park) =>
 }
 
 func ExampleOptions_disabled() {
