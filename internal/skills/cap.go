@@ -43,8 +43,13 @@ func firstLine(b []byte, limit int) string {
 		b = b[:i]
 	}
 	b = bytes.TrimRight(b, " \t\r")
-	if len(b) > limit {
-		return strings.ToValidUTF8(string(b[:limit]), "") + "..."
+	more := len(b) > limit
+	if more {
+		b = b[:limit]
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	line := strings.ToValidUTF8(string(b), "\uFFFD")
+	if more {
+		line += "..."
+	}
+	return line
 }

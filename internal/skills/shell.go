@@ -89,6 +89,8 @@ const shellInputSchema = `{
 // and a bad dir are invalid input. A non-zero exit is an *Error with code
 // EXIT_NONZERO, category internal (retried), and the output above. When ctx
 // ends first, Shell returns ctx.Err().
+//
+// The handler keeps no state between calls and is safe for concurrent use.
 func Shell(cfg ShellConfig) Skill {
 	s := &shell{allow: cfg.Allow, root: cfg.Dir, outputCap: cfg.OutputCap}
 	if s.outputCap <= 0 {

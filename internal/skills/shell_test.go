@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -409,6 +410,17 @@ func TestShellExitNonzero(t *testing.T) {
 	}
 }
 
+func TestShellExitMessageIsShort(t *testing.T) {
+	needPrograms(t, "cat")
+	long := "/nonexistent/" + strings.Repeat("a", 1000)
+	_, err := runShell(t, skills.ShellConfig{Allow: []string{"cat"}, Dir: t.TempDir()}, map[string]any{"argv": []string{"cat", long}})
+	wantError(t, err, plan.CategoryInternal, skills.CodeExitNonzero)
+	msg := err.(*skills.Error).Message
+	if len(msg) > 300 || !strings.HasSuffix(msg, "...") {
+		t.Errorf("got a %d-byte message %q, want at most 300 bytes ending in \"...\"", len(msg), msg)
+	}
+}
+
 func TestShellContextEnds(t *testing.T) {
 	needPrograms(t, "sleep")
 	sk := skills.Shell(skills.ShellConfig{Allow: []string{"sleep"}, Dir: t.TempDir()})
@@ -491,7 +503,7 @@ func helperCall(t *testing.T, mode, fifo string) (*plan.ToolCall, skills.Skill) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(map[string]any{"argv": []string{exe}, "env": map[string]string{helperEnv: mode, fifoEnv: fifo}})
+	b, err := json.Marshal(map[string]any{"argv": []string{exe}, "env": map[string]string{helperEnv: mode, fifoEnv: fifo, "GORACE": "atexit_sleep_ms=0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
