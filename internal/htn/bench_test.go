@@ -135,7 +135,7 @@ func peakHeap(f func()) uint64 {
 }
 
 // TestPeakMemory reports the peak heap of each domain (go test -run
-// TestPeakMemory -v). It asserts nothing about time; it checks that memory
+// TestPeakMemory -v; HTN_BENCH_DOMAIN=deep3000.htn runs one domain). It asserts nothing about time; it checks that memory
 // grows linearly with plan depth: deep3000 must not need more than about
 // four times what deep1000 needs (the reference needs eight times).
 func TestPeakMemory(t *testing.T) {
@@ -143,7 +143,11 @@ func TestPeakMemory(t *testing.T) {
 		t.Skip("measures memory; skipped with -short")
 	}
 	peaks := map[string]uint64{}
+	only := os.Getenv("HTN_BENCH_DOMAIN") // run one domain, e.g. to measure the process's peak RSS
 	for _, d := range benchDomains {
+		if only != "" && d.file != only {
+			continue
+		}
 		p := loadDomain(t, d)
 		var n int
 		var est int64

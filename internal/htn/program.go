@@ -143,6 +143,7 @@ type Program struct {
 	goals     []term
 	goalVars  []varInfo
 	hasGoals  bool
+	noIndex   bool // tests: scan every clause instead of using the index
 }
 
 // Parse compiles a program written in the InductorHtn language. A syntax

@@ -518,7 +518,7 @@ func (e *engine) callPredicate(g term, gb int32, fr *frame, pos int32) (*frame, 
 		}
 	}
 	if pd != nil {
-		cp.cands = pd.candidates(cp.first, cp.hasFirst)
+		cp.cands = pd.candidates(cp.first, cp.hasFirst && !e.r.prog.noIndex)
 	}
 	e.cps = append(e.cps, cp)
 	nf, np, ok := e.resumeClauses(len(e.cps) - 1)
