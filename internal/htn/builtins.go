@@ -61,14 +61,6 @@ func (e *engine) name(t term) string {
 	return e.r.printer().String(t)
 }
 
-func goalsOf(args []term, base int32) []goalAt {
-	out := make([]goalAt, len(args))
-	for i, a := range args {
-		out[i] = goalAt{t: a, base: base}
-	}
-	return out
-}
-
 func (e *engine) isUnboundVar(t term, base int32) bool {
 	d, _ := e.deref(t, base)
 	return d.k == kRef
@@ -141,17 +133,10 @@ func biIs(e *engine, g term, gb int32) (bool, error) {
 	return e.ev.compare(lv, v) == 0, nil
 }
 
-// subSolve runs goals and reports, for each answer, through yield. The
-// bindings are undone afterwards unless keep is set and yield stopped the
-// search.
-func (e *engine) subSolve(goals []goalAt, yield func() (bool, error)) error {
-	return e.solve(goals, yield)
-}
-
 func biNot(e *engine, g term, gb int32) (bool, error) {
 	mark := int32(len(e.trail))
 	found := false
-	err := e.subSolve(goalsOf(g.args, gb), func() (bool, error) { found = true; return false, nil })
+	err := e.solveAt(g.args, gb, func() (bool, error) { found = true; return false, nil })
 	e.undoTrail(mark)
 	return !found && err == nil, err
 }
@@ -159,7 +144,7 @@ func biNot(e *engine, g term, gb int32) (bool, error) {
 func biFirst(e *engine, g term, gb int32) (bool, error) {
 	mark := int32(len(e.trail))
 	found := false
-	err := e.subSolve(goalsOf(g.args, gb), func() (bool, error) { found = true; return false, nil })
+	err := e.solveAt(g.args, gb, func() (bool, error) { found = true; return false, nil })
 	if err != nil || !found {
 		e.undoTrail(mark)
 	}
@@ -172,7 +157,7 @@ func biCount(e *engine, g term, gb int32) (bool, error) {
 	}
 	mark := int32(len(e.trail))
 	n := int64(0)
-	err := e.subSolve(goalsOf(g.args[1:], gb), func() (bool, error) { n++; return true, nil })
+	err := e.solveAt(g.args[1:], gb, func() (bool, error) { n++; return true, nil })
 	e.undoTrail(mark)
 	if err != nil {
 		return false, err
@@ -190,7 +175,7 @@ func biAggregate(e *engine, g term, gb int32) (bool, error) {
 	mark := int32(len(e.trail))
 	var acc term
 	have, ok := false, true
-	err := e.subSolve(goalsOf(g.args[2:], gb), func() (bool, error) {
+	err := e.solveAt(g.args[2:], gb, func() (bool, error) {
 		v, err := e.ev.eval(g.args[1], gb)
 		if err != nil {
 			if err == errUnbound || err == errNonNumeric {
@@ -236,12 +221,12 @@ type answer struct {
 }
 
 // collect runs goals and records every answer.
-func (e *engine) collect(goals []goalAt, key term, keyBase int32, hasKey bool) ([]answer, error) {
+func (e *engine) collect(goals []term, base int32, key term, keyBase int32, hasKey bool) ([]answer, error) {
 	mark := int32(len(e.trail))
 	envStart := int32(len(e.env))
 	e.collecting++
 	var out []answer
-	err := e.subSolve(goals, func() (bool, error) {
+	err := e.solveAt(goals, base, func() (bool, error) {
 		var a answer
 		for _, idx := range e.trail[mark:] {
 			if idx < envStart {
@@ -291,7 +276,7 @@ func biDistinct(e *engine, g term, gb int32) (bool, error) {
 	fr, pos := e.curFr, e.curPos // the sub-resolution below moves them
 	kv, _ := e.deref(g.args[0], gb)
 	anonKey := e.env[kv.n].anon
-	answers, err := e.collect(goalsOf(g.args[1:], gb), g.args[0], gb, true)
+	answers, err := e.collect(g.args[1:], gb, g.args[0], gb, true)
 	if err != nil || len(answers) == 0 {
 		return false, err
 	}
@@ -350,7 +335,7 @@ func biSortBy(e *engine, g term, gb int32) (bool, error) {
 	if cmpT.k != kCompound || (cmpT.sym != symLess && cmpT.sym != symGreater) {
 		return false, e.badCall(g, gb, "sortBy() orders with <(goals...) or >(goals...)")
 	}
-	answers, err := e.collect(goalsOf(cmpT.args, cb), g.args[0], gb, true)
+	answers, err := e.collect(cmpT.args, cb, g.args[0], gb, true)
 	if err != nil || len(answers) == 0 {
 		return false, err
 	}
@@ -369,7 +354,7 @@ func biFindall(e *engine, g term, gb int32) (bool, error) {
 	mark := int32(len(e.trail))
 	e.collecting++
 	var items []term
-	err := e.subSolve(goalsOf(g.args[1:len(g.args)-1], gb), func() (bool, error) {
+	err := e.solveAt(g.args[1:len(g.args)-1], gb, func() (bool, error) {
 		items = append(items, e.resolve(g.args[0], gb))
 		e.extraMem += 48
 		return true, nil
@@ -392,10 +377,10 @@ func biForall(e *engine, g term, gb int32) (bool, error) {
 	}
 	mark := int32(len(e.trail))
 	holds := true
-	err := e.subSolve([]goalAt{{g.args[0], gb}}, func() (bool, error) {
+	err := e.solveAt(g.args[:1], gb, func() (bool, error) {
 		inner := int32(len(e.trail))
 		found := false
-		err := e.subSolve([]goalAt{{g.args[1], gb}}, func() (bool, error) { found = true; return false, nil })
+		err := e.solveAt(g.args[1:2], gb, func() (bool, error) { found = true; return false, nil })
 		e.undoTrail(inner)
 		if err != nil {
 			return false, err

@@ -103,7 +103,7 @@ func runScenario(t *testing.T, src string) string {
 	if res != nil {
 		for i, p := range res.Plans {
 			fmt.Fprintf(&b, "plan %d:\n", i+1)
-			for _, op := range p.Operators {
+			for _, op := range p.Operators() {
 				hidden := ""
 				if op.Hidden {
 					hidden = " (hidden)"

@@ -42,7 +42,7 @@ func Example() {
 	fmt.Println(htn.FormatPlans(res.Plans))
 
 	// Every operator knows which methods and bindings produced it.
-	last := res.Plans[1].Operators[2]
+	last := res.Plans[1].Operators()[2]
 	for _, step := range last.Trace() {
 		fmt.Println(step.Task, "by", step.Method, step.Bindings)
 	}

@@ -34,15 +34,16 @@ func FormatPlan(p *Plan) string {
 func writePlan(b *strings.Builder, p *Plan) {
 	b.WriteByte('(')
 	first := true
-	for _, o := range p.Operators {
-		if o.Hidden {
+	pr := printer{syms: p.syms}
+	for _, o := range p.ops {
+		if o.hidden {
 			continue
 		}
 		if !first {
 			b.WriteString(", ")
 		}
 		first = false
-		b.WriteString(o.String())
+		pr.write(b, o.t)
 	}
 	b.WriteByte(')')
 }
@@ -72,7 +73,7 @@ func FormatPlanFacts(p *Plan) string {
 	}
 	var b strings.Builder
 	pr := printer{syms: p.syms}
-	for i, f := range p.facts {
+	for i, f := range p.factTerms() {
 		if i > 0 {
 			b.WriteByte(',')
 		}

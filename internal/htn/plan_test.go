@@ -47,7 +47,7 @@ func TestBudgetExceeded(t *testing.T) {
 			if !errors.Is(err, htn.ErrBudgetExceeded) {
 				t.Fatalf("got %v, want ErrBudgetExceeded", err)
 			}
-			if res.Partial == nil || len(res.Partial.Operators) == 0 {
+			if res.Partial == nil || res.Partial.Len() == 0 {
 				t.Fatalf("no partial plan with ErrBudgetExceeded: %+v", res)
 			}
 			if len(res.Plans) != 0 {
@@ -70,7 +70,7 @@ step(?n) :- del(), add(done(?n)).`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(res.Plans[0].Operators); got != 1000 {
+	if got := res.Plans[0].Len(); got != 1000 {
 		t.Errorf("plan length: got %d, want 1000", got)
 	}
 }

@@ -411,7 +411,7 @@ func (pl *planner) conditions(t term, m *method) ([][]term, error) {
 		return [][]term{snapshot()}, nil
 	}
 	var out [][]term
-	err := e.solve(goalsOf(m.cond, base), func() (bool, error) {
+	err := e.solveAt(m.cond, base, func() (bool, error) {
 		out = append(out, snapshot())
 		return true, nil
 	})
@@ -481,15 +481,29 @@ func (pl *planner) anyOf(n *pnode) error {
 
 // solution turns the node where the task list ran out into a Plan.
 func (pl *planner) solution(n *pnode) *Plan {
-	p := &Plan{syms: pl.r.syms, facts: pl.r.st.facts()}
+	st := pl.r.st
+	p := &Plan{syms: pl.r.syms, prog: pl.r.prog}
+	if st.deleted > 0 {
+		p.deleted = make([]int32, 0, st.deleted)
+		for id, del := range st.baseDel {
+			if del {
+				p.deleted = append(p.deleted, int32(id))
+			}
+		}
+	}
+	if st.alive > 0 {
+		p.added = make([]term, 0, st.alive)
+		for i := range st.adds {
+			if st.adds[i].alive {
+				p.added = append(p.added, st.adds[i].t)
+			}
+		}
+	}
 	if n.ops != nil {
-		p.Operators = make([]Operator, n.ops.n)
+		p.ops = make([]planOp, n.ops.n)
 		i := n.ops.n - 1
 		for o := n.ops; o != nil; o = o.prev {
-			p.Operators[i] = Operator{
-				Name: pl.r.syms.name(o.op.sym), Args: publicArgs(o.op, pl.r.syms),
-				Hidden: o.hidden, ctx: o.ctx, syms: pl.r.syms,
-			}
+			p.ops[i] = planOp{t: o.op, hidden: o.hidden, ctx: o.ctx}
 			i--
 		}
 	}

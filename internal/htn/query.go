@@ -25,8 +25,7 @@ func (p *Program) Query(ctx context.Context, goal string, opts Options) (*Answer
 	base := e.newVars(ps.vars)
 	nq := len(ps.vars)
 	ans := &Answer{}
-	pr := r.printer()
-	err = e.solve(goalsOf(goals, base), func() (bool, error) {
+	err = e.solveAt(goals, base, func() (bool, error) {
 		var bound []int
 		for i := 0; i < nq; i++ {
 			if c := &e.env[i]; c.bound && !c.anon {
@@ -37,7 +36,6 @@ func (p *Program) Query(ctx context.Context, goal string, opts Options) (*Answer
 		sol := make(Solution, 0, len(bound))
 		for _, i := range bound {
 			v := e.freeze(term{k: kRef, n: int64(i)}, 0)
-			_ = pr
 			sol = append(sol, Binding{Var: r.syms.name(e.env[i].name), Value: publicTerm(v, r.syms)})
 		}
 		ans.Solutions = append(ans.Solutions, sol)

@@ -69,12 +69,6 @@ type bindRec struct {
 	val term
 }
 
-// goalAt is a goal and the frame base its variables are relative to.
-type goalAt struct {
-	t    term
-	base int32
-}
-
 type engine struct {
 	r          *run
 	ev         evaluator
@@ -331,25 +325,16 @@ func (e *engine) importTerm(t term, m map[int64]int32) term {
 	return t
 }
 
-// chain builds the frames that run goals in order, each with its own base.
-func (e *engine) chain(goals []goalAt, cutB int32) *frame {
-	var next *frame
-	for i := len(goals) - 1; i >= 0; i-- {
-		g := goals[i]
-		next = &frame{goals: []term{g.t}, base: g.base, cutB: cutB, ret: next}
-		e.frames++
-	}
-	return next
-}
-
-// solve runs the conjunction goals and calls yield after each answer with
-// the bindings in place. yield returns false to stop; the bindings of that
-// answer are then left in place. Choicepoints created by solve never
-// outlive it. Bindings made before the first choicepoint are not undone:
-// the caller undoes the trail to its own mark when it wants that.
-func (e *engine) solve(goals []goalAt, yield func() (bool, error)) error {
+// solveAt runs the conjunction goals (relative to frame base) and calls
+// yield after each answer with the bindings in place. yield returns false
+// to stop; the bindings of that answer are then left in place. Choicepoints
+// created here never outlive the call. Bindings made before the first
+// choicepoint are not undone: the caller undoes the trail to its own mark
+// when it wants that.
+func (e *engine) solveAt(goals []term, base int32, yield func() (bool, error)) error {
 	h0 := int32(len(e.cps))
-	return e.loop(e.chain(goals, h0), 0, h0, yield)
+	e.frames++
+	return e.loop(&frame{goals: goals, base: base, cutB: h0}, 0, h0, yield)
 }
 
 func (e *engine) loop(fr *frame, pos int32, h0 int32, yield func() (bool, error)) error {

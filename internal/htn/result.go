@@ -155,23 +155,59 @@ type Binding struct {
 	Value Term
 }
 
-// Plan is one solution of a planning problem.
+// Plan is one solution of a planning problem. It keeps the engine's
+// compact form; Operators and Facts convert on demand, because a search
+// can return tens of thousands of plans.
 type Plan struct {
-	// Operators in order, hidden ones included (marked Hidden).
-	Operators []Operator
-	facts     []term
-	syms      *symtab
+	ops     []planOp
+	prog    *Program
+	deleted []int32 // program facts deleted by the plan
+	added   []term  // facts added by the plan, in order
+	syms    *symtab
+}
+
+type planOp struct {
+	t      term
+	hidden bool
+	ctx    *decomp
+}
+
+// Len returns the number of operators, hidden ones included.
+func (p *Plan) Len() int { return len(p.ops) }
+
+// Operators returns the plan's operators in order, hidden ones included
+// (marked Hidden).
+func (p *Plan) Operators() []Operator {
+	out := make([]Operator, len(p.ops))
+	for i, o := range p.ops {
+		out[i] = Operator{Name: p.syms.name(o.t.sym), Args: publicArgs(o.t, p.syms), Hidden: o.hidden, ctx: o.ctx, syms: p.syms}
+	}
+	return out
 }
 
 // Facts returns the world state after the plan, in the reference's order:
 // the program's facts that were not deleted, in document order, then the
 // added facts in the order they were added.
 func (p *Plan) Facts() []Term {
-	out := make([]Term, len(p.facts))
-	for i, f := range p.facts {
+	facts := p.factTerms()
+	out := make([]Term, len(facts))
+	for i, f := range facts {
 		out[i] = publicTerm(f, p.syms)
 	}
 	return out
+}
+
+func (p *Plan) factTerms() []term {
+	out := make([]term, 0, len(p.prog.facts)-len(p.deleted)+len(p.added))
+	d := 0
+	for id, c := range p.prog.facts {
+		if d < len(p.deleted) && p.deleted[d] == int32(id) {
+			d++
+			continue
+		}
+		out = append(out, c.shown)
+	}
+	return append(out, p.added...)
 }
 
 // Result is the outcome of Plan.

@@ -65,11 +65,6 @@ func (s *state) find(t term, h uint64) (int32, bool) {
 	return 0, false
 }
 
-func (s *state) has(t term) bool {
-	_, ok := s.find(t, hashTerm(t))
-	return ok
-}
-
 // remove deletes a ground fact; it reports false when the fact is absent.
 func (s *state) remove(t term) bool {
 	ref, ok := s.find(t, hashTerm(t))

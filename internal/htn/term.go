@@ -46,12 +46,8 @@ func floatTerm(v float64) term {
 
 func (t term) float() float64 { return math.Float64frombits(uint64(t.n)) }
 
-func (t term) isVar() bool { return t.k == kVar || t.k == kRef || t.k == kFree }
-
 // isAtomic reports atoms and numbers (the reference's isConstant).
 func (t term) isAtomic() bool { return t.k == kAtom || t.k == kInt || t.k == kFloat }
-
-func (t term) arity() int { return len(t.args) }
 
 // sameAtomic compares two atomic terms. Numbers compare by their text, as
 // in the reference, which the representation guarantees: canonical numbers
