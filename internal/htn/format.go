@@ -35,7 +35,7 @@ func writePlan(b *strings.Builder, p *Plan) {
 	b.WriteByte('(')
 	first := true
 	pr := printer{syms: p.syms}
-	for _, o := range p.ops {
+	for _, o := range p.opCells() {
 		if o.hidden {
 			continue
 		}
@@ -43,7 +43,7 @@ func writePlan(b *strings.Builder, p *Plan) {
 			b.WriteString(", ")
 		}
 		first = false
-		pr.write(b, o.t)
+		pr.write(b, o.op)
 	}
 	b.WriteByte(')')
 }

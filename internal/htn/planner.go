@@ -499,14 +499,7 @@ func (pl *planner) solution(n *pnode) *Plan {
 			}
 		}
 	}
-	if n.ops != nil {
-		p.ops = make([]planOp, n.ops.n)
-		i := n.ops.n - 1
-		for o := n.ops; o != nil; o = o.prev {
-			p.ops[i] = planOp{t: o.op, hidden: o.hidden, ctx: o.ctx}
-			i--
-		}
-	}
+	p.last = n.ops
 	return p
 }
 

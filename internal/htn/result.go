@@ -159,28 +159,37 @@ type Binding struct {
 // compact form; Operators and Facts convert on demand, because a search
 // can return tens of thousands of plans.
 type Plan struct {
-	ops     []planOp
+	last    *opCell // the plan's operators, newest first, shared with other plans
 	prog    *Program
 	deleted []int32 // program facts deleted by the plan
 	added   []term  // facts added by the plan, in order
 	syms    *symtab
 }
 
-type planOp struct {
-	t      term
-	hidden bool
-	ctx    *decomp
+// Len returns the number of operators, hidden ones included.
+func (p *Plan) Len() int {
+	if p.last == nil {
+		return 0
+	}
+	return p.last.n
 }
 
-// Len returns the number of operators, hidden ones included.
-func (p *Plan) Len() int { return len(p.ops) }
+// opCells lists the operator cells in plan order.
+func (p *Plan) opCells() []*opCell {
+	out := make([]*opCell, p.Len())
+	for o, i := p.last, p.Len()-1; o != nil; o, i = o.prev, i-1 {
+		out[i] = o
+	}
+	return out
+}
 
 // Operators returns the plan's operators in order, hidden ones included
 // (marked Hidden).
 func (p *Plan) Operators() []Operator {
-	out := make([]Operator, len(p.ops))
-	for i, o := range p.ops {
-		out[i] = Operator{Name: p.syms.name(o.t.sym), Args: publicArgs(o.t, p.syms), Hidden: o.hidden, ctx: o.ctx, syms: p.syms}
+	cells := p.opCells()
+	out := make([]Operator, len(cells))
+	for i, o := range cells {
+		out[i] = Operator{Name: p.syms.name(o.op.sym), Args: publicArgs(o.op, p.syms), Hidden: o.hidden, ctx: o.ctx, syms: p.syms}
 	}
 	return out
 }
