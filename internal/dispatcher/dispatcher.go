@@ -57,6 +57,10 @@ type timerMsg struct {
 type entry struct {
 	eng *execution.Engine
 	rev uint64
+	// timerSeq is the TIMERS stream sequence of the plan's timeout timer,
+	// when this process published it: it is deleted when the plan ends, so
+	// it does not wait in the consumer until it is due.
+	timerSeq uint64
 }
 
 type shard struct {
@@ -202,19 +206,6 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 		it.redelivered = meta.NumDelivered > 1
 	}
 	switch k {
-	case kindResult:
-		if err := schemas.Validate(schemas.ToolResult, m.Data()); err != nil {
-			d.log.Error().Err(err).Str("subject", subj).Msg("dropping an invalid tool result")
-			_ = m.TermWithReason("invalid tool result: " + err.Error())
-			return
-		}
-		var r plan.ToolResult
-		if err := json.Unmarshal(m.Data(), &r); err != nil || r.PlanID != it.planID {
-			d.log.Error().Str("subject", subj).Str("plan_id", r.PlanID).Msg("dropping a tool result published on another plan's subject")
-			_ = m.TermWithReason("result subject and planId differ")
-			return
-		}
-		it.result = &r
 	case kindTimer:
 		var tm timerMsg
 		if err := json.Unmarshal(m.Data(), &tm); err != nil || tm.PlanID != it.planID {
@@ -274,9 +265,15 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 	log := d.log.With().Str("plan_id", planID).Logger()
 	var rest []item
 	for _, it := range items {
-		if it.kind == kindPlan {
+		switch it.kind {
+		case kindPlan:
 			d.startPlan(ctx, s, log, it)
-		} else {
+		case kindResult:
+			if r := d.decodeResult(log, it.msg); r != nil {
+				it.result = r
+				rest = append(rest, it)
+			}
+		default:
 			rest = append(rest, it)
 		}
 	}
@@ -330,7 +327,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			// that died before finishing: redo what the state implies.
 			fx.Merge(ent.eng.Outstanding())
 		}
-		if err := d.perform(ctx, ent.eng, fx); err != nil {
+		if err := d.perform(ctx, ent, fx); err != nil {
 			log.Error().Err(err).Msg("cannot publish effects; messages will be redelivered")
 			delete(s.cache, planID)
 			nakAll(rest, time.Second)
@@ -344,6 +341,22 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 	}
 	log.Warn().Int("tries", casRetries).Msg("lost every compare-and-set; messages will be redelivered")
 	nakAll(rest, 100*time.Millisecond)
+}
+
+// decodeResult validates a tool result; an invalid one is terminated.
+func (d *Dispatcher) decodeResult(log zerolog.Logger, m jetstream.Msg) *plan.ToolResult {
+	if err := schemas.Validate(schemas.ToolResult, m.Data()); err != nil {
+		log.Error().Err(err).Str("subject", m.Subject()).Msg("dropping an invalid tool result")
+		_ = m.TermWithReason("invalid tool result: " + err.Error())
+		return nil
+	}
+	var r plan.ToolResult
+	if err := json.Unmarshal(m.Data(), &r); err != nil || bus.ResultSubject(r.PlanID) != m.Subject() {
+		log.Error().Str("subject", m.Subject()).Str("result_plan_id", r.PlanID).Msg("dropping a tool result published on another plan's subject")
+		_ = m.TermWithReason("result subject and planId differ")
+		return nil
+	}
+	return &r
 }
 
 func (d *Dispatcher) forget(s *shard, planID string) {
@@ -427,35 +440,37 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		return
 	}
 	eng, fx := execution.Start(p, time.Now(), d.cfg.DefaultMaxConcurrency)
+	ent := &entry{eng: eng}
 	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), mustJSON(eng.State()))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists):
 		// Started before: by a dispatcher that died before acknowledging,
 		// or the plan was submitted again. Redo what its state implies.
-		ent, lerr := d.entry(ctx, s, p.PlanID)
-		if lerr != nil {
+		var lerr error
+		if ent, lerr = d.entry(ctx, s, p.PlanID); lerr != nil {
 			log.Error().Err(lerr).Msg("cannot load plan state; plan will be redelivered")
 			_ = it.msg.NakWithDelay(time.Second)
 			return
 		}
-		eng, fx = ent.eng, ent.eng.Outstanding()
+		fx = ent.eng.Outstanding()
 	case err != nil:
 		log.Error().Err(err).Msg("cannot store plan state; plan will be redelivered")
 		_ = it.msg.NakWithDelay(time.Second)
 		return
 	default:
 		d.stats.PlansStarted.Add(1)
-		d.remember(s, p.PlanID, p, &entry{eng: eng, rev: rev})
+		ent.rev = rev
+		d.remember(s, p.PlanID, p, ent)
 		log.Debug().Int("tools", len(p.Tools)).Msg("plan started")
 	}
-	if err := d.perform(ctx, eng, fx); err != nil {
+	if err := d.perform(ctx, ent, fx); err != nil {
 		log.Error().Err(err).Msg("cannot publish effects; plan will be redelivered")
 		delete(s.cache, p.PlanID)
 		_ = it.msg.NakWithDelay(time.Second)
 		return
 	}
 	_ = it.msg.Ack()
-	if eng.Done() {
+	if ent.eng.Done() {
 		d.forget(s, p.PlanID)
 	}
 }
@@ -506,12 +521,14 @@ func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, ca
 // perform carries out effects whose state is already stored: events first
 // (they are informational), then every JetStream publish at once, waiting
 // for all to be stored.
-func (d *Dispatcher) perform(ctx context.Context, eng *execution.Engine, fx execution.Effects) error {
+func (d *Dispatcher) perform(ctx context.Context, ent *entry, fx execution.Effects) error {
+	eng := ent.eng
 	p, st := eng.Plan(), eng.State()
 	for _, ev := range fx.Events {
 		d.event(ev)
 	}
 	var futures []jetstream.PubAckFuture
+	timeoutTimer := -1 // index in futures of the plan's timeout timer
 	pub := func(subject string, data []byte, msgID string) error {
 		f, err := d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
 		if err != nil {
@@ -553,15 +570,21 @@ func (d *Dispatcher) perform(ctx context.Context, eng *execution.Engine, fx exec
 		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), id); err != nil {
 			return err
 		}
+		if tm.Kind == execution.TimerPlanTimeout {
+			timeoutTimer = len(futures) - 1
+		}
 	}
 	if fx.Done != nil {
 		if err := pub(bus.ExecutionSubject(p.PlanID), mustJSON(fx.Done), p.PlanID); err != nil {
 			return err
 		}
 	}
-	for _, f := range futures {
+	for k, f := range futures {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			if k == timeoutTimer && !ack.Duplicate {
+				ent.timerSeq = ack.Sequence
+			}
 		case err := <-f.Err():
 			return err
 		case <-ctx.Done():
@@ -573,9 +596,13 @@ func (d *Dispatcher) perform(ctx context.Context, eng *execution.Engine, fx exec
 	}
 	if fx.Done != nil {
 		d.stats.PlansEnded.Add(1)
-		// Timers of an ended plan would only be ignored; drop them.
-		if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(bus.TimerSubject(p.PlanID))); err != nil {
-			d.log.Debug().Err(err).Str("plan_id", p.PlanID).Msg("cannot purge timers of an ended plan")
+		// The timeout timer of an ended plan would only be ignored when it
+		// fires; delete it rather than keep it pending. (After a failover
+		// its sequence is unknown here and it fires as a no-op.)
+		if ent.timerSeq > 0 {
+			if err := d.timers.DeleteMsg(ctx, ent.timerSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				d.log.Debug().Err(err).Str("plan_id", p.PlanID).Msg("cannot delete the timeout timer of an ended plan")
+			}
 		}
 	}
 	return nil

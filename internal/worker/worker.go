@@ -181,32 +181,44 @@ func (w *Worker) skillNames() []string {
 
 // pull keeps as many calls requested or running as the skill's concurrency
 // allows, and never more: a slot is reserved before its call is requested,
-// so no call waits in a client buffer where no heartbeat covers it.
+// so no call waits in a client buffer where no heartbeat covers it. A new
+// pull request goes out only when the open ones can take no more calls;
+// until then new calls flow into those, so pull requests are few and large.
 func (w *Worker) pull(ctx context.Context, loops *sync.WaitGroup, s *served, cons jetstream.Consumer) {
-	slots := make(chan struct{}, w.cfg.Concurrency)
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	free, unfilled := w.cfg.Concurrency, 0
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		cond.Broadcast()
+		mu.Unlock()
+	})
+	defer stop()
+	release := func(slots, open int) {
+		mu.Lock()
+		free += slots
+		unfilled -= open
+		cond.Broadcast()
+		mu.Unlock()
+	}
 	for {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		mu.Lock()
+		for ctx.Err() == nil && (free == 0 || unfilled > 0) {
+			cond.Wait()
+		}
+		if ctx.Err() != nil {
+			mu.Unlock()
 			return
 		}
-		n := 1
-	fill:
-		for n < w.cfg.Concurrency {
-			select {
-			case slots <- struct{}{}:
-				n++
-			default:
-				break fill
-			}
-		}
+		n := free
+		free, unfilled = 0, n
+		mu.Unlock()
+
 		fctx, cancel := context.WithTimeout(ctx, fetchWait)
 		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
-			for range n {
-				<-slots
-			}
+			release(n, n)
 			if ctx.Err() != nil {
 				return
 			}
@@ -225,16 +237,15 @@ func (w *Worker) pull(ctx context.Context, loops *sync.WaitGroup, s *served, con
 			got := 0
 			for msg := range batch.Messages() {
 				got++
+				release(0, 1)
 				w.calls.Add(1)
 				go func() {
-					defer func() { <-slots }()
+					defer release(1, 0)
 					defer w.calls.Done()
 					w.handle(s, msg)
 				}()
 			}
-			for range n - got {
-				<-slots
-			}
+			release(n-got, n-got)
 		}()
 	}
 }

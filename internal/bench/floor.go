@@ -1,0 +1,44 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// RunFloor executes p with goroutines and channels and no bus: the same
+// execution engine, each released tool a goroutine that sleeps for the
+// tool's "ms" input (or returns at once), results back over a channel.
+func RunFloor(ctx context.Context, p *plan.Plan) (*plan.ExecutionResult, error) {
+	results := make(chan *plan.ToolResult, len(p.Tools))
+	eng, fx := execution.Start(p, time.Now(), 64)
+	launch := func(fx execution.Effects) {
+		for _, r := range fx.Releases {
+			t := p.Tools[r.Index]
+			go func() {
+				var in struct {
+					Ms int `json:"ms"`
+				}
+				_ = json.Unmarshal(t.Input, &in)
+				if in.Ms > 0 {
+					time.Sleep(time.Duration(in.Ms) * time.Millisecond)
+				}
+				results <- &plan.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: plan.ToolSucceeded, Output: t.Input}
+			}()
+		}
+	}
+	launch(fx)
+	for fx.Done == nil {
+		select {
+		case r := <-results:
+			fx = eng.OnResult(r, time.Now())
+			launch(fx)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return fx.Done, nil
+}

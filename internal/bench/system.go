@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// System submits plans to a running planbus over NATS and waits for their
+// execution results on one subscription.
+type System struct {
+	conn    *bus.Conn
+	sub     *nats.Subscription
+	mu      sync.Mutex
+	waiting map[string]chan *plan.ExecutionResult
+}
+
+// NewSystem subscribes to every execution result.
+func NewSystem(conn *bus.Conn) (*System, error) {
+	s := &System{conn: conn, waiting: map[string]chan *plan.ExecutionResult{}}
+	sub, err := conn.NC.Subscribe(bus.SubjectExecutionsAll, func(m *nats.Msg) {
+		id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+		s.mu.Lock()
+		ch := s.waiting[id]
+		delete(s.waiting, id)
+		s.mu.Unlock()
+		if ch == nil {
+			return
+		}
+		var res plan.ExecutionResult
+		if err := json.Unmarshal(m.Data, &res); err == nil {
+			ch <- &res
+		} else {
+			ch <- nil
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.NC.Flush(); err != nil {
+		return nil, err
+	}
+	s.sub = sub
+	return s, nil
+}
+
+// Close unsubscribes.
+func (s *System) Close() { _ = s.sub.Unsubscribe() }
+
+// Run submits the plans at once and waits for all; it returns the time
+// from the first submission to the last result and each plan's latency.
+func (s *System) Run(ctx context.Context, plans []*plan.Plan) (time.Duration, []time.Duration, error) {
+	type pending struct {
+		ch    chan *plan.ExecutionResult
+		start time.Time
+	}
+	ps := make([]pending, len(plans))
+	docs := make([][]byte, len(plans))
+	for i, p := range plans {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return 0, nil, err
+		}
+		docs[i] = b
+		ps[i].ch = make(chan *plan.ExecutionResult, 1)
+		s.mu.Lock()
+		s.waiting[p.PlanID] = ps[i].ch
+		s.mu.Unlock()
+	}
+	start := time.Now()
+	var futures []jetstream.PubAckFuture
+	for i, p := range plans {
+		ps[i].start = time.Now()
+		f, err := s.conn.JS.PublishAsync(bus.PlanSubject(p.PlanID), docs[i], jetstream.WithMsgID(p.PlanID))
+		if err != nil {
+			return 0, nil, err
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return 0, nil, err
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		}
+	}
+	lat := make([]time.Duration, len(plans))
+	var end time.Time
+	for i := range ps {
+		select {
+		case res := <-ps[i].ch:
+			now := time.Now()
+			if res == nil || !res.Success {
+				msg := "undecodable result"
+				if res != nil {
+					msg = fmt.Sprintf("%s: %v", res.State, res.Error)
+				}
+				return 0, nil, fmt.Errorf("bench: plan %s: %s", plans[i].PlanID, msg)
+			}
+			// Results are read in submission order; a plan that finished
+			// earlier than it was read waited in its channel.
+			lat[i] = now.Sub(ps[i].start)
+			if res.FinishedAt.After(ps[i].start) && res.FinishedAt.Before(now) {
+				lat[i] = res.FinishedAt.Sub(ps[i].start)
+			}
+			end = now
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		}
+	}
+	return end.Sub(start), lat, nil
+}
