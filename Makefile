@@ -1,0 +1,56 @@
+# The single entry point for building, checking and testing planbus.
+# `make ci` runs .ci/run; `make test` is the README's test command.
+
+GO          ?= go
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BIN         := bin
+
+.PHONY: all build run test check fmt vet staticcheck fuzz bench ci smoke images clean
+
+all: check test
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# The main job on the embedded default.
+run:
+	$(GO) run ./cmd/planner run examples/plans/diamond.json
+
+# Every test, with the race detector.
+test:
+	$(GO) test -race -count=1 ./...
+
+check: fmt vet staticcheck
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(GO) run $(STATICCHECK) ./...
+
+# A short run of every fuzz target.
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+# The DAG benchmark; WORKLOADS is the directory of workload files.
+WORKLOADS ?= ../shared/bench/workloads
+bench:
+	$(GO) run ./cmd/planner bench --workloads $(WORKLOADS)
+
+# The compose stack: build images from static binaries, run a plan, tear down.
+smoke:
+	./scripts/compose-smoke
+
+ci:
+	./.ci/run
+
+clean:
+	rm -rf $(BIN) dist
