@@ -13,6 +13,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/internal/htncli"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 )
@@ -23,6 +24,7 @@ Commands:
   run FILE     run a plan end to end and print its execution result
   serve        keep a planbus node up (embedded NATS, dispatcher, workers)
   bench        run the DAG benchmark workloads
+  htn          plan with an InductorHtn domain, printing what the reference prints
   version      print the version
 
 Without --nats-url, planner starts an embedded NATS JetStream server with a
@@ -42,6 +44,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerServe(ctx, args[1:], io)
 	case "bench":
 		return plannerBench(ctx, args[1:], io)
+	case "htn":
+		return htncli.Run(ctx, args[1:], io.Stdout, io.Stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(io.Stdout, versionName, Version())
 		return ExitOK
