@@ -43,6 +43,16 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			Subjects: []string{SubjectEventsAll}, Retention: jetstream.LimitsPolicy,
 			MaxAge: short, Discard: jetstream.DiscardOld,
 		},
+		{
+			Name: StreamRequests, Description: "planbus: accepted plan requests",
+			Subjects: []string{SubjectRequestsAll}, Retention: jetstream.LimitsPolicy,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+		},
+		{
+			Name: StreamOutcomes, Description: "planbus: request outcomes, the last per request kept",
+			Subjects: []string{SubjectOutcomesAll}, Retention: jetstream.LimitsPolicy,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, MaxMsgsPerSubject: 1,
+		},
 	}
 }
 
@@ -52,6 +62,9 @@ func (c Config) Buckets() []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
 		{Bucket: BucketPlans, Description: "planbus: plans and their execution state", TTL: c.Retention, History: 1},
 		{Bucket: BucketSkills, Description: "planbus: skill manifests", History: 1},
+		{Bucket: BucketHealth, Description: "planbus: skill health per session", History: 5},
+		{Bucket: BucketSessions, Description: "planbus: session state documents", History: 5},
+		{Bucket: BucketRequests, Description: "planbus: replan loop state per request", TTL: c.Retention, History: 1},
 	}
 }
 

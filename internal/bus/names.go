@@ -20,6 +20,14 @@ const (
 	SubjectEventsAll = "planbus.events.>"
 	// planbus.cancel.<planId>: core NATS; workers stop the plan's running calls.
 	SubjectCancelAll = "planbus.cancel.>"
+	// planbus.requests.<requestId>: accepted plan requests (stream REQUESTS).
+	SubjectRequestsAll = "planbus.requests.>"
+	// planbus.outcomes.<requestId>: each request's final outcome (stream OUTCOMES).
+	SubjectOutcomesAll = "planbus.outcomes.>"
+	// SubjectSessionReset is the planner's endpoint that restarts a session.
+	SubjectSessionReset = "planbus.session.reset"
+	// SubjectSkills is the planner's endpoint that lists skills and their health.
+	SubjectSkills = "planbus.skills"
 )
 
 // Streams.
@@ -30,6 +38,8 @@ const (
 	StreamTimers     = "PLANBUS_TIMERS"
 	StreamExecutions = "PLANBUS_EXECUTIONS"
 	StreamEvents     = "PLANBUS_EVENTS"
+	StreamRequests   = "PLANBUS_REQUESTS"
+	StreamOutcomes   = "PLANBUS_OUTCOMES"
 )
 
 // Durable consumers. Every dispatcher shares the dispatcher ones; every
@@ -38,6 +48,8 @@ const (
 	ConsumerDispatcherPlans   = "dispatcher-plans"
 	ConsumerDispatcherResults = "dispatcher-results"
 	ConsumerDispatcherTimers  = "dispatcher-timers"
+	ConsumerPlannerRequests   = "planner-requests"
+	ConsumerPlannerExecutions = "planner-executions"
 	consumerSkillPrefix       = "skill-"
 )
 
@@ -49,6 +61,12 @@ const (
 	BucketPlans = "planbus-plans"
 	// BucketSkills holds one skill manifest per skill name.
 	BucketSkills = "planbus-skills"
+	// BucketHealth holds <sessionId>.<skill>: a skill's health in a session.
+	BucketHealth = "planbus-health"
+	// BucketSessions holds one state document per session id.
+	BucketSessions = "planbus-sessions"
+	// BucketRequests holds each request's replan loop state.
+	BucketRequests = "planbus-requests"
 )
 
 // Micro service names.
@@ -94,6 +112,15 @@ func CancelSubject(planID string) string { return "planbus.cancel." + planID }
 
 // SkillConsumer is the durable consumer all workers of a skill share.
 func SkillConsumer(skill string) string { return consumerSkillPrefix + skill }
+
+// RequestSubject is where an accepted request waits for a planner.
+func RequestSubject(requestID string) string { return "planbus.requests." + requestID }
+
+// OutcomeSubject is where a request's outcome is published.
+func OutcomeSubject(requestID string) string { return "planbus.outcomes." + requestID }
+
+// HealthKey is a key of BucketHealth.
+func HealthKey(sessionID, skill string) string { return sessionID + "." + skill }
 
 // PlanKey, StateKey and OutputKey are keys of BucketPlans.
 func PlanKey(planID string) string  { return planID + ".plan" }

@@ -17,6 +17,8 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/session"
+	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -78,6 +80,8 @@ type Dispatcher struct {
 	timers jetstream.Stream
 	shards []*shard
 	skills *skillSet
+	health *skills.HealthBook
+	states *session.Store
 	stats  counters
 	ready  chan struct{}
 }
@@ -121,12 +125,19 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.timers, err = d.conn.JS.Stream(ctx, bus.StreamTimers); err != nil {
 		return fmt.Errorf("dispatcher: timers stream: %w", err)
 	}
+	if d.skills, err = watchSkills(ctx, d.conn.JS); err != nil {
+		return err
+	}
+	defer d.skills.stop()
 	if d.cfg.KnownSkill == nil {
-		if d.skills, err = watchSkills(ctx, d.conn.JS); err != nil {
-			return err
-		}
-		defer d.skills.stop()
 		d.cfg.KnownSkill = d.skills.has
+	}
+	if d.health, err = skills.OpenHealthBook(ctx, d.conn.JS); err != nil {
+		return fmt.Errorf("dispatcher: %w", err)
+	}
+	defer d.health.Close()
+	if d.states, err = session.Open(ctx, d.conn.JS); err != nil {
+		return fmt.Errorf("dispatcher: %w", err)
 	}
 	type source struct {
 		stream, durable, filter string
@@ -306,6 +317,12 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			}
 			redelivered = redelivered || it.redelivered
 		}
+		if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
+			log.Error().Err(err).Msg("cannot record skill health or session state; messages will be redelivered")
+			delete(s.cache, planID)
+			nakAll(rest, time.Second)
+			return
+		}
 		if fx.Changed {
 			rev, err := d.kv.Update(ctx, bus.StateKey(planID), mustJSON(ent.eng.State()), ent.rev)
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
@@ -428,6 +445,9 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		if p.RequestID == "" {
 			p.RequestID = p.PlanID
 		}
+		if p.SessionID == "" {
+			p.SessionID = DefaultSession
+		}
 		err = d.checkSkills(ctx, p)
 	}
 	if err != nil {
@@ -475,21 +495,67 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	}
 }
 
+// checkSkills rejects unknown skills and gives tools that left timeoutMs
+// or retryPolicy to their defaults those of their skill's manifest.
 func (d *Dispatcher) checkSkills(ctx context.Context, p *plan.Plan) error {
-	checked := map[string]bool{}
-	for _, t := range p.Tools {
-		if checked[t.Skill] {
-			continue
+	for i := range p.Tools {
+		t := &p.Tools[i]
+		m := d.skills.manifest(t.Skill)
+		if m == nil && d.cfg.KnownSkill(t.Skill) {
+			m = &skills.Manifest{Name: t.Skill}
 		}
-		checked[t.Skill] = true
-		if d.cfg.KnownSkill(t.Skill) {
-			continue
+		if m == nil {
+			m = d.skills.lookup(ctx, t.Skill)
 		}
-		if d.skills != nil && d.skills.lookup(ctx, t.Skill) {
-			continue
+		if m == nil {
+			return &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
+				"tool %q uses unknown skill %q: no worker has advertised it (start a toolworker that serves it)", t.ToolID, t.Skill)}
 		}
-		return &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
-			"tool %q uses unknown skill %q: no worker has advertised it (start a toolworker that serves it)", t.ToolID, t.Skill)}
+		timeout, retry := t.Defaults()
+		if timeout && m.TimeoutMs > 0 {
+			t.TimeoutMs = m.TimeoutMs
+		}
+		if retry && m.RetryPolicy != nil {
+			t.RetryPolicy = *m.RetryPolicy
+		}
+	}
+	return nil
+}
+
+// DefaultSession is the session of plans that name none.
+const DefaultSession = "default"
+
+// learn records what applied results tell: each skill's health in the
+// plan's session (with an event for every transition) and the session
+// state patches the tools returned. Both are idempotent, so they are done
+// before the plan state is stored and redone if that fails.
+func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *execution.Engine, applied []execution.Applied) error {
+	p, st := eng.Plan(), eng.State()
+	sid := sessionOf(st)
+	for _, a := range applied {
+		r, t := a.Result, p.Tools[a.Index]
+		o := skills.Outcome{Key: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt),
+			Succeeded: r.State == plan.ToolSucceeded, Retry: r.Attempt > 1, Final: a.Final}
+		if r.Error != nil {
+			o.Category, o.Error = r.Error.Category, r.Error.Message
+		}
+		if d.health.Quick(sid, t.Skill, o) {
+			before, after, err := d.health.Apply(ctx, sid, t.Skill, o)
+			if err != nil {
+				return err
+			}
+			if before.State != after.State {
+				log.Info().Str("skill", t.Skill).Str("session", sid).Str("from", before.State).Str("to", after.State).Msg("skill health changed")
+				d.event(plan.Event{Type: plan.EventSkillHealth, Time: time.Now(), RequestID: st.RequestID, PlanID: p.PlanID,
+					ToolID: t.ToolID, Skill: t.Skill, SessionID: sid, From: before.State, To: after.State,
+					Message: fmt.Sprintf("%s: %s -> %s", t.Skill, before.State, after.State)})
+			}
+		}
+		if len(r.StatePatch) > 0 && r.State == plan.ToolSucceeded {
+			if _, err := d.states.Patch(ctx, sid, r.StatePatch); err != nil {
+				return fmt.Errorf("session %s: %w", sid, err)
+			}
+		}
 	}
 	return nil
 }
@@ -553,8 +619,12 @@ func (d *Dispatcher) perform(ctx context.Context, ent *entry, fx execution.Effec
 			d.log.Error().Err(err).Str("plan_id", p.PlanID).Str("tool_id", t.ToolID).Msg("cannot resolve input references")
 			input = t.Input
 		}
+		timeout := t.TimeoutMs
+		if d.health.Get(sessionOf(st), t.Skill).State == skills.Degraded {
+			timeout = min(timeout*skills.DegradedTimeoutFactor, 86400000)
+		}
 		call := plan.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: t.Skill,
-			Attempt: r.Attempt, MaxAttempts: t.RetryPolicy.MaxAttempts, Input: input, TimeoutMs: t.TimeoutMs,
+			Attempt: r.Attempt, MaxAttempts: t.RetryPolicy.MaxAttempts, Input: input, TimeoutMs: timeout,
 			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC()}
 		if err := pub(bus.ToolSubject(t.Skill), mustJSON(call), call.IdempotencyKey); err != nil {
 			return err
@@ -612,6 +682,13 @@ func (d *Dispatcher) perform(ctx context.Context, ent *entry, fx execution.Effec
 // it. Events are best effort: nothing depends on them.
 func (d *Dispatcher) event(ev plan.Event) {
 	_ = d.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), mustJSON(ev))
+}
+
+func sessionOf(st *execution.State) string {
+	if st.SessionID == "" {
+		return DefaultSession
+	}
+	return st.SessionID
 }
 
 func ackAll(items []item) {

@@ -2,20 +2,22 @@ package dispatcher
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/skills"
 )
 
-// skillSet mirrors the names in the skills bucket through a KV watch.
+// skillSet mirrors the manifests in the skills bucket through a KV watch.
 type skillSet struct {
 	kv      jetstream.KeyValue
 	watcher jetstream.KeyWatcher
 	mu      sync.RWMutex
-	names   map[string]bool
+	names   map[string]*skills.Manifest // nil value: deleted
 }
 
 func watchSkills(ctx context.Context, js jetstream.JetStream) (*skillSet, error) {
@@ -23,11 +25,11 @@ func watchSkills(ctx context.Context, js jetstream.JetStream) (*skillSet, error)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: skills bucket: %w", err)
 	}
-	w, err := kv.WatchAll(context.Background(), jetstream.MetaOnly())
+	w, err := kv.WatchAll(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: watch skills: %w", err)
 	}
-	s := &skillSet{kv: kv, watcher: w, names: map[string]bool{}}
+	s := &skillSet{kv: kv, watcher: w, names: map[string]*skills.Manifest{}}
 	initial := make(chan struct{})
 	go func() {
 		once := sync.OnceFunc(func() { close(initial) })
@@ -36,8 +38,15 @@ func watchSkills(ctx context.Context, js jetstream.JetStream) (*skillSet, error)
 				once()
 				continue
 			}
+			var m *skills.Manifest
+			if e.Operation() == jetstream.KeyValuePut {
+				m = &skills.Manifest{}
+				if json.Unmarshal(e.Value(), m) != nil {
+					m = &skills.Manifest{Name: e.Key()}
+				}
+			}
 			s.mu.Lock()
-			s.names[e.Key()] = e.Operation() == jetstream.KeyValuePut
+			s.names[e.Key()] = m
 			s.mu.Unlock()
 		}
 		once()
@@ -51,7 +60,9 @@ func watchSkills(ctx context.Context, js jetstream.JetStream) (*skillSet, error)
 	return s, nil
 }
 
-func (s *skillSet) has(name string) bool {
+func (s *skillSet) has(name string) bool { return s.manifest(name) != nil }
+
+func (s *skillSet) manifest(name string) *skills.Manifest {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.names[name]
@@ -59,9 +70,19 @@ func (s *skillSet) has(name string) bool {
 
 // lookup asks the bucket directly, for a skill advertised a moment ago
 // whose watch update has not arrived yet.
-func (s *skillSet) lookup(ctx context.Context, name string) bool {
-	_, err := s.kv.Get(ctx, name)
-	return err == nil
+func (s *skillSet) lookup(ctx context.Context, name string) *skills.Manifest {
+	e, err := s.kv.Get(ctx, name)
+	if err != nil {
+		return nil
+	}
+	m := &skills.Manifest{}
+	if json.Unmarshal(e.Value(), m) != nil {
+		m = &skills.Manifest{Name: name}
+	}
+	s.mu.Lock()
+	s.names[name] = m
+	s.mu.Unlock()
+	return m
 }
 
 func (s *skillSet) stop() { _ = s.watcher.Stop() }

@@ -32,7 +32,9 @@ type Timer struct {
 
 // Effects are what the caller must carry out after an Engine call, in this
 // order: persist State (if Changed), publish Releases and Timers, publish
-// Done and a cancel of running calls (if Cancel), then Events.
+// Done and a cancel of running calls (if Cancel), then Events. Applied
+// lists the results that changed the state, for skill health and session
+// state.
 type Effects struct {
 	Changed  bool
 	Releases []Release
@@ -40,6 +42,15 @@ type Effects struct {
 	Events   []plan.Event
 	Done     *plan.ExecutionResult
 	Cancel   bool
+	Applied  []Applied
+}
+
+// Applied is a result the engine accepted.
+type Applied struct {
+	Index  int
+	Result *plan.ToolResult
+	// Final: the attempt failed and the tool will not be retried.
+	Final bool
 }
 
 func (fx *Effects) merge(o Effects) {
@@ -47,6 +58,7 @@ func (fx *Effects) merge(o Effects) {
 	fx.Releases = append(fx.Releases, o.Releases...)
 	fx.Timers = append(fx.Timers, o.Timers...)
 	fx.Events = append(fx.Events, o.Events...)
+	fx.Applied = append(fx.Applied, o.Applied...)
 	if o.Done != nil {
 		fx.Done = o.Done
 	}
@@ -81,7 +93,7 @@ func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int) (*Engine, Eff
 		mc = 1
 	}
 	st := &State{
-		PlanID: p.PlanID, RequestID: p.RequestID, Status: plan.PlanRunning, MaxConcurrency: mc,
+		PlanID: p.PlanID, RequestID: p.RequestID, SessionID: p.SessionID, Status: plan.PlanRunning, MaxConcurrency: mc,
 		StartedAt: now.UnixMilli(), Deadline: now.Add(time.Duration(p.TimeoutMs) * time.Millisecond).UnixMilli(),
 		Tools: make([]ToolState, len(p.Tools)),
 	}
@@ -239,6 +251,7 @@ func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects {
 		ts.StartedAt = r.StartedAt.UnixMilli()
 	}
 	if r.State == plan.ToolSucceeded {
+		e.fx.Applied = append(e.fx.Applied, Applied{Index: i, Result: r})
 		e.leave(i, plan.ToolSucceeded)
 		ts.Output, ts.Error = r.Output, nil
 		e.toolEvent(plan.EventToolSucceeded, i, plan.Event{DurationMs: r.DurationMs, WorkerID: r.WorkerID})
@@ -253,7 +266,9 @@ func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects {
 	}
 	ts.Error, ts.Output = errInfo, r.Output
 	t := e.plan.Tools[i]
-	if plan.Retryable(errInfo.Category) && r.Attempt < t.RetryPolicy.MaxAttempts {
+	retry := plan.Retryable(errInfo.Category) && r.Attempt < t.RetryPolicy.MaxAttempts
+	e.fx.Applied = append(e.fx.Applied, Applied{Index: i, Result: r, Final: !retry})
+	if retry {
 		delay := RetryDelay(t.RetryPolicy, r.Attempt)
 		ts.State, ts.RetryAt = plan.ToolRetrying, now.Add(delay).UnixMilli()
 		e.fx.Changed = true

@@ -11,6 +11,7 @@ import (
 type State struct {
 	PlanID         string          `json:"planId"`
 	RequestID      string          `json:"requestId"`
+	SessionID      string          `json:"sessionId,omitempty"`
 	Status         string          `json:"status"` // plan.PlanRunning, ...
 	MaxConcurrency int             `json:"maxConcurrency"`
 	StartedAt      int64           `json:"startedAt"`

@@ -161,6 +161,7 @@ const (
 	EventToolTimeout   = "tool.timeout"
 	EventToolSkipped   = "tool.skipped"
 	EventToolCancelled = "tool.cancelled"
+	EventSkillHealth   = "skill.health"
 )
 
 // Event is a progress report for people and tools watching a request.
@@ -177,4 +178,8 @@ type Event struct {
 	DelayMs    int64      `json:"delayMs,omitempty"`
 	WorkerID   string     `json:"workerId,omitempty"`
 	DurationMs float64    `json:"durationMs,omitempty"`
+	SessionID  string     `json:"sessionId,omitempty"`
+	From       string     `json:"from,omitempty"` // skill.health: the state before
+	To         string     `json:"to,omitempty"`   // skill.health: the state after
+	Attempts   int        `json:"attempts,omitempty"`
 }

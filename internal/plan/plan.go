@@ -39,7 +39,15 @@ type Tool struct {
 	TimeoutMs    int64           `json:"timeoutMs"`
 	RetryPolicy  RetryPolicy     `json:"retryPolicy"`
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
+
+	// Which of TimeoutMs and RetryPolicy the document gave; the others may
+	// take a skill manifest's defaults.
+	timeoutSet, retrySet bool
 }
+
+// Defaults reports whether the tool's timeoutMs and retryPolicy were left
+// to their defaults in the document it was decoded from.
+func (t *Tool) Defaults() (timeout, retry bool) { return !t.timeoutSet, !t.retrySet }
 
 // UnmarshalJSON fills the defaults of absent fields.
 func (t *Tool) UnmarshalJSON(b []byte) error {
@@ -57,7 +65,13 @@ func (t *Tool) UnmarshalJSON(b []byte) error {
 	if r.Dependencies == nil {
 		r.Dependencies = []string{}
 	}
+	var present struct {
+		TimeoutMs   json.RawMessage `json:"timeoutMs"`
+		RetryPolicy json.RawMessage `json:"retryPolicy"`
+	}
+	_ = json.Unmarshal(b, &present)
 	*t = Tool(r)
+	t.timeoutSet, t.retrySet = present.TimeoutMs != nil, present.RetryPolicy != nil
 	return nil
 }
 
@@ -65,6 +79,7 @@ func (t *Tool) UnmarshalJSON(b []byte) error {
 type Plan struct {
 	PlanID         string          `json:"planId,omitempty"`
 	RequestID      string          `json:"requestId,omitempty"`
+	SessionID      string          `json:"sessionId,omitempty"`
 	Description    string          `json:"description,omitempty"`
 	Parallel       bool            `json:"parallel"`
 	MaxConcurrency int             `json:"maxConcurrency,omitempty"` // 0: the dispatcher's default

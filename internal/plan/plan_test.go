@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestDecodeDefaults(t *testing.T) {
@@ -21,8 +22,14 @@ func TestDecodeDefaults(t *testing.T) {
 	a, b := p.Tools[0], p.Tools[1]
 	want := Tool{ToolID: "A", Skill: "echo", Input: json.RawMessage(`{}`), Dependencies: []string{},
 		Required: true, Async: true, TimeoutMs: 30000, RetryPolicy: RetryPolicy{MaxAttempts: 3, BackoffMs: 100}}
-	if diff := cmp.Diff(want, a); diff != "" {
+	if diff := cmp.Diff(want, a, cmpopts.IgnoreUnexported(Tool{})); diff != "" {
 		t.Errorf("tool A (-want +got):\n%s", diff)
+	}
+	if to, rp := a.Defaults(); !to || !rp {
+		t.Errorf("A.Defaults() = %v, %v; want both left to defaults", to, rp)
+	}
+	if to, rp := b.Defaults(); !to || rp {
+		t.Errorf("B.Defaults() = %v, %v; want retryPolicy given", to, rp)
 	}
 	if b.Required || b.RetryPolicy != (RetryPolicy{MaxAttempts: 5, BackoffMs: 100}) {
 		t.Errorf("tool B: required=%v retryPolicy=%+v", b.Required, b.RetryPolicy)

@@ -1,0 +1,173 @@
+package skills
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus/internal/bus"
+)
+
+// HealthBook keeps skill health in the KV bucket planbus-health, one key
+// <sessionId>.<skill> per skill and session, shared by every dispatcher and
+// planner. Reads come from a local copy kept current by a KV watch; changes
+// are compare-and-set, so concurrent writers never lose a transition.
+// It is safe for concurrent use.
+type HealthBook struct {
+	kv      jetstream.KeyValue
+	watcher jetstream.KeyWatcher
+	mu      sync.RWMutex
+	entries map[string]Health // by key
+}
+
+// OpenHealthBook loads the bucket and follows its changes until Close.
+func OpenHealthBook(ctx context.Context, js jetstream.JetStream) (*HealthBook, error) {
+	kv, err := js.KeyValue(ctx, bus.BucketHealth)
+	if err != nil {
+		return nil, fmt.Errorf("skills: health bucket: %w", err)
+	}
+	w, err := kv.WatchAll(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("skills: watch health: %w", err)
+	}
+	b := &HealthBook{kv: kv, watcher: w, entries: map[string]Health{}}
+	initial := make(chan struct{})
+	go func() {
+		once := sync.OnceFunc(func() { close(initial) })
+		defer once()
+		for e := range w.Updates() {
+			if e == nil {
+				once()
+				continue
+			}
+			b.mu.Lock()
+			if e.Operation() == jetstream.KeyValuePut {
+				var h Health
+				if json.Unmarshal(e.Value(), &h) == nil {
+					b.entries[e.Key()] = h
+				}
+			} else {
+				delete(b.entries, e.Key())
+			}
+			b.mu.Unlock()
+		}
+	}()
+	select {
+	case <-initial:
+	case <-ctx.Done():
+		_ = w.Stop()
+		return nil, ctx.Err()
+	}
+	return b, nil
+}
+
+// Close stops following the bucket.
+func (b *HealthBook) Close() { _ = b.watcher.Stop() }
+
+// Get returns a skill's health in a session (healthy when never recorded).
+func (b *HealthBook) Get(sessionID, skill string) Health {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if h, ok := b.entries[bus.HealthKey(sessionID, skill)]; ok {
+		return h
+	}
+	return Health{Skill: skill, State: Healthy}
+}
+
+// Session returns the recorded health of every skill in a session.
+func (b *HealthBook) Session(sessionID string) map[string]Health {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := map[string]Health{}
+	prefix := sessionID + "."
+	for k, h := range b.entries {
+		if strings.HasPrefix(k, prefix) {
+			out[h.Skill] = h
+		}
+	}
+	return out
+}
+
+// Disabled returns the skills in permanentFailure in a session.
+func (b *HealthBook) Disabled(sessionID string) []string {
+	var out []string
+	for name, h := range b.Session(sessionID) {
+		if !h.Usable() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Apply records an outcome and returns the health before and after it. A
+// success of a skill already healthy with no failures counted writes
+// nothing.
+func (b *HealthBook) Apply(ctx context.Context, sessionID, skill string, o Outcome) (before, after Health, err error) {
+	key := bus.HealthKey(sessionID, skill)
+	for range 50 {
+		var rev uint64
+		before = Health{Skill: skill, State: Healthy}
+		e, err := b.kv.Get(ctx, key)
+		switch {
+		case err == nil:
+			if jerr := json.Unmarshal(e.Value(), &before); jerr != nil {
+				before = Health{Skill: skill, State: Healthy}
+			}
+			rev = e.Revision()
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		default:
+			return before, before, err
+		}
+		if o.Succeeded && before.State == Healthy && before.Failures == 0 {
+			return before, before, nil
+		}
+		after = before.Apply(o)
+		data, _ := json.Marshal(after)
+		if rev == 0 {
+			_, err = b.kv.Create(ctx, key, data)
+		} else {
+			_, err = b.kv.Update(ctx, key, data, rev)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		if err == nil {
+			b.mu.Lock()
+			b.entries[key] = after
+			b.mu.Unlock()
+		}
+		return before, after, err
+	}
+	return before, before, fmt.Errorf("skills: health of %s: too many concurrent changes", key)
+}
+
+// Quick reports whether applying o could change the recorded health; when
+// it cannot (a success of a skill healthy with no failures), callers skip
+// Apply and its round trip.
+func (b *HealthBook) Quick(sessionID, skill string, o Outcome) bool {
+	h := b.Get(sessionID, skill)
+	return !(o.Succeeded && h.State == Healthy && h.Failures == 0)
+}
+
+// Reset restarts a session: every skill of it back to healthy. It returns
+// the skills that were not healthy.
+func (b *HealthBook) Reset(ctx context.Context, sessionID string) ([]string, error) {
+	var changed []string
+	for name, h := range b.Session(sessionID) {
+		if h.State != Healthy {
+			changed = append(changed, name)
+		}
+		if err := b.kv.Purge(ctx, bus.HealthKey(sessionID, name)); err != nil {
+			return changed, err
+		}
+		b.mu.Lock()
+		delete(b.entries, bus.HealthKey(sessionID, name))
+		b.mu.Unlock()
+	}
+	return changed, nil
+}
