@@ -29,6 +29,8 @@ const (
 	ExecutionResult = "execution-result.schema.json"
 	Event           = "event.schema.json"
 	SkillManifest   = "skill-manifest.schema.json"
+	PlanRequest     = "plan-request.schema.json"
+	Outcome         = "outcome.schema.json"
 )
 
 const baseURL = "https://planbus.dev/schemas/"

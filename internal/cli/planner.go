@@ -16,6 +16,7 @@ import (
 	"github.com/planbus/planbus/internal/htncli"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/planner"
 )
 
 const plannerUsage = `Usage: planner <command> [flags]
@@ -59,10 +60,12 @@ func Planner(ctx context.Context, args []string, io IO) int {
 
 const runUsage = `Usage: planner run [flags] FILE
 
-Runs the plan in FILE ('-' for stdin) to its end. Progress goes to stderr;
-the execution result is the last line on stdout. Exits 0 if the plan
-succeeded, 1 if it failed, timed out or was rejected, 2 if FILE is not a
-valid plan. Without --nats-url it runs on a private embedded server (a
+Runs FILE ('-' for stdin) to its end: a Plan JSON, or a plan request
+({"kind": "plan" | "external" | "htn", ...}) that goes through the planner
+and its replan loop. Progress goes to stderr; the execution result (or the
+request's outcome) is the last line on stdout. Exits 0 on success, 1 if the
+plan or request failed, timed out, was rejected or fell back, 2 if FILE is
+not valid. Without --nats-url it runs on a private embedded server (a
 temporary store and a free port, unless --listen or --data-dir say
 otherwise), so it can run beside a live node.`
 
@@ -70,12 +73,48 @@ type nodeFlags struct {
 	workers int
 	worker  workerFlags
 	disp    dispatcherFlags
+	plan    plannerFlags
 }
 
 func (n *nodeFlags) register(f *flags) {
 	f.Int(&n.workers, "workers", "PLANBUS_WORKERS", 4, "tool workers to run in-process on the embedded server")
 	n.worker.register(f)
 	n.disp.register(f)
+	n.plan.register(f)
+}
+
+type plannerFlags struct {
+	domains  string
+	fallback string
+}
+
+func (p *plannerFlags) register(f *flags) {
+	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN domains (<name>.htn) that requests may name")
+	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: the seed's three)")
+}
+
+func (p *plannerFlags) config() (planner.Config, error) {
+	cfg := planner.Config{DomainsDir: p.domains, Version: Version()}
+	if p.domains != "" {
+		if st, err := os.Stat(p.domains); err != nil || !st.IsDir() {
+			return cfg, fmt.Errorf("--domains %q: not a directory", p.domains)
+		}
+	}
+	if p.fallback != "" {
+		b, err := os.ReadFile(p.fallback)
+		if err != nil {
+			return cfg, fmt.Errorf("--fallback-file: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				cfg.FallbackTemplates = append(cfg.FallbackTemplates, line)
+			}
+		}
+		if len(cfg.FallbackTemplates) == 0 {
+			return cfg, fmt.Errorf("--fallback-file %s: no texts in it", p.fallback)
+		}
+	}
+	return cfg, nil
 }
 
 func (n *nodeFlags) config(bc bus.Config) (node.Config, error) {
@@ -86,7 +125,11 @@ func (n *nodeFlags) config(bc bus.Config) (node.Config, error) {
 	if n.workers < 0 {
 		return node.Config{}, fmt.Errorf("--workers %d: want 0 or more", n.workers)
 	}
-	return node.Config{Bus: bc, Workers: n.workers, Worker: wc, Dispatcher: n.disp.config()}, nil
+	pc, err := n.plan.config()
+	if err != nil {
+		return node.Config{}, err
+	}
+	return node.Config{Bus: bc, Workers: n.workers, Worker: wc, Dispatcher: n.disp.config(), Planner: pc}, nil
 }
 
 func plannerRun(ctx context.Context, args []string, io IO) int {
@@ -118,6 +161,9 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ExitUsage
+	}
+	if isRequest(doc) {
+		return runRequest(ctx, f, &c, &nf, name, doc, quiet, wait, log, io)
 	}
 	p, err := plan.Decode(doc)
 	if err != nil {
@@ -225,10 +271,12 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 
 const serveUsage = `Usage: planner serve [flags]
 
-Keeps a planbus node up until interrupted: an embedded NATS JetStream
-server on --listen (default 127.0.0.1:4222) with its store in --data-dir, a
-dispatcher and --workers tool workers. Other clients — the nats CLI, more
-toolworker or dispatcher processes — connect to it.`
+Without --nats-url: keeps a planbus node up until interrupted — an embedded
+NATS JetStream server on --listen (default 127.0.0.1:4222) with its store in
+--data-dir, the planner service, a dispatcher and --workers tool workers.
+Other clients (the nats CLI, more toolworker or dispatcher processes)
+connect to it. With --nats-url: runs the planner service alone against that
+server.`
 
 func plannerServe(ctx context.Context, args []string, io IO) int {
 	var c common
@@ -244,8 +292,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	if c.bus.URL != "" {
-		fmt.Fprintln(io.Stderr, "planner serve: with --nats-url there is no embedded node to serve; run `dispatcher` and `toolworker` against that server")
-		return ExitUsage
+		return servePlanner(ctx, &c, &nf, log, io)
 	}
 	cfg, err := nf.config(c.bus)
 	if err != nil {

@@ -32,14 +32,21 @@ func newProgress(w io.Writer) *progress { return &progress{w: w} }
 func (p *progress) event(ev plan.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.start.IsZero() || ev.Type == plan.EventPlanStarted {
+	if p.start.IsZero() {
 		p.start = ev.Time
 	}
 	at := ev.Time.Sub(p.start)
 	var what string
 	switch ev.Type {
+	case "request.accepted", "request.generating", "request.generated", "request.replanning",
+		"request.succeeded", "request.failed", "request.fallback":
+		fmt.Fprintf(p.w, "%8s  %s: %s\n", ms(at), strings.TrimPrefix(ev.Type, "request."), ev.Message)
+		return
+	case plan.EventSkillHealth:
+		fmt.Fprintf(p.w, "%8s  skill %s: %s -> %s\n", ms(at), ev.Skill, ev.From, ev.To)
+		return
 	case plan.EventPlanStarted:
-		fmt.Fprintf(p.w, "plan %s started: %s\n", ev.PlanID, ev.Message)
+		fmt.Fprintf(p.w, "%8s  plan %s started: %s\n", ms(at), ev.PlanID, ev.Message)
 		return
 	case plan.EventPlanSucceeded:
 		fmt.Fprintf(p.w, "%8s  plan succeeded in %s\n", ms(at), ms(time.Duration(ev.DurationMs*float64(time.Millisecond))))

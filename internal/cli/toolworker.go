@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -25,17 +26,19 @@ type workerFlags struct {
 	shellAllow   string
 	shellDir     string
 	httpAllow    string
+	simulate     string
 	id           string
 }
 
 func (w *workerFlags) register(f *flags) {
-	f.String(&w.skills, "skills", "PLANBUS_SKILLS", "echo,sleep,fail,shell,http", "built-in skills to serve, comma-separated")
+	f.String(&w.skills, "skills", "PLANBUS_SKILLS", "echo,sleep,fail,shell,http,remember", "built-in skills to serve, comma-separated")
 	f.Int(&w.concurrency, "concurrency", "PLANBUS_CONCURRENCY", 16, "calls of each skill run at once by this worker")
 	f.Duration(&w.ackWait, "ack-wait", "PLANBUS_ACK_WAIT", 30*time.Second, "how long a call may go without a heartbeat before another worker gets it")
 	f.Duration(&w.drainTimeout, "drain-timeout", "PLANBUS_DRAIN_TIMEOUT", 30*time.Second, "on SIGTERM, how long running calls may finish")
 	f.String(&w.shellAllow, "shell-allow", "PLANBUS_SHELL_ALLOW", "", "programs the shell skill may run, comma-separated (empty: none)")
 	f.String(&w.shellDir, "shell-dir", "PLANBUS_SHELL_DIR", "", "working directory of the shell skill (default: the current one)")
 	f.String(&w.httpAllow, "http-allow", "PLANBUS_HTTP_ALLOW", "", "hosts the http skill may call, comma-separated (empty: any)")
+	f.String(&w.simulate, "simulate", "PLANBUS_SIMULATE", "", "stand-in skills, space-separated: name(param,...) succeeds, name(param,...)=category always fails")
 	f.String(&w.id, "id", "PLANBUS_WORKER_ID", "", "worker id (default hostname-pid-n)")
 }
 
@@ -55,6 +58,17 @@ func (w *workerFlags) config() (worker.Config, error) {
 			return worker.Config{}, fmt.Errorf("--skills: unknown skill %q (built-in skills: %v)", name, names)
 		}
 		chosen = append(chosen, all[i])
+	}
+	for _, spec := range strings.Fields(w.simulate) {
+		sk, err := skills.Simulated(spec)
+		if err != nil {
+			return worker.Config{}, fmt.Errorf("--simulate: %w", err)
+		}
+		if i := slices.IndexFunc(chosen, func(s skills.Skill) bool { return s.Manifest.Name == sk.Manifest.Name }); i >= 0 {
+			chosen[i] = sk // a simulated skill stands in for the built-in of that name
+		} else {
+			chosen = append(chosen, sk)
+		}
 	}
 	if len(chosen) == 0 {
 		return worker.Config{}, fmt.Errorf("--skills: no skills given")

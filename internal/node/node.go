@@ -16,6 +16,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/worker"
 )
 
@@ -30,6 +31,9 @@ type Config struct {
 	// Workers to run, each serving Worker.Skills. Default 2.
 	Workers int
 	Worker  worker.Config
+	// NoPlanner leaves the planner service out.
+	NoPlanner bool
+	Planner   planner.Config
 }
 
 // Node is a running set of components.
@@ -39,6 +43,7 @@ type Node struct {
 	wg          sync.WaitGroup
 	Workers     []*Component
 	Dispatchers []*Component
+	Planners    []*Component
 }
 
 // Component is one dispatcher or worker with its own connection.
@@ -103,7 +108,30 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 			return fail(err)
 		}
 	}
+	if !cfg.NoPlanner {
+		if _, err := n.AddPlanner(ctx, cfg.Planner, log); err != nil {
+			return fail(err)
+		}
+	}
 	return n, nil
+}
+
+// AddPlanner starts one more planner service and waits until it is ready.
+func (n *Node) AddPlanner(ctx context.Context, cfg planner.Config, log zerolog.Logger) (*Component, error) {
+	c, err := n.dial(ctx, fmt.Sprintf("planner-%d", len(n.Planners)+1), log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ID == "" {
+		cfg.ID = c.Name
+	}
+	p, err := planner.New(c.Conn, cfg, log)
+	if err != nil {
+		c.Conn.Close()
+		return nil, err
+	}
+	n.Planners = append(n.Planners, c)
+	return c, n.run(ctx, c, p.Run, p.Ready())
 }
 
 // AddDispatcher starts one more dispatcher and waits until it is ready.
@@ -179,6 +207,9 @@ func (n *Node) run(ctx context.Context, c *Component, run func(context.Context) 
 
 // Stop stops every component gracefully and then the embedded server.
 func (n *Node) Stop() {
+	for _, c := range n.Planners {
+		c.cancel()
+	}
 	for _, c := range n.Workers {
 		c.cancel()
 	}

@@ -207,7 +207,7 @@ func TestBuiltins(t *testing.T) {
 			t.Errorf("skill %s has no handler", s.Manifest.Name)
 		}
 	}
-	if diff := cmp.Diff([]string{"echo", "sleep", "fail", "shell", "http"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"echo", "sleep", "fail", "shell", "http", "remember"}, got); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)
 	}
 }

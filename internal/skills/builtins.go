@@ -6,7 +6,7 @@ type BuiltinConfig struct {
 	HTTP  HTTPConfig
 }
 
-// Builtins returns echo, sleep, fail, shell and http.
+// Builtins returns echo, sleep, fail, shell, http and remember.
 func Builtins(cfg BuiltinConfig) []Skill {
-	return []Skill{Echo(), Sleep(), Fail(), Shell(cfg.Shell), HTTP(cfg.HTTP)}
+	return []Skill{Echo(), Sleep(), Fail(), Shell(cfg.Shell), HTTP(cfg.HTTP), Remember()}
 }

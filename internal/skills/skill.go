@@ -50,6 +50,9 @@ type Manifest struct {
 	TimeoutMs   int64             `json:"timeoutMs,omitempty"`
 	RetryPolicy *plan.RetryPolicy `json:"retryPolicy,omitempty"`
 	Concurrency int               `json:"concurrency,omitempty"`
+	// Operators are the HTN operators this skill performs; empty means the
+	// operator with the skill's own name.
+	Operators []string `json:"operators,omitempty"`
 }
 
 // Error is a failure a handler reports with a code and a category, so the

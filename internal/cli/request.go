@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/planner"
+)
+
+// isRequest tells a plan request (it has "kind") from a bare Plan JSON.
+func isRequest(doc []byte) bool {
+	var probe struct {
+		Kind *json.RawMessage `json:"kind"`
+	}
+	return json.Unmarshal(doc, &probe) == nil && probe.Kind != nil
+}
+
+func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name string, doc []byte, quiet bool, wait time.Duration, log zerolog.Logger, io IO) int {
+	r, err := planner.DecodeRequest(doc)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
+		return ExitUsage
+	}
+	if wait == 0 {
+		wait = time.Duration(r.MaxAttempts) * (planner.GenerationTimeout + 2*time.Minute)
+	}
+	conn, stop, err := c.connectOrEmbed(ctx, f, nf, log, true)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer stop()
+	var progress func(ev plan.Event)
+	if !quiet {
+		progress = newProgress(io.Stderr).event
+	}
+	rctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out, err := client.Request(rctx, conn, doc, progress)
+	var rej *client.RejectedError
+	if errors.As(err, &rej) {
+		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
+		return ExitUsage
+	}
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	line, _ := jsonLine(out)
+	fmt.Fprintln(io.Stdout, line)
+	if !out.Success {
+		msg := out.Status
+		if out.Error != nil {
+			msg += ": " + out.Error.Message
+		}
+		if out.Narrative != "" {
+			msg += " — " + out.Narrative
+		}
+		fmt.Fprintf(io.Stderr, "planner run: request %s %s\n", out.RequestID, msg)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// servePlanner runs the planner service alone against an external server.
+func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Logger, io IO) int {
+	pc, err := nf.plan.config()
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	conn, err := bus.Dial(ctx, c.bus, log)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot connect")
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer conn.Close()
+	if err := conn.Declare(ctx); err != nil {
+		log.Error().Err(err).Msg("cannot declare streams")
+		return ctxExit(ctx, ExitFailed)
+	}
+	p, err := planner.New(conn, pc, log)
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if err := p.Run(ctx); err != nil {
+		log.Error().Err(err).Msg("planner failed")
+		return ExitFailed
+	}
+	return ExitOK
+}

@@ -1,0 +1,96 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/planner"
+)
+
+// RejectedError is the planner's answer to a request that is not valid.
+type RejectedError struct {
+	Reply planner.Rejected
+}
+
+func (e *RejectedError) Error() string { return e.Reply.Error.Message }
+
+// Request sends a plan request to the planner and waits for its outcome,
+// passing every event of the request to onEvent (which may be nil). A
+// missing requestId is filled in. A request the planner refuses is a
+// *RejectedError naming the problem.
+func Request(ctx context.Context, conn *bus.Conn, doc []byte, onEvent func(plan.Event)) (*planner.Outcome, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &fields); err != nil {
+		return nil, fmt.Errorf("client: request is not a JSON object: %w", err)
+	}
+	var requestID string
+	if raw, ok := fields["requestId"]; ok {
+		if err := json.Unmarshal(raw, &requestID); err != nil || !plan.ValidID(requestID) {
+			return nil, fmt.Errorf("client: requestId: want 1 to 128 letters, digits, '_' or '-'")
+		}
+	} else {
+		requestID = NewID()
+		fields["requestId"], _ = json.Marshal(requestID)
+		doc, _ = json.Marshal(fields)
+	}
+	outcomes := make(chan *nats.Msg, 1)
+	osub, err := conn.NC.ChanSubscribe(bus.OutcomeSubject(requestID), outcomes)
+	if err != nil {
+		return nil, fmt.Errorf("client: subscribe: %w", err)
+	}
+	defer func() { _ = osub.Unsubscribe() }()
+	var events chan *nats.Msg
+	if onEvent != nil {
+		events = make(chan *nats.Msg, 4096)
+		esub, err := conn.NC.ChanSubscribe(bus.EventsOfRequest(requestID), events)
+		if err != nil {
+			return nil, fmt.Errorf("client: subscribe: %w", err)
+		}
+		defer func() { _ = esub.Unsubscribe() }()
+	}
+	if err := conn.NC.FlushWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("client: flush: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	reply, err := conn.NC.RequestWithContext(rctx, bus.SubjectPlanRequest, doc)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("client: no planner answered on %s: %w", bus.SubjectPlanRequest, err)
+	}
+	if reply.Header.Get("Nats-Service-Error-Code") != "" {
+		rej := &RejectedError{}
+		if json.Unmarshal(reply.Data, &rej.Reply) != nil || rej.Reply.Error.Message == "" {
+			rej.Reply.Error.Message = reply.Header.Get("Nats-Service-Error")
+		}
+		return nil, rej
+	}
+	deliver := func(m *nats.Msg) {
+		var ev plan.Event
+		if json.Unmarshal(m.Data, &ev) == nil {
+			onEvent(ev)
+		}
+	}
+	for {
+		select {
+		case m := <-events:
+			deliver(m)
+		case m := <-outcomes:
+			for len(events) > 0 {
+				deliver(<-events)
+			}
+			var o planner.Outcome
+			if err := json.Unmarshal(m.Data, &o); err != nil {
+				return nil, fmt.Errorf("client: outcome of %s: %w", requestID, err)
+			}
+			return &o, nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w for request %s: %w", ErrNoResult, requestID, context.Cause(ctx))
+		}
+	}
+}

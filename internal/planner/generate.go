@@ -1,0 +1,400 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/planbus/planbus/internal/htn"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/skills"
+)
+
+// GenInput is what a generator is given for one attempt (§5.2).
+type GenInput struct {
+	Request        *Request
+	Attempt        int
+	DisabledSkills []string
+	ParentPlanID   string
+	LastExecution  *plan.ExecutionResult
+	// Session is the session's state document: the planner's world state.
+	Session map[string]any
+	// Skills are the manifests of every advertised skill.
+	Skills map[string]skills.Manifest
+	// Health of the advertised skills in the request's session.
+	Health map[string]string
+}
+
+// Generator produces one plan. Generate must honour ctx, whose deadline is
+// the generation budget (§7).
+type Generator interface {
+	Generate(ctx context.Context, in GenInput) (*plan.Plan, error)
+}
+
+// GenError is a failed generation. Errors of category timeout, network or
+// transient use up an attempt and the loop tries again; others end it.
+type GenError struct {
+	Code     string
+	Category string
+	Message  string
+}
+
+func (e *GenError) Error() string { return e.Code + ": " + e.Message }
+
+func (e *GenError) info() *plan.ErrorInfo {
+	return &plan.ErrorInfo{Code: e.Code, Category: e.Category, Message: e.Message}
+}
+
+func genErrorOf(err error) *GenError {
+	var ge *GenError
+	if errors.As(err, &ge) {
+		return ge
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &GenError{Code: "GENERATION_TIMEOUT", Category: plan.CategoryTimeout,
+			Message: fmt.Sprintf("no plan within the %s generation budget", GenerationTimeout)}
+	}
+	return &GenError{Code: "GENERATION_FAILED", Category: plan.CategoryInternal, Message: err.Error()}
+}
+
+// retryable reports whether another generation attempt may do better.
+func (e *GenError) retryable() bool {
+	switch e.Category {
+	case plan.CategoryTimeout, plan.CategoryNetwork, plan.CategoryTransient:
+		return true
+	}
+	return false
+}
+
+// fixedPlan is kind plan: the request's own plan, every attempt.
+type fixedPlan struct{}
+
+func (fixedPlan) Generate(_ context.Context, in GenInput) (*plan.Plan, error) {
+	p, err := plan.Decode(in.Request.Plan)
+	if err != nil {
+		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInvalidInput, Message: err.Error()}
+	}
+	for _, t := range p.Tools {
+		if slices.Contains(in.DisabledSkills, t.Skill) {
+			return nil, &GenError{Code: "SKILL_DISABLED", Category: plan.CategoryPermanent,
+				Message: fmt.Sprintf("tool %q needs skill %q, which is disabled; a fixed plan cannot avoid it", t.ToolID, t.Skill)}
+		}
+	}
+	return p, nil
+}
+
+// external asks a planner over NATS request/reply.
+type external struct {
+	nc *nats.Conn
+}
+
+// ExternalRequest is what an external planner receives.
+type ExternalRequest struct {
+	RequestID      string                `json:"requestId"`
+	SessionID      string                `json:"sessionId"`
+	Attempt        int                   `json:"attempt"`
+	MaxAttempts    int                   `json:"maxAttempts"`
+	Input          json.RawMessage       `json:"input,omitempty"`
+	DisabledSkills []string              `json:"disabledSkills"`
+	ParentPlanID   string                `json:"parentPlanId,omitempty"`
+	LastExecution  *plan.ExecutionResult `json:"lastExecution,omitempty"`
+	Skills         []ExternalSkill       `json:"skills"`
+	Session        map[string]any        `json:"session"`
+}
+
+// ExternalSkill is a skill as an external planner sees it.
+type ExternalSkill struct {
+	skills.Manifest
+	Health string `json:"health"`
+}
+
+func (x external) Generate(ctx context.Context, in GenInput) (*plan.Plan, error) {
+	q := ExternalRequest{RequestID: in.Request.RequestID, SessionID: in.Request.SessionID, Attempt: in.Attempt,
+		MaxAttempts: in.Request.MaxAttempts, Input: in.Request.Input, DisabledSkills: in.DisabledSkills,
+		ParentPlanID: in.ParentPlanID, LastExecution: in.LastExecution, Session: in.Session, Skills: []ExternalSkill{}}
+	if q.DisabledSkills == nil {
+		q.DisabledSkills = []string{}
+	}
+	for _, name := range sortedKeys(in.Skills) {
+		q.Skills = append(q.Skills, ExternalSkill{Manifest: in.Skills[name], Health: in.Health[name]})
+	}
+	data, err := json.Marshal(q)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := x.nc.RequestWithContext(ctx, in.Request.Planner, data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, &GenError{Code: "PLANNER_UNAVAILABLE", Category: plan.CategoryNetwork,
+			Message: fmt.Sprintf("no external planner answers on %s", in.Request.Planner)}
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return nil, &GenError{Code: "GENERATION_TIMEOUT", Category: plan.CategoryTimeout,
+			Message: fmt.Sprintf("external planner %s did not answer within %s", in.Request.Planner, GenerationTimeout)}
+	case err != nil:
+		return nil, &GenError{Code: "PLANNER_UNAVAILABLE", Category: plan.CategoryNetwork, Message: err.Error()}
+	}
+	var failed struct {
+		Error *plan.ErrorInfo `json:"error"`
+	}
+	if json.Unmarshal(reply.Data, &failed) == nil && failed.Error != nil {
+		cat := failed.Error.Category
+		if cat == "" {
+			cat = plan.CategoryInternal
+		}
+		return nil, &GenError{Code: failed.Error.Code, Category: cat, Message: "external planner: " + failed.Error.Message}
+	}
+	p, err := plan.Decode(reply.Data)
+	if err != nil {
+		// A bad plan from a planner is worth another try: it may do better.
+		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient,
+			Message: fmt.Sprintf("external planner %s: %v", in.Request.Planner, err)}
+	}
+	return p, nil
+}
+
+// htnPlanner is kind htn: InductorHtn domains planned by internal/htn.
+type htnPlanner struct {
+	domains string // directory of <name>.htn files
+}
+
+// program loads the request's domain with its extra facts and the
+// session's ("facts": ["at(downtown)", ...]).
+func (h htnPlanner) program(r *HTNRequest, session map[string]any) (*htn.Program, error) {
+	src := r.Program
+	if r.Domain != "" {
+		if h.domains == "" {
+			return nil, &RequestError{Field: "/htn/domain", Msg: "this planner has no --domains directory; send the domain inline as htn.program"}
+		}
+		b, err := os.ReadFile(filepath.Join(h.domains, r.Domain+".htn"))
+		if err != nil {
+			return nil, &RequestError{Field: "/htn/domain", Msg: fmt.Sprintf("no domain %q in the planner's domains directory", r.Domain)}
+		}
+		src = string(b)
+	}
+	facts := slices.Clone(r.Facts)
+	if list, ok := session["facts"].([]any); ok {
+		for _, f := range list {
+			if s, ok := f.(string); ok {
+				facts = append(facts, s)
+			}
+		}
+	}
+	lines := strings.Count(src, "\n") + 1
+	var b strings.Builder
+	b.WriteString(src)
+	for _, f := range facts {
+		b.WriteString("\n")
+		b.WriteString(strings.TrimSuffix(strings.TrimSpace(f), "."))
+		b.WriteString(".")
+	}
+	prog, err := htn.Parse(b.String())
+	if err != nil {
+		var pe *htn.ParseError
+		if errors.As(err, &pe) && pe.Line > lines {
+			return nil, &RequestError{Field: "/htn/facts", Msg: fmt.Sprintf("fact %d: %v", pe.Line-lines, err)}
+		}
+		field := "/htn/program"
+		if r.Domain != "" {
+			field = "/htn/domain"
+		}
+		return nil, &RequestError{Field: field, Msg: err.Error()}
+	}
+	return prog, nil
+}
+
+func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, error) {
+	r := in.Request.HTN
+	prog, err := h.program(r, in.Session)
+	if err != nil {
+		return nil, &GenError{Code: "INVALID_DOMAIN", Category: plan.CategoryInvalidInput, Message: err.Error()}
+	}
+	bind := operatorSkills(in.Skills)
+	refused := map[string]string{}
+	disabled := func(op string) bool {
+		skill := bind(op)
+		switch {
+		case slices.Contains(in.DisabledSkills, skill):
+			refused[op] = "skill " + skill + " is disabled"
+			return true
+		case !hasSkill(in.Skills, skill):
+			refused[op] = "no worker serves skill " + skill
+			return true
+		}
+		return false
+	}
+	res, err := prog.Plan(ctx, r.Goal, htn.Options{FirstOnly: true, Disabled: disabled})
+	switch {
+	case errors.Is(err, htn.ErrCanceled):
+		return nil, ctx.Err()
+	case errors.Is(err, htn.ErrBudgetExceeded):
+		return nil, &GenError{Code: "HTN_BUDGET_EXCEEDED", Category: plan.CategoryPermanent, Message: err.Error()}
+	case errors.Is(err, htn.ErrSyntax):
+		return nil, &GenError{Code: "INVALID_GOAL", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("goal %q: %v", r.Goal, err)}
+	case err != nil:
+		return nil, &GenError{Code: "HTN_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+	}
+	if len(res.Plans) == 0 {
+		msg := fmt.Sprintf("no plan for %s", r.Goal)
+		if len(refused) > 0 {
+			var why []string
+			for _, op := range sortedKeys(refused) {
+				why = append(why, op+" ("+refused[op]+")")
+			}
+			msg += "; operators not applied: " + strings.Join(why, ", ")
+		}
+		return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: msg}
+	}
+	return htnToPlan(res.Plans[0], r, bind, in.Skills)
+}
+
+// operatorSkills maps an operator to the skill that performs it: a skill
+// whose manifest lists it, else the skill of the same name.
+func operatorSkills(ms map[string]skills.Manifest) func(string) string {
+	bound := map[string]string{}
+	for _, name := range sortedKeys(ms) {
+		for _, op := range ms[name].Operators {
+			if _, taken := bound[op]; !taken {
+				bound[op] = name
+			}
+		}
+	}
+	return func(op string) string {
+		if s, ok := bound[op]; ok {
+			return s
+		}
+		return op
+	}
+}
+
+func hasSkill(ms map[string]skills.Manifest, name string) bool {
+	_, ok := ms[name]
+	return ok
+}
+
+type htnStep struct {
+	Tool     string         `json:"tool,omitempty"`
+	Operator string         `json:"operator"`
+	Hidden   bool           `json:"hidden,omitempty"`
+	Trace    []htnTraceStep `json:"trace,omitempty"`
+}
+
+type htnTraceStep struct {
+	Task     string            `json:"task"`
+	Method   string            `json:"method"`
+	Line     int               `json:"line"`
+	Bindings map[string]string `json:"bindings,omitempty"`
+}
+
+// htnToPlan turns a plan's operators into a chain of tools: HTN plans are
+// totally ordered. Positional arguments become named input through the
+// skill manifest's parameters, or {"args": [...]} without them.
+func htnToPlan(p htn.Plan, r *HTNRequest, bind func(string) string, ms map[string]skills.Manifest) (*plan.Plan, error) {
+	type tool struct {
+		ToolID       string         `json:"toolId"`
+		Skill        string         `json:"skill"`
+		Input        map[string]any `json:"input"`
+		Dependencies []string       `json:"dependencies"`
+		Description  string         `json:"description"`
+	}
+	var tools []tool
+	var steps []htnStep
+	prev := ""
+	for _, op := range p.Operators() {
+		st := htnStep{Operator: op.String(), Hidden: op.Hidden}
+		for _, s := range op.Trace() {
+			ts := htnTraceStep{Task: s.Task.String(), Method: s.Method, Line: s.Line}
+			for _, b := range s.Bindings {
+				if ts.Bindings == nil {
+					ts.Bindings = map[string]string{}
+				}
+				ts.Bindings["?"+b.Var] = b.Value.String()
+			}
+			st.Trace = append(st.Trace, ts)
+		}
+		if !op.Hidden {
+			skill := bind(op.Name)
+			id := fmt.Sprintf("%d-%s", len(tools)+1, toolIDSafe(op.Name))
+			input := map[string]any{}
+			params := ms[skill].Parameters
+			args := make([]any, len(op.Args))
+			for i, a := range op.Args {
+				args[i] = termValue(a)
+			}
+			if len(params) >= len(args) && len(params) > 0 {
+				for i, a := range args {
+					input[params[i]] = a
+				}
+			} else if len(args) > 0 {
+				input["args"] = args
+			}
+			deps := []string{}
+			if prev != "" {
+				deps = []string{prev}
+			}
+			tools = append(tools, tool{ToolID: id, Skill: skill, Input: input, Dependencies: deps, Description: op.String()})
+			st.Tool, prev = id, id
+		}
+		steps = append(steps, st)
+	}
+	meta, _ := json.Marshal(map[string]any{"htn": map[string]any{"goal": r.Goal, "domain": r.Domain, "operators": steps}})
+	doc, err := json.Marshal(map[string]any{"tools": tools, "metadata": json.RawMessage(meta)})
+	if err != nil {
+		return nil, err
+	}
+	pl, err := plan.Decode(doc)
+	if err != nil {
+		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
+	}
+	return pl, nil
+}
+
+// termValue gives an operator argument as JSON: numbers as numbers, lists
+// as arrays, everything else as its printed text.
+func termValue(t htn.Term) any {
+	switch t.Kind {
+	case htn.Integer, htn.Float:
+		return json.Number(t.Name)
+	case htn.Compound:
+		if t.Name == "." && len(t.Args) == 2 {
+			var out []any
+			for t.Kind == htn.Compound && t.Name == "." && len(t.Args) == 2 {
+				out = append(out, termValue(t.Args[0]))
+				t = t.Args[1]
+			}
+			return out
+		}
+	}
+	return t.String()
+}
+
+func toolIDSafe(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	out := b.String()
+	if len(out) > 100 {
+		out = out[:100]
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,134 @@
+package planner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/schemas"
+)
+
+// Request kinds.
+const (
+	KindPlan     = "plan"
+	KindExternal = "external"
+	KindHTN      = "htn"
+	KindGOAP     = "goap"
+	KindTemplate = "template"
+)
+
+// DefaultMaxAttempts is §5.2's bound on plan generations.
+const DefaultMaxAttempts = 5
+
+// GenerationTimeout is §7's strict budget for producing one plan.
+const GenerationTimeout = 5 * time.Second
+
+// Request is a plan request (schemas/plan-request.schema.json).
+type Request struct {
+	RequestID    string          `json:"requestId,omitempty"`
+	SessionID    string          `json:"sessionId,omitempty"`
+	Kind         string          `json:"kind"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	MaxAttempts  int             `json:"maxAttempts,omitempty"`
+	Plan         json.RawMessage `json:"plan,omitempty"`
+	Planner      string          `json:"planner,omitempty"`
+	HTN          *HTNRequest     `json:"htn,omitempty"`
+	PlanDefaults *PlanDefaults   `json:"planDefaults,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+}
+
+// HTNRequest names a domain, a goal and extra facts.
+type HTNRequest struct {
+	Domain  string   `json:"domain,omitempty"`
+	Program string   `json:"program,omitempty"`
+	Goal    string   `json:"goal"`
+	Facts   []string `json:"facts,omitempty"`
+}
+
+// PlanDefaults apply to generated plans.
+type PlanDefaults struct {
+	MaxConcurrency int   `json:"maxConcurrency,omitempty"`
+	TimeoutMs      int64 `json:"timeoutMs,omitempty"`
+}
+
+// ErrInvalidRequest is matched by every error DecodeRequest returns.
+var ErrInvalidRequest = errors.New("planner: invalid request")
+
+// RequestError names what is wrong with a request and where.
+type RequestError struct {
+	Field string // a JSON pointer, e.g. /kind
+	Msg   string
+}
+
+func (e *RequestError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("request: at %s: %s", e.Field, e.Msg)
+	}
+	return "request: " + e.Msg
+}
+
+// Is makes errors.Is(err, ErrInvalidRequest) hold.
+func (e *RequestError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// DecodeRequest validates a request against its schema and decodes it,
+// filling defaults: sessionId "default", maxAttempts 5 (1 for kind plan).
+func DecodeRequest(doc []byte) (*Request, error) {
+	if err := schemas.Validate(schemas.PlanRequest, doc); err != nil {
+		var se *schemas.Error
+		if errors.As(err, &se) {
+			return nil, &RequestError{Msg: se.Error()}
+		}
+		return nil, &RequestError{Msg: err.Error()}
+	}
+	var r Request
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return nil, &RequestError{Msg: err.Error()}
+	}
+	if r.SessionID == "" {
+		r.SessionID = "default"
+	}
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+		if r.Kind == KindPlan {
+			r.MaxAttempts = 1
+		}
+	}
+	return &r, nil
+}
+
+// Outcome is a request's final outcome (schemas/outcome.schema.json).
+type Outcome struct {
+	RequestID      string                `json:"requestId"`
+	SessionID      string                `json:"sessionId,omitempty"`
+	Status         string                `json:"status"` // succeeded, failed or fallback
+	Success        bool                  `json:"success"`
+	Fallback       bool                  `json:"fallback"`
+	Narrative      string                `json:"narrative,omitempty"`
+	Tools          []json.RawMessage     `json:"tools,omitempty"`
+	Attempts       int                   `json:"attempts"`
+	PlanID         string                `json:"planId,omitempty"`
+	DisabledSkills []string              `json:"disabledSkills,omitempty"`
+	Error          *plan.ErrorInfo       `json:"error,omitempty"`
+	History        []Attempt             `json:"history,omitempty"`
+	Execution      *plan.ExecutionResult `json:"execution,omitempty"`
+	FinishedAt     time.Time             `json:"finishedAt,omitzero"`
+}
+
+// Outcome statuses.
+const (
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusFallback  = "fallback"
+)
+
+// Attempt is one generation and its execution.
+type Attempt struct {
+	Attempt        int             `json:"attempt"`
+	PlanID         string          `json:"planId,omitempty"`
+	State          string          `json:"state,omitempty"` // the plan's state, or "generation_failed"
+	Error          *plan.ErrorInfo `json:"error,omitempty"`
+	FailedSkills   []string        `json:"failedSkills,omitempty"`
+	DisabledSkills []string        `json:"disabledSkills,omitempty"`
+}
