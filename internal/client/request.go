@@ -25,19 +25,20 @@ func (e *RejectedError) Error() string { return e.Reply.Error.Message }
 // missing requestId is filled in. A request the planner refuses is a
 // *RejectedError naming the problem.
 func Request(ctx context.Context, conn *bus.Conn, doc []byte, onEvent func(plan.Event)) (*planner.Outcome, error) {
+	// A document that is not an object with a valid requestId is sent as
+	// it is: the planner refuses it and says why.
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &fields); err != nil {
-		return nil, fmt.Errorf("client: request is not a JSON object: %w", err)
-	}
-	var requestID string
-	if raw, ok := fields["requestId"]; ok {
-		if err := json.Unmarshal(raw, &requestID); err != nil || !plan.ValidID(requestID) {
-			return nil, fmt.Errorf("client: requestId: want 1 to 128 letters, digits, '_' or '-'")
+	requestID := NewID()
+	if json.Unmarshal(doc, &fields) == nil {
+		if raw, ok := fields["requestId"]; ok {
+			_ = json.Unmarshal(raw, &requestID)
+		} else {
+			fields["requestId"], _ = json.Marshal(requestID)
+			doc, _ = json.Marshal(fields)
 		}
-	} else {
+	}
+	if !plan.ValidID(requestID) {
 		requestID = NewID()
-		fields["requestId"], _ = json.Marshal(requestID)
-		doc, _ = json.Marshal(fields)
 	}
 	outcomes := make(chan *nats.Msg, 1)
 	osub, err := conn.NC.ChanSubscribe(bus.OutcomeSubject(requestID), outcomes)

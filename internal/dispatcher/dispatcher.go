@@ -201,6 +201,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
+	if err := d.conn.NC.FlushTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("dispatcher: flush: %w", err)
+	}
 	d.log.Info().Int("shards", d.cfg.Shards).Msg("dispatcher running")
 	close(d.ready)
 	<-ctx.Done()

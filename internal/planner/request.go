@@ -106,7 +106,7 @@ type Outcome struct {
 	Success        bool                  `json:"success"`
 	Fallback       bool                  `json:"fallback"`
 	Narrative      string                `json:"narrative,omitempty"`
-	Tools          []json.RawMessage     `json:"tools,omitempty"`
+	Tools          []json.RawMessage     `json:"tools,omitzero"` // [] in a fallback (§5.3)
 	Attempts       int                   `json:"attempts"`
 	PlanID         string                `json:"planId,omitempty"`
 	DisabledSkills []string              `json:"disabledSkills,omitempty"`

@@ -150,6 +150,11 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
+	// The server must know the endpoint's subscriptions before anyone is
+	// told the planner is ready.
+	if err := s.conn.NC.FlushTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("planner: flush: %w", err)
+	}
 	s.log.Info().Str("domains", s.cfg.DomainsDir).Msg("planner running")
 	close(s.ready)
 	<-ctx.Done()

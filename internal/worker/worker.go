@@ -160,6 +160,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	hbDone := make(chan struct{})
 	go w.heartbeats(hbDone)
+	if err := w.conn.NC.FlushTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("worker: flush: %w", err)
+	}
 	w.log.Info().Strs("skills", w.skillNames()).Int("concurrency", w.cfg.Concurrency).Msg("tool worker serving")
 	close(w.ready)
 

@@ -1,0 +1,350 @@
+package planner_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/internal/node"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/planner"
+	"github.com/planbus/planbus/internal/session"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/worker"
+)
+
+type harness struct {
+	t    *testing.T
+	node *node.Node
+	conn *bus.Conn
+	cfg  bus.Config
+}
+
+func simulated(t *testing.T, specs ...string) []skills.Skill {
+	t.Helper()
+	out := []skills.Skill{skills.Echo(), skills.Sleep(), skills.Fail(), skills.Remember()}
+	for _, s := range specs {
+		sk, err := skills.Simulated(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, sk)
+	}
+	return out
+}
+
+func start(t *testing.T, pc planner.Config, sk []skills.Skill) *harness {
+	t.Helper()
+	cfg := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 2, Planner: pc,
+		Worker: worker.Config{Skills: sk, DrainTimeout: time.Second}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	return &harness{t: t, node: n, conn: bustest.Dial(t, cfg), cfg: cfg}
+}
+
+func (h *harness) request(doc string) (*planner.Outcome, *events) {
+	h.t.Helper()
+	ev := &events{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := client.Request(ctx, h.conn, []byte(doc), ev.add)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out, ev
+}
+
+type events struct {
+	mu  sync.Mutex
+	all []plan.Event
+}
+
+func (e *events) add(ev plan.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.all = append(e.all, ev)
+}
+
+func (e *events) of(typ string) []plan.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []plan.Event
+	for _, ev := range e.all {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+const taxiSkills = "walk(from,to)=network hail(vehicle,at) ride(vehicle,from,to) set-cash(old,new) wait-for(bus,at)"
+
+// TestReplanAvoidsAPermanentlyFailedSkill is the taxi demo: walking fails
+// with network errors until the walk skill is permanently failed, and the
+// replan takes the taxi.
+func TestReplanAvoidsAPermanentlyFailedSkill(t *testing.T) {
+	h := start(t, planner.Config{DomainsDir: "../../examples/htn"}, simulated(t, strings.Fields(taxiSkills)...))
+	out, ev := h.request(`{"kind":"htn","sessionId":"s1","htn":{"domain":"taxi","goal":"travel-to(park)"}}`)
+	if !out.Success || out.Attempts != 2 {
+		t.Fatalf("outcome %s after %d attempts, want success after 2: %+v", out.Status, out.Attempts, out.Error)
+	}
+	if h0 := out.History[0]; h0.State != plan.PlanFailed || !slices.Equal(h0.FailedSkills, []string{"walk"}) {
+		t.Errorf("attempt 1: %+v", h0)
+	}
+	var used []string
+	for _, tl := range out.Execution.Tools {
+		used = append(used, tl.Skill)
+	}
+	if slices.Contains(used, "walk") || !slices.Equal(used, []string{"hail", "ride", "set-cash"}) {
+		t.Errorf("replanned skills %v, want the taxi without walk", used)
+	}
+	var moves []string
+	for _, e := range ev.of(plan.EventSkillHealth) {
+		moves = append(moves, e.From+">"+e.To)
+	}
+	if !slices.Equal(moves, []string{"healthy>temporaryFailure", "temporaryFailure>permanentFailure"}) {
+		t.Errorf("health transitions %v", moves)
+	}
+	var meta struct {
+		GenerationAttempt int    `json:"generationAttempt"`
+		ParentPlanID      string `json:"parentPlanId"`
+		HTN               struct {
+			Operators []struct {
+				Operator string `json:"operator"`
+			} `json:"operators"`
+		} `json:"htn"`
+	}
+	if err := json.Unmarshal(out.Execution.Metadata, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if meta.GenerationAttempt != 2 || meta.ParentPlanID != out.History[0].PlanID || len(meta.HTN.Operators) != 3 {
+		t.Errorf("metadata %+v", meta)
+	}
+	// The skill stays disabled in this session: the next request plans the
+	// taxi at once. A new session starts healthy.
+	again, _ := h.request(`{"kind":"htn","sessionId":"s1","htn":{"domain":"taxi","goal":"travel-to(park)"}}`)
+	if !again.Success || again.Attempts != 1 || again.Execution.Tools[0].Skill != "hail" {
+		t.Errorf("same session: %s after %d attempts, first skill %s", again.Status, again.Attempts, again.Execution.Tools[0].Skill)
+	}
+	// A session reset makes walk usable again.
+	reply, err := h.conn.NC.Request(bus.SubjectSessionReset, []byte(`{"sessionId":"s1"}`), 5*time.Second)
+	if err != nil || !strings.Contains(string(reply.Data), `"healed":["walk"]`) {
+		t.Fatalf("reset: %v %s", err, reply.Data)
+	}
+	fresh, _ := h.request(`{"kind":"htn","sessionId":"s1","htn":{"domain":"taxi","goal":"travel-to(park)"}}`)
+	if fresh.Attempts != 2 || fresh.History[0].FailedSkills[0] != "walk" {
+		t.Errorf("after reset: walk was not tried first: %+v", fresh.History)
+	}
+}
+
+// respond answers external planner requests on subject with fn.
+func respond(t *testing.T, h *harness, subject string, fn func(q planner.ExternalRequest) any) {
+	t.Helper()
+	sub, err := h.conn.NC.Subscribe(subject, func(m *nats.Msg) {
+		var q planner.ExternalRequest
+		if err := json.Unmarshal(m.Data, &q); err != nil {
+			t.Errorf("external request: %v", err)
+			return
+		}
+		go func() { // a slow answer must not hold up the next request
+			ans := fn(q)
+			if ans == nil {
+				return
+			}
+			data, _ := json.Marshal(ans)
+			_ = m.Respond(data)
+		}()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	_ = h.conn.NC.Flush()
+}
+
+func onePlan(skill string) map[string]any {
+	return map[string]any{"tools": []map[string]any{{"toolId": "only", "skill": skill}}}
+}
+
+func TestFiveFailedAttemptsEndInAFallback(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t, "f1=permanent", "f2=permanent", "f3=permanent", "f4=permanent", "f5=permanent"))
+	var attempts []int
+	var mu sync.Mutex
+	respond(t, h, "test.planner", func(q planner.ExternalRequest) any {
+		mu.Lock()
+		attempts = append(attempts, q.Attempt)
+		mu.Unlock()
+		for _, s := range []string{"f1", "f2", "f3", "f4", "f5"} {
+			if !slices.Contains(q.DisabledSkills, s) {
+				return onePlan(s)
+			}
+		}
+		return map[string]any{"error": map[string]string{"code": "EXHAUSTED", "message": "nothing left", "category": "permanent"}}
+	})
+	out, ev := h.request(`{"kind":"external","planner":"test.planner","input":"open the door","sessionId":"s5"}`)
+	if out.Status != planner.StatusFallback || !out.Fallback || out.Success || out.Attempts != 5 {
+		t.Fatalf("outcome %s fallback=%v after %d attempts", out.Status, out.Fallback, out.Attempts)
+	}
+	if !slices.Equal(out.DisabledSkills, []string{"f1", "f2", "f3", "f4"}) {
+		t.Errorf("disabled %v", out.DisabledSkills)
+	}
+	if !strings.Contains(out.Narrative, "open the door") && !strings.Contains(out.Narrative, "path is unclear") {
+		t.Errorf("narrative %q", out.Narrative)
+	}
+	if out.Tools == nil || len(out.Tools) != 0 {
+		t.Errorf("fallback tools %v, want []", out.Tools)
+	}
+	if !slices.Equal(attempts, []int{1, 2, 3, 4, 5}) {
+		t.Errorf("external planner asked for attempts %v", attempts)
+	}
+	if len(ev.of("request.replanning")) != 4 || len(ev.of("request.fallback")) != 1 {
+		t.Errorf("events: %d replanning, %d fallback", len(ev.of("request.replanning")), len(ev.of("request.fallback")))
+	}
+}
+
+func TestLateExternalPlannerCountsAsATimeoutAttempt(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	respond(t, h, "test.slow", func(q planner.ExternalRequest) any {
+		if q.Attempt == 1 {
+			<-release // answers only after the test ends: far too late
+			return nil
+		}
+		return onePlan("echo")
+	})
+	out, ev := h.request(`{"kind":"external","planner":"test.slow"}`)
+	if !out.Success || out.Attempts != 2 {
+		t.Fatalf("outcome %s after %d attempts", out.Status, out.Attempts)
+	}
+	first := out.History[0]
+	if first.State != "generation_failed" || first.Error == nil || first.Error.Category != plan.CategoryTimeout || first.Error.Code != "GENERATION_TIMEOUT" {
+		t.Errorf("attempt 1: %+v", first)
+	}
+	gen := ev.of("request.generating")
+	if len(gen) != 2 {
+		t.Fatalf("%d generations", len(gen))
+	}
+	if d := gen[1].Time.Sub(gen[0].Time); d < planner.GenerationTimeout {
+		t.Errorf("attempt 2 began %s after attempt 1, before the %s budget ran out", d, planner.GenerationTimeout)
+	}
+}
+
+func TestPlannerStoppedMidLoopIsReplaced(t *testing.T) {
+	h := start(t, planner.Config{AckWait: time.Second}, simulated(t, "broken=permanent"))
+	generated := make(chan int, 10)
+	respond(t, h, "test.flaky", func(q planner.ExternalRequest) any {
+		generated <- q.Attempt
+		if q.Attempt == 1 {
+			return map[string]any{"tools": []map[string]any{{"toolId": "wait", "skill": "sleep", "input": map[string]int{"ms": 500}},
+				{"toolId": "b", "skill": "broken", "dependencies": []string{"wait"}}}}
+		}
+		return onePlan("echo")
+	})
+	done := make(chan *planner.Outcome, 1)
+	go func() {
+		out, _ := h.request(`{"kind":"external","planner":"test.flaky"}`)
+		done <- out
+	}()
+	select {
+	case a := <-generated:
+		if a != 1 {
+			t.Fatalf("first generation is attempt %d", a)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no generation")
+	}
+	// Attempt 1's plan is running; the planner dies before it ends.
+	h.node.Planners[0].Kill()
+	if _, err := h.node.AddPlanner(context.Background(), planner.Config{AckWait: time.Second}, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case out := <-done:
+		if !out.Success || out.Attempts != 2 || out.History[0].State != plan.PlanFailed {
+			t.Fatalf("outcome %s after %d attempts: %+v", out.Status, out.Attempts, out.History)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the replacement planner did not finish the request")
+	}
+}
+
+func TestConcurrentPatchesFromToolsBothSurvive(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	var tools []string
+	for i := range 6 {
+		tools = append(tools, fmt.Sprintf(`{"toolId":"r%d","skill":"remember","input":{"notes":{"k%d":%d}}}`, i, i, i))
+	}
+	out, _ := h.request(`{"kind":"plan","sessionId":"shared","plan":{"maxConcurrency":6,"tools":[` + strings.Join(tools, ",") + `]}}`)
+	if !out.Success {
+		t.Fatalf("outcome %+v", out)
+	}
+	st, err := session.Open(context.Background(), h.conn.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Get(context.Background(), "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, _ := got["notes"].(map[string]any)
+	if len(notes) != 6 {
+		t.Errorf("session notes %v, want all 6 patches", notes)
+	}
+}
+
+func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
+	h := start(t, planner.Config{DomainsDir: "../../examples/htn"}, simulated(t))
+	tests := []struct{ name, doc, field, want string }{
+		{"malformed", `{"kind": "plan",`, "", "malformed JSON"},
+		{"unknown kind", `{"kind":"magic"}`, "", "at /kind"},
+		{"missing plan", `{"kind":"plan"}`, "", "missing property 'plan'"},
+		{"unknown skill", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"teleport"}]}}`, "/plan/tools/0/skill", `unknown skill "teleport"`},
+		{"plan with a cycle", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}}`, "/plan", "cycle: a -> b -> a"},
+		{"htn syntax error", `{"kind":"htn","htn":{"program":"at(downtown", "goal":"x"}}`, "/htn/program", "htn: 1:"},
+		{"unknown domain", `{"kind":"htn","htn":{"domain":"nowhere", "goal":"x"}}`, "/htn/domain", `no domain "nowhere"`},
+		{"goap not yet", `{"kind":"goap"}`, "/kind", "not available yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := client.Request(ctx, h.conn, []byte(tt.doc), nil)
+			var rej *client.RejectedError
+			if !errors.As(err, &rej) {
+				t.Fatalf("err = %v, want a rejection", err)
+			}
+			if rej.Reply.Error.Field != tt.field || !strings.Contains(rej.Reply.Error.Message, tt.want) {
+				t.Errorf("rejection %+v, want field %q and %q", rej.Reply.Error, tt.field, tt.want)
+			}
+		})
+	}
+	s, err := h.conn.JS.Stream(context.Background(), bus.StreamPlans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 {
+		t.Errorf("%d plans published for refused requests", info.State.Msgs)
+	}
+}
