@@ -207,3 +207,39 @@ func position(doc []byte, off int64) string {
 	}
 	return fmt.Sprintf("line %d, column %d", line, col)
 }
+
+// Validator checks documents against one schema given at run time, such as
+// a skill manifest's input schema.
+type Validator struct {
+	name   string
+	schema *jsonschema.Schema
+}
+
+// Compile compiles a JSON Schema document; name identifies it in errors.
+func Compile(name string, doc []byte) (*Validator, error) {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("schemas: %s: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := baseURL + "inline/" + name + ".json"
+	if err := c.AddResource(url, v); err != nil {
+		return nil, fmt.Errorf("schemas: %s: %w", name, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: %s: %w", name, err)
+	}
+	return &Validator{name: name, schema: s}, nil
+}
+
+// Validate checks one JSON document, reporting errors as Validate does.
+func (v *Validator) Validate(doc []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return &Error{Schema: v.name, Issues: []string{syntaxMessage(doc, err)}}
+	}
+	return validate(v.name, v.schema, x)
+}

@@ -10,9 +10,14 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/worker"
 )
+
 
 const minute = time.Minute
 
@@ -244,5 +249,37 @@ func TestDispatcherStoppedMidPlanIsReplaced(t *testing.T) {
 		if n := h.probe.count(id); n != 1 {
 			t.Errorf("%s ran %d times, want once", id, n)
 		}
+	}
+}
+
+// TestSkillConcurrencyLimitHoldsAcrossWorkers: a manifest's concurrency
+// caps calls of the skill across all workers, whatever each worker allows.
+func TestSkillConcurrencyLimitHoldsAcrossWorkers(t *testing.T) {
+	cfg := bustest.Start(t)
+	pr := newProbe()
+	limited := pr.skill()
+	limited.Manifest.Concurrency = 2
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 3, NoPlanner: true,
+		Worker: worker.Config{Skills: []skills.Skill{limited}, Concurrency: 8, DrainTimeout: time.Second}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	h := &harness{t: t, node: n, conn: bustest.Dial(t, cfg), probe: pr}
+	var tools []string
+	for i := range 10 {
+		tools = append(tools, fmt.Sprintf(`{"toolId":"t%d","skill":"probe","input":{"ms":100}}`, i))
+	}
+	res, _ := h.run(`{"maxConcurrency":10,"tools":[`+strings.Join(tools, ",")+`]}`, minute)
+	if !res.Success {
+		t.Fatalf("plan failed: %+v", res.Error)
+	}
+	pr.mu.Lock()
+	seen := pr.maxSeen
+	pr.mu.Unlock()
+	if seen != 2 {
+		t.Errorf("at most %d calls ran at once, want the skill's limit 2", seen)
 	}
 }

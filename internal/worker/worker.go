@@ -91,7 +91,11 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Worker, error) {
 		ready:     make(chan struct{}),
 	}
 	for _, s := range cfg.Skills {
-		w.skills = append(w.skills, &served{skill: s, handler: skills.Chain(s.Handler, skills.Recover, skills.Timeout)})
+		check, err := skills.InputSchema(s.Manifest)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Skills: %v", ErrInvalidConfig, err)
+		}
+		w.skills = append(w.skills, &served{skill: s, handler: skills.Chain(s.Handler, skills.Recover, check, skills.Timeout)})
 	}
 	return w, nil
 }
