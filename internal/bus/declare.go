@@ -24,9 +24,10 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
 		},
 		{
+			// Kept as long as plan state: a plan's state points at its results.
 			Name: StreamResults, Description: "planbus: tool results",
 			Subjects: []string{SubjectResultsAll}, Retention: jetstream.LimitsPolicy,
-			MaxAge: short, Duplicates: c.DuplicateWindow,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
 		},
 		{
 			Name: StreamTimers, Description: "planbus: dispatcher timers (retry backoff, plan timeouts)",
@@ -39,9 +40,11 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
 		},
 		{
+			// Events are for watching: kept in memory, the oldest dropped
+			// first, so they cost the store no disk writes.
 			Name: StreamEvents, Description: "planbus: progress events",
 			Subjects: []string{SubjectEventsAll}, Retention: jetstream.LimitsPolicy,
-			MaxAge: short, Discard: jetstream.DiscardOld,
+			MaxAge: short, MaxBytes: 256 << 20, Discard: jetstream.DiscardOld, Storage: jetstream.MemoryStorage,
 		},
 		{
 			Name: StreamRequests, Description: "planbus: accepted plan requests",
@@ -69,12 +72,16 @@ func (c Config) Buckets() []jetstream.KeyValueConfig {
 }
 
 // Declare creates or updates every stream and bucket. It is idempotent and
-// every component calls it at start, so they may start in any order.
+// every component calls it at start, so they may start in any order. Every
+// stream uses direct gets, so any replica can answer reads by sequence.
 func (c *Conn) Declare(ctx context.Context) error {
 	for _, sc := range c.Config.Streams() {
 		sc.Replicas = c.Config.Replicas
-		sc.Storage = jetstream.FileStorage
+		if sc.Storage != jetstream.MemoryStorage {
+			sc.Storage = jetstream.FileStorage
+		}
 		sc.MaxMsgSize = c.Config.MaxPayload
+		sc.AllowDirect = true
 		if _, err := c.JS.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("bus: declare stream %s: %w", sc.Name, err)
 		}

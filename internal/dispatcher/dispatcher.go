@@ -43,6 +43,7 @@ type item struct {
 	msg         jetstream.Msg
 	planID      string
 	redelivered bool
+	seq         uint64 // stream sequence of the message
 	result      *plan.ToolResult
 	timer       execution.Timer
 }
@@ -73,17 +74,18 @@ type shard struct {
 
 // Dispatcher executes plans. Create it with New and start it with Run.
 type Dispatcher struct {
-	cfg    Config
-	conn   *bus.Conn
-	log    zerolog.Logger
-	kv     jetstream.KeyValue
-	timers jetstream.Stream
-	shards []*shard
-	skills *skillSet
-	health *skills.HealthBook
-	states *session.Store
-	stats  counters
-	ready  chan struct{}
+	cfg     Config
+	conn    *bus.Conn
+	log     zerolog.Logger
+	kv      jetstream.KeyValue
+	timers  jetstream.Stream
+	results jetstream.Stream
+	shards  []*shard
+	skills  *skillSet
+	health  *skills.HealthBook
+	states  *session.Store
+	stats   counters
+	ready   chan struct{}
 }
 
 type counters struct {
@@ -124,6 +126,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	if d.timers, err = d.conn.JS.Stream(ctx, bus.StreamTimers); err != nil {
 		return fmt.Errorf("dispatcher: timers stream: %w", err)
+	}
+	if d.results, err = d.conn.JS.Stream(ctx, bus.StreamResults); err != nil {
+		return fmt.Errorf("dispatcher: results stream: %w", err)
 	}
 	if d.skills, err = watchSkills(ctx, d.conn.JS); err != nil {
 		return err
@@ -217,7 +222,7 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 	subj := m.Subject()
 	it.planID = subj[strings.LastIndexByte(subj, '.')+1:]
 	if meta, err := m.Metadata(); err == nil {
-		it.redelivered = meta.NumDelivered > 1
+		it.redelivered, it.seq = meta.NumDelivered > 1, meta.Sequence.Stream
 	}
 	switch k {
 	case kindTimer:
@@ -313,7 +318,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			switch it.kind {
 			case kindResult:
 				d.stats.Results.Add(1)
-				fx.Merge(ent.eng.OnResult(it.result, now))
+				fx.Merge(ent.eng.OnResultSeq(it.result, it.seq, now))
 			case kindTimer:
 				d.stats.Timers.Add(1)
 				fx.Merge(ent.eng.OnTimer(it.timer, now))
@@ -327,7 +332,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			return
 		}
 		if fx.Changed {
-			rev, err := d.kv.Update(ctx, bus.StateKey(planID), mustJSON(ent.eng.State()), ent.rev)
+			rev, err := d.kv.Update(ctx, bus.StateKey(planID), mustJSON(ent.eng.State().Store()), ent.rev)
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				// Another dispatcher changed the plan: start again from its state.
 				d.stats.Conflicts.Add(1)
@@ -396,8 +401,8 @@ func (d *Dispatcher) entry(ctx context.Context, s *shard, planID string) (*entry
 	if err != nil {
 		return nil, err
 	}
-	var st execution.State
-	if err := json.Unmarshal(kve.Value(), &st); err != nil {
+	var stored execution.Stored
+	if err := json.Unmarshal(kve.Value(), &stored); err != nil {
 		return nil, fmt.Errorf("state of plan %s: %w", planID, err)
 	}
 	p, ok := s.plans[planID]
@@ -413,13 +418,36 @@ func (d *Dispatcher) entry(ctx context.Context, s *shard, planID string) (*entry
 			return nil, fmt.Errorf("stored plan %s: %w", planID, err)
 		}
 	}
-	eng, err := execution.Restore(p, &st)
+	st, err := execution.Load(p, &stored, func(seq uint64) (*plan.ToolResult, error) { return d.storedResult(ctx, seq) })
+	if err != nil {
+		return nil, err
+	}
+	eng, err := execution.Restore(p, st)
 	if err != nil {
 		return nil, err
 	}
 	e := &entry{eng: eng, rev: kve.Revision()}
 	d.remember(s, planID, p, e)
 	return e, nil
+}
+
+// storedResult reads a result back from the RESULTS stream, for a plan
+// whose engine is rebuilt from KV. A result that has expired gives nil: the
+// tool's output and error are then unknown.
+func (d *Dispatcher) storedResult(ctx context.Context, seq uint64) (*plan.ToolResult, error) {
+	m, err := d.results.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		d.log.Warn().Uint64("seq", seq).Msg("a tool result is no longer in the results stream; its output is lost")
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r plan.ToolResult
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return nil, fmt.Errorf("result %d: %w", seq, err)
+	}
+	return &r, nil
 }
 
 func (d *Dispatcher) remember(s *shard, planID string, p *plan.Plan, e *entry) {
@@ -464,7 +492,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	}
 	eng, fx := execution.Start(p, time.Now(), d.cfg.DefaultMaxConcurrency)
 	ent := &entry{eng: eng}
-	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), mustJSON(eng.State()))
+	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), mustJSON(eng.State().Store()))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists):
 		// Started before: by a dispatcher that died before acknowledging,

@@ -18,7 +18,6 @@ import (
 	"github.com/planbus/planbus/internal/worker"
 )
 
-
 const minute = time.Minute
 
 func TestDiamondMiddleToolsRunInParallel(t *testing.T) {

@@ -236,7 +236,11 @@ func (e *Engine) Index(toolID string) (int, bool) { return e.g.Index(toolID) }
 // OnResult applies a worker's result. A result for an attempt that is not
 // running (a duplicate, or one from before a retry or after the plan ended)
 // changes nothing.
-func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects {
+func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects { return e.OnResultSeq(r, 0, now) }
+
+// OnResultSeq is OnResult for a result stored in the RESULTS stream at seq,
+// which the state records so Load can find the result again.
+func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effects {
 	e.begin(now)
 	i, ok := e.g.Index(r.ToolID)
 	if !ok || e.Done() {
@@ -246,14 +250,11 @@ func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects {
 	if ts.State != plan.ToolRunning || ts.Attempt != r.Attempt {
 		return e.end()
 	}
-	ts.WorkerID, ts.DurationMs = r.WorkerID, r.DurationMs
-	if !r.StartedAt.IsZero() {
-		ts.StartedAt = r.StartedAt.UnixMilli()
-	}
+	ts.setResult(r)
+	ts.ResultSeq = seq
 	if r.State == plan.ToolSucceeded {
 		e.fx.Applied = append(e.fx.Applied, Applied{Index: i, Result: r})
 		e.leave(i, plan.ToolSucceeded)
-		ts.Output, ts.Error = r.Output, nil
 		e.toolEvent(plan.EventToolSucceeded, i, plan.Event{DurationMs: r.DurationMs, WorkerID: r.WorkerID})
 		e.tracker.Satisfy(i)
 		e.fill()
@@ -264,7 +265,7 @@ func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects {
 	if errInfo == nil {
 		errInfo = &plan.ErrorInfo{Code: plan.CodeToolFailed, Category: plan.CategoryInternal, Message: "failed without an error"}
 	}
-	ts.Error, ts.Output = errInfo, r.Output
+	ts.Error = errInfo
 	t := e.plan.Tools[i]
 	retry := plan.Retryable(errInfo.Category) && r.Attempt < t.RetryPolicy.MaxAttempts
 	e.fx.Applied = append(e.fx.Applied, Applied{Index: i, Result: r, Final: !retry})

@@ -310,3 +310,71 @@ func TestOutstanding(t *testing.T) {
 		t.Errorf("outstanding timers %v", kinds)
 	}
 }
+
+// TestStoreLoadRoundTrip stores the state after every step in its compact
+// form, loads it back with the results looked up by sequence, and checks
+// that a restored engine then behaves exactly like the original.
+func TestStoreLoadRoundTrip(t *testing.T) {
+	p := mustPlan(t, `{"maxConcurrency":2,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"],"retryPolicy":{"maxAttempts":2,"backoffMs":10}},
+		{"toolId":"C","skill":"s","dependencies":["A"],"required":false,"retryPolicy":{"maxAttempts":1}},{"toolId":"D","skill":"s","dependencies":["B","C"]}]}`)
+	results := map[uint64]*plan.ToolResult{}
+	var seq uint64
+	e, fx := Start(p, t0, 8)
+	queue := ids(e, fx.Releases)
+	now := t0
+	failedB := false
+	for len(queue) > 0 || e.st.Tools[1].State == plan.ToolRetrying {
+		var r *plan.ToolResult
+		if len(queue) == 0 { // B waits for its retry
+			now = time.UnixMilli(e.st.Tools[1].RetryAt)
+			fx = e.OnTimer(Timer{Kind: TimerRetry, Index: 1, Attempt: 2}, now)
+			queue = append(queue, ids(e, fx.Releases)...)
+			continue
+		}
+		id := queue[0]
+		queue = queue[1:]
+		i, _ := e.Index(id)
+		r = ok(id, e.st.Tools[i].Attempt)
+		r.WorkerID, r.DurationMs, r.StartedAt = "w-"+id, 1.5, now
+		switch {
+		case id == "C":
+			r = fail("C", 1, plan.CategoryInternal)
+		case id == "B" && !failedB:
+			r, failedB = fail("B", 1, plan.CategoryNetwork), true
+		}
+		seq++
+		results[seq] = r
+		b, _ := json.Marshal(e.State().Store())
+		var stored Stored
+		if err := json.Unmarshal(b, &stored); err != nil {
+			t.Fatal(err)
+		}
+		st, err := Load(p, &stored, func(s uint64) (*plan.ToolResult, error) { return results[s], nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored, err := Restore(p, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx1, fx2 := e.OnResultSeq(r, seq, now), restored.OnResultSeq(r, seq, now)
+		if diff := cmp.Diff(fx1, fx2); diff != "" {
+			t.Fatalf("after %s: restored engine differs (-orig +restored):\n%s", id, diff)
+		}
+		queue = append(queue, ids(e, fx1.Releases)...)
+	}
+	if !e.Done() || e.State().Status != plan.PlanSucceeded {
+		t.Fatalf("status %s", e.State().Status)
+	}
+	b, _ := json.Marshal(e.State().Store())
+	var stored Stored
+	_ = json.Unmarshal(b, &stored)
+	st, err := Load(p, &stored, func(s uint64) (*plan.ToolResult, error) { return results[s], nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, _ := Restore(p, st)
+	if diff := cmp.Diff(e.Result(), restored.Result()); diff != "" {
+		t.Errorf("execution result from the stored state differs (-orig +restored):\n%s", diff)
+	}
+}

@@ -35,6 +35,9 @@ type ToolState struct {
 	WorkerID   string          `json:"workerId,omitempty"`
 	StartedAt  int64           `json:"startedAt,omitempty"` // when the worker started the last attempt
 	DurationMs float64         `json:"durationMs,omitempty"`
+	// ResultSeq is the RESULTS stream sequence of the result that set
+	// State, when one did.
+	ResultSeq uint64 `json:"resultSeq,omitempty"`
 }
 
 func terminal(state string) bool {

@@ -1,0 +1,107 @@
+package execution
+
+import (
+	"fmt"
+
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// Stored is the form of State kept in KV: everything the engine needs to
+// carry on, and for each tool with a result, the RESULTS stream sequence of
+// that result instead of its output. Writing it costs a few dozen bytes a
+// tool however large the outputs are, and the results are already durable
+// in their stream.
+type Stored struct {
+	PlanID         string          `json:"planId"`
+	RequestID      string          `json:"requestId"`
+	SessionID      string          `json:"sessionId,omitempty"`
+	Status         string          `json:"status"`
+	MaxConcurrency int             `json:"maxConcurrency"`
+	StartedAt      int64           `json:"startedAt"`
+	Deadline       int64           `json:"deadline"`
+	FinishedAt     int64           `json:"finishedAt,omitempty"`
+	Error          *plan.ErrorInfo `json:"error,omitempty"`
+	Tools          []StoredTool    `json:"tools"`
+}
+
+// StoredTool is one tool in Stored, in plan order.
+type StoredTool struct {
+	State   string `json:"s"`
+	Attempt int    `json:"a,omitempty"`
+	// Result is the RESULTS stream sequence of the result that set State.
+	Result uint64 `json:"r,omitempty"`
+	// At is when the running attempt was released, when a retry is due,
+	// or when the tool ended (Unix ms).
+	At     int64  `json:"t,omitempty"`
+	Reason string `json:"why,omitempty"`
+	// Error is kept for tools that ended without a result of their own
+	// (cancelled by a plan timeout).
+	Error *plan.ErrorInfo `json:"e,omitempty"`
+}
+
+// Store returns the stored form of st.
+func (st *State) Store() *Stored {
+	s := &Stored{PlanID: st.PlanID, RequestID: st.RequestID, SessionID: st.SessionID, Status: st.Status,
+		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
+		Error: st.Error, Tools: make([]StoredTool, len(st.Tools))}
+	for i, t := range st.Tools {
+		sv := StoredTool{State: t.State, Attempt: t.Attempt, Result: t.ResultSeq, Reason: t.Reason}
+		switch {
+		case t.State == plan.ToolRetrying:
+			sv.At = t.RetryAt
+		case t.State == plan.ToolRunning:
+			sv.At = t.ReleasedAt
+		default:
+			sv.At = t.FinishedAt
+		}
+		if t.ResultSeq == 0 {
+			sv.Error = t.Error
+		}
+		s.Tools[i] = sv
+	}
+	return s
+}
+
+// Load rebuilds a State from its stored form and the plan. The details
+// that live in results (outputs, errors, workers, times) are filled in by
+// result, called for every tool with a Result sequence; it may return nil
+// for a result that is gone, leaving those details empty.
+func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, error)) (*State, error) {
+	if len(s.Tools) != len(p.Tools) {
+		return nil, fmt.Errorf("execution: plan %s: state has %d tools, plan has %d", p.PlanID, len(s.Tools), len(p.Tools))
+	}
+	st := &State{PlanID: s.PlanID, RequestID: s.RequestID, SessionID: s.SessionID, Status: s.Status,
+		MaxConcurrency: s.MaxConcurrency, StartedAt: s.StartedAt, Deadline: s.Deadline, FinishedAt: s.FinishedAt,
+		Error: s.Error, Tools: make([]ToolState, len(s.Tools))}
+	for i, sv := range s.Tools {
+		t := ToolState{ID: p.Tools[i].ToolID, State: sv.State, Attempt: sv.Attempt, ResultSeq: sv.Result, Reason: sv.Reason, Error: sv.Error}
+		switch sv.State {
+		case plan.ToolRetrying:
+			t.RetryAt = sv.At
+		case plan.ToolRunning:
+			t.ReleasedAt = sv.At
+		default:
+			t.FinishedAt = sv.At
+		}
+		if sv.Result > 0 {
+			r, err := result(sv.Result)
+			if err != nil {
+				return nil, err
+			}
+			if r != nil {
+				t.setResult(r)
+			}
+		}
+		st.Tools[i] = t
+	}
+	return st, nil
+}
+
+// setResult copies a result's details into the tool's state.
+func (t *ToolState) setResult(r *plan.ToolResult) {
+	t.Output, t.Error, t.WorkerID, t.DurationMs = r.Output, r.Error, r.WorkerID, r.DurationMs
+	if !r.StartedAt.IsZero() {
+		t.StartedAt = r.StartedAt.UnixMilli()
+	}
+}
+
