@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// buildPlanner builds cmd/planner into a temporary directory.
+func buildPlanner(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH, so the planner binary cannot be built")
+	}
+	bin := filepath.Join(t.TempDir(), "planner")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/planner")
+	cmd.Dir = repoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/planner: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// processEnv is this process's environment without the variables that
+// would point the planner elsewhere, and with a private temporary
+// directory for its embedded server's store.
+func processEnv(t *testing.T) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NATS_") && !strings.HasPrefix(kv, "PLANBUS_") && !strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "TMPDIR="+t.TempDir())
+}
+
+// The planner binary, as a user runs it: its exit codes and streams cross
+// a real process boundary.
+func TestPlannerProcess(t *testing.T) {
+	bin := buildPlanner(t)
+	root := repoRoot(t)
+	run := func(t *testing.T, args ...string) (code int, stdout, stderr string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir, cmd.Env = root, processEnv(t)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var exit *exec.ExitError
+		switch {
+		case ctx.Err() != nil:
+			t.Fatalf("planner %v did not finish within %s; stderr:\n%s", args, wait, errOut.String())
+		case errors.As(err, &exit):
+			return exit.ExitCode(), out.String(), errOut.String()
+		case err != nil:
+			t.Fatalf("planner %v: %v", args, err)
+		}
+		return 0, out.String(), errOut.String()
+	}
+
+	t.Run("diamond", func(t *testing.T) {
+		code, stdout, stderr := run(t, "run", "examples/plans/diamond.json")
+		if code != ExitOK {
+			t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr)
+		}
+		if res := lastResult(t, stdout, stderr); !res.Success || res.State != plan.PlanSucceeded {
+			t.Errorf("result %s success %v, want succeeded", res.State, res.Success)
+		}
+	})
+	t.Run("cycle", func(t *testing.T) {
+		code, stdout, stderr := run(t, "run", "examples/plans/cycle.json")
+		if code != ExitUsage || !strings.Contains(stderr, "cycle: B -> C -> B") {
+			t.Errorf("exit %d, stderr %q; want 2 and the cycle named", code, stderr)
+		}
+		if stdout != "" {
+			t.Errorf("stdout %q, want nothing", stdout)
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		// SIGINT while a call runs ends the run with 130 and no result.
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "run", "--drain-timeout", "100ms", "-")
+		cmd.Dir, cmd.Env = root, processEnv(t)
+		cmd.Stdin = strings.NewReader(`{"tools":[{"toolId":"long","skill":"sleep","input":{"ms":600000},"timeoutMs":600000}]}`)
+		var out strings.Builder
+		cmd.Stdout = &out
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started, drained := make(chan struct{}), make(chan struct{})
+		var errOut syncBuffer
+		go func() {
+			defer close(drained)
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				_, _ = errOut.Write([]byte(sc.Text() + "\n"))
+				if strings.Contains(sc.Text(), "long") && strings.Contains(sc.Text(), "started on") {
+					close(started)
+					break
+				}
+			}
+			_, _ = io.Copy(io.Discard, stderr)
+		}()
+		select {
+		case <-started:
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			t.Fatalf("the call did not start within %s; stderr:\n%s", wait, errOut.String())
+		}
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		<-drained // Wait closes the pipe, so it must come after the last read
+		err = cmd.Wait()
+		var exit *exec.ExitError
+		if ctx.Err() != nil || !errors.As(err, &exit) || exit.ExitCode() != exitSignal {
+			t.Errorf("after SIGINT: %v, want exit %d", err, exitSignal)
+		}
+		if out.String() != "" {
+			t.Errorf("stdout %q, want no result", out.String())
+		}
+	})
+}
