@@ -62,14 +62,29 @@ type entry struct {
 	rev uint64
 	// timerSeq is the TIMERS stream sequence of the plan's timeout timer,
 	// when this process published it: it is deleted when the plan ends, so
-	// it does not wait in the consumer until it is due.
-	timerSeq uint64
+	// it does not wait in the consumer until it is due. The shard's acker
+	// sets it.
+	timerSeq atomic.Uint64
 }
 
 type shard struct {
 	in    chan item
+	acks  chan pending
 	cache map[string]*entry
 	plans map[string]*plan.Plan
+}
+
+// pending is a batch whose state is stored and whose effects are sent:
+// once JetStream has stored them, its messages are acknowledged. A shard
+// hands pendings to its acker and goes on with the next batch, so waiting
+// for publish acknowledgements never holds up the plans of the shard.
+type pending struct {
+	planID       string
+	ent          *entry
+	futures      []jetstream.PubAckFuture
+	timeoutTimer int // index in futures of the plan's timeout timer, or -1
+	cancel, done bool
+	ack          []jetstream.Msg
 }
 
 // Dispatcher executes plans. Create it with New and start it with Run.
@@ -108,7 +123,8 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 	d := &Dispatcher{cfg: cfg, conn: conn, log: log.With().Str("component", "dispatcher").Str("dispatcher", cfg.ID).Logger(),
 		ready: make(chan struct{})}
 	for range cfg.Shards {
-		d.shards = append(d.shards, &shard{in: make(chan item, 1024), cache: map[string]*entry{}, plans: map[string]*plan.Plan{}})
+		d.shards = append(d.shards, &shard{in: make(chan item, 1024), acks: make(chan pending, 1024),
+			cache: map[string]*entry{}, plans: map[string]*plan.Plan{}})
 	}
 	return d, nil
 }
@@ -154,12 +170,19 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		{bus.StreamResults, bus.ConsumerDispatcherResults, bus.SubjectResultsAll, kindResult, 20000},
 		{bus.StreamTimers, bus.ConsumerDispatcherTimers, bus.SubjectTimersAll, kindTimer, 200000},
 	}
-	var shardsDone sync.WaitGroup
+	var shardsDone, ackersDone sync.WaitGroup
 	for _, s := range d.shards {
 		shardsDone.Add(1)
 		go func() {
 			defer shardsDone.Done()
 			d.runShard(s)
+		}()
+		ackersDone.Add(1)
+		go func() {
+			defer ackersDone.Done()
+			for pd := range s.acks {
+				d.settle(pd)
+			}
 		}()
 	}
 	defer func() {
@@ -167,6 +190,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			close(s.in)
 		}
 		shardsDone.Wait()
+		for _, s := range d.shards {
+			close(s.acks)
+		}
+		ackersDone.Wait()
 	}()
 	var consuming []jetstream.ConsumeContext
 	defer func() {
@@ -352,13 +379,17 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			// that died before finishing: redo what the state implies.
 			fx.Merge(ent.eng.Outstanding())
 		}
-		if err := d.perform(ctx, ent, fx); err != nil {
+		pd, err := d.send(ent, fx)
+		if err != nil {
 			log.Error().Err(err).Msg("cannot publish effects; messages will be redelivered")
 			delete(s.cache, planID)
 			nakAll(rest, time.Second)
 			return
 		}
-		ackAll(rest)
+		for _, it := range rest {
+			pd.ack = append(pd.ack, it.msg)
+		}
+		s.acks <- pd
 		if ent.eng.Done() {
 			d.forget(s, planID)
 		}
@@ -514,13 +545,15 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		d.remember(s, p.PlanID, p, ent)
 		log.Debug().Int("tools", len(p.Tools)).Msg("plan started")
 	}
-	if err := d.perform(ctx, ent, fx); err != nil {
+	pd, err := d.send(ent, fx)
+	if err != nil {
 		log.Error().Err(err).Msg("cannot publish effects; plan will be redelivered")
 		delete(s.cache, p.PlanID)
 		_ = it.msg.NakWithDelay(time.Second)
 		return
 	}
-	_ = it.msg.Ack()
+	pd.ack = []jetstream.Msg{it.msg}
+	s.acks <- pd
 	if ent.eng.Done() {
 		d.forget(s, p.PlanID)
 	}
@@ -615,23 +648,22 @@ func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, ca
 	_ = it.msg.Ack()
 }
 
-// perform carries out effects whose state is already stored: events first
-// (they are informational), then every JetStream publish at once, waiting
-// for all to be stored.
-func (d *Dispatcher) perform(ctx context.Context, ent *entry, fx execution.Effects) error {
+// send carries out effects whose state is already stored: events first
+// (they are informational), then every JetStream publish at once, without
+// waiting for them to be stored; settle does that.
+func (d *Dispatcher) send(ent *entry, fx execution.Effects) (pending, error) {
 	eng := ent.eng
 	p, st := eng.Plan(), eng.State()
+	pd := pending{planID: p.PlanID, ent: ent, timeoutTimer: -1, cancel: fx.Cancel, done: fx.Done != nil}
 	for _, ev := range fx.Events {
 		d.event(ev)
 	}
-	var futures []jetstream.PubAckFuture
-	timeoutTimer := -1 // index in futures of the plan's timeout timer
 	pub := func(subject string, data []byte, msgID string) error {
 		f, err := d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
 		if err != nil {
 			return fmt.Errorf("publish %s: %w", subject, err)
 		}
-		futures = append(futures, f)
+		pd.futures = append(pd.futures, f)
 		return nil
 	}
 	outputs := func(id string) (json.RawMessage, bool) {
@@ -658,7 +690,7 @@ func (d *Dispatcher) perform(ctx context.Context, ent *entry, fx execution.Effec
 			Attempt: r.Attempt, MaxAttempts: t.RetryPolicy.MaxAttempts, Input: input, TimeoutMs: timeout,
 			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC()}
 		if err := pub(bus.ToolSubject(t.Skill), mustJSON(call), call.IdempotencyKey); err != nil {
-			return err
+			return pd, err
 		}
 		d.stats.Released.Add(1)
 	}
@@ -669,44 +701,61 @@ func (d *Dispatcher) perform(ctx context.Context, ent *entry, fx execution.Effec
 			id = fmt.Sprintf("%s/retry/%d/%d", p.PlanID, tm.Index, tm.Attempt)
 		}
 		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), id); err != nil {
-			return err
+			return pd, err
 		}
 		if tm.Kind == execution.TimerPlanTimeout {
-			timeoutTimer = len(futures) - 1
+			pd.timeoutTimer = len(pd.futures) - 1
 		}
 	}
 	if fx.Done != nil {
 		if err := pub(bus.ExecutionSubject(p.PlanID), mustJSON(fx.Done), p.PlanID); err != nil {
-			return err
+			return pd, err
 		}
 	}
-	for k, f := range futures {
+	return pd, nil
+}
+
+// settle waits until JetStream has stored a batch's effects and then
+// acknowledges its messages. If any publish failed, the messages are handed
+// back instead: whoever handles them again republishes what the state
+// implies.
+func (d *Dispatcher) settle(pd pending) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for k, f := range pd.futures {
 		select {
 		case ack := <-f.Ok():
-			if k == timeoutTimer && !ack.Duplicate {
-				ent.timerSeq = ack.Sequence
+			if k == pd.timeoutTimer && !ack.Duplicate {
+				pd.ent.timerSeq.Store(ack.Sequence)
 			}
+			continue
 		case err := <-f.Err():
-			return err
+			d.log.Error().Err(err).Str("plan_id", pd.planID).Msg("a publish failed; messages will be redelivered")
 		case <-ctx.Done():
-			return ctx.Err()
+			d.log.Error().Str("plan_id", pd.planID).Msg("publishes not stored in time; messages will be redelivered")
 		}
+		for _, m := range pd.ack {
+			_ = m.NakWithDelay(time.Second)
+		}
+		return
 	}
-	if fx.Cancel {
-		_ = d.conn.NC.Publish(bus.CancelSubject(p.PlanID), nil)
+	for _, m := range pd.ack {
+		_ = m.Ack()
 	}
-	if fx.Done != nil {
+	if pd.cancel {
+		_ = d.conn.NC.Publish(bus.CancelSubject(pd.planID), nil)
+	}
+	if pd.done {
 		d.stats.PlansEnded.Add(1)
 		// The timeout timer of an ended plan would only be ignored when it
 		// fires; delete it rather than keep it pending. (After a failover
 		// its sequence is unknown here and it fires as a no-op.)
-		if ent.timerSeq > 0 {
-			if err := d.timers.DeleteMsg(ctx, ent.timerSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-				d.log.Debug().Err(err).Str("plan_id", p.PlanID).Msg("cannot delete the timeout timer of an ended plan")
+		if seq := pd.ent.timerSeq.Load(); seq > 0 {
+			if err := d.timers.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				d.log.Debug().Err(err).Str("plan_id", pd.planID).Msg("cannot delete the timeout timer of an ended plan")
 			}
 		}
 	}
-	return nil
 }
 
 // event publishes a progress event on core NATS; the EVENTS stream keeps

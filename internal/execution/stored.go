@@ -104,4 +104,3 @@ func (t *ToolState) setResult(r *plan.ToolResult) {
 		t.StartedAt = r.StartedAt.UnixMilli()
 	}
 }
-
