@@ -12,6 +12,8 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal, a second one kills the process at once.
+	go func() { <-ctx.Done(); stop() }()
 	code := cli.Toolworker(ctx, os.Args[1:], cli.OS())
 	stop()
 	os.Exit(code)

@@ -156,6 +156,11 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	if c.bus.URL == "" {
+		if _, err := nf.config(c.bus); err != nil {
+			return usageErr(io.Stderr, err)
+		}
+	}
 	name := f.Arg(0)
 	doc, err := readInput(name, io.Stdin)
 	if err != nil {
@@ -220,7 +225,8 @@ func (c *common) set(f *flags, name string) bool {
 	if found {
 		return true
 	}
-	env := map[string]string{"log-level": "PLANBUS_LOG_LEVEL", "listen": "PLANBUS_LISTEN", "data-dir": "PLANBUS_DATA_DIR"}[name]
+	env := map[string]string{"log-level": "PLANBUS_LOG_LEVEL", "listen": "PLANBUS_LISTEN", "data-dir": "PLANBUS_DATA_DIR",
+		"drain-timeout": "PLANBUS_DRAIN_TIMEOUT"}[name]
 	return env != "" && f.env(env) != ""
 }
 
@@ -254,6 +260,11 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 	if err != nil {
 		cleanup()
 		return nil, nil, err
+	}
+	if private && !c.set(f, "drain-timeout") {
+		// The private server goes away with the run: nothing is gained by
+		// letting calls finish after it is interrupted.
+		cfg.Worker.DrainTimeout = time.Second
 	}
 	n, err := node.Start(ctx, cfg, log)
 	if err != nil {

@@ -205,10 +205,6 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 // Flags that cannot make a node are usage errors, as `planner serve` and
 // `toolworker` treat them.
 func TestRunWithBadNodeFlagsIsAUsageError(t *testing.T) {
-	t.Skip("bug: plannerRun (internal/cli/planner.go) reports errors of nodeFlags.config, which connectOrEmbed " +
-		"returns, with ctxExit(ctx, ExitFailed), so `planner run --skills teleport FILE` and `--workers -1` exit 1 " +
-		"(\"the plan failed\") instead of 2 (bad flags); serve and toolworker exit 2 for the same flags. Fix: " +
-		"validate nf.config(c.bus) in plannerRun before connecting and return usageErr on error")
 	for _, args := range [][]string{{"--skills", "teleport"}, {"--workers", "-1"}} {
 		o := runPlanner(t, append(append([]string{"run"}, args...), example(t, "diamond.json"))...)
 		if o.code != ExitUsage {

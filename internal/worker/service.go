@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
 )
 
 // addService registers the worker with NATS micro: `nats micro ls` lists
@@ -70,14 +68,7 @@ func (w *Worker) invokeHandler(s *served) micro.HandlerFunc {
 		tc := &plan.ToolCall{PlanID: "invoke-" + id, RequestID: "invoke-" + id, ToolID: "invoke", Skill: s.skill.Manifest.Name,
 			Attempt: 1, MaxAttempts: 1, Input: input, TimeoutMs: timeout, IdempotencyKey: "invoke-" + id + "/invoke/1", ReleasedAt: time.Now()}
 		started := time.Now()
-		out, err := s.handler.Handle(context.Background(), tc)
-		res := w.newResult(tc, started)
-		if err != nil {
-			res.Error, res.Output = skills.ErrorInfo(err)
-			res.State = plan.ToolFailed
-		} else {
-			res.State, res.Output = plan.ToolSucceeded, out.Output
-		}
-		_ = req.RespondJSON(res)
+		out, err := s.handler.Handle(w.callCtx, tc)
+		_ = req.RespondJSON(w.result(tc, out, err, started))
 	}
 }

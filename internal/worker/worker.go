@@ -146,14 +146,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: subscribe to cancels: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	w.callCtx, w.callCancel = context.WithCancelCause(context.Background())
+	defer w.callCancel(nil)
 	svc, err := w.addService()
 	if err != nil {
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
-
-	w.callCtx, w.callCancel = context.WithCancelCause(context.Background())
-	defer w.callCancel(nil)
 	var loops sync.WaitGroup
 	for i, s := range w.skills {
 		loops.Add(1)
@@ -336,7 +335,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		res := w.newResult(&tc, time.Now())
 		res.State = plan.ToolFailed
 		res.Error = &plan.ErrorInfo{Code: plan.CodeWorkerCrash, Category: plan.CategoryInternal,
-			Message: fmt.Sprintf("delivered %d times without a result: its workers died or hung running it", meta.NumDelivered-1)}
+			Message: fmt.Sprintf("delivered %d times without a result: the workers it went to died, hung or were stopped while running it", meta.NumDelivered-1)}
 		w.finish(log, s, msg, res)
 		return
 	}
@@ -376,7 +375,13 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 			return
 		}
 	}
-	res := w.newResult(&tc, started)
+	w.finish(log, s, msg, w.result(&tc, out, herr, started))
+}
+
+// result turns what a handler returned into the call's result, holding
+// outputs to the cap and to JSON.
+func (w *Worker) result(tc *plan.ToolCall, out skills.Result, herr error, started time.Time) *plan.ToolResult {
+	res := w.newResult(tc, started)
 	switch {
 	case herr != nil:
 		info, output := skills.ErrorInfo(herr)
@@ -396,7 +401,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		res.State = plan.ToolSucceeded
 		res.Output, res.StatePatch = out.Output, out.StatePatch
 	}
-	w.finish(log, s, msg, res)
+	return res
 }
 
 func (w *Worker) newResult(tc *plan.ToolCall, started time.Time) *plan.ToolResult {

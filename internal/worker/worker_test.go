@@ -499,10 +499,6 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 // Ready is closed once the worker serves, so a request to its service
 // right after Ready should be answered.
 func TestServiceAnswersOnceReady(t *testing.T) {
-	t.Skip("bug: worker.Run (internal/worker/worker.go) closes Ready without flushing the connection after " +
-		"addService, so the server may not have the micro service's subscriptions yet and a request right " +
-		"after Ready fails with nats: no responders available (about 1 run in 3 under -race); fix: " +
-		"w.conn.NC.FlushWithContext(ctx) before close(w.ready)")
 	for range 8 {
 		e := newEnv(t)
 		e.startWorker(worker.Config{Skills: []skills.Skill{skills.Echo()}})
