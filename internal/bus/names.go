@@ -1,7 +1,5 @@
 package bus
 
-import "strconv"
-
 // Subjects. Tokens in angle brackets are filled by the functions below.
 const (
 	// SubjectPlanRequest is the planner's request/reply endpoint.
@@ -55,9 +53,8 @@ const (
 
 // KV buckets.
 const (
-	// BucketPlans holds <planId>.plan (the validated plan), <planId>.state
-	// (its execution state, updated with compare-and-set) and
-	// <planId>.out.<tool index> (outputs too large to keep inline).
+	// BucketPlans holds <planId>.plan (the validated plan) and
+	// <planId>.state (its execution state, updated with compare-and-set).
 	BucketPlans = "planbus-plans"
 	// BucketSkills holds one skill manifest per skill name.
 	BucketSkills = "planbus-skills"
@@ -122,9 +119,6 @@ func OutcomeSubject(requestID string) string { return "planbus.outcomes." + requ
 // HealthKey is a key of BucketHealth.
 func HealthKey(sessionID, skill string) string { return sessionID + "." + skill }
 
-// PlanKey, StateKey and OutputKey are keys of BucketPlans.
+// PlanKey and StateKey are keys of BucketPlans.
 func PlanKey(planID string) string  { return planID + ".plan" }
 func StateKey(planID string) string { return planID + ".state" }
-func OutputKey(planID string, toolIndex, attempt int) string {
-	return planID + ".out." + strconv.Itoa(toolIndex) + "." + strconv.Itoa(attempt)
-}

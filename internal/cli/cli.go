@@ -11,6 +11,10 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
 )
 
 // IO is what a command reads and writes.
@@ -54,4 +58,32 @@ func ctxExit(ctx context.Context, code int) int {
 		return exitSignal
 	}
 	return code
+}
+
+// runner is a component's Run.
+type runner func(context.Context) error
+
+// serveComponent connects to c.bus, declares the streams and runs the
+// component build makes until ctx ends. An error from build is a usage
+// error (a bad configuration).
+func serveComponent(ctx context.Context, c *common, log zerolog.Logger, stderr io.Writer, name string, build func(*bus.Conn) (runner, error)) int {
+	conn, err := bus.Dial(ctx, c.bus, log)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot connect")
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer conn.Close()
+	if err := conn.Declare(ctx); err != nil {
+		log.Error().Err(err).Msg("cannot declare streams")
+		return ctxExit(ctx, ExitFailed)
+	}
+	run, err := build(conn)
+	if err != nil {
+		return usageErr(stderr, err)
+	}
+	if err := run(ctx); err != nil {
+		log.Error().Err(err).Msg(name + " failed")
+		return ExitFailed
+	}
+	return ExitOK
 }

@@ -51,23 +51,11 @@ func Dispatcher(ctx context.Context, args []string, io IO) int {
 	if c.bus.URL == "" {
 		return usageErr(io.Stderr, fmt.Errorf("dispatcher: --nats-url (or $NATS_URL) is required; `planner serve` runs a dispatcher on an embedded server"))
 	}
-	conn, err := bus.Dial(ctx, c.bus, log)
-	if err != nil {
-		log.Error().Err(err).Msg("cannot connect")
-		return ctxExit(ctx, ExitFailed)
-	}
-	defer conn.Close()
-	if err := conn.Declare(ctx); err != nil {
-		log.Error().Err(err).Msg("cannot declare streams")
-		return ctxExit(ctx, ExitFailed)
-	}
-	d, err := dispatcher.New(conn, df.config(), log)
-	if err != nil {
-		return usageErr(io.Stderr, err)
-	}
-	if err := d.Run(ctx); err != nil {
-		log.Error().Err(err).Msg("dispatcher failed")
-		return ExitFailed
-	}
-	return ExitOK
+	return serveComponent(ctx, &c, log, io.Stderr, "dispatcher", func(conn *bus.Conn) (runner, error) {
+		d, err := dispatcher.New(conn, df.config(), log)
+		if err != nil {
+			return nil, err
+		}
+		return d.Run, nil
+	})
 }

@@ -76,23 +76,11 @@ func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Log
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	conn, err := bus.Dial(ctx, c.bus, log)
-	if err != nil {
-		log.Error().Err(err).Msg("cannot connect")
-		return ctxExit(ctx, ExitFailed)
-	}
-	defer conn.Close()
-	if err := conn.Declare(ctx); err != nil {
-		log.Error().Err(err).Msg("cannot declare streams")
-		return ctxExit(ctx, ExitFailed)
-	}
-	p, err := planner.New(conn, pc, log)
-	if err != nil {
-		return usageErr(io.Stderr, err)
-	}
-	if err := p.Run(ctx); err != nil {
-		log.Error().Err(err).Msg("planner failed")
-		return ExitFailed
-	}
-	return ExitOK
+	return serveComponent(ctx, c, log, io.Stderr, "planner", func(conn *bus.Conn) (runner, error) {
+		p, err := planner.New(conn, pc, log)
+		if err != nil {
+			return nil, err
+		}
+		return p.Run, nil
+	})
 }

@@ -98,23 +98,11 @@ func Toolworker(ctx context.Context, args []string, io IO) int {
 	if c.bus.URL == "" {
 		return usageErr(io.Stderr, fmt.Errorf("toolworker: --nats-url (or $NATS_URL) is required; `planner serve` runs workers on an embedded server"))
 	}
-	conn, err := bus.Dial(ctx, c.bus, log)
-	if err != nil {
-		log.Error().Err(err).Msg("cannot connect")
-		return ctxExit(ctx, ExitFailed)
-	}
-	defer conn.Close()
-	if err := conn.Declare(ctx); err != nil {
-		log.Error().Err(err).Msg("cannot declare streams")
-		return ctxExit(ctx, ExitFailed)
-	}
-	w, err := worker.New(conn, cfg, log)
-	if err != nil {
-		return usageErr(io.Stderr, err)
-	}
-	if err := w.Run(ctx); err != nil {
-		log.Error().Err(err).Msg("toolworker failed")
-		return ExitFailed
-	}
-	return ExitOK
+	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", func(conn *bus.Conn) (runner, error) {
+		w, err := worker.New(conn, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return w.Run, nil
+	})
 }
