@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,6 +310,15 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	log := d.log.With().Str("plan_id", planID).Logger()
+	defer func() {
+		// A bug must not take every plan of the process down with it: log
+		// it, forget the plan's cached engine and hand the messages back.
+		if r := recover(); r != nil {
+			log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("dispatcher bug; messages will be redelivered")
+			d.forget(s, planID)
+			nakAll(items, 5*time.Second)
+		}
+	}()
 	var rest []item
 	for _, it := range items {
 		switch it.kind {

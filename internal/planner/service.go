@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -137,6 +138,12 @@ func (s *Service) Run(ctx context.Context) error {
 			s.work.Add(1)
 			go func() {
 				defer s.work.Done()
+				defer func() {
+					if r := recover(); r != nil {
+						s.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("planner bug; the message will be redelivered")
+						_ = m.NakWithDelay(5 * time.Second)
+					}
+				}()
 				handle(m)
 			}()
 		}, jetstream.PullMaxMessages(256))

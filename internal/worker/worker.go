@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -316,6 +317,13 @@ func (w *Worker) onCancel(m *nats.Msg) {
 func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	name := s.skill.Manifest.Name
 	log := w.log.With().Str("skill", name).Logger()
+	defer func() {
+		// Skills run under Recover; this catches bugs of the worker itself.
+		if r := recover(); r != nil {
+			log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("worker bug; the call will be redelivered")
+			_ = msg.NakWithDelay(5 * time.Second)
+		}
+	}()
 	var tc plan.ToolCall
 	if err := schemas.Validate(schemas.ToolCall, msg.Data()); err != nil {
 		log.Error().Err(err).Str("subject", msg.Subject()).Msg("dropping an invalid tool call")
