@@ -378,3 +378,33 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 		t.Errorf("execution result from the stored state differs (-orig +restored):\n%s", diff)
 	}
 }
+
+func TestStoredJSONRoundTrip(t *testing.T) {
+	s := &Stored{PlanID: "p", RequestID: "r", Status: plan.PlanRunning, MaxConcurrency: 2, StartedAt: 1000, Deadline: 61000,
+		Tools: []StoredTool{
+			{State: plan.ToolPending},
+			{State: plan.ToolRunning, Attempt: 2, At: 1005},
+			{State: plan.ToolSucceeded, Attempt: 1, Result: 3, At: 1000},
+			{State: plan.ToolSucceeded, Attempt: 1, Result: 77, At: 1010},
+			{State: plan.ToolSkipped, Reason: plan.ReasonDependencyFailed, At: 1011},
+			{State: plan.ToolCancelled, Attempt: 1, Reason: plan.ReasonPlanTimeout, At: 1012,
+				Error: &plan.ErrorInfo{Code: plan.CodePlanTimeout, Message: `a "quoted" message`, Category: plan.CategoryTimeout}},
+		}}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(b) || !strings.Contains(string(b), `"tools":[["p",0,0,null],["r",2,0,5],["s",1,3,0],["s",1,77,10],["k",0,0,11,"dependency_failed"]`) {
+		t.Fatalf("encoding %s", b)
+	}
+	var back Stored
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, &back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if err := json.Unmarshal([]byte(`{"tools":[["x",0,0,0]]}`), &back); err == nil {
+		t.Error("unknown state code accepted")
+	}
+}

@@ -21,22 +21,22 @@ type Stored struct {
 	Deadline       int64           `json:"deadline"`
 	FinishedAt     int64           `json:"finishedAt,omitempty"`
 	Error          *plan.ErrorInfo `json:"error,omitempty"`
-	Tools          []StoredTool    `json:"tools"`
+	Tools          []StoredTool    `json:"tools"` // written compactly, see storedjson.go
 }
 
 // StoredTool is one tool in Stored, in plan order.
 type StoredTool struct {
-	State   string `json:"s"`
-	Attempt int    `json:"a,omitempty"`
+	State   string
+	Attempt int
 	// Result is the RESULTS stream sequence of the result that set State.
-	Result uint64 `json:"r,omitempty"`
+	Result uint64
 	// At is when the running attempt was released, when a retry is due,
 	// or when the tool ended (Unix ms).
-	At     int64  `json:"t,omitempty"`
-	Reason string `json:"why,omitempty"`
+	At     int64
+	Reason string
 	// Error is kept for tools that ended without a result of their own
 	// (cancelled by a plan timeout).
-	Error *plan.ErrorInfo `json:"e,omitempty"`
+	Error *plan.ErrorInfo
 }
 
 // Store returns the stored form of st.

@@ -1,0 +1,131 @@
+package execution
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// A StoredTool is written as a short array, so the state of a plan of a
+// thousand tools stays small enough to rewrite on every batch:
+//
+//	[code, attempt, result sequence, time, reason?, error?]
+//
+// code is one letter per state (stateCodes); time is in ms since the plan
+// started, or null when there is none; reason and error appear only when
+// set.
+var stateCodes = map[string]string{
+	plan.ToolPending: "p", plan.ToolRunning: "r", plan.ToolRetrying: "w", plan.ToolSucceeded: "s",
+	plan.ToolFailed: "f", plan.ToolTimeout: "t", plan.ToolSkipped: "k", plan.ToolCancelled: "c",
+}
+
+var codeStates = func() map[string]string {
+	m := map[string]string{}
+	for s, c := range stateCodes {
+		m[c] = s
+	}
+	return m
+}()
+
+// MarshalJSON writes the tools as arrays, times relative to StartedAt.
+func (s *Stored) MarshalJSON() ([]byte, error) {
+	type head Stored
+	h := head(*s)
+	h.Tools = nil
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	b = b[:len(b)-1] // reopen the object
+	if len(b) > 1 {
+		b = append(b, ',')
+	}
+	b = append(b, `"tools":[`...)
+	for i, t := range s.Tools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		code, ok := stateCodes[t.State]
+		if !ok {
+			return nil, fmt.Errorf("execution: unknown tool state %q", t.State)
+		}
+		b = append(b, `["`...)
+		b = append(b, code...)
+		b = append(b, `",`...)
+		b = strconv.AppendInt(b, int64(t.Attempt), 10)
+		b = append(b, ',')
+		b = strconv.AppendUint(b, t.Result, 10)
+		b = append(b, ',')
+		if t.At == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, t.At-s.StartedAt, 10)
+		}
+		if t.Reason != "" || t.Error != nil {
+			b = append(b, ',')
+			b = strconv.AppendQuote(b, t.Reason)
+		}
+		if t.Error != nil {
+			e, err := json.Marshal(t.Error)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, ',')
+			b = append(b, e...)
+		}
+		b = append(b, ']')
+	}
+	return append(b, "]}"...), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Stored) UnmarshalJSON(data []byte) error {
+	type head Stored
+	var h struct {
+		head
+		Tools [][]json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(data, &h); err != nil {
+		return err
+	}
+	*s = Stored(h.head)
+	s.Tools = make([]StoredTool, len(h.Tools))
+	for i, row := range h.Tools {
+		if len(row) < 4 {
+			return fmt.Errorf("execution: stored tool %d: %d fields, want at least 4", i, len(row))
+		}
+		var code string
+		t := &s.Tools[i]
+		if err := json.Unmarshal(row[0], &code); err != nil {
+			return fmt.Errorf("execution: stored tool %d: %w", i, err)
+		}
+		state, ok := codeStates[code]
+		if !ok {
+			return fmt.Errorf("execution: stored tool %d: unknown state code %q", i, code)
+		}
+		t.State = state
+		var at *int64
+		for k, dst := range []any{&t.Attempt, &t.Result, &at} {
+			if err := json.Unmarshal(row[k+1], dst); err != nil {
+				return fmt.Errorf("execution: stored tool %d: %w", i, err)
+			}
+		}
+		if at != nil {
+			t.At = s.StartedAt + *at
+		}
+		if len(row) > 4 {
+			if err := json.Unmarshal(row[4], &t.Reason); err != nil {
+				return fmt.Errorf("execution: stored tool %d: %w", i, err)
+			}
+		}
+		if len(row) > 5 {
+			t.Error = &plan.ErrorInfo{}
+			if err := json.Unmarshal(row[5], t.Error); err != nil {
+				return fmt.Errorf("execution: stored tool %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
