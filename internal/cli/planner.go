@@ -86,15 +86,17 @@ func (n *nodeFlags) register(f *flags) {
 type plannerFlags struct {
 	domains  string
 	fallback string
+	ackWait  time.Duration
 }
 
 func (p *plannerFlags) register(f *flags) {
+	f.Duration(&p.ackWait, "planner-ack-wait", "PLANBUS_PLANNER_ACK_WAIT", 30*time.Second, "how soon another planner takes over the requests of a dead one")
 	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN domains (<name>.htn) that requests may name")
 	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: the seed's three)")
 }
 
 func (p *plannerFlags) config() (planner.Config, error) {
-	cfg := planner.Config{DomainsDir: p.domains, Version: Version()}
+	cfg := planner.Config{DomainsDir: p.domains, AckWait: p.ackWait, Version: Version()}
 	if p.domains != "" {
 		if st, err := os.Stat(p.domains); err != nil || !st.IsDir() {
 			return cfg, fmt.Errorf("--domains %q: not a directory", p.domains)

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// buildCommands builds cmd/planner, cmd/dispatcher and cmd/toolworker.
+func buildCommands(t *testing.T) map[string]string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH, so the binaries cannot be built")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", dir+"/", "./cmd/planner", "./cmd/dispatcher", "./cmd/toolworker")
+	cmd.Dir = repoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	bins := map[string]string{}
+	for _, name := range []string{"planner", "dispatcher", "toolworker"} {
+		bins[name] = filepath.Join(dir, name)
+	}
+	return bins
+}
+
+// procs starts and kills the system's processes.
+type procs struct {
+	t    *testing.T
+	bins map[string]string
+	env  []string
+	mu   sync.Mutex
+	all  []*exec.Cmd
+}
+
+func (p *procs) start(name string, args ...string) *exec.Cmd {
+	p.t.Helper()
+	cmd := exec.Command(p.bins[name], args...)
+	cmd.Env = p.env
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.all = append(p.all, cmd)
+	p.mu.Unlock()
+	go func() { _ = cmd.Wait() }()
+	return cmd
+}
+
+// kill9 ends a process the hard way: no signal handler runs, nothing is
+// drained or acknowledged.
+func (p *procs) kill9(cmd *exec.Cmd) {
+	p.t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		p.t.Fatalf("kill -9 %s: %v", cmd.Path, err)
+	}
+}
+
+func (p *procs) stopAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.all {
+		_ = c.Process.Signal(syscall.SIGKILL)
+	}
+}
+
+// TestKillNineOfAnyProcess runs the planner, a dispatcher and a tool
+// worker as real processes and kills each with SIGKILL in the middle of a
+// request: a replacement takes over, the request finishes, no tool is
+// released twice, and only the call whose worker died runs twice.
+func TestKillNineOfAnyProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills real processes; skipped with -short")
+	}
+	cfg := bustest.Start(t)
+	p := &procs{t: t, bins: buildCommands(t), env: append(processEnv(t), "NATS_URL="+cfg.URL, "PLANBUS_LOG_LEVEL=warn")}
+	t.Cleanup(p.stopAll)
+	fast := []string{"--dispatcher-ack-wait", "1s"}
+	workerArgs := []string{"--ack-wait", "1s", "--skills", "sleep"}
+	dispatcher := p.start("dispatcher", fast...)
+	worker := p.start("toolworker", workerArgs...)
+	planner := p.start("planner", "serve", "--planner-ack-wait", "1s")
+
+	var tools []string
+	for i := range 8 {
+		deps := "[]"
+		if i > 0 {
+			deps = fmt.Sprintf(`["s%d"]`, i-1)
+		}
+		tools = append(tools, fmt.Sprintf(`{"toolId":"s%d","skill":"sleep","dependencies":%s,"input":{"ms":400}}`, i, deps))
+	}
+	doc := `{"kind":"plan","plan":{"tools":[` + strings.Join(tools, ",") + `]}}`
+
+	var mu sync.Mutex
+	released := map[string]int{}
+	started := map[string]int{}
+	kills := make(chan string, 16)
+	onEvent := func(ev plan.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Type {
+		case plan.EventToolReleased:
+			released[ev.ToolID]++
+		case plan.EventToolStarted:
+			started[ev.ToolID]++
+			if started[ev.ToolID] == 1 {
+				kills <- ev.ToolID
+			}
+		}
+	}
+	conn := bustest.Dial(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	go func() {
+		for id := range kills {
+			switch id {
+			case "s1": // the dispatcher dies while s1 runs
+				p.kill9(dispatcher)
+				dispatcher = p.start("dispatcher", fast...)
+			case "s3": // the worker dies running s3
+				p.kill9(worker)
+				worker = p.start("toolworker", workerArgs...)
+			case "s5": // the planner dies with the request under way
+				p.kill9(planner)
+				planner = p.start("planner", "serve", "--planner-ack-wait", "1s")
+			}
+		}
+	}()
+	// Wait until the planner answers before asking.
+	for {
+		if _, err := conn.NC.Request("$SRV.PING.planbus-planner", nil, time.Second); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the planner process never answered")
+		}
+	}
+	out, err := client.Request(ctx, conn, []byte(doc), onEvent)
+	close(kills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Success || out.Attempts != 1 {
+		t.Fatalf("outcome %s after %d attempts: %+v", out.Status, out.Attempts, out.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range 8 {
+		id := fmt.Sprintf("s%d", i)
+		if released[id] != 1 {
+			t.Errorf("%s released %d times, want once", id, released[id])
+		}
+		want := 1
+		if id == "s3" {
+			want = 2 // its worker died in the middle: run again by the new one
+		}
+		if started[id] != want {
+			t.Errorf("%s started %d times, want %d", id, started[id], want)
+		}
+		if a := out.Execution.Tools[i].Attempts; a != 1 {
+			t.Errorf("%s: %d attempts, want 1 (a redelivery is not a retry)", id, a)
+		}
+	}
+}
