@@ -368,6 +368,12 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			nakAll(rest, time.Second)
 			return
 		}
+		if redelivered {
+			// This message may have been handled before by a dispatcher
+			// that died before finishing: redo what the state implies.
+			fx.Merge(ent.eng.Outstanding())
+		}
+		out := d.render(ent, &fx, now)
 		if fx.Changed {
 			rev, err := d.kv.Update(ctx, bus.StateKey(planID), mustJSON(ent.eng.State().Store()), ent.rev)
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
@@ -384,12 +390,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			}
 			ent.rev = rev
 		}
-		if redelivered {
-			// This message may have been handled before by a dispatcher
-			// that died before finishing: redo what the state implies.
-			fx.Merge(ent.eng.Outstanding())
-		}
-		pd, err := d.send(ent, fx)
+		pd, err := d.send(ent, fx, out)
 		if err != nil {
 			log.Error().Err(err).Msg("cannot publish effects; messages will be redelivered")
 			delete(s.cache, planID)
@@ -531,8 +532,10 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		_ = it.msg.NakWithDelay(time.Second)
 		return
 	}
-	eng, fx := execution.Start(p, time.Now(), d.cfg.DefaultMaxConcurrency)
+	now := time.Now()
+	eng, fx := execution.Start(p, now, d.cfg.DefaultMaxConcurrency)
 	ent := &entry{eng: eng}
+	out := d.render(ent, &fx, now)
 	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), mustJSON(eng.State().Store()))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists):
@@ -545,6 +548,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 			return
 		}
 		fx = ent.eng.Outstanding()
+		out = d.render(ent, &fx, now)
 	case err != nil:
 		log.Error().Err(err).Msg("cannot store plan state; plan will be redelivered")
 		_ = it.msg.NakWithDelay(time.Second)
@@ -555,7 +559,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		d.remember(s, p.PlanID, p, ent)
 		log.Debug().Int("tools", len(p.Tools)).Msg("plan started")
 	}
-	pd, err := d.send(ent, fx)
+	pd, err := d.send(ent, fx, out)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot publish effects; plan will be redelivered")
 		delete(s.cache, p.PlanID)
@@ -658,24 +662,30 @@ func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, ca
 	_ = it.msg.Ack()
 }
 
-// send carries out effects whose state is already stored: events first
-// (they are informational), then every JetStream publish at once, without
-// waiting for them to be stored; settle does that.
-func (d *Dispatcher) send(ent *entry, fx execution.Effects) (pending, error) {
+// rendered holds the messages of a batch's effects, encoded before its
+// state is stored.
+type rendered struct {
+	calls []renderedCall
+	done  []byte
+}
+
+type renderedCall struct {
+	subject, msgID string
+	data           []byte
+}
+
+// render encodes the tool calls and the execution result the effects ask
+// for. It runs before the state is stored because encoding can change the
+// state: a call that would not fit in a message (its input grew too large
+// with its dependencies' outputs) cannot be published, so its attempt
+// fails at once with INPUT_TOO_LARGE, which is never retried. An execution
+// result too large for a message goes out without outputs; every tool's
+// result stays readable in the RESULTS stream at its resultSeq.
+func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) rendered {
 	eng := ent.eng
 	p, st := eng.Plan(), eng.State()
-	pd := pending{planID: p.PlanID, ent: ent, timeoutTimer: -1, cancel: fx.Cancel, done: fx.Done != nil}
-	for _, ev := range fx.Events {
-		d.event(ev)
-	}
-	pub := func(subject string, data []byte, msgID string) error {
-		f, err := d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
-		if err != nil {
-			return fmt.Errorf("publish %s: %w", subject, err)
-		}
-		pd.futures = append(pd.futures, f)
-		return nil
-	}
+	limit := int(d.conn.NC.MaxPayload()) - 4096 // headers and margin
+	var out rendered
 	outputs := func(id string) (json.RawMessage, bool) {
 		i, ok := eng.Index(id)
 		if !ok || st.Tools[i].State != plan.ToolSucceeded {
@@ -683,7 +693,10 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects) (pending, error) {
 		}
 		return st.Tools[i].Output, true
 	}
-	for _, r := range fx.Releases {
+	// fx.Releases can grow while it is walked: failing one call may free a
+	// slot for another.
+	for k := 0; k < len(fx.Releases); k++ {
+		r := fx.Releases[k]
 		t := p.Tools[r.Index]
 		input, err := p.ResolveInput(r.Index, outputs)
 		if err != nil {
@@ -699,7 +712,49 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects) (pending, error) {
 		call := plan.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: t.Skill,
 			Attempt: r.Attempt, MaxAttempts: t.RetryPolicy.MaxAttempts, Input: input, TimeoutMs: timeout,
 			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC()}
-		if err := pub(bus.ToolSubject(t.Skill), mustJSON(call), call.IdempotencyKey); err != nil {
+		data := mustJSON(call)
+		if len(data) > limit {
+			fx.Merge(eng.OnResult(&plan.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: plan.ToolFailed,
+				Error: &plan.ErrorInfo{Code: "INPUT_TOO_LARGE", Category: plan.CategoryPermanent,
+					Message: fmt.Sprintf("the call's input with its references resolved takes %d bytes; a message holds at most %d", len(data), limit)}}, now))
+			continue
+		}
+		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(t.Skill), msgID: call.IdempotencyKey, data: data})
+	}
+	if fx.Done != nil {
+		out.done = mustJSON(fx.Done)
+		if len(out.done) > limit {
+			slim := *fx.Done
+			slim.OutputsOmitted = true
+			slim.Tools = append([]plan.ToolOutcome(nil), fx.Done.Tools...)
+			for i := range slim.Tools {
+				slim.Tools[i].Output = nil
+			}
+			out.done = mustJSON(&slim)
+		}
+	}
+	return out
+}
+
+// send carries out effects whose state is already stored: events first
+// (they are informational), then every JetStream publish at once, without
+// waiting for them to be stored; settle does that.
+func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pending, error) {
+	p := ent.eng.Plan()
+	pd := pending{planID: p.PlanID, ent: ent, timeoutTimer: -1, cancel: fx.Cancel, done: fx.Done != nil}
+	for _, ev := range fx.Events {
+		d.event(ev)
+	}
+	pub := func(subject string, data []byte, msgID string) error {
+		f, err := d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
+		if err != nil {
+			return fmt.Errorf("publish %s: %w", subject, err)
+		}
+		pd.futures = append(pd.futures, f)
+		return nil
+	}
+	for _, c := range out.calls {
+		if err := pub(c.subject, c.data, c.msgID); err != nil {
 			return pd, err
 		}
 		d.stats.Released.Add(1)
@@ -717,8 +772,8 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects) (pending, error) {
 			pd.timeoutTimer = len(pd.futures) - 1
 		}
 	}
-	if fx.Done != nil {
-		if err := pub(bus.ExecutionSubject(p.PlanID), mustJSON(fx.Done), p.PlanID); err != nil {
+	if out.done != nil {
+		if err := pub(bus.ExecutionSubject(p.PlanID), out.done, p.PlanID); err != nil {
 			return pd, err
 		}
 	}

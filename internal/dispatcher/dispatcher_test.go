@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/node"
@@ -280,5 +281,48 @@ func TestSkillConcurrencyLimitHoldsAcrossWorkers(t *testing.T) {
 	pr.mu.Unlock()
 	if seen != 2 {
 		t.Errorf("at most %d calls ran at once, want the skill's limit 2", seen)
+	}
+}
+
+// big is a plan input of about 300 KB.
+func big() string { return `{"blob":"` + strings.Repeat("x", 300<<10) + `"}` }
+
+// TestTooLargeToSendIsAFailureNotAHang: a call whose resolved input would
+// not fit in a message fails at once; an execution result that would not
+// fit goes out without outputs. Neither may stall the plan.
+func TestTooLargeToSendIsAFailureNotAHang(t *testing.T) {
+	h := start(t, opts{})
+	var refs []string
+	for i := range 30 {
+		refs = append(refs, fmt.Sprintf(`"a%d":{"$ref":"A"}`, i))
+	}
+	res, _ := h.run(`{"tools":[{"toolId":"A","skill":"echo","input":`+big()+`},
+		{"toolId":"B","skill":"echo","dependencies":["A"],"input":{`+strings.Join(refs, ",")+`}}]}`, minute)
+	b := tool(res, "B")
+	if res.State != plan.PlanFailed || b.State != plan.ToolFailed || b.Error == nil || b.Error.Code != "INPUT_TOO_LARGE" || b.Attempts != 1 {
+		t.Fatalf("plan %s, B %s %+v after %d attempts", res.State, b.State, b.Error, b.Attempts)
+	}
+
+	var tools []string
+	tools = append(tools, `{"toolId":"A","skill":"echo","input":`+big()+`}`)
+	for i := range 30 {
+		tools = append(tools, fmt.Sprintf(`{"toolId":"B%d","skill":"echo","dependencies":["A"],"input":{"x":{"$ref":"A"}}}`, i))
+	}
+	res, _ = h.run(`{"maxConcurrency":8,"tools":[`+strings.Join(tools, ",")+`]}`, minute)
+	if !res.Success || !res.OutputsOmitted {
+		t.Fatalf("plan %s, outputsOmitted %v", res.State, res.OutputsOmitted)
+	}
+	for _, o := range res.Tools {
+		if o.Output != nil || o.ResultSeq == 0 {
+			t.Fatalf("%s: output kept (%d bytes) or no resultSeq (%d)", o.ToolID, len(o.Output), o.ResultSeq)
+		}
+	}
+	stream, err := h.conn.JS.Stream(context.Background(), bus.StreamResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.GetMsg(context.Background(), res.Tools[5].ResultSeq)
+	if err != nil || !strings.Contains(string(m.Data), `"blob":"xxxx`) {
+		t.Errorf("result at seq %d: %v", res.Tools[5].ResultSeq, err)
 	}
 }

@@ -412,7 +412,8 @@ func (e *Engine) Result() *plan.ExecutionResult {
 	for i, ts := range st.Tools {
 		t := e.plan.Tools[i]
 		o := plan.ToolOutcome{ToolID: t.ToolID, Skill: t.Skill, State: ts.State, Required: t.Required,
-			Attempts: ts.Attempt, Output: ts.Output, Error: ts.Error, Reason: ts.Reason, WorkerID: ts.WorkerID, DurationMs: ts.DurationMs}
+			Attempts: ts.Attempt, Output: ts.Output, Error: ts.Error, Reason: ts.Reason, WorkerID: ts.WorkerID, DurationMs: ts.DurationMs,
+			ResultSeq: ts.ResultSeq}
 		if ts.StartedAt > 0 {
 			o.StartedAt = time.UnixMilli(ts.StartedAt).UTC()
 		}

@@ -127,6 +127,8 @@ type ToolOutcome struct {
 	StartedAt  time.Time       `json:"startedAt,omitzero"`
 	FinishedAt time.Time       `json:"finishedAt,omitzero"`
 	DurationMs float64         `json:"durationMs,omitempty"`
+	// ResultSeq is where the tool's last result is in the RESULTS stream.
+	ResultSeq uint64 `json:"resultSeq,omitempty"`
 }
 
 // ExecutionResult is a plan's outcome (seed 003 §4.4, §5.2).
@@ -144,6 +146,9 @@ type ExecutionResult struct {
 	FinishedAt   time.Time       `json:"finishedAt,omitzero"`
 	DurationMs   float64         `json:"durationMs,omitempty"`
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	// OutputsOmitted: the result with every output would not fit in a
+	// message; the outputs are in the RESULTS stream at each resultSeq.
+	OutputsOmitted bool `json:"outputsOmitted,omitempty"`
 }
 
 // Event types, the last tokens of planbus.events.<requestId>.<type>.
