@@ -116,16 +116,26 @@ func Validate(name string, doc []byte) error {
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return &Error{Schema: name, Issues: []string{syntaxMessage(doc, err)}}
-	}
-	if _, err := dec.Token(); err == nil {
-		return &Error{Schema: name, Issues: []string{fmt.Sprintf("malformed JSON: %s: more than one value", position(doc, dec.InputOffset()))}}
+	v, err := decode(name, doc)
+	if err != nil {
+		return err
 	}
 	return validate(name, s, v)
+}
+
+// decode reads one JSON value. Numbers become float64: exact for every
+// integer the schemas bound (ids, counts, milliseconds), and far cheaper for
+// the validator to compare than json.Number.
+func decode(name string, doc []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, &Error{Schema: name, Issues: []string{syntaxMessage(doc, err)}}
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, &Error{Schema: name, Issues: []string{fmt.Sprintf("malformed JSON: %s: more than one value", position(doc, dec.InputOffset()))}}
+	}
+	return v, nil
 }
 
 // ValidateValue checks a decoded value (as produced by encoding/json with
@@ -235,11 +245,9 @@ func Compile(name string, doc []byte) (*Validator, error) {
 
 // Validate checks one JSON document, reporting errors as Validate does.
 func (v *Validator) Validate(doc []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var x any
-	if err := dec.Decode(&x); err != nil {
-		return &Error{Schema: v.name, Issues: []string{syntaxMessage(doc, err)}}
+	x, err := decode(v.name, doc)
+	if err != nil {
+		return err
 	}
 	return validate(v.name, v.schema, x)
 }

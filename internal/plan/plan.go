@@ -49,29 +49,62 @@ type Tool struct {
 // to their defaults in the document it was decoded from.
 func (t *Tool) Defaults() (timeout, retry bool) { return !t.timeoutSet, !t.retrySet }
 
+// toolJSON is Tool as decoded: pointers tell absent fields from zeros.
+type toolJSON struct {
+	ToolID       string          `json:"toolId"`
+	Skill        string          `json:"skill"`
+	Description  string          `json:"description"`
+	Input        json.RawMessage `json:"input"`
+	Dependencies []string        `json:"dependencies"`
+	Required     *bool           `json:"required"`
+	Async        *bool           `json:"async"`
+	TimeoutMs    *int64          `json:"timeoutMs"`
+	RetryPolicy  *struct {
+		MaxAttempts *int   `json:"maxAttempts"`
+		BackoffMs   *int64 `json:"backoffMs"`
+	} `json:"retryPolicy"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// tool fills the defaults of absent fields.
+func (j *toolJSON) tool() Tool {
+	t := Tool{ToolID: j.ToolID, Skill: j.Skill, Description: j.Description, Input: j.Input, Dependencies: j.Dependencies,
+		Required: true, Async: true, TimeoutMs: DefaultToolTimeoutMs,
+		RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: j.Metadata}
+	if t.Input == nil {
+		t.Input = json.RawMessage(`{}`)
+	}
+	if t.Dependencies == nil {
+		t.Dependencies = []string{}
+	}
+	if j.Required != nil {
+		t.Required = *j.Required
+	}
+	if j.Async != nil {
+		t.Async = *j.Async
+	}
+	if j.TimeoutMs != nil {
+		t.TimeoutMs, t.timeoutSet = *j.TimeoutMs, true
+	}
+	if rp := j.RetryPolicy; rp != nil {
+		t.retrySet = true
+		if rp.MaxAttempts != nil {
+			t.RetryPolicy.MaxAttempts = *rp.MaxAttempts
+		}
+		if rp.BackoffMs != nil {
+			t.RetryPolicy.BackoffMs = *rp.BackoffMs
+		}
+	}
+	return t
+}
+
 // UnmarshalJSON fills the defaults of absent fields.
 func (t *Tool) UnmarshalJSON(b []byte) error {
-	type raw Tool
-	r := raw{
-		Input:       json.RawMessage(`{}`),
-		Required:    true,
-		Async:       true,
-		TimeoutMs:   DefaultToolTimeoutMs,
-		RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs},
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
+	var j toolJSON
+	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	if r.Dependencies == nil {
-		r.Dependencies = []string{}
-	}
-	var present struct {
-		TimeoutMs   json.RawMessage `json:"timeoutMs"`
-		RetryPolicy json.RawMessage `json:"retryPolicy"`
-	}
-	_ = json.Unmarshal(b, &present)
-	*t = Tool(r)
-	t.timeoutSet, t.retrySet = present.TimeoutMs != nil, present.RetryPolicy != nil
+	*t = j.tool()
 	return nil
 }
 
@@ -91,17 +124,35 @@ type Plan struct {
 	refs  [][]ref // per tool, the references in its input
 }
 
-// UnmarshalJSON fills the defaults of absent fields.
+// UnmarshalJSON fills the defaults of absent fields, in one pass over the
+// document (a plan may have thousands of tools).
 func (p *Plan) UnmarshalJSON(b []byte) error {
-	type raw Plan
-	r := raw{Parallel: true, TimeoutMs: DefaultPlanTimeoutMs}
-	if err := json.Unmarshal(b, &r); err != nil {
+	var j struct {
+		PlanID         string          `json:"planId"`
+		RequestID      string          `json:"requestId"`
+		SessionID      string          `json:"sessionId"`
+		Description    string          `json:"description"`
+		Parallel       *bool           `json:"parallel"`
+		MaxConcurrency int             `json:"maxConcurrency"`
+		TimeoutMs      *int64          `json:"timeoutMs"`
+		Tools          []toolJSON      `json:"tools"`
+		Metadata       json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	if r.Tools == nil {
-		r.Tools = []Tool{}
+	*p = Plan{PlanID: j.PlanID, RequestID: j.RequestID, SessionID: j.SessionID, Description: j.Description,
+		Parallel: true, MaxConcurrency: j.MaxConcurrency, TimeoutMs: DefaultPlanTimeoutMs, Metadata: j.Metadata,
+		Tools: make([]Tool, len(j.Tools))}
+	if j.Parallel != nil {
+		p.Parallel = *j.Parallel
 	}
-	*p = Plan(r)
+	if j.TimeoutMs != nil {
+		p.TimeoutMs = *j.TimeoutMs
+	}
+	for i := range j.Tools {
+		p.Tools[i] = j.Tools[i].tool()
+	}
 	return nil
 }
 
