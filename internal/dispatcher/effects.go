@@ -1,0 +1,241 @@
+package dispatcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/skills"
+)
+
+// DefaultSession is the session of plans that name none.
+const DefaultSession = "default"
+
+// learn records what applied results tell: each skill's health in the
+// plan's session (with an event for every transition) and the session
+// state patches the tools returned. Both are idempotent, so they are done
+// before the plan state is stored and redone if that fails.
+func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *execution.Engine, applied []execution.Applied) error {
+	p, st := eng.Plan(), eng.State()
+	sid := sessionOf(st)
+	for _, a := range applied {
+		r, t := a.Result, p.Tools[a.Index]
+		o := skills.Outcome{Key: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt),
+			Succeeded: r.State == plan.ToolSucceeded, Retry: r.Attempt > 1, Final: a.Final}
+		if r.Error != nil {
+			o.Category, o.Error = r.Error.Category, r.Error.Message
+		}
+		if d.health.Quick(sid, t.Skill, o) {
+			before, after, err := d.health.Apply(ctx, sid, t.Skill, o)
+			if err != nil {
+				return err
+			}
+			if before.State != after.State {
+				log.Info().Str("skill", t.Skill).Str("session", sid).Str("from", before.State).Str("to", after.State).Msg("skill health changed")
+				d.event(plan.Event{Type: plan.EventSkillHealth, Time: time.Now(), RequestID: st.RequestID, PlanID: p.PlanID,
+					ToolID: t.ToolID, Skill: t.Skill, SessionID: sid, From: before.State, To: after.State,
+					Message: fmt.Sprintf("%s: %s -> %s", t.Skill, before.State, after.State)})
+			}
+		}
+		if len(r.StatePatch) > 0 && r.State == plan.ToolSucceeded {
+			if _, err := d.states.Patch(ctx, sid, r.StatePatch); err != nil {
+				return fmt.Errorf("session %s: %w", sid, err)
+			}
+		}
+	}
+	return nil
+}
+
+// rendered holds the messages of a batch's effects, encoded before its
+// state is stored.
+type rendered struct {
+	calls []renderedCall
+	done  []byte
+}
+
+type renderedCall struct {
+	subject, msgID string
+	data           []byte
+}
+
+// render encodes the tool calls and the execution result the effects ask
+// for. It runs before the state is stored because encoding can change the
+// state: a call that would not fit in a message (its input grew too large
+// with its dependencies' outputs) cannot be published, so its attempt
+// fails at once with INPUT_TOO_LARGE, which is never retried. An execution
+// result too large for a message goes out without outputs; every tool's
+// result stays readable in the RESULTS stream at its resultSeq.
+func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) rendered {
+	eng := ent.eng
+	p, st := eng.Plan(), eng.State()
+	limit := int(d.conn.NC.MaxPayload()) - 4096 // headers and margin
+	var out rendered
+	outputs := func(id string) (json.RawMessage, bool) {
+		i, ok := eng.Index(id)
+		if !ok || st.Tools[i].State != plan.ToolSucceeded {
+			return nil, false
+		}
+		return st.Tools[i].Output, true
+	}
+	// fx.Releases can grow while it is walked: failing one call may free a
+	// slot for another.
+	for k := 0; k < len(fx.Releases); k++ {
+		r := fx.Releases[k]
+		t := p.Tools[r.Index]
+		input, err := p.ResolveInput(r.Index, outputs)
+		if err != nil {
+			// Outputs are JSON by the time they are stored, so this is a bug;
+			// run the tool with its references unresolved rather than stall.
+			d.log.Error().Err(err).Str("plan_id", p.PlanID).Str("tool_id", t.ToolID).Msg("cannot resolve input references")
+			input = t.Input
+		}
+		timeout := t.TimeoutMs
+		if d.health.Get(sessionOf(st), t.Skill).State == skills.Degraded {
+			timeout = min(timeout*skills.DegradedTimeoutFactor, 86400000)
+		}
+		call := plan.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: t.Skill,
+			Attempt: r.Attempt, MaxAttempts: t.RetryPolicy.MaxAttempts, Input: input, TimeoutMs: timeout,
+			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC()}
+		data := mustJSON(call)
+		if len(data) > limit {
+			fx.Merge(eng.OnResult(&plan.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: plan.ToolFailed,
+				Error: &plan.ErrorInfo{Code: "INPUT_TOO_LARGE", Category: plan.CategoryPermanent,
+					Message: fmt.Sprintf("the call's input with its references resolved takes %d bytes; a message holds at most %d", len(data), limit)}}, now))
+			continue
+		}
+		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(t.Skill), msgID: call.IdempotencyKey, data: data})
+	}
+	if fx.Done != nil {
+		out.done = mustJSON(fx.Done)
+		if len(out.done) > limit {
+			slim := *fx.Done
+			slim.OutputsOmitted = true
+			slim.Tools = append([]plan.ToolOutcome(nil), fx.Done.Tools...)
+			for i := range slim.Tools {
+				slim.Tools[i].Output = nil
+			}
+			out.done = mustJSON(&slim)
+		}
+	}
+	return out
+}
+
+// send carries out effects whose state is already stored: events first
+// (they are informational), then every JetStream publish at once, without
+// waiting for them to be stored; settle does that.
+func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pending, error) {
+	p := ent.eng.Plan()
+	pd := pending{planID: p.PlanID, ent: ent, timeoutTimer: -1, cancel: fx.Cancel, done: fx.Done != nil}
+	for _, ev := range fx.Events {
+		d.event(ev)
+	}
+	pub := func(subject string, data []byte, msgID string) error {
+		f, err := d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
+		if err != nil {
+			return fmt.Errorf("publish %s: %w", subject, err)
+		}
+		pd.futures = append(pd.futures, f)
+		return nil
+	}
+	for _, c := range out.calls {
+		if err := pub(c.subject, c.data, c.msgID); err != nil {
+			return pd, err
+		}
+		d.stats.Released.Add(1)
+	}
+	for _, tm := range fx.Timers {
+		body := timerMsg{PlanID: p.PlanID, Kind: tm.Kind, Tool: tm.Index, Attempt: tm.Attempt, FireAt: tm.FireAt.UnixMilli()}
+		id := p.PlanID + "/timeout"
+		if tm.Kind == execution.TimerRetry {
+			id = fmt.Sprintf("%s/retry/%d/%d", p.PlanID, tm.Index, tm.Attempt)
+		}
+		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), id); err != nil {
+			return pd, err
+		}
+		if tm.Kind == execution.TimerPlanTimeout {
+			pd.timeoutTimer = len(pd.futures) - 1
+		}
+	}
+	if out.done != nil {
+		if err := pub(bus.ExecutionSubject(p.PlanID), out.done, p.PlanID); err != nil {
+			return pd, err
+		}
+	}
+	return pd, nil
+}
+
+// settle waits until JetStream has stored a batch's effects and then
+// acknowledges its messages. If any publish failed, the messages are handed
+// back instead: whoever handles them again republishes what the state
+// implies.
+func (d *Dispatcher) settle(pd pending) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for k, f := range pd.futures {
+		select {
+		case ack := <-f.Ok():
+			if k == pd.timeoutTimer && !ack.Duplicate {
+				pd.ent.timerSeq.Store(ack.Sequence)
+			}
+			continue
+		case err := <-f.Err():
+			d.log.Error().Err(err).Str("plan_id", pd.planID).Msg("a publish failed; messages will be redelivered")
+		case <-ctx.Done():
+			d.log.Error().Str("plan_id", pd.planID).Msg("publishes not stored in time; messages will be redelivered")
+		}
+		for _, m := range pd.ack {
+			_ = m.NakWithDelay(time.Second)
+		}
+		return
+	}
+	for _, m := range pd.ack {
+		_ = m.Ack()
+	}
+	if pd.cancel {
+		_ = d.conn.NC.Publish(bus.CancelSubject(pd.planID), nil)
+	}
+	if pd.done {
+		d.stats.PlansEnded.Add(1)
+		// The timeout timer of an ended plan would only be ignored when it
+		// fires; delete it rather than keep it pending. (After a failover
+		// its sequence is unknown here and it fires as a no-op.)
+		if seq := pd.ent.timerSeq.Load(); seq > 0 {
+			if err := d.timers.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				d.log.Debug().Err(err).Str("plan_id", pd.planID).Msg("cannot delete the timeout timer of an ended plan")
+			}
+		}
+	}
+}
+
+// event publishes a progress event on core NATS; the EVENTS stream keeps
+// it. Events are best effort: nothing depends on them.
+func (d *Dispatcher) event(ev plan.Event) {
+	_ = d.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), mustJSON(ev))
+}
+
+func sessionOf(st *execution.State) string {
+	if st.SessionID == "" {
+		return DefaultSession
+	}
+	return st.SessionID
+}
+
+func ackAll(items []item) {
+	for _, it := range items {
+		_ = it.msg.Ack()
+	}
+}
+
+func nakAll(items []item, delay time.Duration) {
+	for _, it := range items {
+		_ = it.msg.NakWithDelay(delay)
+	}
+}

@@ -1,0 +1,227 @@
+package dispatcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/schemas"
+)
+
+// errNoPlan: a result or timer arrived for a plan with no stored state
+// (expired, or never started).
+var errNoPlan = errors.New("dispatcher: no such plan")
+
+// casRetries bounds how often one batch is reapplied after losing a
+// compare-and-set to another dispatcher before it is handed back.
+const casRetries = 20
+
+// opTimeout bounds each round of KV and publish calls for one batch.
+const opTimeout = 10 * time.Second
+
+func (d *Dispatcher) process(s *shard, planID string, items []item) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	log := d.log.With().Str("plan_id", planID).Logger()
+	defer func() {
+		// A bug must not take every plan of the process down with it: log
+		// it, forget the plan's cached engine and hand the messages back.
+		if r := recover(); r != nil {
+			log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("dispatcher bug; messages will be redelivered")
+			d.forget(s, planID)
+			nakAll(items, 5*time.Second)
+		}
+	}()
+	var rest []item
+	for _, it := range items {
+		switch it.kind {
+		case kindPlan:
+			d.startPlan(ctx, s, log, it)
+		case kindResult:
+			if r := d.decodeResult(log, it.msg); r != nil {
+				it.result = r
+				rest = append(rest, it)
+			}
+		default:
+			rest = append(rest, it)
+		}
+	}
+	if len(rest) == 0 {
+		return
+	}
+	for try := 0; try < casRetries; try++ {
+		ent, err := d.entry(ctx, s, planID)
+		if errors.Is(err, errNoPlan) {
+			log.Warn().Int("messages", len(rest)).Msg("results or timers for a plan with no state; dropping them")
+			ackAll(rest)
+			return
+		}
+		if err != nil {
+			log.Error().Err(err).Msg("cannot load plan state; messages will be redelivered")
+			nakAll(rest, time.Second)
+			return
+		}
+		now := time.Now()
+		var fx execution.Effects
+		redelivered := false
+		for _, it := range rest {
+			switch it.kind {
+			case kindResult:
+				d.stats.Results.Add(1)
+				fx.Merge(ent.eng.OnResultSeq(it.result, it.seq, now))
+			case kindTimer:
+				d.stats.Timers.Add(1)
+				fx.Merge(ent.eng.OnTimer(it.timer, now))
+			}
+			redelivered = redelivered || it.redelivered
+		}
+		if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
+			log.Error().Err(err).Msg("cannot record skill health or session state; messages will be redelivered")
+			delete(s.cache, planID)
+			nakAll(rest, time.Second)
+			return
+		}
+		if redelivered {
+			// This message may have been handled before by a dispatcher
+			// that died before finishing: redo what the state implies.
+			fx.Merge(ent.eng.Outstanding())
+		}
+		out := d.render(ent, &fx, now)
+		if fx.Changed {
+			rev, err := d.kv.Update(ctx, bus.StateKey(planID), mustJSON(ent.eng.State().Store()), ent.rev)
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				// Another dispatcher changed the plan: start again from its state.
+				d.stats.Conflicts.Add(1)
+				delete(s.cache, planID)
+				continue
+			}
+			if err != nil {
+				log.Error().Err(err).Msg("cannot store plan state; messages will be redelivered")
+				delete(s.cache, planID)
+				nakAll(rest, time.Second)
+				return
+			}
+			ent.rev = rev
+		}
+		pd, err := d.send(ent, fx, out)
+		if err != nil {
+			log.Error().Err(err).Msg("cannot publish effects; messages will be redelivered")
+			delete(s.cache, planID)
+			nakAll(rest, time.Second)
+			return
+		}
+		for _, it := range rest {
+			pd.ack = append(pd.ack, it.msg)
+		}
+		s.acks <- pd
+		if ent.eng.Done() {
+			d.forget(s, planID)
+		}
+		return
+	}
+	log.Warn().Int("tries", casRetries).Msg("lost every compare-and-set; messages will be redelivered")
+	nakAll(rest, 100*time.Millisecond)
+}
+
+// decodeResult validates a tool result; an invalid one is terminated.
+func (d *Dispatcher) decodeResult(log zerolog.Logger, m jetstream.Msg) *plan.ToolResult {
+	if err := schemas.Validate(schemas.ToolResult, m.Data()); err != nil {
+		log.Error().Err(err).Str("subject", m.Subject()).Msg("dropping an invalid tool result")
+		_ = m.TermWithReason("invalid tool result: " + err.Error())
+		return nil
+	}
+	var r plan.ToolResult
+	if err := json.Unmarshal(m.Data(), &r); err != nil || bus.ResultSubject(r.PlanID) != m.Subject() {
+		log.Error().Str("subject", m.Subject()).Str("result_plan_id", r.PlanID).Msg("dropping a tool result published on another plan's subject")
+		_ = m.TermWithReason("result subject and planId differ")
+		return nil
+	}
+	return &r
+}
+
+// entry returns the plan's engine, from the cache or rebuilt from KV.
+func (d *Dispatcher) entry(ctx context.Context, s *shard, planID string) (*entry, error) {
+	if e, ok := s.cache[planID]; ok {
+		return e, nil
+	}
+	kve, err := d.kv.Get(ctx, bus.StateKey(planID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, errNoPlan
+	}
+	if err != nil {
+		return nil, err
+	}
+	var stored execution.Stored
+	if err := json.Unmarshal(kve.Value(), &stored); err != nil {
+		return nil, fmt.Errorf("state of plan %s: %w", planID, err)
+	}
+	p, ok := s.plans[planID]
+	if !ok {
+		pe, err := d.kv.Get(ctx, bus.PlanKey(planID))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, errNoPlan
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p, err = plan.Decode(pe.Value()); err != nil {
+			return nil, fmt.Errorf("stored plan %s: %w", planID, err)
+		}
+	}
+	st, err := execution.Load(p, &stored, func(seq uint64) (*plan.ToolResult, error) { return d.storedResult(ctx, seq) })
+	if err != nil {
+		return nil, err
+	}
+	eng, err := execution.Restore(p, st)
+	if err != nil {
+		return nil, err
+	}
+	e := &entry{eng: eng, rev: kve.Revision()}
+	d.remember(s, planID, p, e)
+	return e, nil
+}
+
+// storedResult reads a result back from the RESULTS stream, for a plan
+// whose engine is rebuilt from KV. A result that has expired gives nil: the
+// tool's output and error are then unknown.
+func (d *Dispatcher) storedResult(ctx context.Context, seq uint64) (*plan.ToolResult, error) {
+	m, err := d.results.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		d.log.Warn().Uint64("seq", seq).Msg("a tool result is no longer in the results stream; its output is lost")
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r plan.ToolResult
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return nil, fmt.Errorf("result %d: %w", seq, err)
+	}
+	return &r, nil
+}
+
+func (d *Dispatcher) remember(s *shard, planID string, p *plan.Plan, e *entry) {
+	limit := max(d.cfg.CacheSize/len(d.shards), 1)
+	if len(s.cache) >= limit {
+		for id := range s.cache { // evict any one: it is rebuilt from KV on demand
+			d.forget(s, id)
+			break
+		}
+	}
+	s.cache[planID] = e
+	s.plans[planID] = p
+}
+
+func (d *Dispatcher) forget(s *shard, planID string) {
+	delete(s.cache, planID)
+	delete(s.plans, planID)
+}
