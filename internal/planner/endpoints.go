@@ -1,0 +1,177 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// accept validates a request as the endpoint receives it and queues it.
+func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
+	r, err := DecodeRequest(doc)
+	if err != nil {
+		return nil, err
+	}
+	if r.RequestID == "" {
+		r.RequestID = nuid.Next()
+	}
+	switch r.Kind {
+	case KindGOAP, KindTemplate:
+		return nil, &RequestError{Field: "/kind", Msg: fmt.Sprintf("kind %q is not available yet; use plan, external or htn", r.Kind)}
+	case KindPlan:
+		p, err := plan.Decode(r.Plan)
+		if err != nil {
+			return nil, &RequestError{Field: "/plan", Msg: err.Error()}
+		}
+		known, err := s.skillManifests(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range p.Tools {
+			if _, ok := known[t.Skill]; !ok {
+				return nil, &RequestError{Field: fmt.Sprintf("/plan/tools/%d/skill", i),
+					Msg: fmt.Sprintf("unknown skill %q: no worker has advertised it", t.Skill)}
+			}
+		}
+	case KindHTN:
+		if _, err := (htnPlanner{domains: s.cfg.DomainsDir}).program(r.HTN, nil); err != nil {
+			var re *RequestError
+			if errors.As(err, &re) {
+				return nil, re
+			}
+			return nil, &RequestError{Field: "/htn", Msg: err.Error()}
+		}
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.conn.JS.Publish(ctx, bus.RequestSubject(r.RequestID), data, jetstream.WithMsgID(r.RequestID)); err != nil {
+		return nil, fmt.Errorf("planner: queue request: %w", err)
+	}
+	return r, nil
+}
+
+// Accepted is the reply to an accepted request.
+type Accepted struct {
+	RequestID string `json:"requestId"`
+	SessionID string `json:"sessionId"`
+	Status    string `json:"status"`
+}
+
+// Rejected is the reply to a request that is not valid.
+type Rejected struct {
+	Status string     `json:"status"`
+	Error  ReplyError `json:"error"`
+}
+
+// ReplyError names the problem.
+type ReplyError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (s *Service) addService() (micro.Service, error) {
+	svc, err := micro.AddService(s.conn.NC, micro.Config{
+		Name: bus.ServicePlanner, Version: s.cfg.Version,
+		Description: "planbus planner: plan requests in, plans out, replans on failure",
+		Metadata:    map[string]string{"planner": s.cfg.ID},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("planner: micro service: %w", err)
+	}
+	add := func(name, subject string, h micro.HandlerFunc) error {
+		return svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject))
+	}
+	if err := add("request", bus.SubjectPlanRequest, s.handleRequest); err != nil {
+		return nil, err
+	}
+	if err := add("reset", bus.SubjectSessionReset, s.handleReset); err != nil {
+		return nil, err
+	}
+	if err := add("skills", bus.SubjectSkills, s.handleSkills); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+func (s *Service) handleRequest(req micro.Request) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := s.accept(ctx, req.Data())
+	if err != nil {
+		rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: err.Error()}}
+		var re *RequestError
+		if errors.As(err, &re) {
+			rej.Error.Field, rej.Error.Message = re.Field, re.Error()
+		} else {
+			rej.Error.Code = "UNAVAILABLE"
+		}
+		data, _ := json.Marshal(rej)
+		_ = req.Error("400", rej.Error.Message, data)
+		return
+	}
+	s.event(&loop{Request: r}, plan.Event{Type: "request.accepted", Message: "kind " + r.Kind})
+	_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted"})
+}
+
+// handleReset restarts a session (the §3.1 "session restart" edge): every
+// skill back to healthy; with "state": true the session's state is
+// cleared too.
+func (s *Service) handleReset(req micro.Request) {
+	var q struct {
+		SessionID string `json:"sessionId"`
+		State     bool   `json:"state"`
+	}
+	if err := json.Unmarshal(req.Data(), &q); err != nil || !plan.ValidID(q.SessionID) {
+		_ = req.Error("400", `want {"sessionId": "...", "state": false}`, nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	healed, err := s.health.Reset(ctx, q.SessionID)
+	if err == nil && q.State {
+		err = s.states.Delete(ctx, q.SessionID)
+	}
+	if err != nil {
+		_ = req.Error("500", err.Error(), nil)
+		return
+	}
+	if healed == nil {
+		healed = []string{}
+	}
+	_ = req.RespondJSON(map[string]any{"sessionId": q.SessionID, "healed": healed, "stateCleared": q.State})
+}
+
+// handleSkills lists advertised skills with their health in a session.
+func (s *Service) handleSkills(req micro.Request) {
+	var q struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(req.Data(), &q)
+	if q.SessionID == "" {
+		q.SessionID = "default"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ms, err := s.skillManifests(ctx)
+	if err != nil {
+		_ = req.Error("500", err.Error(), nil)
+		return
+	}
+	var out []map[string]any
+	for _, name := range sortedKeys(ms) {
+		out = append(out, map[string]any{"manifest": ms[name], "health": s.health.Get(q.SessionID, name)})
+	}
+	_ = req.RespondJSON(map[string]any{"sessionId": q.SessionID, "skills": out})
+}

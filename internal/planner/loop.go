@@ -1,0 +1,353 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/skills"
+)
+
+// loop is a request's replan loop state, stored under its id in
+// planbus-requests.
+type loop struct {
+	Request  *Request              `json:"request"`
+	Status   string                `json:"status"` // generating, executing, done
+	Attempt  int                   `json:"attempt"`
+	PlanID   string                `json:"planId,omitempty"`
+	Plan     json.RawMessage       `json:"plan,omitempty"` // the plan being executed, to publish again after a crash
+	Disabled []string              `json:"disabledSkills"`
+	History  []Attempt             `json:"history"`
+	Last     *plan.ExecutionResult `json:"lastExecution,omitempty"`
+	Outcome  *Outcome              `json:"outcome,omitempty"`
+	Updated  time.Time             `json:"updatedAt"`
+}
+
+const (
+	loopGenerating = "generating"
+	loopExecuting  = "executing"
+	loopDone       = "done"
+)
+
+func (s *Service) load(ctx context.Context, requestID string) (*loop, uint64, error) {
+	e, err := s.requests.Get(ctx, requestID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var l loop
+	if err := json.Unmarshal(e.Value(), &l); err != nil {
+		return nil, 0, fmt.Errorf("loop state of %s: %w", requestID, err)
+	}
+	return &l, e.Revision(), nil
+}
+
+// save stores the loop with compare-and-set; only the holder of the
+// request's lock writes, and the lock is per process, so a conflict means
+// another planner works on the request: the caller leaves it to that one.
+func (s *Service) save(ctx context.Context, l *loop, rev uint64) (uint64, error) {
+	l.Updated = time.Now().UTC()
+	data, err := json.Marshal(l)
+	if err != nil {
+		return 0, err
+	}
+	if rev == 0 {
+		return s.requests.Create(ctx, l.Request.RequestID, data)
+	}
+	return s.requests.Update(ctx, l.Request.RequestID, data, rev)
+}
+
+// onRequest starts (or resumes) the loop of an accepted request.
+func (s *Service) onRequest(m jetstream.Msg) {
+	r, err := DecodeRequest(m.Data())
+	if err != nil || r.RequestID == "" {
+		s.log.Error().Err(err).Str("subject", m.Subject()).Msg("dropping an invalid request")
+		_ = m.TermWithReason("invalid request")
+		return
+	}
+	defer s.lock(r.RequestID)()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, rev, err := s.load(ctx, r.RequestID)
+	if err == nil && l == nil {
+		l = &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []Attempt{}}
+		rev, err = s.save(ctx, l, 0)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			l, rev, err = s.load(ctx, r.RequestID)
+		}
+	}
+	if err != nil {
+		s.log.Error().Err(err).Str("request_id", r.RequestID).Msg("cannot load the request's loop; it will be redelivered")
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	if err := s.advance(ctx, l, rev); err != nil {
+		s.log.Error().Err(err).Str("request_id", r.RequestID).Msg("loop step failed; the request will be redelivered")
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	_ = m.Ack()
+}
+
+// onExecution moves a loop on when its plan ends.
+func (s *Service) onExecution(m jetstream.Msg) {
+	var res plan.ExecutionResult
+	if err := json.Unmarshal(m.Data(), &res); err != nil || res.RequestID == "" {
+		_ = m.TermWithReason("invalid execution result")
+		return
+	}
+	defer s.lock(res.RequestID)()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, rev, err := s.load(ctx, res.RequestID)
+	if err != nil {
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	if l == nil {
+		_ = m.Ack() // a plan submitted directly, not through a request
+		return
+	}
+	if l.Status == loopExecuting && l.PlanID == res.PlanID {
+		s.record(l, &res)
+	}
+	if err := s.advance(ctx, l, rev); err != nil {
+		s.log.Error().Err(err).Str("request_id", res.RequestID).Msg("loop step failed; the result will be redelivered")
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	_ = m.Ack()
+}
+
+// record notes an execution's end in the loop: success ends it; a failure
+// that can be replanned goes back to generating with the failed skills, and
+// the skills health has disabled, added to disabledSkills (§5.2).
+func (s *Service) record(l *loop, res *plan.ExecutionResult) {
+	l.Last = res
+	a := Attempt{Attempt: l.Attempt, PlanID: res.PlanID, State: res.State, Error: res.Error, FailedSkills: res.FailedSkills}
+	switch {
+	case res.Success:
+		l.History = append(l.History, a)
+		s.finish(l, StatusSucceeded, nil)
+	case res.CanReplan && l.Attempt < l.Request.MaxAttempts:
+		grown := slices.Clone(l.Disabled)
+		for _, sk := range append(slices.Clone(res.FailedSkills), s.health.Disabled(l.Request.SessionID)...) {
+			if !slices.Contains(grown, sk) {
+				grown = append(grown, sk)
+			}
+		}
+		slices.Sort(grown)
+		a.DisabledSkills = grown
+		l.History = append(l.History, a)
+		l.Disabled, l.Status, l.Plan = grown, loopGenerating, nil
+		s.event(l, plan.Event{Type: "request.replanning", PlanID: res.PlanID, Attempt: l.Attempt,
+			Message: fmt.Sprintf("attempt %d %s; generating attempt %d with disabled skills %v", l.Attempt, res.State, l.Attempt+1, grown)})
+	case res.CanReplan:
+		l.History = append(l.History, a)
+		s.finish(l, StatusFallback, res.Error)
+	default:
+		l.History = append(l.History, a)
+		s.finish(l, StatusFailed, res.Error)
+	}
+}
+
+// advance carries the loop forward from its stored state and performs what
+// the state implies: generate while generating, (re)publish the plan being
+// executed, (re)publish the outcome of a finished request. Every change is
+// stored before it is acted on.
+func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
+	for {
+		switch l.Status {
+		case loopDone:
+			if _, err := s.save(ctx, l, rev); err != nil {
+				return err
+			}
+			return s.publishOutcome(ctx, l.Outcome)
+		case loopExecuting:
+			if _, err := s.save(ctx, l, rev); err != nil {
+				return err
+			}
+			_, err := s.conn.JS.Publish(ctx, bus.PlanSubject(l.PlanID), l.Plan, jetstream.WithMsgID(l.PlanID))
+			return err
+		}
+		if l.Attempt >= l.Request.MaxAttempts {
+			last := (*plan.ErrorInfo)(nil)
+			if n := len(l.History); n > 0 {
+				last = l.History[n-1].Error
+			}
+			s.finish(l, StatusFallback, last)
+			continue
+		}
+		l.Attempt++
+		s.event(l, plan.Event{Type: "request.generating", Attempt: l.Attempt,
+			Message: fmt.Sprintf("generating attempt %d of %d (%s)", l.Attempt, l.Request.MaxAttempts, l.Request.Kind)})
+		p, err := s.generate(ctx, l)
+		if err != nil {
+			ge := genErrorOf(err)
+			l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: ge.info(), DisabledSkills: slices.Clone(l.Disabled)})
+			s.log.Warn().Str("request_id", l.Request.RequestID).Int("attempt", l.Attempt).Err(err).Msg("generation failed")
+			if !ge.retryable() {
+				s.finish(l, StatusFallback, ge.info())
+			}
+			continue
+		}
+		data, _ := json.Marshal(p)
+		l.Status, l.PlanID, l.Plan = loopExecuting, p.PlanID, data
+		s.event(l, plan.Event{Type: "request.generated", PlanID: p.PlanID, Attempt: l.Attempt,
+			Message: fmt.Sprintf("attempt %d: plan %s with %d tool(s)", l.Attempt, p.PlanID, len(p.Tools))})
+	}
+}
+
+func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
+	r := l.Request
+	g, ok := s.generators[r.Kind]
+	if !ok {
+		return nil, &GenError{Code: "UNSUPPORTED_KIND", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
+	}
+	in := GenInput{Request: r, Attempt: l.Attempt, DisabledSkills: slices.Clone(l.Disabled), LastExecution: l.Last}
+	if n := len(l.History); n > 0 {
+		in.ParentPlanID = l.History[n-1].PlanID
+	}
+	var err error
+	if in.Session, err = s.states.Get(ctx, r.SessionID); err != nil {
+		return nil, &GenError{Code: "SESSION_UNAVAILABLE", Category: plan.CategoryTransient, Message: err.Error()}
+	}
+	if in.Skills, err = s.skillManifests(ctx); err != nil {
+		return nil, &GenError{Code: "SKILLS_UNAVAILABLE", Category: plan.CategoryTransient, Message: err.Error()}
+	}
+	in.Health = map[string]string{}
+	for name := range in.Skills {
+		h := s.health.Get(r.SessionID, name)
+		in.Health[name] = h.State
+		if !h.Usable() && !slices.Contains(in.DisabledSkills, name) {
+			in.DisabledSkills = append(in.DisabledSkills, name)
+		}
+	}
+	gctx, cancel := context.WithTimeout(ctx, GenerationTimeout)
+	defer cancel()
+	p, err := g.Generate(gctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return s.finishPlan(p, l, in)
+}
+
+// finishPlan gives a generated plan its ids and metadata and checks it.
+func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, error) {
+	r := l.Request
+	p.PlanID = fmt.Sprintf("%s-%d", r.RequestID, l.Attempt)
+	p.RequestID, p.SessionID = r.RequestID, r.SessionID
+	if d := r.PlanDefaults; d != nil {
+		if d.MaxConcurrency > 0 && p.MaxConcurrency == 0 {
+			p.MaxConcurrency = d.MaxConcurrency
+		}
+		if d.TimeoutMs > 0 {
+			p.TimeoutMs = d.TimeoutMs
+		}
+	}
+	meta := map[string]any{}
+	if len(p.Metadata) > 0 {
+		_ = json.Unmarshal(p.Metadata, &meta)
+	}
+	meta["generationAttempt"] = l.Attempt
+	meta["parentPlanId"] = in.ParentPlanID
+	meta["generator"] = r.Kind
+	meta["disabledSkills"] = in.DisabledSkills
+	p.Metadata, _ = json.Marshal(meta)
+	for _, t := range p.Tools {
+		if slices.Contains(in.DisabledSkills, t.Skill) {
+			return nil, &GenError{Code: "SKILL_DISABLED", Category: plan.CategoryTransient,
+				Message: fmt.Sprintf("the %s planner used disabled skill %q (tool %q)", r.Kind, t.Skill, t.ToolID)}
+		}
+		if _, ok := in.Skills[t.Skill]; !ok {
+			return nil, &GenError{Code: plan.CodeUnknownSkill, Category: plan.CategoryTransient,
+				Message: fmt.Sprintf("tool %q uses unknown skill %q", t.ToolID, t.Skill)}
+		}
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	checked, err := plan.Decode(data)
+	if err != nil {
+		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient, Message: err.Error()}
+	}
+	return checked, nil
+}
+
+func (s *Service) skillManifests(ctx context.Context) (map[string]skills.Manifest, error) {
+	lister, err := s.manifests.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]skills.Manifest{}
+	for k := range lister.Keys() {
+		e, err := s.manifests.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var m skills.Manifest
+		if json.Unmarshal(e.Value(), &m) == nil {
+			out[k] = m
+		}
+	}
+	return out, nil
+}
+
+// finish ends the loop with an outcome; advance stores and publishes it.
+func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
+	r := l.Request
+	o := &Outcome{RequestID: r.RequestID, SessionID: r.SessionID, Status: status, Success: status == StatusSucceeded,
+		Fallback: status == StatusFallback, Attempts: len(l.History), PlanID: l.PlanID, DisabledSkills: l.Disabled,
+		Error: errInfo, History: l.History, Execution: l.Last, FinishedAt: time.Now().UTC()}
+	if o.Fallback {
+		o.Narrative = s.narrate(r)
+		o.Tools = []json.RawMessage{}
+	}
+	l.Status, l.Outcome, l.Plan = loopDone, o, nil
+	s.event(l, plan.Event{Type: "request." + status, PlanID: l.PlanID, Attempts: o.Attempts, Error: errInfo,
+		Message: fmt.Sprintf("%s after %d attempt(s)", status, o.Attempts)})
+}
+
+// narrate fills a fallback template (§5.3), chosen by the request id so
+// the same request always gets the same text.
+func (s *Service) narrate(r *Request) string {
+	input := strings.TrimSpace(string(r.Input))
+	var str string
+	if json.Unmarshal(r.Input, &str) == nil {
+		input = str
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(r.RequestID))
+	t := s.cfg.FallbackTemplates[h.Sum32()%uint32(len(s.cfg.FallbackTemplates))]
+	return strings.ReplaceAll(t, "{input}", input)
+}
+
+func (s *Service) publishOutcome(ctx context.Context, o *Outcome) error {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	_, err = s.conn.JS.Publish(ctx, bus.OutcomeSubject(o.RequestID), data, jetstream.WithMsgID("outcome-"+o.RequestID))
+	return err
+}
+
+func (s *Service) event(l *loop, ev plan.Event) {
+	ev.Time, ev.RequestID, ev.SessionID = time.Now(), l.Request.RequestID, l.Request.SessionID
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	_ = s.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), data)
+}
