@@ -45,6 +45,10 @@ WORKLOADS ?= ../shared/bench/workloads
 bench:
 	$(GO) run ./cmd/planner bench --workloads $(WORKLOADS)
 
+# The planbus:dev image, FROM scratch, from static binaries built here.
+images:
+	./scripts/build-images
+
 # The compose stack: build images from static binaries, run a plan, tear down.
 smoke:
 	./scripts/compose-smoke
