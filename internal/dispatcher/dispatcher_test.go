@@ -326,3 +326,44 @@ func TestTooLargeToSendIsAFailureNotAHang(t *testing.T) {
 		t.Errorf("result at seq %d: %v", res.Tools[5].ResultSeq, err)
 	}
 }
+
+// TestDispatchersShareEveryPlan runs three dispatchers: the messages of one
+// plan reach all of them, each with its own cached view of the plan, and
+// every plan must still finish with every tool released once and the
+// concurrency cap held.
+func TestDispatchersShareEveryPlan(t *testing.T) {
+	h := start(t, opts{dispatchers: 3, workers: 2, concurrency: 16})
+	var tools []string
+	for i := range 6 {
+		tools = append(tools, fmt.Sprintf(`{"toolId":"a%d","skill":"probe","input":{"ms":20}}`, i))
+	}
+	for i := range 6 {
+		tools = append(tools, fmt.Sprintf(`{"toolId":"b%d","skill":"probe","dependencies":["a%d"],"input":{"ms":10}}`, i, i))
+	}
+	tools = append(tools, `{"toolId":"f","skill":"fail","dependencies":["b0"],"input":{"attempts":2,"category":"network"},"retryPolicy":{"maxAttempts":3,"backoffMs":20}}`)
+	tools = append(tools, `{"toolId":"z","skill":"probe","dependencies":["f","b1","b2","b3","b4","b5"]}`)
+	doc := `{"maxConcurrency":3,"tools":[` + strings.Join(tools, ",") + `]}`
+	for round := range 4 {
+		res, log := h.run(doc, minute)
+		if !res.Success {
+			t.Fatalf("round %d: %s %+v", round, res.State, res.Error)
+		}
+		released := map[string]int{}
+		for _, ev := range log.of(plan.EventToolReleased, "") {
+			released[fmt.Sprintf("%s/%d", ev.ToolID, ev.Attempt)]++
+		}
+		for k, n := range released {
+			if n != 1 {
+				t.Errorf("round %d: %s released %d times", round, k, n)
+			}
+		}
+		if len(released) != len(tools)+2 { // f has three attempts
+			t.Errorf("round %d: %d releases, want %d", round, len(released), len(tools)+2)
+		}
+	}
+	h.probe.mu.Lock()
+	defer h.probe.mu.Unlock()
+	if h.probe.maxSeen > 3 {
+		t.Errorf("%d probes ran at once, cap 3", h.probe.maxSeen)
+	}
+}

@@ -59,7 +59,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		return
 	}
 	for try := 0; try < casRetries; try++ {
-		ent, err := d.entry(ctx, s, planID)
+		ent, cached, err := d.entry(ctx, s, planID)
 		if errors.Is(err, errNoPlan) {
 			log.Warn().Int("messages", len(rest)).Msg("results or timers for a plan with no state; dropping them")
 			ackAll(rest)
@@ -70,10 +70,30 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			nakAll(rest, time.Second)
 			return
 		}
+		// A message that follows from a change this state has not seen
+		// means another dispatcher moved the plan on: a cached state is
+		// reloaded; a state just read may come from a replica that is
+		// behind, so such messages wait a moment and come back.
+		// A redelivered message republishes what the state implies, so it
+		// too wants the state as stored rather than as cached.
+		var ahead, current []item
+		again := false
+		for _, it := range rest {
+			if d.verdict(ent.eng, it) == execution.Ahead {
+				ahead = append(ahead, it)
+			} else {
+				current = append(current, it)
+			}
+			again = again || it.redelivered
+		}
+		if cached && (len(ahead) > 0 || again) {
+			delete(s.cache, planID)
+			continue
+		}
 		now := time.Now()
 		var fx execution.Effects
 		redelivered := false
-		for _, it := range rest {
+		for _, it := range current {
 			switch it.kind {
 			case kindResult:
 				d.stats.Results.Add(1)
@@ -119,10 +139,11 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			nakAll(rest, time.Second)
 			return
 		}
-		for _, it := range rest {
+		for _, it := range current {
 			pd.ack = append(pd.ack, it.msg)
 		}
 		s.acks <- pd
+		d.holdBack(log, ahead)
 		if ent.eng.Done() {
 			d.forget(s, planID)
 		}
@@ -133,6 +154,31 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 }
 
 // decodeResult validates a tool result; an invalid one is terminated.
+// verdict classifies a result or timer against a plan's state.
+func (d *Dispatcher) verdict(eng *execution.Engine, it item) execution.Verdict {
+	if it.kind == kindResult {
+		return eng.ResultVerdict(it.result)
+	}
+	return eng.TimerVerdict(it.timer)
+}
+
+// maxHoldBacks bounds how often a message that is ahead of the plan's
+// state is handed back: a state that lags catches up in moments, so a
+// message still ahead after this many deliveries never will be.
+const maxHoldBacks = 30
+
+// holdBack hands back messages that are ahead of a freshly read state.
+func (d *Dispatcher) holdBack(log zerolog.Logger, ahead []item) {
+	for _, it := range ahead {
+		if meta, err := it.msg.Metadata(); err == nil && meta.NumDelivered > maxHoldBacks {
+			log.Warn().Str("subject", it.msg.Subject()).Msg("dropping a message the plan's state never caught up with")
+			_ = it.msg.Ack()
+			continue
+		}
+		_ = it.msg.NakWithDelay(200 * time.Millisecond)
+	}
+}
+
 func (d *Dispatcher) decodeResult(log zerolog.Logger, m jetstream.Msg) *plan.ToolResult {
 	if err := schemas.Validate(schemas.ToolResult, m.Data()); err != nil {
 		log.Error().Err(err).Str("subject", m.Subject()).Msg("dropping an invalid tool result")
@@ -148,11 +194,18 @@ func (d *Dispatcher) decodeResult(log zerolog.Logger, m jetstream.Msg) *plan.Too
 	return &r
 }
 
-// entry returns the plan's engine, from the cache or rebuilt from KV.
-func (d *Dispatcher) entry(ctx context.Context, s *shard, planID string) (*entry, error) {
+// entry returns the plan's engine, from the cache (cached is true) or
+// rebuilt from KV.
+func (d *Dispatcher) entry(ctx context.Context, s *shard, planID string) (ent *entry, cached bool, err error) {
 	if e, ok := s.cache[planID]; ok {
-		return e, nil
+		return e, true, nil
 	}
+	e, err := d.load(ctx, s, planID)
+	return e, false, err
+}
+
+// load rebuilds a plan's engine from KV and caches it.
+func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry, error) {
 	kve, err := d.kv.Get(ctx, bus.StateKey(planID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, errNoPlan

@@ -54,7 +54,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		// Started before: by a dispatcher that died before acknowledging,
 		// or the plan was submitted again. Redo what its state implies.
 		var lerr error
-		if ent, lerr = d.entry(ctx, s, p.PlanID); lerr != nil {
+		if ent, lerr = d.load(ctx, s, p.PlanID); lerr != nil {
 			log.Error().Err(lerr).Msg("cannot load plan state; plan will be redelivered")
 			_ = it.msg.NakWithDelay(time.Second)
 			return

@@ -458,3 +458,55 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// Verdict tells how a result or timer relates to the state.
+type Verdict int
+
+const (
+	// Applies: the state expects it.
+	Applies Verdict = iota
+	// Past: it was handled already, or no longer matters.
+	Past
+	// Ahead: it follows from a change this state has not seen (a release, a
+	// failure): the state is stale, and a fresher one will expect it.
+	Ahead
+)
+
+// ResultVerdict classifies a result against the state.
+func (e *Engine) ResultVerdict(r *plan.ToolResult) Verdict {
+	i, ok := e.g.Index(r.ToolID)
+	if !ok {
+		return Past
+	}
+	ts := e.st.Tools[i]
+	switch {
+	case ts.State == plan.ToolRunning && ts.Attempt == r.Attempt && !e.Done():
+		return Applies
+	case e.Done():
+		return Past
+	case r.Attempt > ts.Attempt:
+		return Ahead // the attempt's release is not in this state yet
+	}
+	return Past
+}
+
+// TimerVerdict classifies a timer against the state.
+func (e *Engine) TimerVerdict(t Timer) Verdict {
+	if e.Done() {
+		return Past
+	}
+	if t.Kind != TimerRetry {
+		return Applies
+	}
+	if t.Index < 0 || t.Index >= len(e.st.Tools) {
+		return Past
+	}
+	ts := e.st.Tools[t.Index]
+	switch {
+	case t.Attempt <= ts.Attempt:
+		return Past
+	case ts.State == plan.ToolRetrying && ts.Attempt+1 == t.Attempt:
+		return Applies
+	}
+	return Ahead // the failure that set this retry is not in this state yet
+}

@@ -408,3 +408,37 @@ func TestStoredJSONRoundTrip(t *testing.T) {
 		t.Error("unknown state code accepted")
 	}
 }
+
+func TestVerdicts(t *testing.T) {
+	e, _ := Start(mustPlan(t, diamond), t0, 8)
+	if v := e.ResultVerdict(ok("A", 1)); v != Applies {
+		t.Errorf("running A: %v", v)
+	}
+	if v := e.ResultVerdict(ok("B", 1)); v != Ahead {
+		t.Errorf("B before its release: %v, want Ahead", v)
+	}
+	if v := e.ResultVerdict(ok("Z", 1)); v != Past {
+		t.Errorf("unknown tool: %v, want Past", v)
+	}
+	e.OnResult(ok("A", 1), t0)
+	if v := e.ResultVerdict(ok("A", 1)); v != Past {
+		t.Errorf("A again: %v, want Past", v)
+	}
+	e.OnResult(fail("B", 1, plan.CategoryNetwork), t0)
+	if v := e.TimerVerdict(Timer{Kind: TimerRetry, Index: 1, Attempt: 2}); v != Applies {
+		t.Errorf("B's retry: %v", v)
+	}
+	if v := e.TimerVerdict(Timer{Kind: TimerRetry, Index: 2, Attempt: 2}); v != Ahead {
+		t.Errorf("a retry of C, which has not failed here: %v, want Ahead", v)
+	}
+	if v := e.ResultVerdict(ok("B", 2)); v != Ahead {
+		t.Errorf("B's second attempt before its release: %v, want Ahead", v)
+	}
+	e.OnTimer(Timer{Kind: TimerRetry, Index: 1, Attempt: 2}, t0)
+	if v := e.TimerVerdict(Timer{Kind: TimerRetry, Index: 1, Attempt: 2}); v != Past {
+		t.Errorf("B's retry again: %v, want Past", v)
+	}
+	if v := e.ResultVerdict(fail("B", 1, plan.CategoryNetwork)); v != Past {
+		t.Errorf("B's first attempt again: %v, want Past", v)
+	}
+}
