@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -74,5 +75,30 @@ func TestDialGivesUpWithContext(t *testing.T) {
 	_, err := bus.Dial(ctx, bus.Config{URL: "nats://127.0.0.1:1"}, zerolog.Nop())
 	if err == nil {
 		t.Fatal("dial to a closed port succeeded")
+	}
+}
+
+// An events stream from before events moved to memory is replaced, not an
+// error.
+func TestDeclareReplacesAFileBackedEventsStream(t *testing.T) {
+	cfg := bustest.Start(t)
+	c := bustest.Dial(t, cfg)
+	ctx := context.Background()
+	if err := c.JS.DeleteStream(ctx, bus.StreamEvents); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: bus.StreamEvents, Subjects: []string{bus.SubjectEventsAll},
+		Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Declare(ctx); err != nil {
+		t.Fatalf("declare over a file-backed events stream: %v", err)
+	}
+	s, err := c.JS.Stream(ctx, bus.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().Config.Storage; got != jetstream.MemoryStorage {
+		t.Errorf("events storage %v, want memory", got)
 	}
 }

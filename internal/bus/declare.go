@@ -2,9 +2,12 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -74,6 +77,8 @@ func (c Config) Buckets() []jetstream.KeyValueConfig {
 // Declare creates or updates every stream and bucket. It is idempotent and
 // every component calls it at start, so they may start in any order. Every
 // stream uses direct gets, so any replica can answer reads by sequence.
+// While the server answers that JetStream is not ready (a cluster still
+// electing its leaders) Declare waits and tries again, until ctx ends.
 func (c *Conn) Declare(ctx context.Context) error {
 	for _, sc := range c.Config.Streams() {
 		sc.Replicas = c.Config.Replicas
@@ -82,7 +87,14 @@ func (c *Conn) Declare(ctx context.Context) error {
 		}
 		sc.MaxMsgSize = c.Config.MaxPayload
 		sc.AllowDirect = true
-		if _, err := c.JS.CreateOrUpdateStream(ctx, sc); err != nil {
+		err := retryTransient(ctx, func() error {
+			_, err := c.JS.CreateOrUpdateStream(ctx, sc)
+			if err != nil && sc.Name == StreamEvents {
+				err = c.replaceEvents(ctx, sc, err)
+			}
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("bus: declare stream %s: %w", sc.Name, err)
 		}
 	}
@@ -90,9 +102,55 @@ func (c *Conn) Declare(ctx context.Context) error {
 		kc.Replicas = c.Config.Replicas
 		kc.Storage = jetstream.FileStorage
 		kc.MaxValueSize = c.Config.MaxPayload
-		if _, err := c.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+		err := retryTransient(ctx, func() error {
+			_, err := c.JS.CreateOrUpdateKeyValue(ctx, kc)
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("bus: declare bucket %s: %w", kc.Bucket, err)
 		}
 	}
 	return nil
+}
+
+// replaceEvents deletes and recreates the events stream when an update
+// cannot change it in place (its storage moved from file to memory):
+// events are for watching, and losing the old ones is harmless.
+func (c *Conn) replaceEvents(ctx context.Context, sc jetstream.StreamConfig, updateErr error) error {
+	st, err := c.JS.Stream(ctx, sc.Name)
+	if err != nil || st.CachedInfo().Config.Storage == sc.Storage {
+		return updateErr
+	}
+	if err := c.JS.DeleteStream(ctx, sc.Name); err != nil {
+		return fmt.Errorf("%w (and deleting it to recreate it failed: %v)", updateErr, err)
+	}
+	_, err = c.JS.CreateStream(ctx, sc)
+	return err
+}
+
+// retryTransient calls f until it succeeds, fails for a reason other than
+// JetStream not being ready, or ctx ends.
+func retryTransient(ctx context.Context, f func() error) error {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 200 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = 0
+	return backoff.Retry(func() error {
+		err := f()
+		if err == nil || transient(err) {
+			return err
+		}
+		return backoff.Permanent(err)
+	}, backoff.WithContext(b, ctx))
+}
+
+// transient: the server is up but JetStream cannot answer yet (no leader,
+// no quorum, a request that timed out).
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code >= 500
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
 }

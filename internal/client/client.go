@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,12 +35,11 @@ func Run(ctx context.Context, conn *bus.Conn, p *plan.Plan, onEvent func(plan.Ev
 	if p.RequestID == "" {
 		p.RequestID = p.PlanID
 	}
-	results := make(chan *nats.Msg, 1)
-	rsub, err := conn.NC.ChanSubscribe(bus.ExecutionSubject(p.PlanID), results)
+	results, stop, err := await(ctx, conn, bus.StreamExecutions, bus.ExecutionSubject(p.PlanID))
 	if err != nil {
-		return nil, fmt.Errorf("client: subscribe: %w", err)
+		return nil, err
 	}
-	defer func() { _ = rsub.Unsubscribe() }()
+	defer stop()
 	var events chan *nats.Msg // nil when nobody listens: that case never fires
 	if onEvent != nil {
 		events = make(chan *nats.Msg, 4096)
@@ -71,14 +71,17 @@ func Run(ctx context.Context, conn *bus.Conn, p *plan.Plan, onEvent func(plan.Ev
 		select {
 		case m := <-events:
 			deliver(m)
-		case m := <-results:
-			// One connection delivers in order, so every event published
-			// before the result is already queued: hand those over first.
+		case data := <-results:
+			// A round trip to the server makes sure every event it routed
+			// to us before now is queued.
+			if events != nil {
+				_ = conn.NC.FlushTimeout(time.Second)
+			}
 			for len(events) > 0 {
 				deliver(<-events)
 			}
 			var res plan.ExecutionResult
-			if err := json.Unmarshal(m.Data, &res); err != nil {
+			if err := json.Unmarshal(data, &res); err != nil {
 				return nil, fmt.Errorf("client: execution result of %s: %w", p.PlanID, err)
 			}
 			return &res, nil

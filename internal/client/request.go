@@ -40,12 +40,11 @@ func Request(ctx context.Context, conn *bus.Conn, doc []byte, onEvent func(plan.
 	if !plan.ValidID(requestID) {
 		requestID = NewID()
 	}
-	outcomes := make(chan *nats.Msg, 1)
-	osub, err := conn.NC.ChanSubscribe(bus.OutcomeSubject(requestID), outcomes)
+	outcomes, stop, err := await(ctx, conn, bus.StreamOutcomes, bus.OutcomeSubject(requestID))
 	if err != nil {
-		return nil, fmt.Errorf("client: subscribe: %w", err)
+		return nil, err
 	}
-	defer func() { _ = osub.Unsubscribe() }()
+	defer stop()
 	var events chan *nats.Msg
 	if onEvent != nil {
 		events = make(chan *nats.Msg, 4096)
@@ -81,12 +80,17 @@ func Request(ctx context.Context, conn *bus.Conn, doc []byte, onEvent func(plan.
 		select {
 		case m := <-events:
 			deliver(m)
-		case m := <-outcomes:
+		case data := <-outcomes:
+			// A round trip to the server makes sure every event it routed
+			// to us before now is queued.
+			if events != nil {
+				_ = conn.NC.FlushTimeout(time.Second)
+			}
 			for len(events) > 0 {
 				deliver(<-events)
 			}
 			var o planner.Outcome
-			if err := json.Unmarshal(m.Data, &o); err != nil {
+			if err := json.Unmarshal(data, &o); err != nil {
 				return nil, fmt.Errorf("client: outcome of %s: %w", requestID, err)
 			}
 			return &o, nil
