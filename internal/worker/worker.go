@@ -46,6 +46,7 @@ type Worker struct {
 	cancelled map[string]time.Time // plan id -> when its cancel arrived
 
 	calls      sync.WaitGroup
+	runners    sync.WaitGroup // goroutines that run calls; they outlive pull until drained
 	callCtx    context.Context // parent of every call; cancelled when the drain time is up
 	callCancel context.CancelCauseFunc
 	ready      chan struct{}
@@ -173,6 +174,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-ctx.Done()
 	loops.Wait()
 	w.drain()
+	w.runners.Wait()
 	close(hbDone)
 	w.log.Info().Msg("tool worker stopped")
 	return nil
@@ -208,6 +210,25 @@ func (w *Worker) pull(ctx context.Context, loops *sync.WaitGroup, s *served, con
 		cond.Broadcast()
 		mu.Unlock()
 	}
+	// One long-lived runner per slot: calls reuse their goroutines (and the
+	// stacks they grew) instead of starting one each.
+	work := make(chan jetstream.Msg)
+	var fetchers sync.WaitGroup
+	for range w.cfg.Concurrency {
+		w.runners.Add(1)
+		go func() {
+			defer w.runners.Done()
+			for msg := range work {
+				w.handle(s, msg)
+				w.calls.Done()
+				release(1, 0)
+			}
+		}()
+	}
+	defer func() {
+		fetchers.Wait()
+		close(work)
+	}()
 	for {
 		mu.Lock()
 		for ctx.Err() == nil && (free == 0 || unfilled > 0) {
@@ -237,20 +258,16 @@ func (w *Worker) pull(ctx context.Context, loops *sync.WaitGroup, s *served, con
 			}
 			continue
 		}
-		loops.Add(1)
+		fetchers.Add(1)
 		go func() {
-			defer loops.Done()
+			defer fetchers.Done()
 			defer cancel()
 			got := 0
 			for msg := range batch.Messages() {
 				got++
 				release(0, 1)
 				w.calls.Add(1)
-				go func() {
-					defer release(1, 0)
-					defer w.calls.Done()
-					w.handle(s, msg)
-				}()
+				work <- msg // a runner is free: there are as many as slots
 			}
 			release(n-got, n-got)
 		}()
