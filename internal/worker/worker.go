@@ -46,7 +46,7 @@ type Worker struct {
 	cancelled map[string]time.Time // plan id -> when its cancel arrived
 
 	calls      sync.WaitGroup
-	runners    sync.WaitGroup // goroutines that run calls; they outlive pull until drained
+	runners    sync.WaitGroup  // goroutines that run calls; they outlive pull until drained
 	callCtx    context.Context // parent of every call; cancelled when the drain time is up
 	callCancel context.CancelCauseFunc
 	ready      chan struct{}
