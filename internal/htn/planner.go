@@ -436,22 +436,7 @@ func instantiate(t term, vals []term) term {
 	case kVar:
 		return vals[t.n]
 	case kCompound:
-		var args []term
-		for i, a := range t.args {
-			r := instantiate(a, vals)
-			if args == nil {
-				if a.k != kVar && (a.k != kCompound || sameSlice(r.args, a.args)) {
-					continue
-				}
-				args = make([]term, len(t.args))
-				copy(args, t.args[:i])
-			}
-			args[i] = r
-		}
-		if args == nil {
-			return t
-		}
-		return compound(t.sym, args)
+		return mapArgs(t, func(a term) term { return instantiate(a, vals) })
 	}
 	return t
 }

@@ -238,9 +238,16 @@ func (e *engine) resolve(t term, base int32) term {
 	if t.k != kCompound {
 		return t
 	}
+	return mapArgs(t, func(a term) term { return e.resolve(a, base) })
+}
+
+// mapArgs returns compound t with f applied to each argument. Arguments f
+// returns unchanged are shared, and t itself is returned when f changed
+// none, so ground parts of terms are never copied.
+func mapArgs(t term, f func(term) term) term {
 	var args []term
 	for i, a := range t.args {
-		r := e.resolve(a, base)
+		r := f(a)
 		if args == nil {
 			if r.k == a.k && r.n == a.n && r.sym == a.sym && sameSlice(r.args, a.args) {
 				continue
@@ -272,22 +279,7 @@ func (e *engine) freeze(t term, base int32) term {
 		}
 		return term{k: kFree, sym: c.name, n: c.freeID}
 	case kCompound:
-		var args []term
-		for i, a := range t.args {
-			r := e.freeze(a, base)
-			if args == nil {
-				if r.k == a.k && r.n == a.n && r.sym == a.sym && sameSlice(r.args, a.args) {
-					continue
-				}
-				args = make([]term, len(t.args))
-				copy(args, t.args[:i])
-			}
-			args[i] = r
-		}
-		if args == nil {
-			return t
-		}
-		return compound(t.sym, args)
+		return mapArgs(t, func(a term) term { return e.freeze(a, base) })
 	}
 	return t
 }
