@@ -239,3 +239,14 @@ func nakAll(items []item, delay time.Duration) {
 		_ = it.msg.NakWithDelay(delay)
 	}
 }
+
+// storedJSON encodes a plan's state for KV. It calls the encoder directly:
+// json.Marshal would scan its output again, which for a plan of a thousand
+// tools costs more than writing it.
+func storedJSON(eng *execution.Engine) []byte {
+	b, err := eng.State().Store().MarshalJSON()
+	if err != nil {
+		panic(fmt.Sprintf("dispatcher: encode plan state: %v", err)) // states only hold known tool states
+	}
+	return b
+}

@@ -117,7 +117,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		}
 		out := d.render(ent, &fx, now)
 		if fx.Changed {
-			rev, err := d.kv.Update(ctx, bus.StateKey(planID), mustJSON(ent.eng.State().Store()), ent.rev)
+			rev, err := d.kv.Update(ctx, bus.StateKey(planID), storedJSON(ent.eng), ent.rev)
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				// Another dispatcher changed the plan: start again from its state.
 				d.stats.Conflicts.Add(1)

@@ -48,7 +48,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	eng, fx := execution.Start(p, now, d.cfg.DefaultMaxConcurrency)
 	ent := &entry{eng: eng}
 	out := d.render(ent, &fx, now)
-	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), mustJSON(eng.State().Store()))
+	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), storedJSON(eng))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists):
 		// Started before: by a dispatcher that died before acknowledging,
