@@ -2,7 +2,12 @@ package bus
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -66,7 +71,12 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	connect := func() error {
 		var err error
 		nc, err = nats.Connect(cfg.URL, opts...)
-		if err != nil {
+		switch {
+		case err == nil:
+		case refused(err):
+			// Waiting will not help: say so at once.
+			return backoff.Permanent(err)
+		default:
 			log.Info().Err(err).Str("url", cfg.URL).Msg("waiting for NATS")
 		}
 		return err
@@ -84,6 +94,21 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
 	return &Conn{NC: nc, JS: js, Config: cfg}, nil
+}
+
+// refused: the server answered, and will not let this client in (bad
+// credentials, a certificate it cannot verify, an unreadable credentials
+// file).
+func refused(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAccountAuthExpired) ||
+		errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "can't find user JWT") ||
+		strings.Contains(err.Error(), "no nkey seed found")
 }
 
 // Close drains nothing: components drain their own subscriptions first.

@@ -21,10 +21,14 @@ type Server struct {
 	ns *server.Server
 }
 
+// ServerOption adjusts the embedded server's options beyond Config, for
+// tests that need authentication or TLS.
+type ServerOption func(*server.Options)
+
 // StartServer starts an embedded JetStream server on cfg.Listen with its
 // store in cfg.DataDir, and returns once it accepts connections. Stop it
 // with Shutdown.
-func StartServer(ctx context.Context, cfg Config, log zerolog.Logger) (*Server, error) {
+func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...ServerOption) (*Server, error) {
 	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -58,6 +62,9 @@ func StartServer(ctx context.Context, cfg Config, log zerolog.Logger) (*Server, 
 		MaxPayload:            cfg.MaxPayload,
 		NoSigs:                true,
 		DisableShortFirstPing: true,
+	}
+	for _, o := range extra {
+		o(opts)
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

@@ -17,19 +17,30 @@ import (
 // declared, and returns a config whose URL points at it.
 func Start(t testing.TB) bus.Config {
 	t.Helper()
+	cfg := StartBare(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := Dial(t, cfg)
+	if err := c.Declare(ctx); err != nil {
+		t.Fatalf("bustest: declare: %v", err)
+	}
+	return cfg
+}
+
+// StartBare runs an embedded server, adjusted by opts (authentication,
+// TLS), and declares nothing: the config's URL points at it, and the
+// caller fills in what a client needs to get in.
+func StartBare(t testing.TB, opts ...bus.ServerOption) bus.Config {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), DuplicateWindow: time.Minute}
-	srv, err := bus.StartServer(ctx, cfg, zerolog.Nop())
+	srv, err := bus.StartServer(ctx, cfg, zerolog.Nop(), opts...)
 	if err != nil {
 		t.Fatalf("bustest: start server: %v", err)
 	}
 	t.Cleanup(srv.Shutdown)
 	cfg.URL = srv.ClientURL()
-	c := Dial(t, cfg)
-	if err := c.Declare(ctx); err != nil {
-		t.Fatalf("bustest: declare: %v", err)
-	}
 	return cfg
 }
 
