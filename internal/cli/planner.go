@@ -190,6 +190,10 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return ctxExit(ctx, ExitFailed)
 	}
 	defer stop()
+	if c.bus.URL != "" && !serviceAnswers(conn, bus.ServiceDispatcher) {
+		fmt.Fprintf(io.Stderr, "planner run: no dispatcher answers on %s; the plan will wait in %s until one starts\n",
+			c.bus.URL, bus.StreamPlans)
+	}
 
 	var progress func(plan.Event)
 	if !quiet {
@@ -213,6 +217,12 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// serviceAnswers pings a micro service by name.
+func serviceAnswers(conn *bus.Conn, name string) bool {
+	_, err := conn.NC.Request("$SRV.PING."+name, nil, 2*time.Second)
+	return err == nil
 }
 
 // set reports whether a flag was given on the command line or through its
