@@ -28,7 +28,7 @@ type Config struct {
 	Dispatchers  int
 	NoDispatcher bool
 	Dispatcher   dispatcher.Config
-	// Workers to run, each serving Worker.Skills. Default 2.
+	// Workers to run, each serving Worker.Skills; 0 runs none.
 	Workers int
 	Worker  worker.Config
 	// NoPlanner leaves the planner service out.
@@ -72,9 +72,6 @@ func (c *Component) Kill() {
 func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 	if cfg.Dispatchers == 0 && !cfg.NoDispatcher {
 		cfg.Dispatchers = 1
-	}
-	if cfg.Workers == 0 {
-		cfg.Workers = 2
 	}
 	n := &Node{Bus: cfg.Bus}
 	if cfg.Bus.Embedded() {
