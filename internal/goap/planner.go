@@ -1,0 +1,339 @@
+package goap
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// DefaultMaxNodes is the node budget when Options.MaxNodes is 0.
+const DefaultMaxNodes = 100_000
+
+// Options configure one Plan call. The zero value plans with every action
+// and the default node budget.
+type Options struct {
+	// MaxNodes caps the states the search expands (takes off its open
+	// list). 0 means DefaultMaxNodes; negative means no limit, which only
+	// terminates on finite state spaces.
+	MaxNodes int
+	// MaxCost, if positive, is the most a plan may cost. States that
+	// cannot lead to a cheaper plan are not expanded.
+	MaxCost float64
+	// Disabled, if set, is asked once per action with the action's skill;
+	// actions whose skill it rejects are not used. The planner service
+	// passes the request's disabled skills and the skills no worker serves.
+	Disabled func(skill string) bool
+}
+
+// Result is a plan: the cheapest sequence of actions that reaches the goal.
+type Result struct {
+	Domain string
+	Goal   string
+	// Start is the state planned from, as Domain.Normalize gives it.
+	Start State
+	Steps []Step
+	Cost  float64 // the sum of the steps' costs
+	Stats Stats
+}
+
+// Step is one action of a plan.
+type Step struct {
+	Action string
+	Skill  string
+	// Input is the action's input with its templates expanded in the state
+	// the step starts from.
+	Input json.RawMessage
+	Cost  float64
+	// State is the predicted state after the step.
+	State State
+}
+
+// Stats describe the work of one search.
+type Stats struct {
+	Expanded  int // states taken off the open list and expanded
+	Generated int // successor states created
+}
+
+// node is one state reached in the search.
+type node struct {
+	parent int32 // index in search.nodes; -1 for the start
+	action int32 // index in search.usable
+	g      float64
+	key    string
+	state  []value
+}
+
+// entry is the open list's element. Ties on f go to the smaller h (the
+// state that looks closer to the goal), then to the node created first:
+// actions are tried in document order, so among equally cheap plans the
+// one whose first differing action comes earlier in the domain wins,
+// unless the heuristic tells them apart.
+type entry struct {
+	f, h float64
+	node int32
+}
+
+type openList []entry
+
+func (o openList) Len() int { return len(o) }
+func (o openList) Less(i, j int) bool {
+	a, b := o[i], o[j]
+	if a.f != b.f {
+		return a.f < b.f
+	}
+	if a.h != b.h {
+		return a.h < b.h
+	}
+	return a.node < b.node
+}
+func (o openList) Swap(i, j int) { o[i], o[j] = o[j], o[i] }
+func (o *openList) Push(x any)   { *o = append(*o, x.(entry)) }
+func (o *openList) Pop() any {
+	old := *o
+	x := old[len(old)-1]
+	*o = old[:len(old)-1]
+	return x
+}
+
+// seen is what the search knows of a state key: the cheapest cost found to
+// reach it, and whether it was expanded (closed).
+type seen struct {
+	g      float64
+	closed bool
+}
+
+// Plan finds the cheapest sequence of the domain's usable actions that
+// takes state s to one where every condition of the named goal holds.
+// It runs A* over world states: successors are the actions whose
+// preconditions hold, costs are the actions' costs in the state they start
+// from, the heuristic is described in docs/goap.md, and states are merged
+// by their key (the values of every fact an effect can change). If the goal
+// already holds the plan is empty.
+//
+// Errors: ErrUnknownGoal; ErrInvalidState for a mistyped fact in s;
+// *UnreachableError (ErrUnreachable) when no plan exists, or none within
+// MaxCost; ErrBudgetExceeded after MaxNodes expansions; ErrCanceled
+// wrapping ctx.Err() when ctx ends; *EvalError (ErrEval) when a cost
+// expression fails or gives less than its action's MinCost.
+//
+// Plan is pure and deterministic: the same domain, state, goal and
+// options give the same result. It may run concurrently with other calls
+// on the same domain.
+func Plan(ctx context.Context, d *Domain, s State, goal string, opts Options) (*Result, error) {
+	g := d.goals[goal]
+	if g == nil {
+		return nil, fmt.Errorf("%w: %q (the domain has %s)", ErrUnknownGoal, goal, goalNames(d))
+	}
+	start, err := d.vector(s)
+	if err != nil {
+		return nil, err
+	}
+	sr := &search{ctx: ctx, d: d, goal: g, opts: opts, ev: newEvaluator(d), seen: map[string]*seen{}}
+	for _, a := range d.Actions {
+		if opts.Disabled != nil && opts.Disabled(a.Skill) {
+			sr.disabled = append(sr.disabled, a)
+			continue
+		}
+		sr.usable = append(sr.usable, a)
+	}
+	sr.h = newHeuristic(g, sr.usable)
+	return sr.run(start)
+}
+
+type search struct {
+	ctx      context.Context
+	d        *Domain
+	goal     *Goal
+	opts     Options
+	ev       *evaluator
+	usable   []*Action
+	disabled []*Action
+	h        *heuristic
+	nodes    []node
+	open     openList
+	seen     map[string]*seen
+	stats    Stats
+	pruned   bool // a state was dropped for MaxCost
+	keyBuf   []byte
+}
+
+func (sr *search) run(start []value) (*Result, error) {
+	limit := sr.opts.MaxNodes
+	if limit == 0 {
+		limit = DefaultMaxNodes
+	}
+	if err := sr.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCanceled, err)
+	}
+	h0 := sr.h.estimate(start)
+	if math.IsInf(h0, 1) {
+		return nil, sr.unreachable(start)
+	}
+	sr.add(-1, -1, 0, h0, start)
+	for len(sr.open) > 0 {
+		e := heap.Pop(&sr.open).(entry)
+		n := &sr.nodes[e.node]
+		st := sr.seen[n.key]
+		if st.closed || n.g > st.g {
+			continue // a cheaper path to this state was expanded or queued
+		}
+		if e.h == 0 && allHold(sr.goal.Conditions, n.state) {
+			return sr.result(start, e.node), nil
+		}
+		st.closed = true
+		if limit > 0 && sr.stats.Expanded >= limit {
+			return nil, fmt.Errorf("%w: expanded %d states for goal %s without reaching it (Options.MaxNodes %d)",
+				ErrBudgetExceeded, sr.stats.Expanded, sr.goal.Name, limit)
+		}
+		sr.stats.Expanded++
+		if sr.stats.Expanded&255 == 0 {
+			if err := sr.ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrCanceled, err)
+			}
+		}
+		if err := sr.expand(e.node); err != nil {
+			return nil, err
+		}
+	}
+	return nil, sr.unreachable(start)
+}
+
+// expand generates the successors of node i.
+func (sr *search) expand(i int32) error {
+	parent := sr.nodes[i].state
+	g0 := sr.nodes[i].g
+	for ai, a := range sr.usable {
+		if !allHold(a.Preconditions, parent) {
+			continue
+		}
+		cost, err := sr.cost(a, parent)
+		if err != nil {
+			return err
+		}
+		next := slices.Clone(parent)
+		for k := range a.Effects {
+			a.Effects[k].apply(next)
+		}
+		g := g0 + cost
+		sr.keyBuf = sr.d.key(sr.keyBuf, next)
+		if st, ok := sr.seen[string(sr.keyBuf)]; ok && (st.closed || st.g <= g) {
+			continue
+		}
+		h := sr.h.estimate(next)
+		if math.IsInf(h, 1) {
+			continue
+		}
+		if sr.opts.MaxCost > 0 && g+h > sr.opts.MaxCost {
+			sr.pruned = true
+			continue
+		}
+		sr.add(i, int32(ai), g, h, next)
+	}
+	return nil
+}
+
+func (sr *search) add(parent, action int32, g, h float64, s []value) {
+	key := string(sr.d.key(sr.keyBuf, s))
+	idx := int32(len(sr.nodes))
+	sr.nodes = append(sr.nodes, node{parent: parent, action: action, g: g, key: key, state: s})
+	if st, ok := sr.seen[key]; ok {
+		st.g = g
+	} else {
+		sr.seen[key] = &seen{g: g}
+	}
+	heap.Push(&sr.open, entry{f: g + h, h: h, node: idx})
+	if parent >= 0 {
+		sr.stats.Generated++
+	}
+}
+
+// cost is a's cost in state s.
+func (sr *search) cost(a *Action, s []value) (float64, error) {
+	if a.cost == nil {
+		return a.Cost, nil
+	}
+	c, err := sr.ev.number(a.cost, s, "action "+a.Name+": cost")
+	if err != nil {
+		return 0, err
+	}
+	if c < a.MinCost {
+		return 0, &EvalError{Where: "action " + a.Name + ": cost", Err: fmt.Errorf("%q gave %s in state %s, below the action's minCost %s",
+			a.CostExpr, formatNumber(c), sr.d.state(s), formatNumber(a.MinCost))}
+	}
+	return c, nil
+}
+
+func (sr *search) result(start []value, last int32) *Result {
+	var path []int32
+	for i := last; sr.nodes[i].parent >= 0; i = sr.nodes[i].parent {
+		path = append(path, i)
+	}
+	slices.Reverse(path)
+	r := &Result{Domain: sr.d.Name, Goal: sr.goal.Name, Start: sr.d.state(start), Steps: []Step{}, Stats: sr.stats}
+	for _, i := range path {
+		n := &sr.nodes[i]
+		p := &sr.nodes[n.parent]
+		a := sr.usable[n.action]
+		r.Steps = append(r.Steps, Step{Action: a.Name, Skill: a.Skill, Input: a.render(sr.d, p.state),
+			Cost: n.g - p.g, State: sr.d.state(n.state)})
+	}
+	r.Cost = sr.nodes[last].g
+	return r
+}
+
+// unreachable explains why the goal cannot be reached from start.
+func (sr *search) unreachable(start []value) error {
+	e := &UnreachableError{Goal: sr.goal.Name, Unsatisfied: unsatisfied(sr.goal.Conditions, start)}
+	var why []string
+	for i := range sr.h.facts {
+		gf := &sr.h.facts[i]
+		if !math.IsInf(gf.cheap, 1) {
+			continue
+		}
+		ok := true
+		for _, c := range gf.conds {
+			ok = ok && c.holds(start[gf.fact])
+		}
+		if ok {
+			continue
+		}
+		name := sr.d.Facts[gf.fact].Name
+		msg := "no usable action changes " + name
+		var off []string
+		for _, a := range sr.disabled {
+			for _, ef := range a.Effects {
+				if ef.fact == gf.fact {
+					off = append(off, fmt.Sprintf("%s (skill %s)", a.Name, a.Skill))
+					break
+				}
+			}
+		}
+		if len(off) > 0 {
+			msg += "; disabled: " + strings.Join(off, ", ")
+		}
+		why = append(why, msg)
+	}
+	if len(why) == 0 {
+		why = append(why, fmt.Sprintf("searched all %d reachable states", sr.stats.Expanded))
+		if sr.pruned {
+			why[0] = fmt.Sprintf("no plan costs at most %s (Options.MaxCost); searched %d states", formatNumber(sr.opts.MaxCost), sr.stats.Expanded)
+		}
+	}
+	e.Why = strings.Join(why, "; ")
+	return e
+}
+
+func goalNames(d *Domain) string {
+	if len(d.Goals) == 0 {
+		return "no goals"
+	}
+	names := make([]string, len(d.Goals))
+	for i, g := range d.Goals {
+		names[i] = g.Name
+	}
+	return "goals " + strings.Join(names, ", ")
+}
