@@ -1,9 +1,6 @@
 package goap
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // Op is the comparison of a Condition.
 type Op string
@@ -118,20 +115,4 @@ func (e *Effect) apply(s []value) {
 	case Dec:
 		s[e.fact] = numValue(s[e.fact].num - e.val.num)
 	}
-}
-
-// delta is the signed change of an Inc or Dec effect.
-func (e *Effect) delta() float64 {
-	if e.Op == Dec {
-		return -e.val.num
-	}
-	return e.val.num
-}
-
-func conditionStrings(cs []Condition) string {
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = c.String()
-	}
-	return strings.Join(parts, ", ")
 }

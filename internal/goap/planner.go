@@ -44,6 +44,8 @@ type Result struct {
 type Step struct {
 	Action string
 	Skill  string
+	// Description is the action's description, or its name.
+	Description string
 	// Input is the action's input with its templates expanded in the state
 	// the step starts from.
 	Input json.RawMessage
@@ -60,9 +62,10 @@ type Stats struct {
 
 // node is one state reached in the search.
 type node struct {
-	parent int32 // index in search.nodes; -1 for the start
-	action int32 // index in search.usable
-	g      float64
+	parent int32   // index in search.nodes; -1 for the start
+	action int32   // index in search.usable
+	g      float64 // cost from the start
+	cost   float64 // the action's cost
 	key    string
 	state  []value
 }
@@ -173,7 +176,7 @@ func (sr *search) run(start []value) (*Result, error) {
 	if math.IsInf(h0, 1) {
 		return nil, sr.unreachable(start)
 	}
-	sr.add(-1, -1, 0, h0, start)
+	sr.add(-1, -1, 0, 0, h0, start)
 	for len(sr.open) > 0 {
 		e := heap.Pop(&sr.open).(entry)
 		n := &sr.nodes[e.node]
@@ -231,15 +234,15 @@ func (sr *search) expand(i int32) error {
 			sr.pruned = true
 			continue
 		}
-		sr.add(i, int32(ai), g, h, next)
+		sr.add(i, int32(ai), g, cost, h, next)
 	}
 	return nil
 }
 
-func (sr *search) add(parent, action int32, g, h float64, s []value) {
+func (sr *search) add(parent, action int32, g, cost, h float64, s []value) {
 	key := string(sr.d.key(sr.keyBuf, s))
 	idx := int32(len(sr.nodes))
-	sr.nodes = append(sr.nodes, node{parent: parent, action: action, g: g, key: key, state: s})
+	sr.nodes = append(sr.nodes, node{parent: parent, action: action, g: g, cost: cost, key: key, state: s})
 	if st, ok := sr.seen[key]; ok {
 		st.g = g
 	} else {
@@ -278,8 +281,12 @@ func (sr *search) result(start []value, last int32) *Result {
 		n := &sr.nodes[i]
 		p := &sr.nodes[n.parent]
 		a := sr.usable[n.action]
-		r.Steps = append(r.Steps, Step{Action: a.Name, Skill: a.Skill, Input: a.render(sr.d, p.state),
-			Cost: n.g - p.g, State: sr.d.state(n.state)})
+		desc := a.Description
+		if desc == "" {
+			desc = a.Name
+		}
+		r.Steps = append(r.Steps, Step{Action: a.Name, Skill: a.Skill, Description: desc, Input: a.render(sr.d, p.state),
+			Cost: n.cost, State: sr.d.state(n.state)})
 	}
 	r.Cost = sr.nodes[last].g
 	return r
