@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 
 // SchemaName is the domain format's schema in package schemas.
 const SchemaName = "goap-domain.schema.json"
+
+// factName is what a fact may be called: an expression variable.
+var factName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 // DefaultCooldown is a goal's cooldown when its document gives none.
 const DefaultCooldown = 5 * time.Second
@@ -202,7 +206,7 @@ func (d *Domain) decodeFacts(raw map[string]json.RawMessage) error {
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		path := "/facts/" + n
+		path := "/facts/" + pointerToken(n)
 		f := Fact{Name: n}
 		if isObject(raw[n]) {
 			var decl struct {
@@ -237,6 +241,9 @@ func (d *Domain) decodeFacts(raw map[string]json.RawMessage) error {
 		d.env[n] = value{k: f.Type.kind()}.any()
 	}
 	for _, f := range d.Facts {
+		if !factName.MatchString(f.Name) {
+			return &DomainError{Path: "/facts/" + pointerToken(f.Name), Msg: fmt.Sprintf("fact name %q: want a letter or _ followed by up to 127 letters, digits or _", f.Name)}
+		}
 		if !isIdentifier(f.Name, d.env) {
 			return &DomainError{Path: "/facts/" + f.Name, Msg: fmt.Sprintf("fact name %q is an expression keyword; choose another name", f.Name)}
 		}
@@ -254,7 +261,7 @@ func (d *Domain) decodeConditions(raw map[string]json.RawMessage, path, owner st
 	slices.Sort(names)
 	var out []Condition
 	for _, n := range names {
-		at := path + "/" + n
+		at := path + "/" + pointerToken(n)
 		fi, ok := d.facts[n]
 		if !ok {
 			return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: unknown fact %q; declare it under facts", owner, n)}
@@ -308,7 +315,7 @@ func (d *Domain) decodeEffects(raw map[string]json.RawMessage, path, owner strin
 	slices.Sort(names)
 	var out []Effect
 	for _, n := range names {
-		at := path + "/" + n
+		at := path + "/" + pointerToken(n)
 		fi, ok := d.facts[n]
 		if !ok {
 			return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: unknown fact %q; declare it under facts", owner, n)}

@@ -295,35 +295,7 @@ func (sr *search) result(start []value, last int32) *Result {
 // unreachable explains why the goal cannot be reached from start.
 func (sr *search) unreachable(start []value) error {
 	e := &UnreachableError{Goal: sr.goal.Name, Unsatisfied: unsatisfied(sr.goal.Conditions, start)}
-	var why []string
-	for i := range sr.h.facts {
-		gf := &sr.h.facts[i]
-		if !math.IsInf(gf.cheap, 1) {
-			continue
-		}
-		ok := true
-		for _, c := range gf.conds {
-			ok = ok && c.holds(start[gf.fact])
-		}
-		if ok {
-			continue
-		}
-		name := sr.d.Facts[gf.fact].Name
-		msg := "no usable action changes " + name
-		var off []string
-		for _, a := range sr.disabled {
-			for _, ef := range a.Effects {
-				if ef.fact == gf.fact {
-					off = append(off, fmt.Sprintf("%s (skill %s)", a.Name, a.Skill))
-					break
-				}
-			}
-		}
-		if len(off) > 0 {
-			msg += "; disabled: " + strings.Join(off, ", ")
-		}
-		why = append(why, msg)
-	}
+	why := sr.h.explain(sr.d, start, sr.disabled)
 	if len(why) == 0 {
 		why = append(why, fmt.Sprintf("searched all %d reachable states", sr.stats.Expanded))
 		if sr.pruned {

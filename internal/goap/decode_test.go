@@ -1,0 +1,184 @@
+package goap
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/planbus/planbus/schemas"
+)
+
+func mustDecode(t testing.TB, doc string) *Domain {
+	t.Helper()
+	d, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	return d
+}
+
+func TestDecode(t *testing.T) {
+	d := mustDecode(t, `{
+		"name": "d",
+		"facts": {"wood": 0, "axe": false, "tree": {"type": "string", "default": "oak"}, "spot": {"type": "string"}},
+		"actions": [
+			{"name": "chop", "input": {"tree": "{tree}"}, "preconditions": {"axe": true, "wood": {"lt": 10, "gte": 0}}, "effects": {"wood": {"inc": 2}}},
+			{"name": "fetch", "skill": "shop", "effects": {"axe": true}, "cost": "wood > 3 ? 2 : 5", "minCost": 2},
+			{"name": "free", "effects": {"spot": "here"}, "cost": 0}
+		],
+		"goals": [
+			{"name": "g", "conditions": {"wood": {"gte": 4}}, "utility": "10 - wood", "valid": "axe || wood > 0", "cooldownMs": 250},
+			{"name": "h", "conditions": {"spot": {"exists": true}}}
+		]
+	}`)
+	var facts []string
+	for _, f := range d.Facts {
+		facts = append(facts, f.Name+":"+string(f.Type))
+	}
+	if diff := cmp.Diff([]string{"axe:bool", "spot:string", "tree:string", "wood:number"}, facts); diff != "" {
+		t.Errorf("facts sorted by name (-want +got):\n%s", diff)
+	}
+	if f, _ := d.Fact("spot"); f.Default != nil {
+		t.Errorf("spot default = %v, want nil (may be absent)", f.Default)
+	}
+	if f, _ := d.Fact("tree"); f.Default != "oak" {
+		t.Errorf("tree default = %v, want oak", f.Default)
+	}
+	chop := d.Action("chop")
+	if chop.Skill != "chop" || chop.Cost != 1 || chop.MinCost != 1 {
+		t.Errorf("chop: skill %q cost %v minCost %v, want chop 1 1", chop.Skill, chop.Cost, chop.MinCost)
+	}
+	var pre []string
+	for _, c := range chop.Preconditions {
+		pre = append(pre, c.String())
+	}
+	if diff := cmp.Diff([]string{"axe equals true", "wood lt 10", "wood gte 0"}, pre); diff != "" {
+		t.Errorf("chop preconditions (-want +got):\n%s", diff)
+	}
+	if e := chop.Effects[0].String(); e != "wood inc 2" {
+		t.Errorf("chop effect = %q, want wood inc 2", e)
+	}
+	fetch := d.Action("fetch")
+	if fetch.Skill != "shop" || fetch.CostExpr != "wood > 3 ? 2 : 5" || fetch.MinCost != 2 || fetch.Cost != 0 {
+		t.Errorf("fetch = %+v", fetch)
+	}
+	if string(d.Action("free").Input) != "{}" {
+		t.Errorf("free input = %s, want {}", d.Action("free").Input)
+	}
+	g := d.Goal("g")
+	if g.UtilityExpr != "10 - wood" || g.Valid != "axe || wood > 0" || g.Cooldown != 250*time.Millisecond {
+		t.Errorf("goal g = %+v", g)
+	}
+	if h := d.Goal("h"); h.Utility != 1 || h.Cooldown != DefaultCooldown {
+		t.Errorf("goal h utility %v cooldown %v, want 1 and the default", h.Utility, h.Cooldown)
+	}
+	// The state key is every fact an effect changes, increments included.
+	var key []string
+	for _, i := range d.mutable {
+		key = append(key, d.Facts[i].Name)
+	}
+	if diff := cmp.Diff([]string{"axe", "spot", "wood"}, key); diff != "" {
+		t.Errorf("state key facts (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	const facts = `"facts": {"wood": 0, "axe": false, "tree": "oak", "spot": {"type": "string"}}`
+	action := func(a string) string {
+		return `{"name": "d", ` + facts + `, "actions": [` + a + `]}`
+	}
+	goal := func(g string) string {
+		return `{"name": "d", ` + facts + `, "actions": [{"name": "a"}], "goals": [` + g + `]}`
+	}
+	tests := []struct {
+		name, doc string
+		path      string // DomainError.Path
+		want      string // substring of the message
+	}{
+		{"not JSON", `{"name":`, "", "malformed JSON"},
+		{"no actions", `{"name": "d", ` + facts + `}`, "", "missing property 'actions'"},
+		{"bad fact name", `{"name": "d", "facts": {"a/b": 1}, "actions": [{"name": "a"}]}`, "/facts/a~1b", `fact name "a/b": want a letter`},
+		{"keyword fact", `{"name": "d", "facts": {"in": 1}, "actions": [{"name": "a"}]}`, "/facts/in", `fact name "in" is an expression keyword`},
+		{"null fact", `{"name": "d", "facts": {"x": null}, "actions": [{"name": "a"}]}`, "", "at /facts/x"},
+		{"default type", `{"name": "d", "facts": {"x": {"type": "number", "default": "3"}}, "actions": [{"name": "a"}]}`, "/facts/x/default", `fact x is a number, but its default "3" is a string`},
+		{"unknown precondition fact", action(`{"name": "a", "preconditions": {"stone": 1}}`), "/actions/0/preconditions/stone", `action a: unknown fact "stone"`},
+		{"equals type", action(`{"name": "a", "preconditions": {"axe": 1}}`), "/actions/0/preconditions/axe", "action a: axe equals 1: the fact is a bool"},
+		{"lt on string", action(`{"name": "a", "preconditions": {"tree": {"lt": 3}}}`), "/actions/0/preconditions/tree", "lt compares numbers and the fact is a string"},
+		{"exists false with default", action(`{"name": "a", "preconditions": {"wood": {"exists": false}}}`), "/actions/0/preconditions/wood", "never holds"},
+		{"unknown comparison", action(`{"name": "a", "preconditions": {"wood": {"above": 3}}}`), "", "at /actions/0/preconditions/wood"},
+		{"unknown effect fact", action(`{"name": "a", "effects": {"stone": 1}}`), "/actions/0/effects/stone", `action a: unknown fact "stone"`},
+		{"set type", action(`{"name": "a", "effects": {"wood": true}}`), "/actions/0/effects/wood", "action a: sets wood to true, but the fact is a number"},
+		{"inc on bool", action(`{"name": "a", "effects": {"axe": {"inc": 1}}}`), "/actions/0/effects/axe", "inc on axe: the fact is a bool"},
+		{"two effect ops", action(`{"name": "a", "effects": {"wood": {"inc": 1, "dec": 1}}}`), "", "at /actions/0/effects/wood"},
+		{"duplicate action", action(`{"name": "a"}, {"name": "a"}`), "/actions/1/name", `duplicate action name "a"`},
+		{"bad action name", action(`{"name": "a b"}`), "", "at /actions/0/name"},
+		{"negative cost", action(`{"name": "a", "cost": -1}`), "", "at /actions/0/cost"},
+		{"cost syntax", action(`{"name": "a", "cost": "wood +"}`), "/actions/0/cost", "action a: cost: unexpected token EOF (1:6)"},
+		{"cost unknown name", action(`{"name": "a", "cost": "stone * 2"}`), "/actions/0/cost", "action a: cost: unknown name stone"},
+		{"cost not number", action(`{"name": "a", "cost": "tree"}`), "/actions/0/cost", "action a: cost: expected float64, but got string"},
+		{"cost uses now", action(`{"name": "a", "cost": "now().Unix()"}`), "/actions/0/cost", "unknown name now"},
+		{"minCost with number", action(`{"name": "a", "cost": 2, "minCost": 1}`), "/actions/0/minCost", "minCost applies only to an expression cost"},
+		{"template unknown fact", action(`{"name": "a", "input": {"x": ["ok", {"y": "{stone}"}]}}`), "/actions/0/input/x/1/y", "{stone} in \"{stone}\" names no declared fact"},
+		{"template unclosed", action(`{"name": "a", "input": {"x": "a {tree"}}`), "/actions/0/input/x", "unclosed {"},
+		{"template stray brace", action(`{"name": "a", "input": {"x": "a}"}}`), "/actions/0/input/x", "unmatched }"},
+		{"input ref", action(`{"name": "a", "input": {"x": {"$ref": "1-a"}}}`), "/actions/0/input/x", "GOAP actions cannot do"},
+		{"input not object", action(`{"name": "a", "input": [1]}`), "", "at /actions/0/input"},
+		{"goal without conditions", goal(`{"name": "g", "conditions": {}}`), "", "at /goals/0/conditions"},
+		{"goal unknown fact", goal(`{"name": "g", "conditions": {"stone": 1}}`), "/goals/0/conditions/stone", `goal g: unknown fact "stone"`},
+		{"duplicate goal", goal(`{"name": "g", "conditions": {"axe": true}}, {"name": "g", "conditions": {"axe": true}}`), "/goals/1/name", `duplicate goal name "g"`},
+		{"utility not number", goal(`{"name": "g", "conditions": {"axe": true}, "utility": "axe"}`), "/goals/0/utility", "goal g: utility: expected float64, but got bool"},
+		{"valid not bool", goal(`{"name": "g", "conditions": {"axe": true}, "valid": "wood + 1"}`), "/goals/0/valid", "goal g: valid: expected bool, but got float64"},
+		{"negative cooldown", goal(`{"name": "g", "conditions": {"axe": true}, "cooldownMs": -1}`), "", "at /goals/0/cooldownMs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(tt.doc))
+			if err == nil {
+				t.Fatalf("got a domain, want an error containing %q", tt.want)
+			}
+			if !errors.Is(err, ErrInvalidDomain) {
+				t.Errorf("error %v does not match ErrInvalidDomain", err)
+			}
+			var de *DomainError
+			if !errors.As(err, &de) {
+				t.Fatalf("error %T is not a *DomainError", err)
+			}
+			if de.Path != tt.path {
+				t.Errorf("path: got %q, want %q (%v)", de.Path, tt.path, err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %q, want it to contain %q", err.Error(), tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("message spans lines: %q", err.Error())
+			}
+		})
+	}
+}
+
+func TestDecodeSchemaErrorsWrapSchemas(t *testing.T) {
+	_, err := Decode([]byte(`{"name": "d"}`))
+	if !errors.Is(err, schemas.ErrInvalid) || !errors.Is(err, ErrInvalidDomain) {
+		t.Fatalf("got %v, want it to match schemas.ErrInvalid and ErrInvalidDomain", err)
+	}
+}
+
+func TestTemplates(t *testing.T) {
+	d := mustDecode(t, `{"name": "d", "facts": {"n": 2.5, "b": true, "s": "oak", "x": {"type": "number"}},
+		"actions": [{"name": "a", "input": {
+			"whole": "{n}", "bool": "{b}", "str": "{ s }", "absent": "{x}",
+			"text": "n={n} b={b} s={s} x=[{x}]", "braces": "{{n}} }}", "plain": 7,
+			"deep": [{"k": "{s}-{n}"}], "keep": "no templates here"}}]}`)
+	s, err := d.vector(State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(d.Action("a").render(d, s))
+	want := `{"absent":null,"bool":true,"braces":"{n} }","deep":[{"k":"oak-2.5"}],"keep":"no templates here","plain":7,"str":"oak","text":"n=2.5 b=true s=oak x=[]","whole":2.5}`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

@@ -1,0 +1,219 @@
+package goap
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func exampleDoc(t testing.TB, name string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "examples", "goap", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(doc)
+}
+
+func loadExample(t testing.TB, name string) *Domain {
+	t.Helper()
+	return mustDecode(t, exampleDoc(t, name))
+}
+
+func actionNames(r *Result) []string {
+	out := []string{}
+	for _, s := range r.Steps {
+		out = append(out, s.Action)
+	}
+	return out
+}
+
+// signs is the seed's "Incremental Effects Need State Keys" case: a goal
+// of pending == 0 from pending == 2 needs the same action twice.
+const signs = `{"name": "signs", "facts": {"pending": 2, "planks": 0},
+	"actions": [
+		{"name": "write-sign", "preconditions": {"pending": {"gt": 0}, "planks": {"gte": 6}}, "effects": {"pending": {"dec": 1}, "planks": {"dec": 6}}},
+		{"name": "process-wood", "effects": {"planks": {"inc": 4}}, "cost": 2}
+	],
+	"goals": [{"name": "signs-written", "conditions": {"pending": 0}}]}`
+
+const travel = `{"name": "travel", "facts": {"at": "home", "cash": 10, "car": true},
+	"actions": [
+		{"name": "walk-town", "preconditions": {"at": "home"}, "effects": {"at": "town"}, "cost": 10},
+		{"name": "drive-town", "skill": "car", "preconditions": {"at": "home", "car": true}, "effects": {"at": "town"}, "cost": 3},
+		{"name": "taxi-town", "skill": "taxi", "preconditions": {"at": "home", "cash": {"gte": 5}}, "effects": {"at": "town", "cash": {"dec": 5}}, "cost": "cash > 8 ? 4 : 6", "minCost": 4},
+		{"name": "town-park", "preconditions": {"at": "town"}, "effects": {"at": "park"}, "cost": 1},
+		{"name": "home-park", "skill": "car", "preconditions": {"at": "home", "car": true}, "effects": {"at": "park"}, "cost": 4}
+	],
+	"goals": [
+		{"name": "park", "conditions": {"at": "park"}},
+		{"name": "rich", "conditions": {"cash": {"gte": 100}}},
+		{"name": "carless", "conditions": {"car": false}}
+	]}`
+
+func TestPlan(t *testing.T) {
+	noCar := func(skill string) bool { return skill == "car" }
+	tests := []struct {
+		name   string
+		domain string
+		state  State
+		goal   string
+		opts   Options
+		want   []string
+		cost   float64
+	}{
+		{"direct is cheapest", travel, nil, "park", Options{}, []string{"home-park"}, 4},
+		{"disabled skill", travel, nil, "park", Options{Disabled: noCar}, []string{"taxi-town", "town-park"}, 5},
+		{"dynamic cost", travel, State{"cash": 6}, "park", Options{Disabled: noCar}, []string{"taxi-town", "town-park"}, 7},
+		{"too poor for a taxi", travel, State{"cash": 4}, "park", Options{Disabled: noCar}, []string{"walk-town", "town-park"}, 11},
+		{"already there", travel, State{"at": "park"}, "park", Options{}, []string{}, 0},
+		{"repeated action needs state keys", signs, nil, "signs-written", Options{},
+			[]string{"process-wood", "process-wood", "write-sign", "process-wood", "write-sign"}, 8},
+		{"woodcutter", exampleDoc(t, "woodcutter"), nil, "build-cabin", Options{},
+			[]string{"take-axe", "chop", "chop", "chop", "build-cabin"}, 12},
+		{"woodcutter with an axe and wood", exampleDoc(t, "woodcutter"), State{"has_axe": true, "wood": 5}, "build-cabin", Options{},
+			[]string{"chop", "build-cabin"}, 7},
+		{"woodcutter without the shed", exampleDoc(t, "woodcutter"), State{"axe_in_shed": false}, "build-cabin", Options{},
+			[]string{"buy-axe", "chop", "chop", "chop", "build-cabin"}, 14},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := mustDecode(t, tt.domain)
+			r, err := Plan(context.Background(), d, tt.state, tt.goal, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, actionNames(r)); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if r.Cost != tt.cost {
+				t.Errorf("cost: got %v, want %v", r.Cost, tt.cost)
+			}
+			sum := 0.0
+			for _, s := range r.Steps {
+				sum += s.Cost
+			}
+			if sum != r.Cost {
+				t.Errorf("steps cost %v, result says %v", sum, r.Cost)
+			}
+			if ok, _ := d.Satisfied(tt.goal, lastState(r)); !ok {
+				t.Errorf("final state %v does not satisfy %s", lastState(r), tt.goal)
+			}
+		})
+	}
+}
+
+func lastState(r *Result) State {
+	if len(r.Steps) == 0 {
+		return r.Start
+	}
+	return r.Steps[len(r.Steps)-1].State
+}
+
+func TestPlanSteps(t *testing.T) {
+	d := loadExample(t, "woodcutter")
+	r, err := Plan(context.Background(), d, State{"has_axe": true, "wood": 4, "tree": "birch", "ignored": []any{1}}, "build-cabin", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Step{
+		{Action: "chop", Skill: "chop", Description: "fell a tree with the axe: two logs", Input: []byte(`{"note":"felling birch #4","tree":"birch"}`), Cost: 2,
+			State: State{"axe_in_shed": true, "cabin": false, "gold": 10.0, "has_axe": true, "tree": "birch", "wood": 6.0}},
+		{Action: "build-cabin", Skill: "build", Description: "build-cabin", Input: []byte(`{"logs":6,"structure":"cabin"}`), Cost: 5,
+			State: State{"axe_in_shed": true, "cabin": true, "gold": 10.0, "has_axe": true, "tree": "birch", "wood": 0.0}},
+	}
+	if diff := cmp.Diff(want, r.Steps); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	wantStart := State{"axe_in_shed": true, "cabin": false, "gold": 10.0, "has_axe": true, "tree": "birch", "wood": 4.0}
+	if diff := cmp.Diff(wantStart, r.Start); diff != "" {
+		t.Errorf("start (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name   string
+		domain string
+		ctx    context.Context
+		state  State
+		goal   string
+		opts   Options
+		is     error
+		want   string
+	}{
+		{"unknown goal", travel, nil, nil, "moon", Options{}, ErrUnknownGoal, `"moon" (the domain has goals park, rich, carless)`},
+		{"mistyped fact", travel, nil, State{"cash": "lots"}, "park", Options{}, ErrInvalidState, `fact cash is a number, got "lots"`},
+		{"NaN fact", travel, nil, State{"cash": math.NaN()}, "park", Options{}, ErrInvalidState, "fact cash: number NaN is not finite"},
+		{"no action changes the fact", travel, nil, nil, "carless", Options{}, ErrUnreachable,
+			"goal carless unreachable: unsatisfied car equals false (is true); no usable action changes car"},
+		{"no action goes the right way", travel, nil, nil, "rich", Options{}, ErrUnreachable,
+			"goal rich unreachable: unsatisfied cash gte 100 (is 10); no usable action can make cash gte 100"},
+		{"every way disabled", travel, nil, State{"cash": 0}, "park", Options{Disabled: func(s string) bool { return s != "taxi" }}, ErrUnreachable,
+			`goal park unreachable: unsatisfied at equals "park" (is "home"); no usable action can make at equals "park"; disabled: town-park (skill town-park), home-park (skill car)`},
+		{"searched everything", travel, nil, State{"cash": 0, "car": false, "at": "nowhere"}, "park", Options{}, ErrUnreachable,
+			`goal park unreachable: unsatisfied at equals "park" (is "nowhere"); searched all 1 reachable states`},
+		{"max cost", travel, nil, nil, "park", Options{MaxCost: 3.5}, ErrUnreachable, "no plan costs at most 3.5 (Options.MaxCost)"},
+		{"budget", signs, nil, State{"pending": 50}, "signs-written", Options{MaxNodes: 10}, ErrBudgetExceeded,
+			"expanded 10 states for goal signs-written without reaching it (Options.MaxNodes 10)"},
+		{"canceled", signs, canceled, nil, "signs-written", Options{}, context.Canceled, "goap: canceled: context canceled"},
+		{"cost fails", `{"name": "d", "facts": {"n": 0, "s": {"type": "string"}}, "actions": [{"name": "a", "effects": {"n": 1}, "cost": "len(s) + 1"}],
+			"goals": [{"name": "g", "conditions": {"n": 1}}]}`, nil, nil, "g", Options{}, ErrEval, "goap: action a: cost: invalid argument for len"},
+		{"cost below minCost", `{"name": "d", "facts": {"n": 0}, "actions": [{"name": "a", "effects": {"n": 1}, "cost": "n + 1", "minCost": 2}],
+			"goals": [{"name": "g", "conditions": {"n": 1}}]}`, nil, nil, "g", Options{}, ErrEval, `"n + 1" gave 1 in state {n: 0}, below the action's minCost 2`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			r, err := Plan(ctx, mustDecode(t, tt.domain), tt.state, tt.goal, tt.opts)
+			if err == nil {
+				t.Fatalf("got plan %v, want an error", actionNames(r))
+			}
+			if !errors.Is(err, tt.is) {
+				t.Errorf("error %v does not match %v", err, tt.is)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %q, want it to contain %q", err.Error(), tt.want)
+			}
+		})
+	}
+}
+
+func TestUnreachableError(t *testing.T) {
+	_, err := Plan(context.Background(), mustDecode(t, travel), nil, "rich", Options{})
+	var ue *UnreachableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("got %T %v, want *UnreachableError", err, err)
+	}
+	if diff := cmp.Diff([]string{"cash gte 100 (is 10)"}, ue.Unsatisfied); diff != "" {
+		t.Errorf("unsatisfied (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanDeterministic(t *testing.T) {
+	d := loadExample(t, "woodcutter")
+	first, err := Plan(context.Background(), d, nil, "earn-gold", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		again, err := Plan(context.Background(), d, nil, "earn-gold", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(first, again); diff != "" {
+			t.Fatalf("plans differ (-first +again):\n%s", diff)
+		}
+	}
+}

@@ -1,0 +1,358 @@
+package goap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// The A* planner is checked against a naive uniform-cost search on small
+// random domains: same optimal cost, or both find no plan. The naive search
+// has its own condition, effect and cost code, written from the domain
+// format's rules, and explores every reachable state.
+
+// naive domain, as generated.
+type nCond struct {
+	fact string
+	op   string
+	val  any
+}
+
+type nEffect struct {
+	fact string
+	op   string // set, inc, dec
+	val  any
+}
+
+type nAction struct {
+	name  string
+	pre   []nCond
+	eff   []nEffect
+	cost  float64
+	coef  float64 // cost is coef*costOf + cost when costOf != ""
+	costOf string
+	min   float64
+}
+
+type nDomain struct {
+	defaults map[string]any // facts with defaults; "opt" has none
+	actions  []nAction
+	goal     []nCond
+}
+
+var (
+	boolFacts = []string{"b0", "b1", "b2"}
+	numFacts  = []string{"n0", "n1"}
+	strValues = []string{"x", "y", "z"}
+)
+
+func genCond(t *rapid.T, label string) nCond {
+	switch rapid.IntRange(0, 3).Draw(t, label+"-kind") {
+	case 0:
+		return nCond{fact: rapid.SampledFrom(boolFacts).Draw(t, label+"-fact"), op: rapid.SampledFrom([]string{"equals", "ne"}).Draw(t, label+"-op"),
+			val: rapid.Bool().Draw(t, label+"-val")}
+	case 1:
+		return nCond{fact: rapid.SampledFrom(numFacts).Draw(t, label+"-fact"), op: rapid.SampledFrom([]string{"equals", "ne", "lt", "lte", "gt", "gte"}).Draw(t, label+"-op"),
+			val: float64(rapid.IntRange(-1, 4).Draw(t, label+"-val"))}
+	case 2:
+		return nCond{fact: "s", op: rapid.SampledFrom([]string{"equals", "ne"}).Draw(t, label+"-op"), val: rapid.SampledFrom(strValues).Draw(t, label+"-val")}
+	default:
+		if rapid.Bool().Draw(t, label+"-exists") {
+			return nCond{fact: "opt", op: "exists", val: rapid.Bool().Draw(t, label+"-val")}
+		}
+		return nCond{fact: "opt", op: rapid.SampledFrom([]string{"gte", "equals", "ne"}).Draw(t, label+"-op"), val: float64(rapid.IntRange(0, 3).Draw(t, label+"-val"))}
+	}
+}
+
+func genConds(t *rapid.T, label string, lo, hi int) []nCond {
+	var out []nCond
+	seen := map[string]bool{}
+	for i := range rapid.IntRange(lo, hi).Draw(t, label+"-n") {
+		c := genCond(t, fmt.Sprintf("%s%d", label, i))
+		if seen[c.fact+c.op] {
+			continue
+		}
+		seen[c.fact+c.op] = true
+		out = append(out, c)
+	}
+	return out
+}
+
+func genEffect(t *rapid.T, label string) nEffect {
+	switch rapid.IntRange(0, 3).Draw(t, label+"-kind") {
+	case 0:
+		return nEffect{fact: rapid.SampledFrom(boolFacts).Draw(t, label+"-fact"), op: "set", val: rapid.Bool().Draw(t, label+"-val")}
+	case 1:
+		f := rapid.SampledFrom(append(slices.Clone(numFacts), "opt")).Draw(t, label+"-fact")
+		op := rapid.SampledFrom([]string{"set", "inc", "dec"}).Draw(t, label+"-op")
+		if op == "set" {
+			return nEffect{fact: f, op: op, val: float64(rapid.IntRange(0, 3).Draw(t, label+"-val"))}
+		}
+		return nEffect{fact: f, op: op, val: float64(rapid.IntRange(1, 2).Draw(t, label+"-val"))}
+	default:
+		return nEffect{fact: "s", op: "set", val: rapid.SampledFrom(strValues).Draw(t, label+"-val")}
+	}
+}
+
+func genDomain(t *rapid.T) nDomain {
+	d := nDomain{defaults: map[string]any{"s": rapid.SampledFrom(strValues).Draw(t, "s0")}}
+	for _, f := range boolFacts {
+		d.defaults[f] = rapid.Bool().Draw(t, f)
+	}
+	for _, f := range numFacts {
+		d.defaults[f] = float64(rapid.IntRange(0, 3).Draw(t, f))
+	}
+	for i := range rapid.IntRange(1, 7).Draw(t, "actions") {
+		label := fmt.Sprintf("a%d", i)
+		a := nAction{name: label, pre: genConds(t, label+"pre", 0, 2), cost: float64(rapid.IntRange(0, 5).Draw(t, label+"-cost"))}
+		seen := map[string]bool{}
+		for j := range rapid.IntRange(1, 3).Draw(t, label+"-effects") {
+			e := genEffect(t, fmt.Sprintf("%se%d", label, j))
+			if seen[e.fact] {
+				continue
+			}
+			seen[e.fact] = true
+			a.eff = append(a.eff, e)
+			// Keep the state space finite: numbers only move within a band.
+			if e.op == "inc" && !hasCond(a.pre, e.fact, "lt") {
+				a.pre = append(a.pre, nCond{fact: e.fact, op: "lt", val: 4.0})
+			}
+			if e.op == "dec" && !hasCond(a.pre, e.fact, "gt") {
+				a.pre = append(a.pre, nCond{fact: e.fact, op: "gt", val: -2.0})
+			}
+		}
+		if rapid.Bool().Draw(t, label+"-dynamic") {
+			a.costOf = rapid.SampledFrom(numFacts).Draw(t, label+"-costOf")
+			a.coef = float64(rapid.IntRange(0, 2).Draw(t, label+"-coef"))
+			// cost = coef*|n| + cost >= cost, whatever n is.
+			a.min = float64(rapid.IntRange(0, int(a.cost)).Draw(t, label+"-min"))
+		}
+		d.actions = append(d.actions, a)
+	}
+	d.goal = genConds(t, "goal", 1, 3)
+	return d
+}
+
+func hasCond(cs []nCond, fact, op string) bool {
+	for _, c := range cs {
+		if c.fact == fact && c.op == op {
+			return true
+		}
+	}
+	return false
+}
+
+// doc renders the domain in the JSON format.
+func (d nDomain) doc() []byte {
+	conds := func(cs []nCond) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, c := range cs {
+			if out[c.fact] == nil {
+				out[c.fact] = map[string]any{}
+			}
+			out[c.fact][c.op] = c.val
+		}
+		return out
+	}
+	facts := map[string]any{"opt": map[string]any{"type": "number"}}
+	for f, v := range d.defaults {
+		facts[f] = v
+	}
+	var actions []map[string]any
+	for _, a := range d.actions {
+		eff := map[string]any{}
+		for _, e := range a.eff {
+			eff[e.fact] = map[string]any{e.op: e.val}
+		}
+		m := map[string]any{"name": a.name, "preconditions": conds(a.pre), "effects": eff, "cost": a.cost}
+		if a.costOf != "" {
+			m["cost"] = fmt.Sprintf("%v * abs(%s) + %v", a.coef, a.costOf, a.cost)
+			m["minCost"] = a.min
+		}
+		actions = append(actions, m)
+	}
+	b, _ := json.Marshal(map[string]any{"name": "random", "facts": facts, "actions": actions,
+		"goals": []any{map[string]any{"name": "g", "conditions": conds(d.goal)}}})
+	return b
+}
+
+func naiveHolds(c nCond, s map[string]any) bool {
+	v, ok := s[c.fact]
+	switch {
+	case c.op == "exists":
+		return ok == c.val.(bool)
+	case !ok:
+		return c.op == "ne"
+	case c.op == "equals":
+		return v == c.val
+	case c.op == "ne":
+		return v != c.val
+	}
+	x, y := v.(float64), c.val.(float64)
+	switch c.op {
+	case "lt":
+		return x < y
+	case "lte":
+		return x <= y
+	case "gt":
+		return x > y
+	}
+	return x >= y
+}
+
+func naiveAll(cs []nCond, s map[string]any) bool {
+	for _, c := range cs {
+		if !naiveHolds(c, s) {
+			return false
+		}
+	}
+	return true
+}
+
+func naiveApply(a nAction, s map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range s {
+		out[k] = v
+	}
+	for _, e := range a.eff {
+		switch e.op {
+		case "set":
+			out[e.fact] = e.val
+		case "inc":
+			n, _ := out[e.fact].(float64)
+			out[e.fact] = n + e.val.(float64)
+		case "dec":
+			n, _ := out[e.fact].(float64)
+			out[e.fact] = n - e.val.(float64)
+		}
+	}
+	return out
+}
+
+func naiveCost(a nAction, s map[string]any) float64 {
+	if a.costOf == "" {
+		return a.cost
+	}
+	return a.coef*math.Abs(s[a.costOf].(float64)) + a.cost
+}
+
+func naiveKey(s map[string]any) string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%v;", k, s[k])
+	}
+	return b.String()
+}
+
+// naiveCheapest is uniform-cost search with a linear scan for the minimum:
+// the cost of the cheapest plan, or false.
+func naiveCheapest(d nDomain, start map[string]any) (float64, bool) {
+	type item struct {
+		s map[string]any
+		g float64
+	}
+	best := map[string]float64{naiveKey(start): 0}
+	done := map[string]bool{}
+	open := []item{{start, 0}}
+	for len(open) > 0 {
+		mi := 0
+		for i := range open {
+			if open[i].g < open[mi].g {
+				mi = i
+			}
+		}
+		it := open[mi]
+		open = slices.Delete(open, mi, mi+1)
+		k := naiveKey(it.s)
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		if naiveAll(d.goal, it.s) {
+			return it.g, true
+		}
+		for _, a := range d.actions {
+			if !naiveAll(a.pre, it.s) {
+				continue
+			}
+			next := naiveApply(a, it.s)
+			g := it.g + naiveCost(a, it.s)
+			nk := naiveKey(next)
+			if b, ok := best[nk]; ok && b <= g {
+				continue
+			}
+			best[nk] = g
+			open = append(open, item{next, g})
+		}
+	}
+	return 0, false
+}
+
+func TestPropertyPlanIsOptimal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		nd := genDomain(t)
+		doc := nd.doc()
+		d, err := Decode(doc)
+		if err != nil {
+			t.Fatalf("generated domain does not decode: %v\n%s", err, doc)
+		}
+		start := map[string]any{}
+		for f, v := range nd.defaults {
+			start[f] = v
+		}
+		if rapid.Bool().Draw(t, "opt-present") {
+			start["opt"] = float64(rapid.IntRange(0, 2).Draw(t, "opt"))
+		}
+		want, reachable := naiveCheapest(nd, start)
+		r, err := Plan(context.Background(), d, State(start), "g", Options{MaxNodes: -1})
+		if !reachable {
+			if !errors.Is(err, ErrUnreachable) {
+				t.Fatalf("naive search finds no plan; Plan: %v, %v\n%s", r, err, doc)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("naive search finds a plan of cost %v; Plan: %v\n%s", want, err, doc)
+		}
+		if math.Abs(r.Cost-want) > 1e-9 {
+			t.Fatalf("Plan cost %v %v, naive cheapest %v\n%s", r.Cost, actionNames(r), want, doc)
+		}
+		// The plan is executable step by step and reaches the goal.
+		s := start
+		total := 0.0
+		for i, step := range r.Steps {
+			var a nAction
+			for _, x := range nd.actions {
+				if x.name == step.Action {
+					a = x
+				}
+			}
+			if !naiveAll(a.pre, s) {
+				t.Fatalf("step %d %s: preconditions fail in %v\n%s", i+1, a.name, s, doc)
+			}
+			if c := naiveCost(a, s); c != step.Cost {
+				t.Fatalf("step %d %s: cost %v, naive %v", i+1, a.name, step.Cost, c)
+			}
+			total += step.Cost
+			s = naiveApply(a, s)
+			if naiveKey(s) != naiveKey(step.State) {
+				t.Fatalf("step %d %s: state %v, naive %v", i+1, a.name, step.State, s)
+			}
+		}
+		if !naiveAll(nd.goal, s) {
+			t.Fatalf("plan ends in %v, which misses the goal\n%s", s, doc)
+		}
+	})
+}
