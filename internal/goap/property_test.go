@@ -32,13 +32,13 @@ type nEffect struct {
 }
 
 type nAction struct {
-	name  string
-	pre   []nCond
-	eff   []nEffect
-	cost  float64
-	coef  float64 // cost is coef*costOf + cost when costOf != ""
+	name   string
+	pre    []nCond
+	eff    []nEffect
+	cost   float64
+	coef   float64 // cost is coef*costOf + cost when costOf != ""
 	costOf string
-	min   float64
+	min    float64
 }
 
 type nDomain struct {
