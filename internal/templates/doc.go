@@ -1,0 +1,71 @@
+// Package templates is planbus's plan library (seed 001): static plan
+// templates found by domain and trigger phrases, turned into Plan JSON,
+// with a verification gate and an onFail action on every step, and a step
+// tracker that follows an instance to its end or its expiry.
+//
+// The package is pure: it reads a library from bytes, does no other I/O,
+// starts no goroutines, keeps no global state, and every result is
+// deterministic (time comes in as an argument). A *Library and the
+// *Template, *Instance and compiled *Gate values it hands out are
+// immutable and safe for concurrent use; a *Tracker belongs to one
+// goroutine.
+//
+// # Library
+//
+// Decode checks a library document against
+// schemas/template-library.schema.json and then its meaning: unique ids,
+// after lists without cycles, onFail targets that exist, regular
+// expressions and gate expressions that compile, placeholders that name
+// declared variables, defaults that match their patterns, and that each
+// template makes a valid plan. Errors are *Error values naming the
+// template, the step and the field, and match ErrInvalid.
+//
+// A step's name, action, input strings (and keys) and gate values may hold
+// {var} placeholders: input is the request's text, the others are
+// declared under vars with an optional default and an RE2 pattern the
+// whole value must match. {{ and }} write literal braces. Captures, RE2
+// patterns with named groups, fill variables from the request's text.
+// Inputs may also hold {"$ref": "step#/pointer"} to take an earlier
+// step's output, as Plan JSON does.
+//
+// # Matching
+//
+// Match ranks the templates that fit a request: a request's domain admits
+// the templates that list it or list none; a trigger phrase matches as
+// whole words, in any case, whatever the punctuation and spacing between
+// them ("debug*" matches "debugging"); a template needs TriggerThreshold
+// different triggers. The score is the number of words of the matched
+// triggers plus DomainBonus; ties go to more triggers, then library order.
+// Best applies a minimum score; Select picks a template by id or by match
+// and instantiates it with the request's variables.
+//
+// # Plans
+//
+// ToPlan (Instantiate, then Instance.Plan) makes a plan: one tool per
+// step, each after the step before it or its after list, retryPolicy from
+// onFail's retries, required false when a failure ends in skip, and in
+// each tool's metadata the step's gate ("verify"), its onFail and its
+// fallback step (ToolMeta). The plan comes back from plan.Decode.
+//
+// # Gates and onFail
+//
+// A Gate checks one output: nonEmpty, contains, notContains, matches,
+// equals, exists, exitCode (the shell skill's), httpStatus (the http
+// skill's), expr (an expr-lang expression over output and text) and all.
+// Gate.Check returns whether the output passes and why; ParseGate reads one
+// from a tool's metadata and ParseToolMeta the whole of it. A refused
+// output counts as a failed attempt. OnFail.Resolve says what follows a
+// failed attempt: retry while retries last and the failure is retryable,
+// then skip (go on as if the step were optional), abort (stop the plan)
+// or fall back (run a fallback step in the step's place, or switch the
+// request to another template).
+//
+// # Tracking
+//
+// A Tracker follows an Instance: Observe takes each attempt's Result,
+// checks the gate, applies onFail and returns the Decision; Next lists
+// the steps that may run; Summary prints the seed's plan context ("Step
+// 2/5: ... → next"). Staleness (maxTurns, maxAgeMs since the last
+// progress) is data with a pure Check; State is JSON to keep between
+// turns, and Resume continues from it.
+package templates

@@ -1,0 +1,558 @@
+package templates
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Gate types: what a verification gate checks in a tool's output.
+const (
+	GateNonEmpty    = "nonEmpty"    // the subject is not null, "", blank, [] or {}
+	GateContains    = "contains"    // the subject's text contains value
+	GateNotContains = "notContains" // the subject's text does not contain value
+	GateMatches     = "matches"     // the subject's text matches the RE2 pattern
+	GateEquals      = "equals"      // the subject equals the JSON value
+	GateExists      = "exists"      // something is at path (null counts)
+	GateExitCode    = "exitCode"    // /exitCode (the shell skill's) equals value, default 0
+	GateHTTPStatus  = "httpStatus"  // /status (the http skill's) is value: 404 or a class "2xx"
+	GateExpr        = "expr"        // an expr-lang expression over output and text is true
+	GateAll         = "all"         // every gate of gates passes
+)
+
+// ErrInvalidGate is matched by the errors of ParseGate and Gate.Compile.
+var ErrInvalidGate = errors.New("templates: invalid gate")
+
+// Gate is a verification gate: a check of one tool output, serialisable as
+// JSON so it can ride in a plan tool's metadata ("verify") and be checked
+// by whoever receives the tool's result.
+//
+// The subject of a gate is the value at Path (a JSON pointer, RFC 6901)
+// in the output, or the whole output when Path is empty; exitCode and
+// httpStatus default Path to /exitCode and /status. The text of a subject
+// is the string itself, or its compact JSON for other values. Text
+// comparisons ignore case unless CaseSensitive.
+//
+// A Gate built in Go is checked as it is; Compile it once (ParseGate and
+// Decode do) so that Check does not compile its pattern or expression on
+// every call. A compiled Gate is immutable and safe for concurrent use.
+type Gate struct {
+	Type          string  `json:"type"`
+	Path          string  `json:"path,omitempty"`
+	Value         any     `json:"value,omitempty"`
+	Pattern       string  `json:"pattern,omitempty"`
+	Expr          string  `json:"expr,omitempty"`
+	CaseSensitive bool    `json:"caseSensitive,omitempty"`
+	Gates         []*Gate `json:"gates,omitempty"`
+
+	c *compiledGate
+}
+
+type compiledGate struct {
+	path   string
+	text   string // contains, notContains: the value, lowered unless case-sensitive
+	value  any    // equals: the value as encoding/json decodes it
+	code   int    // exitCode; httpStatus: the status, or its class 1..5 when class
+	class  bool
+	re     *regexp.Regexp
+	prog   *vm.Program
+	gates  []*compiledGate
+	source *Gate
+}
+
+// exprEnv is what an expression sees: output, the whole output decoded
+// from JSON, and text, the subject's text.
+type exprEnv struct {
+	Output any    `expr:"output"`
+	Text   string `expr:"text"`
+}
+
+// Builtins an expression may not call: they read the clock or the time
+// zone database, or expose map iteration order.
+var disabledBuiltins = []string{"now", "date", "timezone", "keys", "values", "toPairs"}
+
+// ParseGate decodes and compiles a gate from JSON, e.g. a plan tool's
+// metadata.verify. Unknown fields are an error. Errors match
+// ErrInvalidGate.
+func ParseGate(raw []byte) (*Gate, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var g Gate
+	if err := dec.Decode(&g); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidGate, err)
+	}
+	if err := g.Compile(); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// Compile checks the gate's fields for its type and compiles its pattern
+// and expression. It returns an error matching ErrInvalidGate that names
+// the field at fault. Compile is not safe to call while the gate is being
+// checked by other goroutines.
+func (g *Gate) Compile() error {
+	c, err := compileGate(g, 0)
+	if err != nil {
+		return err
+	}
+	g.c = c
+	return nil
+}
+
+// maxGateDepth bounds the nesting of all gates.
+const maxGateDepth = 16
+
+func gateErr(field, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if field != "" {
+		msg = field + ": " + msg
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidGate, msg)
+}
+
+func compileGate(g *Gate, depth int) (*compiledGate, error) {
+	if g == nil {
+		return nil, gateErr("", "missing")
+	}
+	if depth > maxGateDepth {
+		return nil, gateErr("gates", "nested deeper than %d", maxGateDepth)
+	}
+	c := &compiledGate{path: g.Path, source: g}
+	switch g.Type {
+	case GateExitCode:
+		if c.path == "" {
+			c.path = "/exitCode"
+		}
+	case GateHTTPStatus:
+		if c.path == "" {
+			c.path = "/status"
+		}
+	}
+	if err := checkPointer(c.path); err != nil {
+		return nil, gateErr("path", "%v", err)
+	}
+	if g.Type == GateExists && g.Path == "" {
+		return nil, gateErr("path", "exists needs a path")
+	}
+	// Fields that the type does not use are an error, not a silent no-op.
+	uses := map[string][]string{
+		GateNonEmpty: {}, GateExists: {},
+		GateContains: {"value", "caseSensitive"}, GateNotContains: {"value", "caseSensitive"},
+		GateMatches: {"pattern"}, GateEquals: {"value"}, GateExitCode: {"value"}, GateHTTPStatus: {"value"},
+		GateExpr: {"expr"}, GateAll: {"gates"},
+	}
+	used, known := uses[g.Type]
+	if !known {
+		return nil, gateErr("type", "unknown gate type %q (want one of nonEmpty, contains, notContains, matches, equals, exists, exitCode, httpStatus, expr, all)", g.Type)
+	}
+	set := map[string]bool{"value": g.Value != nil, "pattern": g.Pattern != "", "expr": g.Expr != "",
+		"caseSensitive": g.CaseSensitive, "gates": g.Gates != nil}
+	for _, f := range []string{"value", "pattern", "expr", "caseSensitive", "gates"} {
+		if set[f] && !contains(used, f) {
+			return nil, gateErr(f, "not used by a %s gate", g.Type)
+		}
+	}
+	if g.Type == GateAll && g.Path != "" {
+		return nil, gateErr("path", "not used by an all gate")
+	}
+	switch g.Type {
+	case GateContains, GateNotContains:
+		s, ok := g.Value.(string)
+		if !ok || s == "" {
+			return nil, gateErr("value", "a %s gate needs a non-empty string value", g.Type)
+		}
+		c.text = s
+		if !g.CaseSensitive {
+			c.text = strings.ToLower(s)
+		}
+	case GateMatches:
+		if g.Pattern == "" {
+			return nil, gateErr("pattern", "a matches gate needs a pattern")
+		}
+		re, err := regexp.Compile(g.Pattern)
+		if err != nil {
+			return nil, gateErr("pattern", "%v", err)
+		}
+		c.re = re
+	case GateEquals:
+		if g.Value == nil {
+			return nil, gateErr("value", "an equals gate needs a value (use an expr gate to compare with null)")
+		}
+		v, err := normalize(g.Value)
+		if err != nil {
+			return nil, gateErr("value", "%v", err)
+		}
+		c.value = v
+	case GateExitCode:
+		c.code = 0
+		if g.Value != nil {
+			n, ok := integer(g.Value)
+			if !ok || n < -1<<31 || n > 1<<31-1 {
+				return nil, gateErr("value", "an exitCode gate needs an integer value, got %s", jsonText(g.Value))
+			}
+			c.code = int(n)
+		}
+	case GateHTTPStatus:
+		c.code, c.class = 2, true
+		if g.Value != nil {
+			if n, ok := integer(g.Value); ok && n >= 100 && n <= 599 {
+				c.code, c.class = int(n), false
+			} else if s, ok := g.Value.(string); ok && len(s) == 3 && s[0] >= '1' && s[0] <= '5' && strings.EqualFold(s[1:], "xx") {
+				c.code = int(s[0] - '0')
+			} else {
+				return nil, gateErr("value", "an httpStatus gate needs a status 100..599 or a class \"1xx\"..\"5xx\", got %s", jsonText(g.Value))
+			}
+		}
+	case GateExpr:
+		if g.Expr == "" {
+			return nil, gateErr("expr", "an expr gate needs an expression")
+		}
+		opts := []expr.Option{expr.Env(exprEnv{}), expr.AsBool()}
+		for _, b := range disabledBuiltins {
+			opts = append(opts, expr.DisableBuiltin(b))
+		}
+		prog, err := expr.Compile(g.Expr, opts...)
+		if err != nil {
+			return nil, gateErr("expr", "%v", err)
+		}
+		c.prog = prog
+	case GateAll:
+		if len(g.Gates) == 0 {
+			return nil, gateErr("gates", "an all gate needs at least one gate")
+		}
+		for i, sub := range g.Gates {
+			sc, err := compileGate(sub, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("gates/%d: %w", i, err)
+			}
+			c.gates = append(c.gates, sc)
+		}
+	}
+	return c, nil
+}
+
+// Check reports whether output passes the gate and, either way, why. A nil
+// gate passes every output. An output that is not JSON fails every gate;
+// an empty output counts as null.
+func (g *Gate) Check(output json.RawMessage) (ok bool, reason string) {
+	if g == nil {
+		return true, "no gate"
+	}
+	c := g.c
+	if c == nil {
+		var err error
+		if c, err = compileGate(g, 0); err != nil {
+			return false, err.Error()
+		}
+	}
+	var v any
+	if len(bytes.TrimSpace(output)) > 0 {
+		if err := json.Unmarshal(output, &v); err != nil {
+			return false, "output is not JSON: " + err.Error()
+		}
+	}
+	return c.check(v)
+}
+
+// Verify checks a tool output against a step's gate: the call the
+// dispatcher makes for each successful result of a templated step.
+func Verify(s *Step, output json.RawMessage) (ok bool, reason string) {
+	return s.Verify.Check(output)
+}
+
+func (c *compiledGate) check(out any) (bool, string) {
+	g := c.source
+	if g.Type == GateAll {
+		for _, sub := range c.gates {
+			if ok, why := sub.check(out); !ok {
+				return false, why
+			}
+		}
+		return true, c.describe()
+	}
+	subject, found := lookupPointer(out, c.path)
+	where := subjectName(c.path)
+	if !found && g.Type != GateExpr {
+		return false, fmt.Sprintf("output has nothing at %s", c.path)
+	}
+	switch g.Type {
+	case GateNonEmpty:
+		if empty(subject) {
+			return false, where + " is empty"
+		}
+		return true, where + " is not empty"
+	case GateContains, GateNotContains:
+		text := textOf(subject)
+		if !g.CaseSensitive {
+			text = strings.ToLower(text)
+		}
+		has := strings.Contains(text, c.text)
+		want := g.Type == GateContains
+		if has == want {
+			return true, c.describe()
+		}
+		if want {
+			return false, fmt.Sprintf("%s does not contain %q", where, g.Value)
+		}
+		return false, fmt.Sprintf("%s contains %q", where, g.Value)
+	case GateMatches:
+		if c.re.MatchString(textOf(subject)) {
+			return true, c.describe()
+		}
+		return false, fmt.Sprintf("%s does not match /%s/", where, g.Pattern)
+	case GateEquals:
+		if reflect.DeepEqual(subject, c.value) {
+			return true, c.describe()
+		}
+		return false, fmt.Sprintf("%s is %s, want %s", where, clip(jsonText(subject)), clip(jsonText(c.value)))
+	case GateExists:
+		return true, c.describe()
+	case GateExitCode:
+		n, ok := integer(subject)
+		if !ok {
+			return false, fmt.Sprintf("%s is %s, not an exit code", where, clip(jsonText(subject)))
+		}
+		if n != int64(c.code) {
+			return false, fmt.Sprintf("exit code %d, want %d", n, c.code)
+		}
+		return true, c.describe()
+	case GateHTTPStatus:
+		n, ok := integer(subject)
+		if !ok {
+			return false, fmt.Sprintf("%s is %s, not an HTTP status", where, clip(jsonText(subject)))
+		}
+		if c.class && n/100 == int64(c.code) || !c.class && n == int64(c.code) {
+			return true, c.describe()
+		}
+		return false, fmt.Sprintf("HTTP status %d, want %s", n, c.statusText())
+	case GateExpr:
+		res, err := expr.Run(c.prog, exprEnv{Output: out, Text: textOf(subject)})
+		if err != nil {
+			return false, fmt.Sprintf("expr %q: %v", g.Expr, firstLineOf(err.Error()))
+		}
+		if b, _ := res.(bool); b {
+			return true, c.describe()
+		}
+		return false, fmt.Sprintf("expr %q is false", g.Expr)
+	}
+	return false, "unknown gate type " + g.Type
+}
+
+// String describes the gate for people, as in "/stdout contains "ok"".
+func (g *Gate) String() string {
+	if g == nil {
+		return "no gate"
+	}
+	c := g.c
+	if c == nil {
+		var err error
+		if c, err = compileGate(g, 0); err != nil {
+			return "invalid gate: " + err.Error()
+		}
+	}
+	return c.describe()
+}
+
+func (c *compiledGate) describe() string {
+	g := c.source
+	where := subjectName(c.path)
+	switch g.Type {
+	case GateNonEmpty:
+		return where + " is not empty"
+	case GateContains:
+		return fmt.Sprintf("%s contains %q", where, g.Value)
+	case GateNotContains:
+		return fmt.Sprintf("%s does not contain %q", where, g.Value)
+	case GateMatches:
+		return fmt.Sprintf("%s matches /%s/", where, g.Pattern)
+	case GateEquals:
+		return fmt.Sprintf("%s = %s", where, clip(jsonText(c.value)))
+	case GateExists:
+		return c.path + " exists"
+	case GateExitCode:
+		if c.path != "/exitCode" {
+			return fmt.Sprintf("exit code at %s is %d", c.path, c.code)
+		}
+		return fmt.Sprintf("exit code %d", c.code)
+	case GateHTTPStatus:
+		if c.path != "/status" {
+			return fmt.Sprintf("HTTP status at %s is %s", c.path, c.statusText())
+		}
+		return "HTTP status " + c.statusText()
+	case GateExpr:
+		return "expr " + g.Expr
+	case GateAll:
+		parts := make([]string, len(c.gates))
+		for i, s := range c.gates {
+			parts[i] = s.describe()
+		}
+		return strings.Join(parts, " and ")
+	}
+	return g.Type
+}
+
+func (c *compiledGate) statusText() string {
+	if c.class {
+		return strconv.Itoa(c.code) + "xx"
+	}
+	return strconv.Itoa(c.code)
+}
+
+func subjectName(path string) string {
+	if path == "" {
+		return "output"
+	}
+	return path
+}
+
+// textOf is a subject's text: a string as it is, null as "", anything else
+// as compact JSON.
+func textOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	}
+	return jsonText(v)
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func empty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return strings.TrimSpace(x) == ""
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// integer reads a whole number from a decoded JSON or Go value.
+func integer(v any) (int64, bool) {
+	switch x := v.(type) {
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+			return 0, false
+		}
+		return int64(x), true
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case json.Number:
+		n, err := x.Int64()
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// normalize turns a Go value into what encoding/json decodes its JSON to,
+// so gate values built in Go compare equal to decoded outputs.
+func normalize(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(b, &out)
+	return out, err
+}
+
+// checkPointer validates a JSON pointer's syntax.
+func checkPointer(p string) error {
+	if p == "" {
+		return nil
+	}
+	if p[0] != '/' {
+		return fmt.Errorf("JSON pointer %q must be empty or start with '/'", p)
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] == '~' && (i+1 == len(p) || p[i+1] != '0' && p[i+1] != '1') {
+			return fmt.Errorf("JSON pointer %q: '~' must be followed by 0 or 1", p)
+		}
+	}
+	return nil
+}
+
+// lookupPointer follows a valid JSON pointer; found is false when it names
+// nothing.
+func lookupPointer(v any, p string) (any, bool) {
+	if p == "" {
+		return v, true
+	}
+	for _, tok := range strings.Split(p[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			e, ok := x[tok]
+			if !ok {
+				return nil, false
+			}
+			v = e
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) || tok != strconv.Itoa(i) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func escapeToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
