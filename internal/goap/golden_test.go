@@ -1,0 +1,99 @@
+package goap
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// goldenCases plan the example domains; each writes testdata/<name>.golden
+// with the plan in brief and the Plan JSON ToPlan makes of it, or the error.
+var goldenCases = []struct {
+	name     string
+	example  string
+	goal     string
+	state    State
+	disabled []string
+}{
+	{name: "woodcutter-build-cabin", example: "woodcutter", goal: "build-cabin"},
+	{name: "woodcutter-build-cabin-no-shed", example: "woodcutter", goal: "build-cabin", state: State{"axe_in_shed": false, "tree": "pine"}},
+	{name: "woodcutter-build-cabin-by-hand", example: "woodcutter", goal: "build-cabin", disabled: []string{"fetch", "shop"}},
+	{name: "woodcutter-earn-gold", example: "woodcutter", goal: "earn-gold", state: State{"has_axe": true}},
+	{name: "woodcutter-stock-wood", example: "woodcutter", goal: "stock-wood", state: State{"cabin": true, "wood": 1}},
+	{name: "woodcutter-no-axe-no-hands", example: "woodcutter", goal: "build-cabin", disabled: []string{"chop", "gather"}},
+	{name: "release-ship", example: "release", goal: "ship", state: State{"version": "2.1.0"}},
+	{name: "release-ship-during-incident", example: "release", goal: "ship", state: State{"incident": true}},
+	{name: "release-resolve-incident", example: "release", goal: "resolve-incident", state: State{"incident": true, "deployed": true, "replicas": 3}},
+	{name: "release-scale-out", example: "release", goal: "ship", state: State{"deployed": true, "replicas": 1, "built": true}},
+}
+
+func TestGolden(t *testing.T) {
+	for _, gc := range goldenCases {
+		t.Run(gc.name, func(t *testing.T) {
+			d := loadExample(t, gc.example)
+			opts := Options{}
+			if gc.disabled != nil {
+				opts.Disabled = func(skill string) bool {
+					for _, s := range gc.disabled {
+						if s == skill {
+							return true
+						}
+					}
+					return false
+				}
+			}
+			got := renderGolden(t, d, gc.state, gc.goal, opts)
+			if gc.disabled != nil {
+				got = fmt.Sprintf("disabled skills %v\n", gc.disabled) + got
+			}
+			golden := filepath.Join("testdata", gc.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+func renderGolden(t *testing.T, d *Domain, s State, goal string, opts Options) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "domain %s, goal %s, state %v\n", d.Name, goal, s)
+	r, err := Plan(context.Background(), d, s, goal, opts)
+	if err != nil {
+		fmt.Fprintf(&b, "error: %v\n", err)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "cost %s in %d steps; expanded %d states, generated %d\n", formatNumber(r.Cost), len(r.Steps), r.Stats.Expanded, r.Stats.Generated)
+	for i, st := range r.Steps {
+		fmt.Fprintf(&b, "%d. %s (skill %s, cost %s) %s\n", i+1, st.Action, st.Skill, formatNumber(st.Cost), st.Input)
+	}
+	p, err := ToPlan(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Write(doc)
+	b.WriteByte('\n')
+	return b.String()
+}
