@@ -75,14 +75,6 @@ func TestDecode(t *testing.T) {
 	if h := d.Goal("h"); h.Utility != 1 || h.Cooldown != DefaultCooldown {
 		t.Errorf("goal h utility %v cooldown %v, want 1 and the default", h.Utility, h.Cooldown)
 	}
-	// The state key is every fact an effect changes, increments included.
-	var key []string
-	for _, i := range d.mutable {
-		key = append(key, d.Facts[i].Name)
-	}
-	if diff := cmp.Diff([]string{"axe", "spot", "wood"}, key); diff != "" {
-		t.Errorf("state key facts (-want +got):\n%s", diff)
-	}
 }
 
 func TestDecodeErrors(t *testing.T) {

@@ -35,11 +35,6 @@ type Domain struct {
 	facts   map[string]int // name → index in Facts
 	actions map[string]*Action
 	goals   map[string]*Goal
-	// mutable are the facts some effect changes, in Facts order: the
-	// state key. Facts no action changes are constant during a search and
-	// need not be in it; every fact an effect changes (increments
-	// included) must be, or states that differ in it would be merged.
-	mutable []int
 	env     map[string]any // the facts' types, for compiling expressions
 }
 
@@ -154,14 +149,10 @@ func Decode(doc []byte) (*Domain, error) {
 	if err := d.decodeFacts(raw.Facts); err != nil {
 		return nil, err
 	}
-	changed := make([]bool, len(d.Facts))
 	for i := range raw.Actions {
 		a, err := d.decodeAction(i, &raw.Actions[i])
 		if err != nil {
 			return nil, err
-		}
-		for _, e := range a.Effects {
-			changed[e.fact] = true
 		}
 		d.Actions = append(d.Actions, a)
 		d.actions[a.Name] = a
@@ -173,11 +164,6 @@ func Decode(doc []byte) (*Domain, error) {
 		}
 		d.Goals = append(d.Goals, g)
 		d.goals[g.Name] = g
-	}
-	for i, c := range changed {
-		if c {
-			d.mutable = append(d.mutable, i)
-		}
 	}
 	return d, nil
 }
@@ -244,7 +230,7 @@ func (d *Domain) decodeFacts(raw map[string]json.RawMessage) error {
 		if !factName.MatchString(f.Name) {
 			return &DomainError{Path: "/facts/" + pointerToken(f.Name), Msg: fmt.Sprintf("fact name %q: want a letter or _ followed by up to 127 letters, digits or _", f.Name)}
 		}
-		if !isIdentifier(f.Name, d.env) {
+		if !isIdentifier(f.Name) {
 			return &DomainError{Path: "/facts/" + f.Name, Msg: fmt.Sprintf("fact name %q is an expression keyword; choose another name", f.Name)}
 		}
 	}
@@ -374,7 +360,7 @@ func (d *Domain) decodeAction(i int, r *rawAction) (*Action, error) {
 			if err := json.Unmarshal(r.Cost, &a.CostExpr); err != nil {
 				return nil, &DomainError{Path: path + "/cost", Msg: err.Error(), Err: err}
 			}
-			a.cost, err = compileExpr(a.CostExpr, d.env, expr.AsFloat64())
+			a.cost, err = d.compileExpr(a.CostExpr, expr.AsFloat64())
 			if err != nil {
 				return nil, &DomainError{Path: path + "/cost", Msg: fmt.Sprintf("%s: cost: %v", owner, err), Err: err}
 			}
@@ -423,7 +409,7 @@ func (d *Domain) decodeGoal(i int, r *rawGoal) (*Goal, error) {
 			if err := json.Unmarshal(r.Utility, &g.UtilityExpr); err != nil {
 				return nil, &DomainError{Path: path + "/utility", Msg: err.Error(), Err: err}
 			}
-			if g.utility, err = compileExpr(g.UtilityExpr, d.env, expr.AsFloat64()); err != nil {
+			if g.utility, err = d.compileExpr(g.UtilityExpr, expr.AsFloat64()); err != nil {
 				return nil, &DomainError{Path: path + "/utility", Msg: fmt.Sprintf("%s: utility: %v", owner, err), Err: err}
 			}
 			g.Utility = 0
@@ -436,7 +422,7 @@ func (d *Domain) decodeGoal(i int, r *rawGoal) (*Goal, error) {
 		}
 	}
 	if g.Valid != "" {
-		if g.valid, err = compileExpr(g.Valid, d.env, expr.AsBool()); err != nil {
+		if g.valid, err = d.compileExpr(g.Valid, expr.AsBool()); err != nil {
 			return nil, &DomainError{Path: path + "/valid", Msg: fmt.Sprintf("%s: valid: %v", owner, err), Err: err}
 		}
 	}

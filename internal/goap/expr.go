@@ -8,13 +8,15 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 )
 
 // expression is a compiled expr-lang/expr expression over the facts.
 type expression struct {
-	src  string
-	prog *vm.Program
+	src   string
+	prog  *vm.Program
+	reads []int // the facts it may read, in Facts order
 }
 
 // Builtins that read the clock or the local time zone would make plans
@@ -23,8 +25,8 @@ var impure = []string{"now", "date", "timezone"}
 
 // compileExpr compiles src against the facts' types; kind is expr.AsFloat64
 // or expr.AsBool.
-func compileExpr(src string, env map[string]any, kind expr.Option) (*expression, error) {
-	opts := []expr.Option{expr.Env(env), kind}
+func (d *Domain) compileExpr(src string, kind expr.Option) (*expression, error) {
+	opts := []expr.Option{expr.Env(d.env), kind}
 	for _, name := range impure {
 		opts = append(opts, expr.DisableBuiltin(name))
 	}
@@ -32,7 +34,9 @@ func compileExpr(src string, env map[string]any, kind expr.Option) (*expression,
 	if err != nil {
 		return nil, errors.New(firstLine(err.Error()))
 	}
-	return &expression{src: src, prog: p}, nil
+	x := &expression{src: src, prog: p}
+	x.reads = x.findReads(d)
+	return x, nil
 }
 
 // firstLine drops the source excerpt expr appends to its messages, so
@@ -42,14 +46,14 @@ func firstLine(s string) string {
 	return line
 }
 
-// isIdentifier reports whether name, compiled alone, is a variable (and
+// isIdentifier reports whether name, parsed alone, is a variable (and
 // not a keyword such as "in", "not" or "nil").
-func isIdentifier(name string, env map[string]any) bool {
-	p, err := expr.Compile(name, expr.Env(env))
+func isIdentifier(name string) bool {
+	tree, err := parser.Parse(name)
 	if err != nil {
 		return false
 	}
-	id, ok := p.Node().(*ast.IdentifierNode)
+	id, ok := tree.Node.(*ast.IdentifierNode)
 	return ok && id.Value == name
 }
 
@@ -66,14 +70,16 @@ func newEvaluator(d *Domain) *evaluator {
 	return &evaluator{d: d, env: make(map[string]any, len(d.Facts))}
 }
 
-func (ev *evaluator) fill(s []value) {
-	for i := range ev.d.Facts {
+// fill sets the facts x reads; the others keep stale values, which x
+// does not see.
+func (ev *evaluator) fill(x *expression, s []value) {
+	for _, i := range x.reads {
 		ev.env[ev.d.Facts[i].Name] = s[i].any()
 	}
 }
 
 func (ev *evaluator) run(x *expression, s []value, where string) (any, error) {
-	ev.fill(s)
+	ev.fill(x, s)
 	out, err := ev.vm.Run(x.prog, ev.env)
 	if err != nil {
 		return nil, &EvalError{Where: where, Err: errors.New(firstLine(err.Error()))}
@@ -105,4 +111,28 @@ func (ev *evaluator) boolean(x *expression, s []value, where string) (bool, erro
 		return false, &EvalError{Where: where, Err: fmt.Errorf("%q gave %v, not a bool", x.src, out)}
 	}
 	return b, nil
+}
+
+// identVisitor collects the names of an expression's variables.
+type identVisitor map[string]bool
+
+func (v identVisitor) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok {
+		v[id.Value] = true
+	}
+}
+
+// findReads returns the facts the expression may read, in Facts order. An
+// expression that reaches the environment through $env may read any.
+func (x *expression) findReads(d *Domain) []int {
+	v := identVisitor{}
+	node := x.prog.Node()
+	ast.Walk(&node, v)
+	var out []int
+	for i, f := range d.Facts {
+		if v[f.Name] || v["$env"] {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package goap
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,9 +63,9 @@ type Stats struct {
 type node struct {
 	parent int32   // index in search.nodes; -1 for the start
 	action int32   // index in search.usable
+	seen   int32   // index in search.seen of the node's state key
 	g      float64 // cost from the start
 	cost   float64 // the action's cost
-	key    string
 	state  []value
 }
 
@@ -80,11 +79,11 @@ type entry struct {
 	node int32
 }
 
+// openList is a binary min-heap of entries (typed, so pushing does not
+// allocate as container/heap's interface would).
 type openList []entry
 
-func (o openList) Len() int { return len(o) }
-func (o openList) Less(i, j int) bool {
-	a, b := o[i], o[j]
+func (a entry) less(b entry) bool {
 	if a.f != b.f {
 		return a.f < b.f
 	}
@@ -93,13 +92,42 @@ func (o openList) Less(i, j int) bool {
 	}
 	return a.node < b.node
 }
-func (o openList) Swap(i, j int) { o[i], o[j] = o[j], o[i] }
-func (o *openList) Push(x any)   { *o = append(*o, x.(entry)) }
-func (o *openList) Pop() any {
-	old := *o
-	x := old[len(old)-1]
-	*o = old[:len(old)-1]
-	return x
+
+func (o *openList) push(e entry) {
+	*o = append(*o, e)
+	h := *o
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h[i].less(h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (o *openList) pop() entry {
+	h := *o
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h[l].less(h[m]) {
+			m = l
+		}
+		if r < len(h) && h[r].less(h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*o = h
+	return top
 }
 
 // seen is what the search knows of a state key: the cheapest cost found to
@@ -135,16 +163,77 @@ func Plan(ctx context.Context, d *Domain, s State, goal string, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	sr := &search{ctx: ctx, d: d, goal: g, opts: opts, ev: newEvaluator(d), seen: map[string]*seen{}}
+	sr := &search{ctx: ctx, d: d, goal: g, opts: opts, ev: newEvaluator(d), keys: map[string]int32{}, scratch: make([]value, len(d.Facts))}
+	var usable []*Action
 	for _, a := range d.Actions {
 		if opts.Disabled != nil && opts.Disabled(a.Skill) {
 			sr.disabled = append(sr.disabled, a)
 			continue
 		}
-		sr.usable = append(sr.usable, a)
+		usable = append(usable, a)
 	}
+	sr.usable, sr.keyFacts = relevant(d, g, usable)
 	sr.h = newHeuristic(g, sr.usable)
 	return sr.run(start)
+}
+
+// relevant drops the actions that cannot matter to goal g: an action
+// matters if it changes a relevant fact, and a fact is relevant if a goal
+// condition tests it, or an action that matters tests it in a
+// precondition or reads it in its cost. An action that matters does not
+// depend on the others (they change nothing it tests, reads or changes),
+// so removing them from any plan leaves a plan that still works and costs
+// no more: the cheapest plan survives, and the search skips the noise. It
+// also returns the facts the remaining actions change, in Facts order: the
+// search's state key.
+func relevant(d *Domain, g *Goal, usable []*Action) ([]*Action, []int) {
+	rel := make([]bool, len(d.Facts))
+	for _, c := range g.Conditions {
+		rel[c.fact] = true
+	}
+	keep := make([]bool, len(usable))
+	for grown := true; grown; {
+		grown = false
+		for i, a := range usable {
+			if keep[i] {
+				continue
+			}
+			for _, e := range a.Effects {
+				if rel[e.fact] {
+					keep[i], grown = true, true
+					break
+				}
+			}
+			if !keep[i] {
+				continue
+			}
+			for _, c := range a.Preconditions {
+				rel[c.fact] = true
+			}
+			if a.cost != nil {
+				for _, f := range a.cost.reads {
+					rel[f] = true
+				}
+			}
+		}
+	}
+	var out []*Action
+	changed := make([]bool, len(d.Facts))
+	for i, a := range usable {
+		if keep[i] {
+			out = append(out, a)
+			for _, e := range a.Effects {
+				changed[e.fact] = true
+			}
+		}
+	}
+	var key []int
+	for i, c := range changed {
+		if c {
+			key = append(key, i)
+		}
+	}
+	return out, key
 }
 
 type search struct {
@@ -153,12 +242,16 @@ type search struct {
 	goal     *Goal
 	opts     Options
 	ev       *evaluator
-	usable   []*Action
+	usable   []*Action // the actions not disabled that matter to the goal
 	disabled []*Action
+	keyFacts []int // the facts usable actions change
 	h        *heuristic
 	nodes    []node
 	open     openList
-	seen     map[string]*seen
+	keys     map[string]int32 // state key → index in seen
+	seen     []seen
+	arena    []value // where successor states are carved from
+	scratch  []value
 	stats    Stats
 	pruned   bool // a state was dropped for MaxCost
 	keyBuf   []byte
@@ -178,9 +271,9 @@ func (sr *search) run(start []value) (*Result, error) {
 	}
 	sr.add(-1, -1, 0, 0, h0, start)
 	for len(sr.open) > 0 {
-		e := heap.Pop(&sr.open).(entry)
+		e := sr.open.pop()
 		n := &sr.nodes[e.node]
-		st := sr.seen[n.key]
+		st := &sr.seen[n.seen]
 		if st.closed || n.g > st.g {
 			continue // a cheaper path to this state was expanded or queued
 		}
@@ -217,13 +310,14 @@ func (sr *search) expand(i int32) error {
 		if err != nil {
 			return err
 		}
-		next := slices.Clone(parent)
+		next := sr.scratch
+		copy(next, parent)
 		for k := range a.Effects {
 			a.Effects[k].apply(next)
 		}
 		g := g0 + cost
-		sr.keyBuf = sr.d.key(sr.keyBuf, next)
-		if st, ok := sr.seen[string(sr.keyBuf)]; ok && (st.closed || st.g <= g) {
+		sr.keyBuf = key(sr.keyBuf, sr.keyFacts, next)
+		if si, ok := sr.keys[string(sr.keyBuf)]; ok && (sr.seen[si].closed || sr.seen[si].g <= g) {
 			continue
 		}
 		h := sr.h.estimate(next)
@@ -234,21 +328,38 @@ func (sr *search) expand(i int32) error {
 			sr.pruned = true
 			continue
 		}
-		sr.add(i, int32(ai), g, cost, h, next)
+		sr.add(i, int32(ai), g, cost, h, sr.keep(next))
 	}
 	return nil
 }
 
-func (sr *search) add(parent, action int32, g, cost, h float64, s []value) {
-	key := string(sr.d.key(sr.keyBuf, s))
-	idx := int32(len(sr.nodes))
-	sr.nodes = append(sr.nodes, node{parent: parent, action: action, g: g, cost: cost, key: key, state: s})
-	if st, ok := sr.seen[key]; ok {
-		st.g = g
-	} else {
-		sr.seen[key] = &seen{g: g}
+// keep copies a successor state out of the scratch buffer. States are
+// carved from large blocks: one allocation per few hundred states.
+func (sr *search) keep(s []value) []value {
+	n := len(s)
+	if len(sr.arena) < n {
+		sr.arena = make([]value, n*min(max(len(sr.nodes), 16), 4096))
 	}
-	heap.Push(&sr.open, entry{f: g + h, h: h, node: idx})
+	out := sr.arena[:n:n]
+	sr.arena = sr.arena[n:]
+	copy(out, s)
+	return out
+}
+
+// add records a node for state s (which it now owns) and queues it.
+func (sr *search) add(parent, action int32, g, cost, h float64, s []value) {
+	sr.keyBuf = key(sr.keyBuf, sr.keyFacts, s)
+	si, ok := sr.keys[string(sr.keyBuf)]
+	if ok {
+		sr.seen[si].g = g
+	} else {
+		si = int32(len(sr.seen))
+		sr.keys[string(sr.keyBuf)] = si
+		sr.seen = append(sr.seen, seen{g: g})
+	}
+	idx := int32(len(sr.nodes))
+	sr.nodes = append(sr.nodes, node{parent: parent, action: action, seen: si, g: g, cost: cost, state: s})
+	sr.open.push(entry{f: g + h, h: h, node: idx})
 	if parent >= 0 {
 		sr.stats.Generated++
 	}
@@ -297,7 +408,7 @@ func (sr *search) unreachable(start []value) error {
 	e := &UnreachableError{Goal: sr.goal.Name, Unsatisfied: unsatisfied(sr.goal.Conditions, start)}
 	why := sr.h.explain(sr.d, start, sr.disabled)
 	if len(why) == 0 {
-		why = append(why, fmt.Sprintf("searched all %d reachable states", sr.stats.Expanded))
+		why = append(why, fmt.Sprintf("no sequence of usable actions reaches it; searched %d states", sr.stats.Expanded))
 		if sr.pruned {
 			why[0] = fmt.Sprintf("no plan costs at most %s (Options.MaxCost); searched %d states", formatNumber(sr.opts.MaxCost), sr.stats.Expanded)
 		}

@@ -160,7 +160,7 @@ func TestPlanErrors(t *testing.T) {
 		{"every way disabled", travel, nil, State{"cash": 0}, "park", Options{Disabled: func(s string) bool { return s != "taxi" }}, ErrUnreachable,
 			`goal park unreachable: unsatisfied at equals "park" (is "home"); no usable action can make at equals "park"; disabled: town-park (skill town-park), home-park (skill car)`},
 		{"searched everything", travel, nil, State{"cash": 0, "car": false, "at": "nowhere"}, "park", Options{}, ErrUnreachable,
-			`goal park unreachable: unsatisfied at equals "park" (is "nowhere"); searched all 1 reachable states`},
+			`goal park unreachable: unsatisfied at equals "park" (is "nowhere"); no sequence of usable actions reaches it; searched 1 states`},
 		{"max cost", travel, nil, nil, "park", Options{MaxCost: 3.5}, ErrUnreachable, "no plan costs at most 3.5 (Options.MaxCost)"},
 		{"budget", signs, nil, State{"pending": 50}, "signs-written", Options{MaxNodes: 10}, ErrBudgetExceeded,
 			"expanded 10 states for goal signs-written without reaching it (Options.MaxNodes 10)"},
@@ -215,5 +215,51 @@ func TestPlanDeterministic(t *testing.T) {
 		if diff := cmp.Diff(first, again); diff != "" {
 			t.Fatalf("plans differ (-first +again):\n%s", diff)
 		}
+	}
+}
+
+func TestRelevant(t *testing.T) {
+	d := mustDecode(t, `{"name": "d",
+		"facts": {"goal": false, "a": false, "b": 0, "c": 0, "noise": false, "music": 0, "price": 1},
+		"actions": [
+			{"name": "finish", "preconditions": {"a": true}, "effects": {"goal": true}, "cost": "price * 2"},
+			{"name": "make-a", "preconditions": {"b": {"gte": 2}}, "effects": {"a": true}},
+			{"name": "make-b", "effects": {"b": {"inc": 1}}},
+			{"name": "discount", "effects": {"price": 0.25}},
+			{"name": "shout", "effects": {"noise": true}},
+			{"name": "sing", "preconditions": {"noise": true}, "effects": {"music": {"inc": 1}}},
+			{"name": "sing-for-c", "preconditions": {"music": {"gt": 0}}, "effects": {"c": {"inc": 1}}}
+		],
+		"goals": [{"name": "g", "conditions": {"goal": true}}, {"name": "music", "conditions": {"c": 2}}]}`)
+	tests := []struct {
+		goal     string
+		actions  []string
+		keyFacts []string
+	}{
+		{"g", []string{"finish", "make-a", "make-b", "discount"}, []string{"a", "b", "goal", "price"}},
+		{"music", []string{"shout", "sing", "sing-for-c"}, []string{"c", "music", "noise"}},
+	}
+	for _, tt := range tests {
+		used, key := relevant(d, d.Goal(tt.goal), d.Actions)
+		var names, facts []string
+		for _, a := range used {
+			names = append(names, a.Name)
+		}
+		for _, i := range key {
+			facts = append(facts, d.Facts[i].Name)
+		}
+		if diff := cmp.Diff(tt.actions, names); diff != "" {
+			t.Errorf("%s: actions (-want +got):\n%s", tt.goal, diff)
+		}
+		if diff := cmp.Diff(tt.keyFacts, facts); diff != "" {
+			t.Errorf("%s: key facts (-want +got):\n%s", tt.goal, diff)
+		}
+	}
+	r, err := Plan(context.Background(), d, nil, "g", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"make-b", "make-b", "make-a", "discount", "finish"}, actionNames(r)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
 	}
 }

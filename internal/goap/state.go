@@ -48,12 +48,15 @@ func (d *Domain) state(v []value) State {
 	return s
 }
 
-// key is the canonical state key: the values of the mutable facts. Two
-// states reached in one search have the same key exactly when they agree
-// on every fact, because the others never change.
-func (d *Domain) key(buf []byte, v []value) []byte {
+// key is the canonical state key: the values of the facts that may
+// change during a search, which are those some usable action changes (the
+// seed's "important facts"; incremented facts included, or states that
+// differ only in a counter would be merged). The other facts keep their
+// start values, so two states of one search have the same key exactly when
+// they are equal.
+func key(buf []byte, facts []int, v []value) []byte {
 	buf = buf[:0]
-	for _, i := range d.mutable {
+	for _, i := range facts {
 		buf = v[i].appendKey(buf)
 	}
 	return buf
