@@ -436,8 +436,10 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-func clip(s string) string {
-	const max = 80
+func clip(s string) string { return clipN(s, 80) }
+
+// clipN shortens s to at most max bytes and an ellipsis, on a rune boundary.
+func clipN(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}

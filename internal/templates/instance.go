@@ -110,7 +110,7 @@ func fill(s *Step, vars map[string]string) (Step, error) {
 		if v, err = expandJSON(v, "", vars); err != nil {
 			return Step{}, fmt.Errorf("input %v", err)
 		}
-		if out.Input, err = json.Marshal(v); err != nil {
+		if out.Input, err = marshal(v); err != nil {
 			return Step{}, fmt.Errorf("input: %v", err)
 		}
 	}
@@ -331,12 +331,24 @@ func (in *Instance) planDoc() ([]byte, error) {
 	if m := in.Match; m != nil {
 		pm.Match = &MatchMeta{Score: m.Score, Hits: m.Hits, Domain: m.Domain}
 	}
-	return json.Marshal(struct {
+	return marshal(struct {
 		Description string         `json:"description"`
 		TimeoutMs   int64          `json:"timeoutMs"`
 		Tools       []toolDoc      `json:"tools"`
 		Metadata    map[string]any `json:"metadata"`
 	}{t.Name, timeout, tools, map[string]any{"template": pm}})
+}
+
+// marshal is json.Marshal without HTML escaping, so that inputs such as
+// "a && b" or "<token>" read as they were written.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // maxTimeoutMs is the largest timeout Plan JSON accepts (a day).
@@ -412,4 +424,29 @@ func planMessage(err error) string {
 		return pe.Msg
 	}
 	return err.Error()
+}
+
+// FallbackPlan returns the template a failed templated plan falls back to:
+// the onFail plan of the first of failedTools (an execution result's
+// failedTools) that names one, directly or through its fallback step. The
+// planner uses it to choose the template of its next attempt.
+func FallbackPlan(p *plan.Plan, failedTools []string) (string, bool) {
+	for _, id := range failedTools {
+		for _, t := range p.Tools {
+			if t.ToolID != id {
+				continue
+			}
+			m, err := ParseToolMeta(t.Metadata)
+			if err != nil || m == nil {
+				continue
+			}
+			if m.OnFail.Plan != "" {
+				return m.OnFail.Plan, true
+			}
+			if m.Fallback != nil && m.Fallback.OnFail.Plan != "" {
+				return m.Fallback.OnFail.Plan, true
+			}
+		}
+	}
+	return "", false
 }

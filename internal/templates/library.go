@@ -408,7 +408,7 @@ func (t *Template) prepare() error {
 		nodes[i] = dag.Node{ID: s.ID, Deps: t.deps[i]}
 	}
 	if _, err := dag.New(nodes); err != nil {
-		return t.err("steps", err, "after: "+err.Error())
+		return t.err("steps", err, "after: "+err.Error()+" (each step runs after the next)")
 	}
 	return nil
 }

@@ -437,11 +437,27 @@ func (tr *Tracker) details(b *strings.Builder, s *Step) {
 		Argv []string `json:"argv"`
 	}
 	if s.Skill == "shell" && json.Unmarshal(s.Input, &shell) == nil && len(shell.Argv) > 0 {
-		fmt.Fprintf(b, "  Run: %s\n", clip(strings.Join(shell.Argv, " ")))
+		args := make([]string, len(shell.Argv))
+		for i, a := range shell.Argv {
+			args[i] = shellQuote(a)
+		}
+		fmt.Fprintf(b, "  Run: %s\n", clipN(strings.Join(args, " "), 160))
 	} else {
-		fmt.Fprintf(b, "  Skill: %s %s\n", s.Skill, clip(string(inputOrEmpty(s.Input))))
+		fmt.Fprintf(b, "  Skill: %s %s\n", s.Skill, clipN(string(inputOrEmpty(s.Input)), 160))
 	}
 	if s.Verify != nil {
 		fmt.Fprintf(b, "  Verify: %s\n", s.Verify)
 	}
+}
+
+// shellQuote writes an argument as a POSIX shell would need it, so that a
+// person can read where each argument starts and ends (the shell skill
+// itself runs no shell).
+func shellQuote(a string) string {
+	if a != "" && strings.IndexFunc(a, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:=@%+,-", r))
+	}) < 0 {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
