@@ -88,14 +88,14 @@ func TestMatchNoFalseTriggers(t *testing.T) {
 	for _, text := range []string{
 		"What's the weather like?",
 		"Tell me a joke about cats",
-		"Can you prefix every line with a date?",      // fix
-		"The brokerage account is closed",            // broken
-		"We investigated it last year",               // investigate (no '*')
-		"Explain the merge sort algorithm",           // merge ...
-		"List the endpoints' owners",                 // endpoint
-		"I like backups and scaffolding is fun",      // backup, scaffold
-		"Our new branches open in May",               // new branch
-		"the debut album",                            // debug*
+		"Can you prefix every line with a date?", // fix
+		"The brokerage account is closed",        // broken
+		"We investigated it last year",           // investigate (no '*')
+		"Explain the merge sort algorithm",       // merge ...
+		"List the endpoints' owners",             // endpoint
+		"I like backups and scaffolding is fun",  // backup, scaffold
+		"Our new branches open in May",           // new branch
+		"the debut album",                        // debug*
 		"",
 		"   ",
 		"🙂🙂🙂",
