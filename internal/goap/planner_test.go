@@ -263,3 +263,28 @@ func TestRelevant(t *testing.T) {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
 }
+
+func TestAbsentFactsInExpressions(t *testing.T) {
+	d := mustDecode(t, `{"name": "d", "facts": {"done": false, "price": {"type": "number"}, "who": {"type": "string"}},
+		"actions": [
+			{"name": "pay", "input": {"to": "{who}", "note": "for {who}", "amount": "{price}"}, "effects": {"done": true}, "cost": "(price ?? 2) * (who == nil ? 3 : 1)"}
+		],
+		"goals": [{"name": "g", "conditions": {"done": true}}]}`)
+	tests := []struct {
+		state State
+		cost  float64
+		input string
+	}{
+		{State{}, 6, `{"amount":null,"note":"for ","to":null}`},
+		{State{"price": 5, "who": "ann"}, 5, `{"amount":5,"note":"for ann","to":"ann"}`},
+	}
+	for _, tt := range tests {
+		r, err := Plan(context.Background(), d, tt.state, "g", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Cost != tt.cost || string(r.Steps[0].Input) != tt.input {
+			t.Errorf("state %v: cost %v input %s, want %v %s", tt.state, r.Cost, r.Steps[0].Input, tt.cost, tt.input)
+		}
+	}
+}
