@@ -26,9 +26,9 @@
 // Plan is A* over world states. Before searching it drops the actions a
 // disabled skill rules out and those that cannot matter to the goal (they
 // change no fact the goal, or a precondition or cost of an action that
-// matters, depends on), and keys states by the facts the remaining actions
-// change, increments included, as the seed's "Incremental Effects Need
-// State Keys" warns. The heuristic is admissible and consistent (see
+// matters, depends on), and keys states by the relevant facts the
+// remaining actions change, increments included, as the seed's
+// "Incremental Effects Need State Keys" warns. The heuristic is admissible and consistent (see
 // docs/goap.md), so the plan is the cheapest one; ties between equally
 // cheap plans are broken deterministically by smaller heuristic, then by
 // creation order, which follows the domain's action order. Plan returns

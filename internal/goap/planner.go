@@ -142,8 +142,10 @@ type seen struct {
 // It runs A* over world states: successors are the actions whose
 // preconditions hold, costs are the actions' costs in the state they start
 // from, the heuristic is described in docs/goap.md, and states are merged
-// by their key (the values of every fact an effect can change). If the goal
-// already holds the plan is empty.
+// by a key of the facts that can change and matter (see relevant), which
+// includes every incremented counter the goal depends on. Actions that
+// cannot matter to the goal are left out. If the goal already holds the
+// plan is empty.
 //
 // Errors: ErrUnknownGoal; ErrInvalidState for a mistyped fact in s;
 // *UnreachableError (ErrUnreachable) when no plan exists, or none within
@@ -180,12 +182,13 @@ func Plan(ctx context.Context, d *Domain, s State, goal string, opts Options) (*
 // relevant drops the actions that cannot matter to goal g: an action
 // matters if it changes a relevant fact, and a fact is relevant if a goal
 // condition tests it, or an action that matters tests it in a
-// precondition or reads it in its cost. An action that matters does not
-// depend on the others (they change nothing it tests, reads or changes),
-// so removing them from any plan leaves a plan that still works and costs
-// no more: the cheapest plan survives, and the search skips the noise. It
-// also returns the facts the remaining actions change, in Facts order: the
-// search's state key.
+// precondition or reads it in its cost. The actions dropped change no
+// relevant fact, so removing them from any plan leaves a plan that still
+// works and costs no more: the cheapest plan survives, and the search
+// skips the noise. It also returns the state key's facts, in Facts order:
+// the relevant facts the remaining actions change. Other facts either keep
+// their start values or change without consequence, so states that agree
+// on the key have the same futures at the same costs.
 func relevant(d *Domain, g *Goal, usable []*Action) ([]*Action, []int) {
 	rel := make([]bool, len(d.Facts))
 	for _, c := range g.Conditions {
@@ -229,7 +232,7 @@ func relevant(d *Domain, g *Goal, usable []*Action) ([]*Action, []int) {
 	}
 	var key []int
 	for i, c := range changed {
-		if c {
+		if c && rel[i] {
 			key = append(key, i)
 		}
 	}
@@ -244,7 +247,7 @@ type search struct {
 	ev       *evaluator
 	usable   []*Action // the actions not disabled that matter to the goal
 	disabled []*Action
-	keyFacts []int // the facts usable actions change
+	keyFacts []int // the relevant facts usable actions change
 	h        *heuristic
 	nodes    []node
 	open     openList

@@ -48,12 +48,11 @@ func (d *Domain) state(v []value) State {
 	return s
 }
 
-// key is the canonical state key: the values of the facts that may
-// change during a search, which are those some usable action changes (the
-// seed's "important facts"; incremented facts included, or states that
-// differ only in a counter would be merged). The other facts keep their
-// start values, so two states of one search have the same key exactly when
-// they are equal.
+// key is the canonical state key: the values of facts, which Plan chooses
+// as the relevant facts the usable actions change (the seed's "important
+// facts"). Incremented facts are among them whenever they matter, or
+// states that differ only in a counter would be merged and plans that
+// repeat an action lost.
 func key(buf []byte, facts []int, v []value) []byte {
 	buf = buf[:0]
 	for _, i := range facts {
