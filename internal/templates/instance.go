@@ -450,3 +450,26 @@ func FallbackPlan(p *plan.Plan, failedTools []string) (string, bool) {
 	}
 	return "", false
 }
+
+// CodeVerifyFailed is the error code of a result whose output its tool's
+// gate refused.
+const CodeVerifyFailed = "VERIFY_FAILED"
+
+// VerifyResult applies a tool's gate to one of its results, for the
+// dispatcher: a succeeded result whose output the gate refuses comes back
+// failed, with code VERIFY_FAILED, category transient (so the tool's retry
+// policy applies) and the output kept; any other result comes back as it
+// is. ok reports whether the result was left alone. The gate is
+// deterministic, so a redelivered result gets the same verdict.
+func VerifyResult(r plan.ToolResult, g *Gate) (out plan.ToolResult, ok bool) {
+	if g == nil || r.State != plan.ToolSucceeded {
+		return r, true
+	}
+	pass, why := g.Check(r.Output)
+	if pass {
+		return r, true
+	}
+	r.State = plan.ToolFailed
+	r.Error = &plan.ErrorInfo{Code: CodeVerifyFailed, Category: plan.CategoryTransient, Message: "verification failed: " + why}
+	return r, false
+}

@@ -278,3 +278,32 @@ func TestPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyResult(t *testing.T) {
+	g, err := ParseGate([]byte(`{"type":"contains","path":"/stdout","value":"ok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := plan.ToolResult{ToolID: "a", State: plan.ToolSucceeded, Output: json.RawMessage(`{"stdout":"ok"}`)}
+	if got, ok := VerifyResult(good, g); !ok || !cmp.Equal(got, good) {
+		t.Errorf("passing result changed: %+v", got)
+	}
+	bad := plan.ToolResult{ToolID: "a", State: plan.ToolSucceeded, Output: json.RawMessage(`{"stdout":"no"}`)}
+	got, ok := VerifyResult(bad, g)
+	want := bad
+	want.State = plan.ToolFailed
+	want.Error = &plan.ErrorInfo{Code: CodeVerifyFailed, Category: plan.CategoryTransient, Message: `verification failed: /stdout does not contain "ok"`}
+	if ok || !cmp.Equal(got, want) {
+		t.Errorf("refused result = %+v, %v", got, ok)
+	}
+	if bad.State != plan.ToolSucceeded || bad.Error != nil {
+		t.Error("VerifyResult changed its argument")
+	}
+	failedResult := plan.ToolResult{ToolID: "a", State: plan.ToolFailed, Error: &plan.ErrorInfo{Code: "X", Category: plan.CategoryPermanent}}
+	if got, ok := VerifyResult(failedResult, g); !ok || !cmp.Equal(got, failedResult) {
+		t.Errorf("failed result changed: %+v", got)
+	}
+	if _, ok := VerifyResult(bad, nil); !ok {
+		t.Error("a nil gate refused a result")
+	}
+}
