@@ -125,7 +125,11 @@ func (h *heuristic) estimate(s []value) float64 {
 				continue
 			}
 			failing = true
-			per = max(per, gf.steps(gc.c, v)*gc.cheap)
+			n := gf.steps(gc.c, v)
+			if math.IsInf(n, 1) || math.IsInf(gc.cheap, 1) {
+				return math.Inf(1) // and not Inf × 0
+			}
+			per = max(per, n*gc.cheap)
 		}
 		if failing {
 			unsat++
@@ -179,12 +183,17 @@ func (h *heuristic) explain(d *Domain, s []value, disabled []*Action) []string {
 		name := d.Facts[gf.fact].Name
 		for k := range gf.conds {
 			gc := &gf.conds[k]
-			if gc.c.holds(s[gf.fact]) || !math.IsInf(gf.steps(gc.c, s[gf.fact])*gc.cheap, 1) {
+			if gc.c.holds(s[gf.fact]) || !math.IsInf(gf.steps(gc.c, s[gf.fact]), 1) && !math.IsInf(gc.cheap, 1) {
 				continue
 			}
 			msg := "no usable action can make " + gc.c.String()
-			if !gf.touched {
+			switch {
+			case !gf.touched:
 				msg = "no usable action changes " + name
+			case !math.IsInf(gc.cheap, 1) && gc.c.val.num > s[gf.fact].num:
+				msg = fmt.Sprintf("no usable action increases %s, as %s needs", name, gc.c)
+			case !math.IsInf(gc.cheap, 1):
+				msg = fmt.Sprintf("no usable action decreases %s, as %s needs", name, gc.c)
 			}
 			var off []string
 			for _, a := range disabled {
