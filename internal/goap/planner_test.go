@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -288,6 +290,40 @@ func TestAbsentFactsInExpressions(t *testing.T) {
 		}
 		if r.Cost != tt.cost || string(r.Steps[0].Input) != tt.input {
 			t.Errorf("state %v: cost %v input %s, want %v %s", tt.state, r.Cost, r.Steps[0].Input, tt.cost, tt.input)
+		}
+	}
+}
+
+// TestPlanConcurrent backs the claim that a *Domain is safe for concurrent
+// use; run with -race.
+func TestPlanConcurrent(t *testing.T) {
+	d := loadExample(t, "woodcutter")
+	want, err := Plan(context.Background(), d, nil, "earn-gold", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			got, err := Plan(context.Background(), d, nil, "earn-gold", Options{})
+			if err == nil && !cmp.Equal(want, got) {
+				err = errors.New("plans differ")
+			}
+			if err == nil {
+				var a *Arbiter
+				if a, err = NewArbiter(d, ArbiterConfig{}); err == nil {
+					_, err = a.Select(State{"gold": 3}, time.Time{})
+				}
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
 		}
 	}
 }
