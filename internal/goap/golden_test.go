@@ -81,7 +81,7 @@ func renderGolden(t *testing.T, d *Domain, s State, goal string, opts Options) s
 		fmt.Fprintf(&b, "error: %v\n", err)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "cost %s in %d steps; expanded %d states, generated %d\n", formatNumber(r.Cost), len(r.Steps), r.Stats.Expanded, r.Stats.Generated)
+	fmt.Fprintf(&b, "cost %s in %d steps; %d actions, expanded %d states, generated %d\n", formatNumber(r.Cost), len(r.Steps), r.Stats.Actions, r.Stats.Expanded, r.Stats.Generated)
 	for i, st := range r.Steps {
 		fmt.Fprintf(&b, "%d. %s (skill %s, cost %s) %s\n", i+1, st.Action, st.Skill, formatNumber(st.Cost), st.Input)
 	}

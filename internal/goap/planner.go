@@ -55,6 +55,7 @@ type Step struct {
 
 // Stats describe the work of one search.
 type Stats struct {
+	Actions   int // actions searched with: not disabled and relevant to the goal
 	Expanded  int // states taken off the open list and expanded
 	Generated int // successor states created
 }
@@ -176,6 +177,7 @@ func Plan(ctx context.Context, d *Domain, s State, goal string, opts Options) (*
 	}
 	sr.usable, sr.keyFacts = relevant(d, g, usable)
 	sr.h = newHeuristic(g, sr.usable)
+	sr.stats.Actions = len(sr.usable)
 	return sr.run(start)
 }
 
