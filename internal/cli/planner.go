@@ -17,6 +17,7 @@ import (
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
+	"github.com/planbus/planbus/internal/templates"
 )
 
 const plannerUsage = `Usage: planner <command> [flags]
@@ -84,14 +85,16 @@ func (n *nodeFlags) register(f *flags) {
 }
 
 type plannerFlags struct {
-	domains  string
-	fallback string
-	ackWait  time.Duration
+	domains   string
+	templates string
+	fallback  string
+	ackWait   time.Duration
 }
 
 func (p *plannerFlags) register(f *flags) {
 	f.Duration(&p.ackWait, "planner-ack-wait", "PLANBUS_PLANNER_ACK_WAIT", 30*time.Second, "how soon another planner takes over the requests of a dead one")
-	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN domains (<name>.htn) that requests may name")
+	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN (<name>.htn) and GOAP (<name>.goap.json) domains that requests may name")
+	f.String(&p.templates, "templates", "PLANBUS_TEMPLATES", "", "plan template library (JSON) for requests of kind template")
 	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: the seed's three)")
 }
 
@@ -100,6 +103,15 @@ func (p *plannerFlags) config() (planner.Config, error) {
 	if p.domains != "" {
 		if st, err := os.Stat(p.domains); err != nil || !st.IsDir() {
 			return cfg, fmt.Errorf("--domains %q: not a directory", p.domains)
+		}
+	}
+	if p.templates != "" {
+		b, err := os.ReadFile(p.templates)
+		if err != nil {
+			return cfg, fmt.Errorf("--templates: %w", err)
+		}
+		if cfg.Templates, err = templates.Decode(b); err != nil {
+			return cfg, fmt.Errorf("--templates %s: %w", p.templates, err)
 		}
 	}
 	if p.fallback != "" {

@@ -367,3 +367,20 @@ func TestDispatchersShareEveryPlan(t *testing.T) {
 		t.Errorf("%d probes ran at once, cap 3", h.probe.maxSeen)
 	}
 }
+
+func TestVerificationGatesInToolMetadata(t *testing.T) {
+	h := start(t, opts{})
+	res, _ := h.run(`{"tools":[
+		{"toolId":"ok","skill":"echo","input":{"x":"yes"},"metadata":{"verify":{"type":"contains","path":"/x","value":"yes"}}},
+		{"toolId":"refused","skill":"echo","dependencies":["ok"],"input":{"x":"no"},"retryPolicy":{"maxAttempts":2,"backoffMs":10},
+		 "metadata":{"verify":{"type":"contains","path":"/x","value":"yes"}}}]}`, minute)
+	ok, refused := tool(res, "ok"), tool(res, "refused")
+	if ok.State != plan.ToolSucceeded || refused.State != plan.ToolFailed || refused.Attempts != 2 ||
+		refused.Error == nil || refused.Error.Code != "VERIFY_FAILED" || string(refused.Output) != `{"x":"no"}` {
+		t.Fatalf("ok %s, refused %s after %d attempts: %+v output %s", ok.State, refused.State, refused.Attempts, refused.Error, refused.Output)
+	}
+	res, _ = h.run(`{"tools":[{"toolId":"a","skill":"echo","metadata":{"verify":{"type":"matches","pattern":"("}}}]}`, minute)
+	if res.State != plan.PlanRejected || !strings.Contains(res.Error.Message, `tool "a": metadata`) {
+		t.Errorf("a plan with a broken gate: %s %+v", res.State, res.Error)
+	}
+}

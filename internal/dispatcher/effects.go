@@ -14,6 +14,7 @@ import (
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/templates"
 )
 
 // DefaultSession is the session of plans that name none.
@@ -32,6 +33,11 @@ func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *executi
 			Succeeded: r.State == plan.ToolSucceeded, Retry: r.Attempt > 1, Final: a.Final}
 		if r.Error != nil {
 			o.Category, o.Error = r.Error.Category, r.Error.Message
+			if r.Error.Code == templates.CodeVerifyFailed {
+				// The skill ran; its output did not pass the step's gate.
+				// That says nothing about the skill's health.
+				continue
+			}
 		}
 		if d.health.Quick(sid, t.Skill, o) {
 			before, after, err := d.health.Apply(ctx, sid, t.Skill, o)

@@ -14,6 +14,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -97,7 +98,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			switch it.kind {
 			case kindResult:
 				d.stats.Results.Add(1)
-				fx.Merge(ent.eng.OnResultSeq(it.result, it.seq, now))
+				fx.Merge(ent.eng.OnResultSeq(d.verify(ent, it.result), it.seq, now))
 			case kindTimer:
 				d.stats.Timers.Add(1)
 				fx.Merge(ent.eng.OnTimer(it.timer, now))
@@ -154,6 +155,21 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 }
 
 // decodeResult validates a tool result; an invalid one is terminated.
+// verify applies the tool's verification gate, if it has one: a succeeded
+// result whose output the gate refuses counts as a failed attempt
+// (VERIFY_FAILED), so the tool's retry policy and failure semantics apply.
+func (d *Dispatcher) verify(ent *entry, r *plan.ToolResult) *plan.ToolResult {
+	if ent.gates == nil {
+		return r
+	}
+	i, ok := ent.eng.Index(r.ToolID)
+	if !ok || ent.gates[i] == nil {
+		return r
+	}
+	out, _ := templates.VerifyResult(*r, ent.gates[i])
+	return &out
+}
+
 // verdict classifies a result or timer against a plan's state.
 func (d *Dispatcher) verdict(eng *execution.Engine, it item) execution.Verdict {
 	if it.kind == kindResult {
@@ -239,6 +255,11 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 		return nil, err
 	}
 	e := &entry{eng: eng, rev: kve.Revision()}
+	if e.gates, err = gatesOf(p); err != nil {
+		// Gates were checked when the plan started; a plan stored by an
+		// older version may hold one that no longer compiles.
+		d.log.Warn().Err(err).Str("plan_id", planID).Msg("plan runs without its verification gates")
+	}
 	d.remember(s, planID, p, e)
 	return e, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/internal/skills"
 )
 
@@ -35,6 +36,10 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		}
 		err = d.checkSkills(ctx, p)
 	}
+	var gates []*templates.Gate
+	if err == nil {
+		gates, err = gatesOf(p)
+	}
 	if err != nil {
 		d.reject(ctx, log, it, err)
 		return
@@ -46,7 +51,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	}
 	now := time.Now()
 	eng, fx := execution.Start(p, now, d.cfg.DefaultMaxConcurrency)
-	ent := &entry{eng: eng}
+	ent := &entry{eng: eng, gates: gates}
 	out := d.render(ent, &fx, now)
 	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), storedJSON(eng))
 	switch {
@@ -134,4 +139,27 @@ func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, ca
 		return
 	}
 	_ = it.msg.Ack()
+}
+
+// gatesOf compiles the verification gates tools carry in their metadata
+// (templates.ToolMeta); a gate that does not compile makes the plan invalid.
+func gatesOf(p *plan.Plan) ([]*templates.Gate, error) {
+	var gates []*templates.Gate
+	for i, t := range p.Tools {
+		if len(t.Metadata) == 0 {
+			continue
+		}
+		meta, err := templates.ParseToolMeta(t.Metadata)
+		if err != nil {
+			return nil, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: metadata: %v", t.ToolID, err)}
+		}
+		if meta == nil || meta.Verify == nil {
+			continue
+		}
+		if gates == nil {
+			gates = make([]*templates.Gate, len(p.Tools))
+		}
+		gates[i] = meta.Verify
+	}
+	return gates, nil
 }

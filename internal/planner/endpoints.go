@@ -25,8 +25,14 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 		r.RequestID = nuid.Next()
 	}
 	switch r.Kind {
-	case KindGOAP, KindTemplate:
-		return nil, &RequestError{Field: "/kind", Msg: fmt.Sprintf("kind %q is not available yet; use plan, external or htn", r.Kind)}
+	case KindGOAP:
+		if _, err := (goapPlanner{domains: s.cfg.DomainsDir}).domain(r.GOAP); err != nil {
+			return nil, err
+		}
+	case KindTemplate:
+		if err := (templatePlanner{lib: s.cfg.Templates}).check(r); err != nil {
+			return nil, err
+		}
 	case KindPlan:
 		p, err := plan.Decode(r.Plan)
 		if err != nil {

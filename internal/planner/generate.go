@@ -24,6 +24,8 @@ type GenInput struct {
 	DisabledSkills []string
 	ParentPlanID   string
 	LastExecution  *plan.ExecutionResult
+	// LastPlan is the plan of the last attempt, when there was one.
+	LastPlan *plan.Plan
 	// Session is the session's state document: the planner's world state.
 	Session map[string]any
 	// Skills are the manifests of every advertised skill.

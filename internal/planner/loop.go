@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/templates"
 )
 
 // loop is a request's replan loop state, stored under its id in
@@ -24,7 +25,8 @@ type loop struct {
 	Status   string                `json:"status"` // generating, executing, done
 	Attempt  int                   `json:"attempt"`
 	PlanID   string                `json:"planId,omitempty"`
-	Plan     json.RawMessage       `json:"plan,omitempty"` // the plan being executed, to publish again after a crash
+	Plan     json.RawMessage       `json:"plan,omitempty"`     // the plan being executed, to publish again after a crash
+	LastPlan json.RawMessage       `json:"lastPlan,omitempty"` // the plan of the last failed attempt, for its fallbacks
 	Disabled []string              `json:"disabledSkills"`
 	History  []Attempt             `json:"history"`
 	Last     *plan.ExecutionResult `json:"lastExecution,omitempty"`
@@ -142,7 +144,7 @@ func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 		s.finish(l, StatusSucceeded, nil)
 	case res.CanReplan && l.Attempt < l.Request.MaxAttempts:
 		grown := slices.Clone(l.Disabled)
-		for _, sk := range append(slices.Clone(res.FailedSkills), s.health.Disabled(l.Request.SessionID)...) {
+		for _, sk := range append(blamedSkills(res), s.health.Disabled(l.Request.SessionID)...) {
 			if !slices.Contains(grown, sk) {
 				grown = append(grown, sk)
 			}
@@ -150,7 +152,7 @@ func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 		slices.Sort(grown)
 		a.DisabledSkills = grown
 		l.History = append(l.History, a)
-		l.Disabled, l.Status, l.Plan = grown, loopGenerating, nil
+		l.Disabled, l.Status, l.LastPlan, l.Plan = grown, loopGenerating, l.Plan, nil
 		s.event(l, plan.Event{Type: "request.replanning", PlanID: res.PlanID, Attempt: l.Attempt,
 			Message: fmt.Sprintf("attempt %d %s; generating attempt %d with disabled skills %v", l.Attempt, res.State, l.Attempt+1, grown)})
 	case res.CanReplan:
@@ -216,6 +218,11 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 		return nil, &GenError{Code: "UNSUPPORTED_KIND", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
 	}
 	in := GenInput{Request: r, Attempt: l.Attempt, DisabledSkills: slices.Clone(l.Disabled), LastExecution: l.Last}
+	if len(l.LastPlan) > 0 {
+		if p, err := plan.Decode(l.LastPlan); err == nil {
+			in.LastPlan = p
+		}
+	}
 	if n := len(l.History); n > 0 {
 		in.ParentPlanID = l.History[n-1].PlanID
 	}
@@ -350,4 +357,23 @@ func (s *Service) event(l *loop, ev plan.Event) {
 		return
 	}
 	_ = s.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), data)
+}
+
+// blamedSkills are the skills of an execution's failed tools, but for
+// tools whose skill ran and whose output a verification gate refused: the
+// step went wrong, not the skill, and another plan may well use it.
+func blamedSkills(res *plan.ExecutionResult) []string {
+	var out []string
+	for _, t := range res.Tools {
+		if t.State != plan.ToolFailed && t.State != plan.ToolTimeout {
+			continue
+		}
+		if t.Error != nil && t.Error.Code == templates.CodeVerifyFailed {
+			continue
+		}
+		if !slices.Contains(out, t.Skill) {
+			out = append(out, t.Skill)
+		}
+	}
+	return out
 }

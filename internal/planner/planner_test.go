@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/internal/worker"
 )
 
@@ -320,7 +322,9 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 		{"plan with a cycle", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}}`, "/plan", "cycle: a -> b -> a"},
 		{"htn syntax error", `{"kind":"htn","htn":{"program":"at(downtown", "goal":"x"}}`, "/htn/program", "htn: 1:"},
 		{"unknown domain", `{"kind":"htn","htn":{"domain":"nowhere", "goal":"x"}}`, "/htn/domain", `no domain "nowhere"`},
-		{"goap not yet", `{"kind":"goap"}`, "/kind", "not available yet"},
+		{"goap without a domain", `{"kind":"goap"}`, "", "missing property 'goap'"},
+		{"unknown goap domain", `{"kind":"goap","goap":{"domain":"nowhere"}}`, "/goap/domain", `no GOAP domain "nowhere"`},
+		{"template without a library", `{"kind":"template","template":{"id":"x"}}`, "/kind", "no template library"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -346,5 +350,72 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 	}
 	if info.State.Msgs != 0 {
 		t.Errorf("%d plans published for refused requests", info.State.Msgs)
+	}
+}
+
+func TestGOAPReplanFindsAnotherWay(t *testing.T) {
+	domain, err := os.ReadFile("../../examples/goap/woodcutter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, planner.Config{}, simulated(t, "fetch(item,from)=network", "shop(item,budget)", "chop(tree,note)", "gather(what)",
+		"market(item,amount)", "build(structure,logs)"))
+	out, _ := h.request(`{"kind":"goap","sessionId":"g1","goap":{"goal":"build-cabin","inline":` + string(domain) + `}}`)
+	if !out.Success || out.Attempts != 2 {
+		t.Fatalf("outcome %s after %d attempts: %+v", out.Status, out.Attempts, out.History)
+	}
+	if !slices.Equal(out.History[0].FailedSkills, []string{"fetch"}) {
+		t.Errorf("attempt 1 failed skills %v, want [fetch]", out.History[0].FailedSkills)
+	}
+	var used []string
+	for _, tl := range out.Execution.Tools {
+		used = append(used, tl.Skill)
+	}
+	if slices.Contains(used, "fetch") || !slices.Contains(used, "shop") || used[len(used)-1] != "build" {
+		t.Errorf("replanned skills %v: want the axe bought, not fetched, and the cabin built", used)
+	}
+}
+
+const testLibrary = `{"version":"1","plans":[
+ {"id":"primary","name":"Primary","triggers":["say hello"],"steps":[
+  {"id":"greet","name":"Greet","skill":"echo","input":{"text":"hi {who}"},
+   "verify":{"type":"contains","path":"/text","value":"never there"},
+   "onFail":{"retries":1,"backoffMs":10,"then":"fallback","plan":"backup"}}],
+  "vars":{"who":{"default":"you","pattern":"[a-z]+"}}},
+ {"id":"backup","name":"Backup","steps":[
+  {"id":"wave","name":"Wave","skill":"echo","input":{"text":"wave at {who}"},
+   "verify":{"type":"contains","path":"/text","value":"wave"}}],
+  "vars":{"who":{"default":"you","pattern":"[a-z]+"}}}]}`
+
+func TestTemplateGateFailureFallsBackToAnotherTemplate(t *testing.T) {
+	lib, err := templates.Decode([]byte(testLibrary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, planner.Config{Templates: lib}, simulated(t))
+	out, ev := h.request(`{"kind":"template","input":"please say hello","template":{"vars":{"who":"bob"}}}`)
+	if !out.Success || out.Attempts != 2 {
+		t.Fatalf("outcome %s after %d attempts: %+v", out.Status, out.Attempts, out.History)
+	}
+	first := out.History[0]
+	if first.State != plan.PlanFailed || first.Error == nil || first.Error.Code != templates.CodeVerifyFailed {
+		t.Errorf("attempt 1: %+v, want failed by its gate", first)
+	}
+	if got := string(out.Execution.Tools[0].Output); got != `{"text":"wave at bob"}` {
+		t.Errorf("backup output %s", got)
+	}
+	if n := len(ev.of(plan.EventToolRetrying)); n != 1 {
+		t.Errorf("%d retries of the refused step, want 1 (onFail retries 1)", n)
+	}
+	if len(ev.of(plan.EventSkillHealth)) != 0 {
+		t.Error("a refused output changed the echo skill's health")
+	}
+	// No template matches small talk: refused at once, nothing published.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = client.Request(ctx, h.conn, []byte(`{"kind":"template","input":"what is the weather like?","template":{}}`), nil)
+	var rej *client.RejectedError
+	if !errors.As(err, &rej) || rej.Reply.Error.Field != "/template" {
+		t.Errorf("small talk: %v, want a rejection at /template", err)
 	}
 }

@@ -27,16 +27,18 @@ const GenerationTimeout = 5 * time.Second
 
 // Request is a plan request (schemas/plan-request.schema.json).
 type Request struct {
-	RequestID    string          `json:"requestId,omitempty"`
-	SessionID    string          `json:"sessionId,omitempty"`
-	Kind         string          `json:"kind"`
-	Input        json.RawMessage `json:"input,omitempty"`
-	MaxAttempts  int             `json:"maxAttempts,omitempty"`
-	Plan         json.RawMessage `json:"plan,omitempty"`
-	Planner      string          `json:"planner,omitempty"`
-	HTN          *HTNRequest     `json:"htn,omitempty"`
-	PlanDefaults *PlanDefaults   `json:"planDefaults,omitempty"`
-	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	RequestID    string           `json:"requestId,omitempty"`
+	SessionID    string           `json:"sessionId,omitempty"`
+	Kind         string           `json:"kind"`
+	Input        json.RawMessage  `json:"input,omitempty"`
+	MaxAttempts  int              `json:"maxAttempts,omitempty"`
+	Plan         json.RawMessage  `json:"plan,omitempty"`
+	Planner      string           `json:"planner,omitempty"`
+	HTN          *HTNRequest      `json:"htn,omitempty"`
+	GOAP         *GOAPRequest     `json:"goap,omitempty"`
+	Template     *TemplateRequest `json:"template,omitempty"`
+	PlanDefaults *PlanDefaults    `json:"planDefaults,omitempty"`
+	Metadata     json.RawMessage  `json:"metadata,omitempty"`
 }
 
 // HTNRequest names a domain, a goal and extra facts.
@@ -45,6 +47,23 @@ type HTNRequest struct {
 	Program string   `json:"program,omitempty"`
 	Goal    string   `json:"goal"`
 	Facts   []string `json:"facts,omitempty"`
+}
+
+// GOAPRequest names a GOAP domain, optionally a goal, and facts.
+type GOAPRequest struct {
+	Domain string          `json:"domain,omitempty"`
+	Inline json.RawMessage `json:"inline,omitempty"`
+	Goal   string          `json:"goal,omitempty"`
+	State  map[string]any  `json:"state,omitempty"`
+}
+
+// TemplateRequest names a template or gives text to match.
+type TemplateRequest struct {
+	ID       string            `json:"id,omitempty"`
+	Domain   string            `json:"domain,omitempty"`
+	Text     string            `json:"text,omitempty"`
+	Vars     map[string]string `json:"vars,omitempty"`
+	MinScore int               `json:"minScore,omitempty"`
 }
 
 // PlanDefaults apply to generated plans.

@@ -14,14 +14,18 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/templates"
 )
 
 // Config of a planner service.
 type Config struct {
 	// ID names this planner in logs and `nats micro info`.
 	ID string
-	// DomainsDir holds HTN domains, <name>.htn, for requests that name one.
+	// DomainsDir holds HTN domains (<name>.htn) and GOAP domains
+	// (<name>.goap.json) for requests that name one.
 	DomainsDir string
+	// Templates is the plan template library of kind template requests.
+	Templates *templates.Library
 	// FallbackTemplates are the §5.3 texts; {input} is replaced by the
 	// request's input. Default: the seed's three.
 	FallbackTemplates []string
@@ -80,6 +84,8 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 		KindPlan:     fixedPlan{},
 		KindExternal: external{nc: conn.NC},
 		KindHTN:      htnPlanner{domains: cfg.DomainsDir},
+		KindGOAP:     goapPlanner{domains: cfg.DomainsDir},
+		KindTemplate: templatePlanner{lib: cfg.Templates},
 	}
 	return s, nil
 }

@@ -1,0 +1,94 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/planbus/planbus/internal/goap"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// goapPlanner is kind goap: a GOAP domain planned by internal/goap. The
+// world state is the session state with the request's facts over it; the
+// goal is the request's, or the arbiter's choice of the most useful valid
+// goal. Actions whose skill is disabled or unserved are left out, so a
+// replan finds another way.
+type goapPlanner struct {
+	domains string // directory of <name>.goap.json files
+}
+
+func (g goapPlanner) domain(r *GOAPRequest) (*goap.Domain, error) {
+	doc := []byte(r.Inline)
+	field := "/goap/inline"
+	if r.Domain != "" {
+		field = "/goap/domain"
+		if g.domains == "" {
+			return nil, &RequestError{Field: field, Msg: "this planner has no --domains directory; send the domain inline as goap.inline"}
+		}
+		b, err := os.ReadFile(filepath.Join(g.domains, r.Domain+".goap.json"))
+		if err != nil {
+			return nil, &RequestError{Field: field, Msg: fmt.Sprintf("no GOAP domain %q in the planner's domains directory", r.Domain)}
+		}
+		doc = b
+	}
+	d, err := goap.Decode(doc)
+	if err != nil {
+		return nil, &RequestError{Field: field, Msg: err.Error()}
+	}
+	if r.Goal != "" && !slices.ContainsFunc(d.Goals, func(gl *goap.Goal) bool { return gl.Name == r.Goal }) {
+		return nil, &RequestError{Field: "/goap/goal", Msg: fmt.Sprintf("the domain has no goal %q", r.Goal)}
+	}
+	return d, nil
+}
+
+func (g goapPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, error) {
+	r := in.Request.GOAP
+	d, err := g.domain(r)
+	if err != nil {
+		return nil, &GenError{Code: "INVALID_DOMAIN", Category: plan.CategoryInvalidInput, Message: err.Error()}
+	}
+	state := goap.State{}
+	maps.Copy(state, in.Session)
+	maps.Copy(state, r.State)
+	goal := r.Goal
+	if goal == "" {
+		arb, err := goap.NewArbiter(d, goap.ArbiterConfig{})
+		if err != nil {
+			return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+		}
+		sel, err := arb.Select(state, time.Now())
+		if err != nil {
+			return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+		}
+		if sel.Goal == "" {
+			return nil, &GenError{Code: "NO_GOAL", Category: plan.CategoryPermanent, Message: "no goal is valid and unsatisfied: " + sel.Detail}
+		}
+		goal = sel.Goal
+	}
+	disabled := func(skill string) bool {
+		return slices.Contains(in.DisabledSkills, skill) || !hasSkill(in.Skills, skill)
+	}
+	res, err := goap.Plan(ctx, d, state, goal, goap.Options{Disabled: disabled})
+	var ue *goap.UnreachableError
+	switch {
+	case errors.As(err, &ue):
+		return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+	case errors.Is(err, goap.ErrCanceled):
+		return nil, ctx.Err()
+	case errors.Is(err, goap.ErrBudgetExceeded):
+		return nil, &GenError{Code: "GOAP_BUDGET_EXCEEDED", Category: plan.CategoryPermanent, Message: err.Error()}
+	case err != nil:
+		return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+	}
+	p, err := goap.ToPlan(res)
+	if err != nil {
+		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
+	}
+	return p, nil
+}
