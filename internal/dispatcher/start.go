@@ -13,8 +13,8 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/templates"
 )
 
 func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger, it item) {
