@@ -25,6 +25,7 @@ type workerFlags struct {
 	drainTimeout time.Duration
 	shellAllow   string
 	shellDir     string
+	shellPassEnv string
 	httpAllow    string
 	simulate     string
 	id           string
@@ -37,6 +38,7 @@ func (w *workerFlags) register(f *flags) {
 	f.Duration(&w.drainTimeout, "drain-timeout", "PLANBUS_DRAIN_TIMEOUT", 30*time.Second, "on SIGTERM, how long running calls may finish")
 	f.String(&w.shellAllow, "shell-allow", "PLANBUS_SHELL_ALLOW", "", "programs the shell skill may run, comma-separated (empty: none)")
 	f.String(&w.shellDir, "shell-dir", "PLANBUS_SHELL_DIR", "", "working directory of the shell skill (default: the current one)")
+	f.String(&w.shellPassEnv, "shell-pass-env", "PLANBUS_SHELL_PASS_ENV", "HOME", "worker environment variables shell programs also see, comma-separated (besides PATH)")
 	f.String(&w.httpAllow, "http-allow", "PLANBUS_HTTP_ALLOW", "", "hosts the http skill may call, comma-separated (empty: any)")
 	f.String(&w.simulate, "simulate", "PLANBUS_SIMULATE", "", "stand-in skills, space-separated: name(param,...) succeeds, name(param,...)=category always fails")
 	f.String(&w.id, "id", "PLANBUS_WORKER_ID", "", "worker id (default hostname-pid-n)")
@@ -44,7 +46,7 @@ func (w *workerFlags) register(f *flags) {
 
 func (w *workerFlags) config() (worker.Config, error) {
 	all := skills.Builtins(skills.BuiltinConfig{
-		Shell: skills.ShellConfig{Allow: splitList(w.shellAllow), Dir: w.shellDir},
+		Shell: skills.ShellConfig{Allow: splitList(w.shellAllow), Dir: w.shellDir, PassEnv: splitList(w.shellPassEnv)},
 		HTTP:  skills.HTTPConfig{AllowHosts: splitList(w.httpAllow)},
 	})
 	var chosen []skills.Skill

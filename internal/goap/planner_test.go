@@ -16,7 +16,7 @@ import (
 
 func exampleDoc(t testing.TB, name string) string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "examples", "goap", name+".json"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "examples", "goap", name+".goap.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

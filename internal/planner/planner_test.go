@@ -354,7 +354,7 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 }
 
 func TestGOAPReplanFindsAnotherWay(t *testing.T) {
-	domain, err := os.ReadFile("../../examples/goap/woodcutter.json")
+	domain, err := os.ReadFile("../../examples/goap/woodcutter.goap.json")
 	if err != nil {
 		t.Fatal(err)
 	}

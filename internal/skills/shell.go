@@ -31,6 +31,10 @@ type ShellConfig struct {
 	// OutputCap caps captured stdout and stderr, each, in bytes. Default
 	// 64 KiB.
 	OutputCap int
+	// PassEnv names worker environment variables programs also see, such
+	// as HOME, which many programs need for their caches and settings. A
+	// call's own env wins over them.
+	PassEnv []string
 }
 
 // DefaultOutputCap is ShellConfig.OutputCap's default.
@@ -53,7 +57,7 @@ const shellInputSchema = `{
 			"description": "The program and its arguments, passed to it as they are: no shell is involved."},
 		"dir": {"type": "string", "description": "A directory relative to the worker's shell root to run in."},
 		"env": {"type": "object", "additionalProperties": {"type": "string"},
-			"description": "Environment variables; the program sees these and the worker's PATH only."},
+			"description": "Environment variables; the program sees these, the worker's PATH and the variables the worker passes on (--shell-pass-env), nothing else."},
 		"stdin": {"type": "string", "description": "Text for the program's standard input."}
 	},
 	"additionalProperties": false
@@ -72,8 +76,9 @@ const shellInputSchema = `{
 //
 // The program runs in cfg.Dir, or in the call's "dir" below it; that dir
 // must be relative and, symlinks resolved, stay inside cfg.Dir. Its
-// environment is the worker's PATH plus the call's "env", nothing else: the
-// worker's own variables (credentials among them) do not leak to it. The
+// environment is the worker's PATH, the worker variables named in
+// PassEnv, and the call's "env", nothing else: the worker's other
+// variables (credentials among them) do not leak to it. The
 // call may not set PATH, nor LD_* or DYLD_* variables, which would let it
 // load code into an allowed program.
 //
@@ -92,7 +97,7 @@ const shellInputSchema = `{
 //
 // The handler keeps no state between calls and is safe for concurrent use.
 func Shell(cfg ShellConfig) Skill {
-	s := &shell{allow: cfg.Allow, root: cfg.Dir, outputCap: cfg.OutputCap}
+	s := &shell{allow: cfg.Allow, root: cfg.Dir, outputCap: cfg.OutputCap, passEnv: cfg.PassEnv}
 	if s.outputCap <= 0 {
 		s.outputCap = DefaultOutputCap
 	}
@@ -118,6 +123,7 @@ type shell struct {
 	root      string
 	rootErr   error
 	outputCap int
+	passEnv   []string
 }
 
 type shellInput struct {
@@ -271,11 +277,20 @@ func (s *shell) workDir(dir string) (string, error) {
 	return real, nil
 }
 
-// shellEnv is the worker's PATH and the call's variables.
-func shellEnv(vars map[string]string) []string {
-	env := make([]string, 0, len(vars)+1)
+// shellEnv is the worker's PATH, the worker variables pass names, and the
+// call's variables.
+func shellEnv(pass []string, vars map[string]string) []string {
+	env := make([]string, 0, len(vars)+len(pass)+1)
 	if p, ok := os.LookupEnv("PATH"); ok {
 		env = append(env, "PATH="+p)
+	}
+	for _, k := range pass {
+		if _, set := vars[k]; set || k == "PATH" {
+			continue
+		}
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		env = append(env, k+"="+vars[k])
@@ -287,7 +302,7 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (Resul
 	cmd := exec.CommandContext(ctx, path, in.Argv[1:]...)
 	cmd.Args[0] = in.Argv[0]
 	cmd.Dir = dir
-	cmd.Env = shellEnv(in.Env)
+	cmd.Env = shellEnv(s.passEnv, in.Env)
 	if in.Stdin != "" {
 		cmd.Stdin = strings.NewReader(in.Stdin)
 	}

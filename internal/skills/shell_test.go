@@ -580,3 +580,23 @@ func FuzzShellInput(f *testing.F) {
 		}
 	})
 }
+
+func TestShellPassesOnlyTheNamedWorkerVariables(t *testing.T) {
+	t.Setenv("PLANBUS_TEST_PASSED", "yes")
+	t.Setenv("PLANBUS_TEST_KEPT", "secret")
+	sk := skills.Shell(skills.ShellConfig{Allow: []string{"env"}, PassEnv: []string{"PLANBUS_TEST_PASSED", "PATH"}})
+	res, err := sk.Handler.Handle(context.Background(), newCall("shell", `{"argv":["env"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Stdout string }
+	_ = json.Unmarshal(res.Output, &out)
+	if !strings.Contains(out.Stdout, "PLANBUS_TEST_PASSED=yes") || strings.Contains(out.Stdout, "PLANBUS_TEST_KEPT") {
+		t.Errorf("environment:\n%s", out.Stdout)
+	}
+	res, _ = sk.Handler.Handle(context.Background(), newCall("shell", `{"argv":["env"],"env":{"PLANBUS_TEST_PASSED":"call"}}`))
+	_ = json.Unmarshal(res.Output, &out)
+	if !strings.Contains(out.Stdout, "PLANBUS_TEST_PASSED=call") || strings.Count(out.Stdout, "PLANBUS_TEST_PASSED=") != 1 {
+		t.Errorf("the call's value should win:\n%s", out.Stdout)
+	}
+}
