@@ -23,8 +23,7 @@ import (
 // Config of a node.
 type Config struct {
 	Bus bus.Config
-	// Dispatchers to run. Default 1; 0 after defaults is not possible, use
-	// NoDispatcher.
+	// Dispatchers to run; 0 means one. NoDispatcher runs none.
 	Dispatchers  int
 	NoDispatcher bool
 	Dispatcher   dispatcher.Config
@@ -46,7 +45,7 @@ type Node struct {
 	Planners    []*Component
 }
 
-// Component is one dispatcher or worker with its own connection.
+// Component is one dispatcher, worker or planner with its own connection.
 type Component struct {
 	Name   string
 	Conn   *bus.Conn
