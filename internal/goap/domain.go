@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"time"
@@ -186,11 +187,7 @@ func isObject(raw json.RawMessage) bool {
 }
 
 func (d *Domain) decodeFacts(raw map[string]json.RawMessage) error {
-	names := make([]string, 0, len(raw))
-	for n := range raw {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(raw))
 	for _, n := range names {
 		path := "/facts/" + pointerToken(n)
 		f := Fact{Name: n}
@@ -240,11 +237,7 @@ func (d *Domain) decodeFacts(raw map[string]json.RawMessage) error {
 // decodeConditions reads a conditions object; owner names the action or
 // goal for messages.
 func (d *Domain) decodeConditions(raw map[string]json.RawMessage, path, owner string) ([]Condition, error) {
-	names := make([]string, 0, len(raw))
-	for n := range raw {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(raw))
 	var out []Condition
 	for _, n := range names {
 		at := path + "/" + pointerToken(n)
@@ -294,11 +287,7 @@ func (d *Domain) decodeConditions(raw map[string]json.RawMessage, path, owner st
 }
 
 func (d *Domain) decodeEffects(raw map[string]json.RawMessage, path, owner string) ([]Effect, error) {
-	names := make([]string, 0, len(raw))
-	for n := range raw {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(raw))
 	var out []Effect
 	for _, n := range names {
 		at := path + "/" + pointerToken(n)
