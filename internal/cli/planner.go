@@ -25,6 +25,7 @@ const plannerUsage = `Usage: planner <command> [flags]
 Commands:
   run FILE     run a plan end to end and print its execution result
   serve        keep a planbus node up (embedded NATS, dispatcher, workers)
+  status ID    show a plan's or a request's state in a running system
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
   version      print the version
@@ -46,6 +47,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerServe(ctx, args[1:], io)
 	case "bench":
 		return plannerBench(ctx, args[1:], io)
+	case "status":
+		return plannerStatus(ctx, args[1:], io)
 	case "htn":
 		return htncli.Run(ctx, args[1:], io.Stdout, io.Stderr)
 	case "version", "--version", "-version":

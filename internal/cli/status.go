@@ -1,0 +1,208 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+const statusUsage = `Usage: planner status --nats-url URL ID
+
+Shows a plan (by planId) or a request (by requestId) as the system has it
+now: a request's loop and attempts, a plan's state and every tool's state,
+attempt and time. --json prints the stored documents instead.`
+
+// plannerStatus reads a plan's or a request's state from KV.
+func plannerStatus(ctx context.Context, args []string, io IO) int {
+	var c common
+	var asJSON bool
+	f := newFlags("planner status", io.Stderr, io.Env, statusUsage)
+	c.register(f, false)
+	f.Bool(&asJSON, "json", "", false, "print the stored JSON documents")
+	if err := f.parse(args); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
+		fmt.Fprintln(io.Stderr, "planner status: want one plan or request id")
+		return ExitUsage
+	}
+	if c.bus.URL == "" {
+		fmt.Fprintln(io.Stderr, "planner status: --nats-url (or $NATS_URL) is required: status reads a running system")
+		return ExitUsage
+	}
+	log, err := c.logger(io.Stderr)
+	if err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	conn, err := bus.Dial(ctx, c.bus, log)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
+		return ExitFailed
+	}
+	defer conn.Close()
+	id := f.Arg(0)
+	found := false
+	planID := id
+	if req, err := kvGet(ctx, conn, bus.BucketRequests, id); err != nil {
+		fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
+		return ExitFailed
+	} else if req != nil {
+		found = true
+		if asJSON {
+			fmt.Fprintln(io.Stdout, string(req))
+		} else if pid := printRequest(io.Stdout, id, req); pid != "" {
+			planID = pid
+		}
+	}
+	state, err := kvGet(ctx, conn, bus.BucketPlans, bus.StateKey(planID))
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
+		return ExitFailed
+	}
+	if state != nil {
+		found = true
+		if asJSON {
+			fmt.Fprintln(io.Stdout, string(state))
+		} else if err := printPlan(ctx, conn, io.Stdout, planID, state); err != nil {
+			fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
+			return ExitFailed
+		}
+	}
+	if !found {
+		fmt.Fprintf(io.Stderr, "planner status: no plan or request %q (they are kept for a day)\n", id)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func kvGet(ctx context.Context, conn *bus.Conn, bucket, key string) ([]byte, error) {
+	kv, err := conn.JS.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", bucket, err)
+	}
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", bucket, key, err)
+	}
+	return e.Value(), nil
+}
+
+// printRequest summarises a request's loop and returns the plan of its
+// latest attempt.
+func printRequest(w io.Writer, id string, doc []byte) string {
+	var l struct {
+		Request struct {
+			Kind      string `json:"kind"`
+			SessionID string `json:"sessionId"`
+		} `json:"request"`
+		Status   string   `json:"status"`
+		Attempt  int      `json:"attempt"`
+		PlanID   string   `json:"planId"`
+		Disabled []string `json:"disabledSkills"`
+		History  []struct {
+			Attempt int             `json:"attempt"`
+			PlanID  string          `json:"planId"`
+			State   string          `json:"state"`
+			Error   *plan.ErrorInfo `json:"error"`
+		} `json:"history"`
+		Outcome *struct {
+			Status    string `json:"status"`
+			Narrative string `json:"narrative"`
+		} `json:"outcome"`
+		Updated time.Time `json:"updatedAt"`
+	}
+	if err := json.Unmarshal(doc, &l); err != nil {
+		fmt.Fprintf(w, "request %s: unreadable loop state: %v\n", id, err)
+		return ""
+	}
+	status := l.Status
+	if l.Outcome != nil {
+		status = l.Outcome.Status
+	}
+	fmt.Fprintf(w, "request %s (%s, session %s): %s, attempt %d, updated %s\n", id, l.Request.Kind, l.Request.SessionID,
+		status, l.Attempt, l.Updated.Local().Format(time.DateTime))
+	if len(l.Disabled) > 0 {
+		fmt.Fprintf(w, "  disabled skills: %s\n", strings.Join(l.Disabled, ", "))
+	}
+	for _, a := range l.History {
+		line := fmt.Sprintf("  attempt %d: %s", a.Attempt, a.State)
+		if a.PlanID != "" {
+			line += " (plan " + a.PlanID + ")"
+		}
+		if a.Error != nil {
+			line += ": " + a.Error.Code + " " + a.Error.Message
+		}
+		fmt.Fprintln(w, line)
+	}
+	if l.Outcome != nil && l.Outcome.Narrative != "" {
+		fmt.Fprintf(w, "  fallback: %s\n", l.Outcome.Narrative)
+	}
+	fmt.Fprintln(w)
+	return l.PlanID
+}
+
+// printPlan shows a plan's state as a table of its tools.
+func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, doc []byte) error {
+	var st execution.Stored
+	if err := json.Unmarshal(doc, &st); err != nil {
+		return fmt.Errorf("state of plan %s: %w", planID, err)
+	}
+	pdoc, err := kvGet(ctx, conn, bus.BucketPlans, bus.PlanKey(planID))
+	if err != nil || pdoc == nil {
+		return fmt.Errorf("plan %s: its definition is missing (%v)", planID, err)
+	}
+	p, err := plan.Decode(pdoc)
+	if err != nil {
+		return fmt.Errorf("plan %s: %w", planID, err)
+	}
+	started := time.UnixMilli(st.StartedAt)
+	line := fmt.Sprintf("plan %s (request %s): %s, started %s", planID, st.RequestID, st.Status, started.Local().Format(time.DateTime))
+	if st.FinishedAt > 0 {
+		line += fmt.Sprintf(", took %s", time.Duration(st.FinishedAt-st.StartedAt)*time.Millisecond)
+	}
+	fmt.Fprintln(w, line)
+	if st.Error != nil {
+		fmt.Fprintf(w, "  %s: %s\n", st.Error.Code, st.Error.Message)
+	}
+	counts := map[string]int{}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TOOL\tSKILL\tSTATE\tATTEMPT\tAT\tNOTE")
+	for i, t := range st.Tools {
+		counts[t.State]++
+		at := ""
+		if t.At > 0 {
+			at = "+" + (time.Duration(t.At-st.StartedAt) * time.Millisecond).String()
+		}
+		note := t.Reason
+		if t.Error != nil {
+			note = t.Error.Code
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", p.Tools[i].ToolID, p.Tools[i].Skill, t.State, t.Attempt, at, note)
+	}
+	_ = tw.Flush()
+	var parts []string
+	for _, s := range []string{plan.ToolSucceeded, plan.ToolRunning, plan.ToolRetrying, plan.ToolPending, plan.ToolFailed,
+		plan.ToolTimeout, plan.ToolSkipped, plan.ToolCancelled} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
+	return nil
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/internal/node"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/worker"
+)
+
+func TestStatusShowsARequestAndItsPlan(t *testing.T) {
+	cfg := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 1,
+		Worker: worker.Config{Skills: []skills.Skill{skills.Echo(), skills.Fail()}}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	out, err := client.Request(ctx, bustest.Dial(t, cfg), []byte(`{"requestId":"st1","kind":"plan","plan":{"tools":[
+		{"toolId":"a","skill":"echo"},{"toolId":"b","skill":"fail","dependencies":["a"],"input":{"category":"permanent"}},
+		{"toolId":"c","skill":"echo","dependencies":["b"]}]}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Success {
+		t.Fatal("the request succeeded; the test wants a failed plan to show")
+	}
+	o := runPlanner(t, "status", "--nats-url", cfg.URL, "st1")
+	if o.code != ExitOK {
+		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
+	}
+	for _, want := range []string{"request st1 (plan, session default): fallback", "attempt 1: failed (plan st1-1)",
+		"plan st1-1 (request st1): failed", "a     echo   succeeded", "b     fail   failed", "c     echo   skipped", "dependency_failed",
+		"1 succeeded, 1 failed, 1 skipped"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, o.stdout)
+		}
+	}
+	o = runPlanner(t, "status", "--nats-url", cfg.URL, "--json", "st1-1")
+	if o.code != ExitOK || !strings.Contains(o.stdout, `"tools":[["s",1,`) {
+		t.Errorf("--json: exit %d\n%s", o.code, o.stdout)
+	}
+	if o := runPlanner(t, "status", "--nats-url", cfg.URL, "nothing"); o.code != ExitFailed || !strings.Contains(o.stderr, `no plan or request "nothing"`) {
+		t.Errorf("unknown id: exit %d, stderr %q", o.code, o.stderr)
+	}
+	if o := runPlanner(t, "status", "st1"); o.code != ExitUsage {
+		t.Errorf("without --nats-url: exit %d", o.code)
+	}
+}
