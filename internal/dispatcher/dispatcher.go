@@ -19,7 +19,6 @@ import (
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/templates"
 )
 
 type kind uint8
@@ -52,9 +51,8 @@ type timerMsg struct {
 type entry struct {
 	eng *execution.Engine
 	rev uint64
-	// gates are the tools' verification gates (templates.ToolMeta.Verify),
-	// nil where a tool has none.
-	gates []*templates.Gate
+	// gates are the tools' verification gates, nil when there are none.
+	gates gates
 	// timerSeq is the TIMERS stream sequence of the plan's timeout timer,
 	// when this process published it: it is deleted when the plan ends, so
 	// it does not wait in the consumer until it is due. The shard's acker

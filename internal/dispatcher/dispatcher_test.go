@@ -384,3 +384,29 @@ func TestVerificationGatesInToolMetadata(t *testing.T) {
 		t.Errorf("a plan with a broken gate: %s %+v", res.State, res.Error)
 	}
 }
+
+func TestAFallbackRunsInTheFailedToolsPlace(t *testing.T) {
+	h := start(t, opts{})
+	res, log := h.run(`{"tools":[
+		{"toolId":"get","skill":"fail","input":{"category":"network"},"retryPolicy":{"maxAttempts":2,"backoffMs":10},
+		 "fallback":{"skill":"echo","input":{"from":"cache"},"metadata":{"verify":{"type":"equals","path":"/from","value":"cache"}}}},
+		{"toolId":"use","skill":"echo","dependencies":["get"],"input":{"got":{"$ref":"get#/from"}}}]}`, minute)
+	if !res.Success {
+		t.Fatalf("plan %s %+v", res.State, res.Error)
+	}
+	get, use := tool(res, "get"), tool(res, "use")
+	if get.Skill != "echo" || get.Attempts != 3 || string(use.Output) != `{"got":"cache"}` {
+		t.Errorf("get: %s after %d attempts; use output %s", get.Skill, get.Attempts, use.Output)
+	}
+	var skills []string
+	for _, ev := range log.of(plan.EventToolReleased, "get") {
+		skills = append(skills, fmt.Sprintf("%s/%d", ev.Skill, ev.Attempt))
+	}
+	if !slices.Equal(skills, []string{"fail/1", "fail/2", "echo/3"}) {
+		t.Errorf("releases of get: %v", skills)
+	}
+	res, _ = h.run(`{"tools":[{"toolId":"a","skill":"echo","fallback":{"skill":"teleport"}}]}`, minute)
+	if res.State != plan.PlanRejected || !strings.Contains(res.Error.Message, `unknown skill "teleport"`) {
+		t.Errorf("a fallback with an unknown skill: %s %+v", res.State, res.Error)
+	}
+}

@@ -29,6 +29,7 @@ func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *executi
 	sid := sessionOf(st)
 	for _, a := range applied {
 		r, t := a.Result, p.Tools[a.Index]
+		skill := t.Variant(r.Attempt).Skill
 		o := skills.Outcome{Key: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt),
 			Succeeded: r.State == plan.ToolSucceeded, Retry: r.Attempt > 1, Final: a.Final}
 		if r.Error != nil {
@@ -39,16 +40,16 @@ func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *executi
 				continue
 			}
 		}
-		if d.health.Quick(sid, t.Skill, o) {
-			before, after, err := d.health.Apply(ctx, sid, t.Skill, o)
+		if d.health.Quick(sid, skill, o) {
+			before, after, err := d.health.Apply(ctx, sid, skill, o)
 			if err != nil {
 				return err
 			}
 			if before.State != after.State {
-				log.Info().Str("skill", t.Skill).Str("session", sid).Str("from", before.State).Str("to", after.State).Msg("skill health changed")
+				log.Info().Str("skill", skill).Str("session", sid).Str("from", before.State).Str("to", after.State).Msg("skill health changed")
 				d.event(plan.Event{Type: plan.EventSkillHealth, Time: time.Now(), RequestID: st.RequestID, PlanID: p.PlanID,
-					ToolID: t.ToolID, Skill: t.Skill, SessionID: sid, From: before.State, To: after.State,
-					Message: fmt.Sprintf("%s: %s -> %s", t.Skill, before.State, after.State)})
+					ToolID: t.ToolID, Skill: skill, SessionID: sid, From: before.State, To: after.State,
+					Message: fmt.Sprintf("%s: %s -> %s", skill, before.State, after.State)})
 			}
 		}
 		if len(r.StatePatch) > 0 && r.State == plan.ToolSucceeded {
@@ -96,19 +97,20 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 	for k := 0; k < len(fx.Releases); k++ {
 		r := fx.Releases[k]
 		t := p.Tools[r.Index]
-		input, err := p.ResolveInput(r.Index, outputs)
+		v := t.Variant(r.Attempt)
+		input, err := p.ResolveInputFor(r.Index, r.Attempt, outputs)
 		if err != nil {
 			// Outputs are JSON by the time they are stored, so this is a bug;
 			// run the tool with its references unresolved rather than stall.
 			d.log.Error().Err(err).Str("plan_id", p.PlanID).Str("tool_id", t.ToolID).Msg("cannot resolve input references")
-			input = t.Input
+			input = v.Input
 		}
-		timeout := t.TimeoutMs
-		if d.health.Get(sessionOf(st), t.Skill).State == skills.Degraded {
+		timeout := v.TimeoutMs
+		if d.health.Get(sessionOf(st), v.Skill).State == skills.Degraded {
 			timeout = min(timeout*skills.DegradedTimeoutFactor, 86400000)
 		}
-		call := plan.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: t.Skill,
-			Attempt: r.Attempt, MaxAttempts: t.RetryPolicy.MaxAttempts, Input: input, TimeoutMs: timeout,
+		call := plan.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: v.Skill,
+			Attempt: r.Attempt, MaxAttempts: t.Attempts(), Input: input, TimeoutMs: timeout,
 			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC()}
 		data := mustJSON(call)
 		if len(data) > limit {
@@ -117,7 +119,7 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 					Message: fmt.Sprintf("the call's input with its references resolved takes %d bytes; a message holds at most %d", len(data), limit)}}, now))
 			continue
 		}
-		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(t.Skill), msgID: call.IdempotencyKey, data: data})
+		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(v.Skill), msgID: call.IdempotencyKey, data: data})
 	}
 	if fx.Done != nil {
 		out.done = mustJSON(fx.Done)

@@ -163,10 +163,14 @@ func (d *Dispatcher) verify(ent *entry, r *plan.ToolResult) *plan.ToolResult {
 		return r
 	}
 	i, ok := ent.eng.Index(r.ToolID)
-	if !ok || ent.gates[i] == nil {
+	if !ok {
 		return r
 	}
-	out, _ := templates.VerifyResult(*r, ent.gates[i])
+	g := ent.gates.of(ent.eng.Plan(), i, max(r.Attempt, 1))
+	if g == nil {
+		return r
+	}
+	out, _ := templates.VerifyResult(*r, g)
 	return &out
 }
 

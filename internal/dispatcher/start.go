@@ -36,9 +36,9 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		}
 		err = d.checkSkills(ctx, p)
 	}
-	var gates []*templates.Gate
+	var gs gates
 	if err == nil {
-		gates, err = gatesOf(p)
+		gs, err = gatesOf(p)
 	}
 	if err != nil {
 		d.reject(ctx, log, it, err)
@@ -51,7 +51,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	}
 	now := time.Now()
 	eng, fx := execution.Start(p, now, d.cfg.DefaultMaxConcurrency)
-	ent := &entry{eng: eng, gates: gates}
+	ent := &entry{eng: eng, gates: gs}
 	out := d.render(ent, &fx, now)
 	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), storedJSON(eng))
 	switch {
@@ -93,18 +93,30 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 // checkSkills rejects unknown skills and gives tools that left timeoutMs
 // or retryPolicy to their defaults those of their skill's manifest.
 func (d *Dispatcher) checkSkills(ctx context.Context, p *plan.Plan) error {
+	known := func(t *plan.Tool, skill string) (*skills.Manifest, error) {
+		m := d.skills.manifest(skill)
+		if m == nil && d.cfg.KnownSkill(skill) {
+			m = &skills.Manifest{Name: skill}
+		}
+		if m == nil {
+			m = d.skills.lookup(ctx, skill)
+		}
+		if m == nil {
+			return nil, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
+				"tool %q uses unknown skill %q: no worker has advertised it (start a toolworker that serves it)", t.ToolID, skill)}
+		}
+		return m, nil
+	}
 	for i := range p.Tools {
 		t := &p.Tools[i]
-		m := d.skills.manifest(t.Skill)
-		if m == nil && d.cfg.KnownSkill(t.Skill) {
-			m = &skills.Manifest{Name: t.Skill}
+		m, err := known(t, t.Skill)
+		if err != nil {
+			return err
 		}
-		if m == nil {
-			m = d.skills.lookup(ctx, t.Skill)
-		}
-		if m == nil {
-			return &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
-				"tool %q uses unknown skill %q: no worker has advertised it (start a toolworker that serves it)", t.ToolID, t.Skill)}
+		if t.Fallback != nil {
+			if _, err := known(t, t.Fallback.Skill); err != nil {
+				return err
+			}
 		}
 		timeout, retry := t.Defaults()
 		if timeout && m.TimeoutMs > 0 {
@@ -141,25 +153,51 @@ func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, ca
 	_ = it.msg.Ack()
 }
 
-// gatesOf compiles the verification gates tools carry in their metadata
-// (templates.ToolMeta); a gate that does not compile makes the plan invalid.
-func gatesOf(p *plan.Plan) ([]*templates.Gate, error) {
-	var gates []*templates.Gate
-	for i, t := range p.Tools {
-		if len(t.Metadata) == 0 {
-			continue
-		}
-		meta, err := templates.ParseToolMeta(t.Metadata)
-		if err != nil {
-			return nil, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: metadata: %v", t.ToolID, err)}
-		}
-		if meta == nil || meta.Verify == nil {
-			continue
-		}
-		if gates == nil {
-			gates = make([]*templates.Gate, len(p.Tools))
-		}
-		gates[i] = meta.Verify
+// gates are a plan's verification gates: for each tool, the gate of its
+// own attempts and of its fallback's (templates.ToolMeta.Verify in their
+// metadata). Nil when no tool has one.
+type gates [][2]*templates.Gate
+
+// of returns the gate of attempt n of tool i, or nil.
+func (g gates) of(p *plan.Plan, i, n int) *templates.Gate {
+	if g == nil {
+		return nil
 	}
-	return gates, nil
+	if p.Tools[i].Variant(n).Fallback {
+		return g[i][1]
+	}
+	return g[i][0]
+}
+
+// gatesOf compiles the gates; one that does not compile makes the plan
+// invalid.
+func gatesOf(p *plan.Plan) (gates, error) {
+	var gs gates
+	for i, t := range p.Tools {
+		metas := [2]json.RawMessage{t.Metadata}
+		if t.Fallback != nil {
+			metas[1] = t.Fallback.Metadata
+		}
+		for k, raw := range metas {
+			if len(raw) == 0 {
+				continue
+			}
+			meta, err := templates.ParseToolMeta(raw)
+			if err != nil {
+				where := "metadata"
+				if k == 1 {
+					where = "fallback metadata"
+				}
+				return nil, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: %s: %v", t.ToolID, where, err)}
+			}
+			if meta == nil || meta.Verify == nil {
+				continue
+			}
+			if gs == nil {
+				gs = make(gates, len(p.Tools))
+			}
+			gs[i][k] = meta.Verify
+		}
+	}
+	return gs, nil
 }

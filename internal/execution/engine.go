@@ -173,12 +173,16 @@ func (e *Engine) event(ev plan.Event) {
 }
 
 func (e *Engine) toolEvent(typ string, i int, ev plan.Event) {
-	ev.Type, ev.ToolID, ev.Skill = typ, e.plan.Tools[i].ToolID, e.plan.Tools[i].Skill
 	if ev.Attempt == 0 {
 		ev.Attempt = e.st.Tools[i].Attempt
 	}
+	ev.Type, ev.ToolID, ev.Skill = typ, e.plan.Tools[i].ToolID, e.skillOf(i, ev.Attempt)
 	e.event(ev)
 }
+
+// skillOf is the skill attempt n of tool i runs: the fallback's once the
+// tool's own attempts are used up.
+func (e *Engine) skillOf(i, n int) string { return e.plan.Tools[i].Variant(max(n, 1)).Skill }
 
 // fill releases ready tools while slots are free: in the order they became
 // ready, none while a non-async tool runs, a non-async one only alone.
@@ -267,15 +271,27 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 	}
 	ts.Error = errInfo
 	t := e.plan.Tools[i]
-	retry := plan.Retryable(errInfo.Category) && r.Attempt < t.RetryPolicy.MaxAttempts
+	v := t.Variant(r.Attempt)
+	retry := plan.Retryable(errInfo.Category) && v.Attempt < v.RetryPolicy.MaxAttempts
+	// Final: this skill gets no more attempts here (its health counts it
+	// as retries exhausted), even if a fallback takes over.
 	e.fx.Applied = append(e.fx.Applied, Applied{Index: i, Result: r, Final: !retry})
 	if retry {
-		delay := RetryDelay(t.RetryPolicy, r.Attempt)
+		delay := RetryDelay(v.RetryPolicy, v.Attempt)
 		ts.State, ts.RetryAt = plan.ToolRetrying, now.Add(delay).UnixMilli()
 		e.fx.Changed = true
 		e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerRetry, Index: i, Attempt: r.Attempt + 1, FireAt: now.Add(delay)})
 		e.toolEvent(plan.EventToolRetrying, i, plan.Event{Error: errInfo, DelayMs: delay.Milliseconds(),
-			Message: fmt.Sprintf("attempt %d of %d failed; retrying in %s", r.Attempt, t.RetryPolicy.MaxAttempts, delay)})
+			Message: fmt.Sprintf("attempt %d of %d failed; retrying in %s", v.Attempt, v.RetryPolicy.MaxAttempts, delay)})
+		return e.end()
+	}
+	if t.Fallback != nil && !v.Fallback {
+		// The tool's own attempts are over: its fallback takes the slot at
+		// once, whatever the error was, since it is another way to the
+		// same end.
+		e.toolEvent(plan.EventToolRetrying, i, plan.Event{Error: errInfo,
+			Message: fmt.Sprintf("attempt %d of %d failed; falling back to skill %s", v.Attempt, v.RetryPolicy.MaxAttempts, t.Fallback.Skill)})
+		e.release(i, t.RetryPolicy.MaxAttempts+1)
 		return e.end()
 	}
 	final, evType := plan.ToolFailed, plan.EventToolFailed
@@ -294,7 +310,7 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 		}
 		e.finish(plan.PlanFailed, &plan.ErrorInfo{
 			Code: errInfo.Code, Category: errInfo.Category,
-			Message: fmt.Sprintf("required tool %q (skill %s) %s after %s: %s", t.ToolID, t.Skill,
+			Message: fmt.Sprintf("required tool %q (skill %s) %s after %s: %s", t.ToolID, v.Skill,
 				map[string]string{plan.ToolFailed: "failed", plan.ToolTimeout: "timed out"}[final], plural(r.Attempt, "attempt"), errInfo.Message),
 		}, plan.ReasonPlanFailed)
 		return e.end()
@@ -411,7 +427,7 @@ func (e *Engine) Result() *plan.ExecutionResult {
 	seenSkill := map[string]bool{}
 	for i, ts := range st.Tools {
 		t := e.plan.Tools[i]
-		o := plan.ToolOutcome{ToolID: t.ToolID, Skill: t.Skill, State: ts.State, Required: t.Required,
+		o := plan.ToolOutcome{ToolID: t.ToolID, Skill: e.skillOf(i, ts.Attempt), State: ts.State, Required: t.Required,
 			Attempts: ts.Attempt, Output: ts.Output, Error: ts.Error, Reason: ts.Reason, WorkerID: ts.WorkerID, DurationMs: ts.DurationMs,
 			ResultSeq: ts.ResultSeq}
 		if ts.StartedAt > 0 {
@@ -423,9 +439,9 @@ func (e *Engine) Result() *plan.ExecutionResult {
 		res.Tools[i] = o
 		if ts.State == plan.ToolFailed || ts.State == plan.ToolTimeout {
 			res.FailedTools = append(res.FailedTools, t.ToolID)
-			if !seenSkill[t.Skill] {
-				seenSkill[t.Skill] = true
-				res.FailedSkills = append(res.FailedSkills, t.Skill)
+			if !seenSkill[o.Skill] {
+				seenSkill[o.Skill] = true
+				res.FailedSkills = append(res.FailedSkills, o.Skill)
 			}
 		}
 	}

@@ -442,3 +442,51 @@ func TestVerdicts(t *testing.T) {
 		t.Errorf("B's first attempt again: %v, want Past", v)
 	}
 }
+
+func TestFallbackTakesTheSlotWhenAttemptsRunOut(t *testing.T) {
+	p := mustPlan(t, `{"tools":[{"toolId":"A","skill":"primary","retryPolicy":{"maxAttempts":2,"backoffMs":10},
+		"fallback":{"skill":"backup","input":{"via":"backup"},"retryPolicy":{"maxAttempts":2,"backoffMs":10}}},
+		{"toolId":"B","skill":"s","dependencies":["A"]}]}`)
+	e, _ := Start(p, t0, 8)
+	fx := e.OnResult(fail("A", 1, plan.CategoryNetwork), t0)
+	if len(fx.Timers) != 1 || fx.Timers[0].Attempt != 2 {
+		t.Fatalf("attempt 1: %+v, want a retry of the tool itself", fx.Timers)
+	}
+	e.OnTimer(fx.Timers[0], fx.Timers[0].FireAt)
+	fx = e.OnResult(fail("A", 2, plan.CategoryNetwork), t0)
+	if len(fx.Releases) != 1 || fx.Releases[0].Attempt != 3 || len(fx.Timers) != 0 {
+		t.Fatalf("attempt 2: releases %+v timers %+v, want attempt 3 at once", fx.Releases, fx.Timers)
+	}
+	if fx.Applied[0].Final != true {
+		t.Error("the primary skill's last attempt should count as its retries exhausted")
+	}
+	var skills []string
+	for _, ev := range fx.Events {
+		if ev.Type == plan.EventToolReleased {
+			skills = append(skills, ev.Skill)
+		}
+	}
+	if !slices.Equal(skills, []string{"backup"}) {
+		t.Errorf("released skills %v, want [backup]", skills)
+	}
+	fx = e.OnResult(ok("A", 3), t0)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"B"}) {
+		t.Fatalf("after the fallback succeeded released %v", got)
+	}
+	fx = e.OnResult(ok("B", 1), t0)
+	if fx.Done == nil || !fx.Done.Success || fx.Done.Tools[0].Skill != "backup" || fx.Done.Tools[0].Attempts != 3 {
+		t.Fatalf("result %+v", fx.Done.Tools[0])
+	}
+
+	// A permanent error skips the tool's remaining attempts; the fallback's
+	// own failure ends the tool.
+	e, _ = Start(p, t0, 8)
+	fx = e.OnResult(fail("A", 1, plan.CategoryPermanent), t0)
+	if len(fx.Releases) != 1 || fx.Releases[0].Attempt != 3 {
+		t.Fatalf("permanent error: releases %+v, want the fallback's first attempt (3)", fx.Releases)
+	}
+	fx = e.OnResult(fail("A", 3, plan.CategoryPermanent), t0)
+	if fx.Done == nil || fx.Done.State != plan.PlanFailed || !slices.Equal(fx.Done.FailedSkills, []string{"backup"}) {
+		t.Fatalf("result %+v", fx.Done)
+	}
+}

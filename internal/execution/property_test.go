@@ -24,12 +24,22 @@ func TestPropertyRandomRuns(t *testing.T) {
 			Required     bool             `json:"required"`
 			Async        bool             `json:"async"`
 			RetryPolicy  plan.RetryPolicy `json:"retryPolicy"`
+			Fallback     *struct {
+				Skill       string           `json:"skill"`
+				RetryPolicy plan.RetryPolicy `json:"retryPolicy"`
+			} `json:"fallback,omitempty"`
 		}
 		tools := make([]tool, n)
 		for i := range tools {
 			tools[i] = tool{ToolID: fmt.Sprintf("t%d", i), Skill: "s", Dependencies: []string{},
 				Required: rapid.Bool().Draw(t, "required"), Async: rapid.IntRange(0, 5).Draw(t, "async") > 0,
 				RetryPolicy: plan.RetryPolicy{MaxAttempts: rapid.IntRange(1, 3).Draw(t, "attempts"), BackoffMs: 10}}
+			if rapid.IntRange(0, 3).Draw(t, "fallback") == 0 {
+				tools[i].Fallback = &struct {
+					Skill       string           `json:"skill"`
+					RetryPolicy plan.RetryPolicy `json:"retryPolicy"`
+				}{Skill: "fb", RetryPolicy: plan.RetryPolicy{MaxAttempts: rapid.IntRange(1, 2).Draw(t, "fbAttempts"), BackoffMs: 10}}
+			}
 			for j := range i {
 				if rapid.IntRange(0, 3).Draw(t, "edge") == 0 {
 					tools[i].Dependencies = append(tools[i].Dependencies, tools[j].ToolID)

@@ -39,10 +39,58 @@ type Tool struct {
 	TimeoutMs    int64           `json:"timeoutMs"`
 	RetryPolicy  RetryPolicy     `json:"retryPolicy"`
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	// Fallback, if set, runs in the tool's place when its own attempts
+	// have failed: same toolId and dependencies, its own skill, input,
+	// timeout and retries. Its attempts continue the tool's numbering.
+	Fallback *Fallback `json:"fallback,omitempty"`
 
 	// Which of TimeoutMs and RetryPolicy the document gave; the others may
 	// take a skill manifest's defaults.
 	timeoutSet, retrySet bool
+}
+
+// Fallback is what a tool falls back to.
+type Fallback struct {
+	Skill       string          `json:"skill"`
+	Description string          `json:"description,omitempty"`
+	Input       json.RawMessage `json:"input"`
+	TimeoutMs   int64           `json:"timeoutMs"`
+	RetryPolicy RetryPolicy     `json:"retryPolicy"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Attempts is how many attempts the tool has in all, its fallback's
+// included.
+func (t *Tool) Attempts() int {
+	n := t.RetryPolicy.MaxAttempts
+	if t.Fallback != nil {
+		n += t.Fallback.RetryPolicy.MaxAttempts
+	}
+	return n
+}
+
+// Variant is what one attempt of a tool runs.
+type Variant struct {
+	Skill       string
+	Input       json.RawMessage
+	TimeoutMs   int64
+	RetryPolicy RetryPolicy
+	Metadata    json.RawMessage
+	// Fallback: the attempt is one of the fallback's.
+	Fallback bool
+	// Attempt is the attempt's number within its variant, from 1.
+	Attempt int
+}
+
+// Variant returns what attempt n (1-based, counted over the tool and its
+// fallback) runs.
+func (t *Tool) Variant(n int) Variant {
+	if t.Fallback == nil || n <= t.RetryPolicy.MaxAttempts {
+		return Variant{Skill: t.Skill, Input: t.Input, TimeoutMs: t.TimeoutMs, RetryPolicy: t.RetryPolicy, Metadata: t.Metadata, Attempt: n}
+	}
+	f := t.Fallback
+	return Variant{Skill: f.Skill, Input: f.Input, TimeoutMs: f.TimeoutMs, RetryPolicy: f.RetryPolicy, Metadata: f.Metadata,
+		Fallback: true, Attempt: n - t.RetryPolicy.MaxAttempts}
 }
 
 // Defaults reports whether the tool's timeoutMs and retryPolicy were left
@@ -64,6 +112,17 @@ type toolJSON struct {
 		BackoffMs   *int64 `json:"backoffMs"`
 	} `json:"retryPolicy"`
 	Metadata json.RawMessage `json:"metadata"`
+	Fallback *struct {
+		Skill       string          `json:"skill"`
+		Description string          `json:"description"`
+		Input       json.RawMessage `json:"input"`
+		TimeoutMs   *int64          `json:"timeoutMs"`
+		RetryPolicy *struct {
+			MaxAttempts *int   `json:"maxAttempts"`
+			BackoffMs   *int64 `json:"backoffMs"`
+		} `json:"retryPolicy"`
+		Metadata json.RawMessage `json:"metadata"`
+	} `json:"fallback"`
 }
 
 // tool fills the defaults of absent fields.
@@ -95,6 +154,25 @@ func (j *toolJSON) tool() Tool {
 			t.RetryPolicy.BackoffMs = *rp.BackoffMs
 		}
 	}
+	if fj := j.Fallback; fj != nil {
+		f := &Fallback{Skill: fj.Skill, Description: fj.Description, Input: fj.Input, TimeoutMs: DefaultToolTimeoutMs,
+			RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: fj.Metadata}
+		if f.Input == nil {
+			f.Input = json.RawMessage(`{}`)
+		}
+		if fj.TimeoutMs != nil {
+			f.TimeoutMs = *fj.TimeoutMs
+		}
+		if rp := fj.RetryPolicy; rp != nil {
+			if rp.MaxAttempts != nil {
+				f.RetryPolicy.MaxAttempts = *rp.MaxAttempts
+			}
+			if rp.BackoffMs != nil {
+				f.RetryPolicy.BackoffMs = *rp.BackoffMs
+			}
+		}
+		t.Fallback = f
+	}
 	return t
 }
 
@@ -120,8 +198,9 @@ type Plan struct {
 	Tools          []Tool          `json:"tools"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 
-	graph *dag.Graph
-	refs  [][]ref // per tool, the references in its input
+	graph     *dag.Graph
+	refs      [][]ref // per tool, the references in its input
+	fallbacks [][]ref // per tool, the references in its fallback's input
 }
 
 // UnmarshalJSON fills the defaults of absent fields, in one pass over the
@@ -219,21 +298,38 @@ func (p *Plan) Check() error {
 		return &Error{PlanID: p.PlanID, Msg: graphMessage(err), Err: err}
 	}
 	refs := make([][]ref, len(p.Tools))
+	fallbacks := make([][]ref, len(p.Tools))
 	for i, t := range p.Tools {
-		rs, err := findRefs(t.Input)
+		rs, err := p.checkRefs(g, i, t.Input, "input")
 		if err != nil {
-			return &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: input: %v", t.ToolID, err), Err: err}
-		}
-		for _, r := range rs {
-			if !contains(t.Dependencies, r.tool) && !ancestor(g, i, r.tool) {
-				return &Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
-					"tool %q: input at %s references %q, which it does not depend on, directly or through other tools", t.ToolID, r.at, r.tool)}
-			}
+			return err
 		}
 		refs[i] = rs
+		if t.Fallback != nil {
+			if fallbacks[i], err = p.checkRefs(g, i, t.Fallback.Input, "fallback input"); err != nil {
+				return err
+			}
+		}
 	}
-	p.graph, p.refs = g, refs
+	p.graph, p.refs, p.fallbacks = g, refs, fallbacks
 	return nil
+}
+
+// checkRefs finds the references in one of tool i's inputs and checks
+// that each names a tool it depends on.
+func (p *Plan) checkRefs(g *dag.Graph, i int, input json.RawMessage, what string) ([]ref, error) {
+	t := p.Tools[i]
+	rs, err := findRefs(input)
+	if err != nil {
+		return nil, &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: %s: %v", t.ToolID, what, err), Err: err}
+	}
+	for _, r := range rs {
+		if !contains(t.Dependencies, r.tool) && !ancestor(g, i, r.tool) {
+			return nil, &Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
+				"tool %q: %s at %s references %q, which it does not depend on, directly or through other tools", t.ToolID, what, r.at, r.tool)}
+		}
+	}
+	return rs, nil
 }
 
 func graphMessage(err error) string {

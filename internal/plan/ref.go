@@ -86,8 +86,21 @@ type Outputs func(toolID string) (output json.RawMessage, ok bool)
 // ResolveInput returns tool i's input with every reference replaced by the
 // dependency output it names, or null where there is none.
 func (p *Plan) ResolveInput(i int, outputs Outputs) (json.RawMessage, error) {
-	input := p.Tools[i].Input
-	if len(p.refs[i]) == 0 {
+	return p.resolveInput(i, p.Tools[i].Input, p.refs[i], outputs)
+}
+
+// ResolveInputFor is ResolveInput for attempt n of tool i: the fallback's
+// input when the attempt is one of the fallback's.
+func (p *Plan) ResolveInputFor(i, n int, outputs Outputs) (json.RawMessage, error) {
+	v := p.Tools[i].Variant(n)
+	if !v.Fallback {
+		return p.ResolveInput(i, outputs)
+	}
+	return p.resolveInput(i, v.Input, p.fallbacks[i], outputs)
+}
+
+func (p *Plan) resolveInput(i int, input json.RawMessage, refs []ref, outputs Outputs) (json.RawMessage, error) {
+	if len(refs) == 0 {
 		return input, nil
 	}
 	var v any

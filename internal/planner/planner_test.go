@@ -419,3 +419,24 @@ func TestTemplateGateFailureFallsBackToAnotherTemplate(t *testing.T) {
 		t.Errorf("small talk: %v, want a rejection at /template", err)
 	}
 }
+
+func TestTemplateFallbackStepRunsInTheSamePlan(t *testing.T) {
+	lib, err := templates.Decode([]byte(`{"version":"1","plans":[
+	 {"id":"fetch","name":"Fetch","triggers":["fetch it"],"steps":[
+	  {"id":"get","name":"Get","skill":"fail","input":{"category":"network"},"onFail":{"retries":1,"backoffMs":10,"then":"fallback","step":"cached"}},
+	  {"id":"show","name":"Show","skill":"echo","input":{"got":{"$ref":"get#/from"}}}],
+	  "fallbacks":[{"id":"cached","name":"From the cache","skill":"echo","input":{"from":"cache"},
+	   "verify":{"type":"equals","path":"/from","value":"cache"},"onFail":"abort"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, planner.Config{Templates: lib}, simulated(t))
+	out, _ := h.request(`{"kind":"template","input":"please fetch it","template":{}}`)
+	if !out.Success || out.Attempts != 1 {
+		t.Fatalf("outcome %s after %d attempts: %+v", out.Status, out.Attempts, out.History)
+	}
+	get := out.Execution.Tools[0]
+	if get.Skill != "echo" || get.Attempts != 3 || string(out.Execution.Tools[1].Output) != `{"got":"cache"}` {
+		t.Errorf("get: %s after %d attempts; show: %s", get.Skill, get.Attempts, out.Execution.Tools[1].Output)
+	}
+}

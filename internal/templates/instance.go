@@ -173,15 +173,13 @@ type TemplateStep struct {
 	Of      int    `json:"of"`      // the template's number of steps
 }
 
-// FallbackTool is a fallback step as it rides in a tool's metadata.
+// FallbackTool names the fallback step of a tool in its metadata and says
+// what follows the fallback's own failure. What the fallback runs — skill,
+// input, timeout, retries — is the plan tool's "fallback", which the
+// dispatcher executes; its gate is in that fallback's metadata.
 type FallbackTool struct {
-	Step        string          `json:"step"`
-	Skill       string          `json:"skill"`
-	Description string          `json:"description,omitempty"`
-	Input       json.RawMessage `json:"input"`
-	TimeoutMs   int64           `json:"timeoutMs,omitempty"`
-	Verify      *Gate           `json:"verify,omitempty"`
-	OnFail      OnFail          `json:"onFail"`
+	Step   string `json:"step"`
+	OnFail OnFail `json:"onFail"`
 }
 
 // PlanMeta is what a templated plan carries in its metadata, under
@@ -243,9 +241,6 @@ func ParseToolMeta(metadata json.RawMessage) (*ToolMeta, error) {
 		return nil, fmt.Errorf("templates: tool metadata: onFail: %w", err)
 	}
 	if fb := m.Fallback; fb != nil {
-		if err := fb.Verify.compileOrNil(); err != nil {
-			return nil, fmt.Errorf("templates: tool metadata: fallback.verify: %w", err)
-		}
 		if err := fb.OnFail.check(); err != nil {
 			return nil, fmt.Errorf("templates: tool metadata: fallback.onFail: %w", err)
 		}
@@ -271,6 +266,17 @@ type toolDoc struct {
 	TimeoutMs    int64            `json:"timeoutMs,omitempty"`
 	RetryPolicy  plan.RetryPolicy `json:"retryPolicy"`
 	Metadata     ToolMeta         `json:"metadata"`
+	Fallback     *fallbackDoc     `json:"fallback,omitempty"`
+}
+
+// fallbackDoc is a plan tool's fallback as ToPlan writes it.
+type fallbackDoc struct {
+	Skill       string           `json:"skill"`
+	Description string           `json:"description,omitempty"`
+	Input       json.RawMessage  `json:"input"`
+	TimeoutMs   int64            `json:"timeoutMs,omitempty"`
+	RetryPolicy plan.RetryPolicy `json:"retryPolicy"`
+	Metadata    ToolMeta         `json:"metadata"`
 }
 
 // Plan turns the instance into Plan JSON, decoded and checked by
@@ -309,10 +315,13 @@ func (in *Instance) planDoc() ([]byte, error) {
 		}
 		required := s.OnFail.then() != ActionSkip
 		total += stepBudget(s)
+		var fallback *fallbackDoc
 		if s.OnFail.Step != "" {
 			fb, _ := in.Step(s.OnFail.Step)
-			meta.Fallback = &FallbackTool{Step: fb.ID, Skill: fb.Skill, Description: fb.Title(), Input: inputOrEmpty(fb.Input),
-				TimeoutMs: fb.TimeoutMs, Verify: fb.Verify, OnFail: fb.OnFail}
+			meta.Fallback = &FallbackTool{Step: fb.ID, OnFail: fb.OnFail}
+			fallback = &fallbackDoc{Skill: fb.Skill, Description: fb.Title(), Input: inputOrEmpty(fb.Input), TimeoutMs: fb.TimeoutMs,
+				RetryPolicy: plan.RetryPolicy{MaxAttempts: fb.OnFail.Attempts(), BackoffMs: fb.OnFail.backoff()},
+				Metadata:    ToolMeta{Template: TemplateStep{ID: t.ID, Version: t.Version, Step: fb.ID, Index: i + 1, Of: len(in.Steps)}, Verify: fb.Verify, OnFail: fb.OnFail}}
 			required = fb.OnFail.then() != ActionSkip
 			total += stepBudget(fb)
 		}
@@ -320,7 +329,7 @@ func (in *Instance) planDoc() ([]byte, error) {
 			ToolID: s.ID, Skill: s.Skill, Description: fmt.Sprintf("Step %d/%d: %s", i+1, len(in.Steps), s.Title()),
 			Input: inputOrEmpty(s.Input), Dependencies: t.deps[i], Required: required, TimeoutMs: s.TimeoutMs,
 			RetryPolicy: plan.RetryPolicy{MaxAttempts: s.OnFail.Attempts(), BackoffMs: s.OnFail.backoff()},
-			Metadata:    meta,
+			Metadata:    meta, Fallback: fallback,
 		}
 	}
 	timeout := t.TimeoutMs
@@ -382,14 +391,7 @@ func inputOrEmpty(in json.RawMessage) json.RawMessage {
 // valid plan, and that each fallback step's input references only what the
 // step it replaces may reference.
 func (t *Template) checkPlan() error {
-	in := &Instance{Template: t, Steps: t.Steps, Fallbacks: t.Fallbacks}
-	doc, err := in.planDoc()
-	if err != nil {
-		return t.err("", err, err.Error())
-	}
-	if _, err := plan.Decode(doc); err != nil {
-		return t.err("", err, "as a plan: "+planMessage(err))
-	}
+	// Fallback steps first, so their errors name them.
 	for i, s := range t.Steps {
 		if s.OnFail.Step == "" {
 			continue
@@ -414,6 +416,14 @@ func (t *Template) checkPlan() error {
 			return t.stepErr(stepAt{&t.Fallbacks[t.fallback[fb.ID]], true}, "input", err,
 				fmt.Sprintf("in place of step %q: %s", s.ID, planMessage(err)))
 		}
+	}
+	in := &Instance{Template: t, Steps: t.Steps, Fallbacks: t.Fallbacks}
+	doc, err := in.planDoc()
+	if err != nil {
+		return t.err("", err, err.Error())
+	}
+	if _, err := plan.Decode(doc); err != nil {
+		return t.err("", err, "as a plan: "+planMessage(err))
 	}
 	return nil
 }
