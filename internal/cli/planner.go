@@ -24,14 +24,14 @@ const plannerUsage = `Usage: planner <command> [flags]
 
 Commands:
   run FILE     run a plan end to end and print its execution result
-  serve        keep a planbus node up (embedded NATS, dispatcher, workers)
+  serve        keep a planbus node up (embedded NATS, planner, dispatcher, workers)
   status ID    show a plan's or a request's state in a running system
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
   version      print the version
 
-Without --nats-url, planner starts an embedded NATS JetStream server with a
-dispatcher and tool workers in-process. 'planner <command> -h' shows the
+Without --nats-url, planner starts an embedded NATS JetStream server with
+the planner service, a dispatcher and tool workers in-process. 'planner <command> -h' shows the
 flags of a command.`
 
 // Planner is the planner command.
@@ -65,7 +65,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 const runUsage = `Usage: planner run [flags] FILE
 
 Runs FILE ('-' for stdin) to its end: a Plan JSON, or a plan request
-({"kind": "plan" | "external" | "htn", ...}) that goes through the planner
+({"kind": "plan" | "external" | "htn" | "goap" | "template", ...}) that goes
+through the planner
 and its replan loop. Progress goes to stderr; the execution result (or the
 request's outcome) is the last line on stdout. Exits 0 on success, 1 if the
 plan or request failed, timed out, was rejected or fell back, 2 if FILE is
