@@ -66,8 +66,7 @@ const runUsage = `Usage: planner run [flags] FILE
 
 Runs FILE ('-' for stdin) to its end: a Plan JSON, or a plan request
 ({"kind": "plan" | "external" | "htn" | "goap" | "template", ...}) that goes
-through the planner
-and its replan loop. Progress goes to stderr; the execution result (or the
+through the planner and its replan loop. Progress goes to stderr; the execution result (or the
 request's outcome) is the last line on stdout. Exits 0 on success, 1 if the
 plan or request failed, timed out, was rejected or fell back, 2 if FILE is
 not valid. Without --nats-url it runs on a private embedded server (a
