@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -70,7 +71,7 @@ type Service struct {
 	health     *skills.HealthBook
 	states     *session.Store
 	generators map[string]Generator
-	locks      sync.Map // requestId -> *sync.Mutex
+	locks      [256]sync.Mutex // a request's messages are handled one at a time; striped by id
 	work       sync.WaitGroup
 	ready      chan struct{}
 }
@@ -166,9 +167,13 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
+// lock serialises the handling of one request's messages in this process.
+// Locks are striped by the id's hash, so their number stays fixed however
+// many requests pass through.
 func (s *Service) lock(requestID string) func() {
-	m, _ := s.locks.LoadOrStore(requestID, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(requestID))
+	mu := &s.locks[h.Sum32()%uint32(len(s.locks))]
 	mu.Lock()
 	return mu.Unlock
 }
