@@ -108,12 +108,14 @@ func TestKillNineOfAnyProcess(t *testing.T) {
 	doc := `{"kind":"plan","plan":{"tools":[` + strings.Join(tools, ",") + `]}}`
 
 	var mu sync.Mutex
+	var trail []string
 	released := map[string]int{}
 	started := map[string]int{}
 	kills := make(chan string, 16)
 	onEvent := func(ev plan.Event) {
 		mu.Lock()
 		defer mu.Unlock()
+		trail = append(trail, fmt.Sprintf("%s %s %s a%d %s %s", ev.Time.Format("15:04:05.000"), ev.Type, ev.ToolID, ev.Attempt, ev.WorkerID, ev.Message))
 		switch ev.Type {
 		case plan.EventToolReleased:
 			released[ev.ToolID]++
@@ -171,7 +173,7 @@ func TestKillNineOfAnyProcess(t *testing.T) {
 			want = 2 // its worker died in the middle: run again by the new one
 		}
 		if started[id] != want {
-			t.Errorf("%s started %d times, want %d", id, started[id], want)
+			t.Errorf("%s started %d times, want %d\n%s", id, started[id], want, strings.Join(trail, "\n"))
 		}
 		if a := out.Execution.Tools[i].Attempts; a != 1 {
 			t.Errorf("%s: %d attempts, want 1 (a redelivery is not a retry)", id, a)
