@@ -71,6 +71,7 @@ func (c Config) Buckets() []jetstream.KeyValueConfig {
 		{Bucket: BucketHealth, Description: "planbus: skill health per session", History: 5},
 		{Bucket: BucketSessions, Description: "planbus: session state documents", History: 5},
 		{Bucket: BucketRequests, Description: "planbus: replan loop state per request", TTL: c.Retention, History: 1},
+		{Bucket: BucketKeys, Description: "planbus: dispatcher secrets (result signing key)", History: 1},
 	}
 }
 

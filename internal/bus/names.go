@@ -64,6 +64,9 @@ const (
 	BucketSessions = "planbus-sessions"
 	// BucketRequests holds each request's replan loop state.
 	BucketRequests = "planbus-requests"
+	// BucketKeys holds secrets only dispatchers (and operators) may read:
+	// the key that signs tool calls so their results cannot be forged.
+	BucketKeys = "planbus-keys"
 )
 
 // Micro service names.
