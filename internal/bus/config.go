@@ -25,6 +25,10 @@ type Config struct {
 	TLSCAFile string
 	// Name is the client connection name shown by the server.
 	Name string
+	// ConnectTimeout bounds how long Dial waits for the server to answer
+	// before it gives up. 0 means it keeps trying until its context ends,
+	// which suits long-running components that may start before NATS.
+	ConnectTimeout time.Duration
 
 	// Listen is the embedded server's address. Default 127.0.0.1:4222;
 	// port 0 picks a free port.
@@ -98,6 +102,9 @@ func (c Config) Validate() error {
 		if _, err := os.Stat(path); err != nil {
 			return bad(field, "%v", err)
 		}
+	}
+	if c.ConnectTimeout < 0 {
+		return bad("ConnectTimeout", "%s is negative", c.ConnectTimeout)
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		return bad("Replicas", "%d is not between 1 and 5", c.Replicas)

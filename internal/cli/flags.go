@@ -122,6 +122,13 @@ func (c *common) register(f *flags, embedded bool) {
 	f.String(&c.logFormat, "log-format", "PLANBUS_LOG_FORMAT", "console", "console or json")
 }
 
+// registerClient adds the flags of commands that talk to a running system
+// and end: they give up on an unreachable server instead of waiting for it.
+func (c *common) registerClient(f *flags) {
+	f.Duration(&c.bus.ConnectTimeout, "connect-timeout", "PLANBUS_CONNECT_TIMEOUT", 10*time.Second,
+		"with --nats-url: how long to wait for the server to answer before giving up")
+}
+
 func (c *common) logger(stderr io.Writer) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(c.logLevel)
 	if err != nil || c.logLevel == "" {

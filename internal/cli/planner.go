@@ -156,6 +156,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	var wait time.Duration
 	f := newFlags("planner run", io.Stderr, io.Env, runUsage)
 	c.register(f, true)
+	c.registerClient(f)
 	nf.register(f)
 	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
 	f.Duration(&wait, "wait", "", 0, "how long to wait for the result (default: the plan's timeout plus a minute)")

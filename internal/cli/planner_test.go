@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -299,5 +301,46 @@ func TestDispatcherAndToolworkerRunAPlan(t *testing.T) {
 		case <-time.After(wait):
 			t.Fatal("a command did not stop after its context ended")
 		}
+	}
+}
+
+// A client command gives up on a server that does not answer, naming it,
+// instead of waiting forever (the default --connect-timeout is 10s; the
+// test shortens it). Both the default and the flag stay under the 15 s a
+// user may wait for such an answer.
+func TestClientCommandsGiveUpOnAnUnreachableServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	for _, args := range [][]string{
+		{"run", "--nats-url", url, "--connect-timeout", "1s", example(t, "diamond.json")},
+		{"status", "--nats-url", url, "--connect-timeout", "1s", "some-request"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			var stdout, stderr syncBuffer
+			code := Planner(ctx, args, invocation{}.io(&stdout, &stderr))
+			if ctx.Err() != nil {
+				t.Fatalf("planner %s still waiting after 15s; stderr:\n%s", args[0], stderr.String())
+			}
+			if code != ExitFailed {
+				t.Errorf("exit %d, want %d", code, ExitFailed)
+			}
+			for _, want := range []string{url, "did not answer within 1s"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+	f := newFlags("x", io.Discard, func(string) string { return "" }, "")
+	var c common
+	c.registerClient(f)
+	if err := f.parse(nil); err != nil || c.bus.ConnectTimeout <= 0 || c.bus.ConnectTimeout >= 15*time.Second {
+		t.Errorf("default --connect-timeout %s (%v), want one below 15s", c.bus.ConnectTimeout, err)
 	}
 }
