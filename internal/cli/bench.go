@@ -37,6 +37,8 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	f.Int(&concurrency, "concurrency", "", 128, "calls per skill per worker")
 	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", "warn", "debug, info, warn or error")
 	f.String(&cpuprofile, "cpuprofile", "", "", "write a CPU profile of the measured runs to this file")
+	f.String(&c.bus.DataDir, "data-dir", "", "", "directory for the private server's store (default: a new temporary one; put it on the disk you want to measure)")
+	f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync, "when the store is flushed to disk: always or an interval like 1s")
 	c.logFormat = "console"
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -60,14 +62,14 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 			loads = append(loads, w)
 		}
 	}
-	tmp, err := os.MkdirTemp("", "planbus-bench-")
+	tmp, err := os.MkdirTemp(c.bus.DataDir, "planbus-bench-")
 	if err != nil {
 		fmt.Fprintln(io.Stderr, err)
 		return ExitFailed
 	}
 	defer os.RemoveAll(tmp)
 	n, err := node.Start(ctx, node.Config{
-		Bus:     bus.Config{Listen: "127.0.0.1:0", DataDir: tmp},
+		Bus:     bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync},
 		Workers: workers,
 		Worker: worker.Config{Skills: []skills.Skill{skills.Echo(), skills.Sleep()}, Concurrency: concurrency,
 			DrainTimeout: time.Second},
@@ -89,8 +91,8 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 		return ExitFailed
 	}
 	defer sys.Close()
-	fmt.Fprintf(io.Stderr, "planner bench: %d workloads, %d runs each after a warm-up; %d workers, GOMAXPROCS %d\n",
-		len(loads), runs, workers, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(io.Stderr, "planner bench: %d workloads, %d runs each after a warm-up; %d workers, GOMAXPROCS %d, sync %s\n",
+		len(loads), runs, workers, runtime.GOMAXPROCS(0), c.bus.Sync)
 	if cpuprofile != "" {
 		fh, err := os.Create(cpuprofile)
 		if err != nil {

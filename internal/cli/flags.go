@@ -90,6 +90,37 @@ func (f *flags) Bool(p *bool, name, env string, def bool, usage string) {
 	f.BoolVar(p, name, v, usage+envNote(env))
 }
 
+// syncValue is a bus.Sync as a flag.
+type syncValue struct{ p *bus.Sync }
+
+func (v syncValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.String()
+}
+
+func (v syncValue) Set(s string) error {
+	sy, err := bus.ParseSync(s)
+	if err != nil {
+		return fmt.Errorf("want always or an interval like 1s")
+	}
+	*v.p = sy
+	return nil
+}
+
+func (f *flags) Sync(p *bus.Sync, name, env string, def bus.Sync, usage string) {
+	*p = def
+	if s := f.envOr(env, ""); s != "" {
+		sy, err := bus.ParseSync(s)
+		if err != nil {
+			f.errors = append(f.errors, fmt.Sprintf("$%s=%q is not always or an interval like 1s", env, s))
+		}
+		*p = sy
+	}
+	f.Var(syncValue{p}, name, usage+envNote(env))
+}
+
 // parse parses args and reports environment errors too.
 func (f *flags) parse(args []string) error {
 	if err := f.Parse(args); err != nil {
@@ -117,6 +148,8 @@ func (c *common) register(f *flags, embedded bool) {
 	if embedded {
 		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")
 		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default "+bus.DefaultDataDir()+")")
+		f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync,
+			"when the embedded store is flushed to disk: always (before each write is acknowledged) or an interval like 1s (see docs/deploy.md)")
 	}
 	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", "info", "debug, info, warn or error")
 	f.String(&c.logFormat, "log-format", "PLANBUS_LOG_FORMAT", "console", "console or json")
