@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin
 
-.PHONY: all build run test check fmt vet staticcheck fuzz bench ci smoke images clean
+.PHONY: all build run test check fmt vet staticcheck fuzz bench soak ci smoke images clean
 
 all: check test
 
@@ -41,6 +41,15 @@ fuzz:
 WORKLOADS ?= ../shared/bench/workloads
 bench:
 	$(GO) run ./cmd/planner bench --workloads $(WORKLOADS)
+
+# The soak: SOAK_PLANS plans (diamonds, chains, retries, hard failures with
+# shell side effects in a ledger) on real processes while workers and
+# dispatchers are killed -9 every ~3 s and the embedded server twice. It
+# prints submitted / terminal / lost / duplicate side effects and fails on
+# any loss.
+SOAK_PLANS ?= 1000
+soak:
+	$(GO) test -count=1 -run '^TestSoak$$' -v -timeout 30m ./internal/cli/ -soak.plans $(SOAK_PLANS)
 
 # The planbus:dev image, FROM scratch, from static binaries built here.
 images:

@@ -45,31 +45,52 @@ type procs struct {
 	env  []string
 	mu   sync.Mutex
 	all  []*exec.Cmd
+	done map[*exec.Cmd]chan struct{} // closed when the process has exited
+	logs map[*exec.Cmd]*syncBuffer
 }
 
 func (p *procs) start(name string, args ...string) *exec.Cmd {
 	p.t.Helper()
 	cmd := exec.Command(p.bins[name], args...)
 	cmd.Env = p.env
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
+	done := make(chan struct{})
 	p.mu.Lock()
+	if p.done == nil {
+		p.done, p.logs = map[*exec.Cmd]chan struct{}{}, map[*exec.Cmd]*syncBuffer{}
+	}
 	p.all = append(p.all, cmd)
+	p.done[cmd], p.logs[cmd] = done, logs
 	p.mu.Unlock()
-	go func() { _ = cmd.Wait() }()
+	go func() { _ = cmd.Wait(); close(done) }()
 	return cmd
+}
+
+// exited is closed when cmd has exited.
+func (p *procs) exited(cmd *exec.Cmd) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done[cmd]
+}
+
+// output is what cmd has written to stdout and stderr so far.
+func (p *procs) output(cmd *exec.Cmd) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs[cmd].String()
 }
 
 // kill9 ends a process the hard way: no signal handler runs, nothing is
 // drained or acknowledged.
+// It returns once the process is gone. It may be called from any
+// goroutine: a process that had already exited is not an error.
 func (p *procs) kill9(cmd *exec.Cmd) {
-	p.t.Helper()
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		p.t.Fatalf("kill -9 %s: %v", cmd.Path, err)
-	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited(cmd)
 }
 
 func (p *procs) stopAll() {
