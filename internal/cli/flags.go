@@ -176,7 +176,16 @@ func (c *common) logger(stderr io.Writer) (zerolog.Logger, error) {
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", c.logFormat)
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	return zerolog.New(w).Level(lvl).Hook(timestamp{}), nil
+}
+
+// timestamp stamps each line with the time to the nanosecond. zerolog's
+// own Timestamp writes whole seconds unless a process-wide setting is
+// changed, and a log whose lines all end in .000 cannot order events.
+type timestamp struct{}
+
+func (timestamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str(zerolog.TimestampFieldName, time.Now().Format(time.RFC3339Nano))
 }
 
 func isTerminal(w io.Writer) bool {

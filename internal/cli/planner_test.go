@@ -344,3 +344,29 @@ func TestClientCommandsGiveUpOnAnUnreachableServer(t *testing.T) {
 		t.Errorf("default --connect-timeout %s (%v), want one below 15s", c.bus.ConnectTimeout, err)
 	}
 }
+
+// Log lines carry the time to the millisecond at least, so a log orders
+// what happened within a second.
+func TestLogTimestampsHaveSubseconds(t *testing.T) {
+	var c common
+	c.logLevel, c.logFormat = "info", "json"
+	var buf syncBuffer
+	log, err := c.logger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info().Msg("one")
+	var line struct {
+		Time string `json:"time"`
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
+		t.Fatalf("log line %q: %v", buf.String(), err)
+	}
+	ts, err := time.Parse(time.RFC3339Nano, line.Time)
+	if err != nil || !strings.Contains(line.Time, ".") {
+		t.Fatalf("time %q (%v), want RFC 3339 with a fraction of a second", line.Time, err)
+	}
+	if d := time.Since(ts); d < 0 || d > time.Minute {
+		t.Errorf("time %s is %s from now", ts, d)
+	}
+}
