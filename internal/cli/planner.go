@@ -193,6 +193,10 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
 		return ExitUsage
 	}
+	if len(p.Tools) == 0 {
+		fmt.Fprintf(io.Stderr, "planner run: %s: at /tools: the plan has no tools: there is nothing to run\n", name)
+		return ExitUsage
+	}
 	if p.PlanID == "" {
 		p.PlanID = client.NewID()
 	}

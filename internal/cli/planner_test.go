@@ -76,6 +76,7 @@ func TestRunRejectsInvalidPlansBeforeStarting(t *testing.T) {
 		{"unknown dependency", "-", `{"tools":[{"toolId":"D","skill":"echo","dependencies":["X"]}]}`,
 			`tool "D" depends on unknown tool "X"`},
 		{"schema violation", "-", `{"tools":[{"toolId":"A","skill":"echo","timeoutMs":-5}]}`, "at /tools/0/timeoutMs"},
+		{"no tools", "-", `{"tools":[]}`, "at /tools: the plan has no tools"},
 		{"not JSON", "-", `{"tools":[`, "planner run: -: "},
 		{"no such file", example(t, "no-such-plan.json"), "", "no-such-plan.json"},
 	}
