@@ -139,19 +139,49 @@ type common struct {
 	logFormat string
 }
 
-func (c *common) register(f *flags, embedded bool) {
-	f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated; empty starts an embedded server")
+// mode says how a command reaches NATS, which decides its flags and the
+// defaults its help shows.
+type mode int
+
+const (
+	// connects: a command that needs a running system (--nats-url).
+	connects mode = iota
+	// serves: planner serve, an embedded server by default that others
+	// connect to.
+	serves
+	// runsPrivately: planner run, a private embedded server by default (a
+	// free port, a temporary store) so it can run beside a live node.
+	runsPrivately
+)
+
+func (c *common) register(f *flags, m mode) {
+	switch m {
+	case connects:
+		f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated (required)")
+	default:
+		f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated; empty starts an embedded server")
+	}
 	f.String(&c.bus.CredsFile, "creds", "NATS_CREDS", "", "NATS credentials file")
 	f.String(&c.bus.NKeySeedFile, "nkey", "NATS_NKEY", "", "file with an nkey seed to authenticate with")
 	f.String(&c.bus.TLSCAFile, "tls-ca", "NATS_CA", "", "PEM file of CAs to verify the NATS server")
 	f.Int(&c.bus.Replicas, "replicas", "PLANBUS_REPLICAS", 1, "replicas of planbus streams and buckets (3 on a cluster)")
-	if embedded {
+	switch m {
+	case serves:
 		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")
-		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default "+bus.DefaultDataDir()+")")
+		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", bus.DefaultDataDir(), "embedded server store")
+	case runsPrivately:
+		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:0", "embedded server address (port 0: any free port)")
+		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default: a new temporary directory, removed after the run)")
+	}
+	if m != connects {
 		f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync,
 			"when the embedded store is flushed to disk: always (before each write is acknowledged) or an interval like 1s (see docs/deploy.md)")
 	}
-	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", "info", "debug, info, warn or error")
+	level := "info"
+	if m == runsPrivately {
+		level = "warn" // progress lines tell the story; logs are for trouble
+	}
+	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", level, "debug, info, warn or error")
 	f.String(&c.logFormat, "log-format", "PLANBUS_LOG_FORMAT", "console", "console or json")
 }
 

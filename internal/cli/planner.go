@@ -155,7 +155,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	var quiet bool
 	var wait time.Duration
 	f := newFlags("planner run", io.Stderr, io.Env, runUsage)
-	c.register(f, true)
+	c.register(f, runsPrivately)
 	c.registerClient(f)
 	nf.register(f)
 	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
@@ -166,9 +166,6 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	if f.NArg() != 1 {
 		fmt.Fprintln(io.Stderr, "planner run: want exactly one FILE (or - for stdin)")
 		return ExitUsage
-	}
-	if !c.set(f, "log-level") {
-		c.logLevel = "warn" // progress lines tell the story; logs are for trouble
 	}
 	log, err := c.logger(io.Stderr)
 	if err != nil {
@@ -275,18 +272,13 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 	}
 	bc := c.bus
 	cleanup := func() {}
-	if private {
-		if !c.set(f, "listen") {
-			bc.Listen = "127.0.0.1:0"
+	if private && bc.DataDir == "" {
+		dir, err := os.MkdirTemp("", "planbus-run-")
+		if err != nil {
+			return nil, nil, err
 		}
-		if !c.set(f, "data-dir") {
-			dir, err := os.MkdirTemp("", "planbus-run-")
-			if err != nil {
-				return nil, nil, err
-			}
-			bc.DataDir = dir
-			cleanup = func() { _ = os.RemoveAll(dir) }
-		}
+		bc.DataDir = dir
+		cleanup = func() { _ = os.RemoveAll(dir) }
 	}
 	cfg, err := nf.config(bc)
 	if err != nil {
@@ -325,7 +317,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	var c common
 	var nf nodeFlags
 	f := newFlags("planner serve", io.Stderr, io.Env, serveUsage)
-	c.register(f, true)
+	c.register(f, serves)
 	nf.register(f)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)

@@ -137,6 +137,28 @@ func TestPlannerUsage(t *testing.T) {
 			}
 		})
 	}
+	// Help shows the defaults each command really uses.
+	helps := []struct {
+		args          []string
+		want, notWant []string
+	}{
+		{[]string{"run", "-h"}, []string{`(default "127.0.0.1:0")`, "a new temporary directory", `(default "warn")`}, []string{`"127.0.0.1:4222"`}},
+		{[]string{"serve", "-h"}, []string{`(default "127.0.0.1:4222")`, `(default "info")`}, nil},
+		{[]string{"status", "-h"}, []string{"comma-separated (required)"}, []string{"starts an embedded server", "-listen"}},
+	}
+	for _, h := range helps {
+		o := runPlanner(t, h.args...)
+		for _, w := range h.want {
+			if !strings.Contains(o.stderr, w) {
+				t.Errorf("planner %v: help does not say %q:\n%s", h.args, w, o.stderr)
+			}
+		}
+		for _, w := range h.notWant {
+			if strings.Contains(o.stderr, w) {
+				t.Errorf("planner %v: help says %q, which is not what it does:\n%s", h.args, w, o.stderr)
+			}
+		}
+	}
 	if o := runPlanner(t, "launch"); !strings.Contains(o.stderr, "Usage: planner <command>") || o.stdout != "" {
 		t.Errorf("an unknown command: stdout %q, stderr %q; want the usage on stderr", o.stdout, o.stderr)
 	}
