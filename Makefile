@@ -37,10 +37,11 @@ FUZZTIME ?= 50000x
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz
 
-# The DAG benchmark; WORKLOADS is the directory of workload files.
-WORKLOADS ?= ../shared/bench/workloads
+# The DAG benchmark on the built-in workloads (internal/bench/workloads);
+# WORKLOADS=DIR runs the *.json files of another directory.
+WORKLOADS ?=
 bench:
-	$(GO) run ./cmd/planner bench --workloads $(WORKLOADS)
+	$(GO) run ./cmd/planner bench $(if $(WORKLOADS),--workloads $(WORKLOADS))
 
 # The soak: SOAK_PLANS plans (diamonds, chains, retries, hard failures with
 # shell side effects in a ledger) on real processes while workers and

@@ -16,9 +16,9 @@ import (
 	"github.com/planbus/planbus/internal/worker"
 )
 
-const benchUsage = `Usage: planner bench --workloads DIR [flags]
+const benchUsage = `Usage: planner bench [--workloads DIR] [flags]
 
-Runs every DAG workload (*.json) in DIR through the whole system on a
+Runs every DAG workload (the built-in ones, or the *.json files in DIR) through the whole system on a
 private embedded server (dispatcher and workers in-process, no-op and
 sleeping tools) and through an in-process goroutine executor with no bus
 (the floor): one warm-up, then --runs measured runs. Prints a Markdown
@@ -30,7 +30,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	var runs, workers, concurrency int
 	var c common
 	f := newFlags("planner bench", io.Stderr, io.Env, benchUsage)
-	f.String(&dir, "workloads", "PLANBUS_BENCH_WORKLOADS", "", "directory of workload files")
+	f.String(&dir, "workloads", "PLANBUS_BENCH_WORKLOADS", "", "directory of workload files (default: the built-in workloads)")
 	f.String(&only, "only", "", "", "run just these workloads, comma-separated names")
 	f.Int(&runs, "runs", "", 5, "measured runs per workload")
 	f.Int(&workers, "workers", "", 2, "tool workers")
@@ -43,15 +43,18 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	if dir == "" || runs < 1 {
-		fmt.Fprintln(io.Stderr, "planner bench: --workloads DIR is required and --runs must be at least 1")
+	if runs < 1 {
+		fmt.Fprintln(io.Stderr, "planner bench: --runs must be at least 1")
 		return ExitUsage
 	}
 	log, err := c.logger(io.Stderr)
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	all, err := bench.Load(dir)
+	all, err := bench.Builtin()
+	if dir != "" {
+		all, err = bench.Load(dir)
+	}
 	if err != nil {
 		fmt.Fprintln(io.Stderr, err)
 		return ExitUsage
