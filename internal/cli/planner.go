@@ -152,13 +152,14 @@ func (n *nodeFlags) config(bc bus.Config) (node.Config, error) {
 func plannerRun(ctx context.Context, args []string, io IO) int {
 	var c common
 	var nf nodeFlags
-	var quiet bool
+	var quiet, verbose bool
 	var wait time.Duration
 	f := newFlags("planner run", io.Stderr, io.Env, runUsage)
 	c.register(f, runsPrivately)
 	c.registerClient(f)
 	nf.register(f)
 	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
+	f.Bool(&verbose, "v", "", false, "a progress line for every event, even for plans of more than 50 tools (which otherwise get one summary line)")
 	f.Duration(&wait, "wait", "", 0, "how long to wait for the result (default: the plan's timeout plus a minute)")
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -183,7 +184,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return ExitUsage
 	}
 	if isRequest(doc) {
-		return runRequest(ctx, f, &c, &nf, name, doc, quiet, wait, log, io)
+		return runRequest(ctx, f, &c, &nf, name, doc, quiet, verbose, wait, log, io)
 	}
 	p, err := plan.Decode(doc)
 	if err != nil {
@@ -213,12 +214,16 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	}
 
 	var progress func(plan.Event)
+	endProgress := func() {}
 	if !quiet {
-		progress = newProgress(io.Stderr).event
+		pr := newProgress(io.Stderr, verbose)
+		defer pr.close()
+		progress, endProgress = pr.event, pr.close
 	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	res, err := client.Run(rctx, conn, p, progress)
+	endProgress()
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)

@@ -187,4 +187,5 @@ type Event struct {
 	From       string     `json:"from,omitempty"` // skill.health: the state before
 	To         string     `json:"to,omitempty"`   // skill.health: the state after
 	Attempts   int        `json:"attempts,omitempty"`
+	Tools      int        `json:"tools,omitempty"` // plan.started: the plan's size
 }
