@@ -91,9 +91,9 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{
-		cfg:       cfg,
-		conn:      conn,
-		log:       log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
+		cfg:      cfg,
+		conn:     conn,
+		log:      log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
 		inflight: map[string]map[*call]struct{}{},
 		ended:    newEndedPlans(cancelMemoryTTL, cancelMemoryMax),
 		ready:    make(chan struct{}),
