@@ -40,8 +40,8 @@ func TestTokensAreDistinct(t *testing.T) {
 	add("cancel q", k.Cancel("q"))
 	add("result p/a/1 under another key", newKey(t).Result("p", "a", 1))
 	add("result p/a/1", k.Result("p", "a", 1))
-	if k.Result("p", "a", 1) != k.Result("p", "a", 1) {
-		t.Errorf("the same attempt got two tokens")
+	if first, again := k.Result("p", "a", 1), k.Result("p", "a", 1); first != again {
+		t.Errorf("the same attempt got two tokens, %s and %s", first, again)
 	}
 }
 

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -123,4 +124,39 @@ func BenchmarkCancel(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzOnCancel: whatever arrives on a plan's cancel subject, the worker
+// does not panic, and it stops the plan's running call only if the
+// message reveals the plan's cancel token.
+func FuzzOnCancel(f *testing.F) {
+	k, _, err := token.NewKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	real, err := json.Marshal(plan.Cancel{PlanID: "p", Token: k.Cancel("p")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(real)
+	f.Add([]byte(nil))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"planId":"p","cancelToken":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`))
+	f.Add([]byte(`{"planId":"q","cancelToken":"` + k.Cancel("p") + `"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		w, err := New(nil, Config{Skills: []skills.Skill{skills.Echo()}}, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		w.track(&call{planID: "p", digest: token.Digest(k.Cancel("p")), cancel: cancel})
+		w.onCancel(&nats.Msg{Subject: bus.CancelSubject("p"), Data: data})
+		if ctx.Err() != nil && !bytes.Contains(data, []byte(k.Cancel("p"))) {
+			t.Fatalf("%q stopped the call without its plan's cancel token", data)
+		}
+		if ctx.Err() == nil && bytes.Equal(data, real) {
+			t.Fatalf("the real cancel did not stop the call")
+		}
+	})
 }
