@@ -11,8 +11,8 @@
 // Cancels go the other way: workers hold no key. Each call carries the
 // SHA-256 digest of its plan's cancel token (Key.Cancel, another HMAC under
 // the same key), and a dispatcher's cancel reveals the token itself. A
-// worker acts on a cancel only when the token's digest equals the one its
-// call carries (CheckCancel), so reading calls is not enough to forge one.
+// worker acts on a cancel only when the token's Digest equals the one its
+// call carries, so reading calls is not enough to forge one.
 //
 // Tokens are 43 characters of unpadded base64url (32 bytes). The messages
 // the key signs are length-prefixed and labelled, so no two (planId,
@@ -123,15 +123,6 @@ func appendField(b []byte, s string) []byte {
 func Digest(cancelToken string) string {
 	sum := sha256.Sum256([]byte(cancelToken))
 	return enc.EncodeToString(sum[:])
-}
-
-// CheckCancel reports whether cancelToken is the token whose digest a call
-// carries. An empty digest matches nothing.
-func CheckCancel(digest, cancelToken string) bool {
-	if digest == "" {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(Digest(cancelToken)), []byte(digest)) == 1
 }
 
 // MsgID is the Nats-Msg-Id of a call and of its result: the idempotency
