@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/plan"
@@ -165,7 +166,22 @@ func TestKillNineOfAnyProcess(t *testing.T) {
 			}
 		}
 	}()
-	// Wait until the planner answers before asking.
+	// Wait until the planner answers and the worker has advertised its
+	// skill (the planner refuses plans with skills nobody serves).
+	skills, err := conn.JS.KeyValue(ctx, bus.BucketSkills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	advertised, err := skills.Watch(ctx, "sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = advertised.Stop() }()
+	for e := range advertised.Updates() {
+		if e != nil {
+			break
+		}
+	}
 	for {
 		if _, err := conn.NC.Request("$SRV.PING.planbus-planner", nil, time.Second); err == nil {
 			break
@@ -173,6 +189,9 @@ func TestKillNineOfAnyProcess(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("the planner process never answered")
 		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the worker never advertised the sleep skill")
 	}
 	out, err := client.Request(ctx, conn, []byte(doc), onEvent)
 	close(kills)

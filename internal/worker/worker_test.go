@@ -171,14 +171,16 @@ func TestLongCallIsNotRedelivered(t *testing.T) {
 	slow := skillOf("slow", func(ctx context.Context, call *plan.ToolCall) (skills.Result, error) {
 		starts.Add(1)
 		select {
-		case <-time.After(1200 * time.Millisecond): // the call's work, four times AckWait
+		case <-time.After(3 * time.Second): // the call's work, three times AckWait
 		case <-ctx.Done():
 			return skills.Result{}, ctx.Err()
 		}
 		return skills.Result{Output: call.Input}, nil
 	})
 	for range 2 {
-		e.startWorker(worker.Config{Skills: []skills.Skill{slow}, AckWait: 300 * time.Millisecond})
+		// An AckWait long enough that a loaded machine still gets a
+		// heartbeat (every third of it) out in time.
+		e.startWorker(worker.Config{Skills: []skills.Skill{slow}, AckWait: time.Second})
 	}
 	e.publish(newCall("p1", "t", "slow", `{}`))
 	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
