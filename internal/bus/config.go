@@ -25,6 +25,12 @@ type Config struct {
 	TLSCAFile string
 	// Name is the client connection name shown by the server.
 	Name string
+	// Role is who the connection is when the server has authorization on
+	// (roles.go): it picks the inbox prefix the role may receive replies
+	// on, and what Declare creates and what it waits for. Empty: a
+	// connection that declares everything (no authorization, or an
+	// operator's), with the default inbox.
+	Role Role
 
 	// Listen is the embedded server's address. Default 127.0.0.1:4222;
 	// port 0 picks a free port.
@@ -97,6 +103,11 @@ func (c Config) Validate() error {
 		}
 		if _, err := os.Stat(path); err != nil {
 			return bad(field, "%v", err)
+		}
+	}
+	if c.Role != "" {
+		if _, err := ParseRole(string(c.Role)); err != nil {
+			return bad("Role", "%v", err)
 		}
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {

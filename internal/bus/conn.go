@@ -21,6 +21,7 @@ type Conn struct {
 	NC     *nats.Conn
 	JS     jetstream.JetStream
 	Config Config
+	log    zerolog.Logger
 }
 
 // Dial connects to cfg.URL, retrying with backoff until the server answers
@@ -35,6 +36,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
+		nats.CustomInboxPrefix(cfg.Role.InboxPrefix()),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.PingInterval(5 * time.Second), // a server cut off without a TCP reset is left in ~10 s, not ~4 min
@@ -93,7 +95,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	return &Conn{NC: nc, JS: js, Config: cfg}, nil
+	return &Conn{NC: nc, JS: js, Config: cfg, log: log}, nil
 }
 
 // refused: the server answered, and will not let this client in (bad

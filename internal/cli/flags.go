@@ -106,6 +106,9 @@ type common struct {
 	bus       bus.Config
 	logLevel  string
 	logFormat string
+	// auth and insecure: commands with an embedded server only.
+	auth     bool
+	insecure bool
 }
 
 func (c *common) register(f *flags, embedded bool) {
@@ -117,6 +120,9 @@ func (c *common) register(f *flags, embedded bool) {
 	if embedded {
 		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")
 		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default "+bus.DefaultDataDir()+")")
+		f.Bool(&c.auth, "auth", "PLANBUS_AUTH", false,
+			"authentication and least-privilege roles on the embedded server; each role's nkey seed is in <data-dir>/auth/<role>.nk")
+		f.Bool(&c.insecure, "insecure", "PLANBUS_INSECURE", false, "let --listen take a non-loopback address without --auth")
 	}
 	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", "info", "debug, info, warn or error")
 	f.String(&c.logFormat, "log-format", "PLANBUS_LOG_FORMAT", "console", "console or json")
