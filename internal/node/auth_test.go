@@ -225,4 +225,3 @@ func TestAuthNeedsTheEmbeddedServer(t *testing.T) {
 		t.Fatalf("err = %v, want one saying Auth needs the embedded server", err)
 	}
 }
-
