@@ -150,11 +150,7 @@ func NATSAuthConfig(s *Seeds) []byte {
 		fmt.Fprintf(&b, "        publish: { allow: %s }\n", quoteList(g.Publish))
 		fmt.Fprintf(&b, "        subscribe: { allow: %s }\n", quoteList(g.Subscribe))
 		if g.Respond {
-			b.WriteString("        allow_responses: { max: 1")
-			if g.ResponseExpiry > 0 {
-				fmt.Fprintf(&b, ", expires: %s", quote(g.ResponseExpiry.String()))
-			}
-			b.WriteString(" }\n")
+			fmt.Fprintf(&b, "        allow_responses: { max: 1, expires: %s }\n", quote(g.ResponseExpiry.String()))
 		}
 		b.WriteString("      }\n    }\n")
 	}
@@ -166,10 +162,20 @@ func NATSAuthConfig(s *Seeds) []byte {
 // ASCII, for which strconv's quoting and the config parser's agree.
 func quote(s string) string { return strconv.Quote(s) }
 
+// quoteList is a list of strings, one per line, indented under its key.
 func quoteList(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = quote(s)
+	if len(ss) <= 1 {
+		q := make([]string, len(ss))
+		for i, s := range ss {
+			q[i] = quote(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
 	}
-	return "[" + strings.Join(q, ", ") + "]"
+	var b strings.Builder
+	b.WriteString("[\n")
+	for _, s := range ss {
+		b.WriteString("          " + quote(s) + "\n")
+	}
+	b.WriteString("        ]")
+	return b.String()
 }

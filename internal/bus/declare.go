@@ -109,7 +109,7 @@ func (c *Conn) Declare(ctx context.Context) error {
 		}
 		sc.MaxMsgSize = c.Config.MaxPayload
 		sc.AllowDirect = true
-		err := c.retryTransient(ctx, sc.Name, func() error {
+		err := c.retryTransient(ctx, sc.Name, func(ctx context.Context) error {
 			_, err := c.JS.CreateOrUpdateStream(ctx, sc)
 			if err != nil && sc.Name == StreamEvents {
 				err = c.replaceEvents(ctx, sc, err)
@@ -132,7 +132,7 @@ func (c *Conn) Declare(ctx context.Context) error {
 		kc.Replicas = c.Config.Replicas
 		kc.Storage = jetstream.FileStorage
 		kc.MaxValueSize = c.Config.MaxPayload
-		err := c.retryTransient(ctx, kvStream(kc.Bucket), func() error {
+		err := c.retryTransient(ctx, kvStream(kc.Bucket), func(ctx context.Context) error {
 			_, err := c.JS.CreateOrUpdateKeyValue(ctx, kc)
 			return err
 		})
@@ -147,7 +147,7 @@ func (c *Conn) Declare(ctx context.Context) error {
 // ("stream PLANBUS_TOOLS", "bucket planbus-skills").
 func (c *Conn) awaitStream(ctx context.Context, stream, what string) error {
 	said := false
-	err := c.retryTransient(ctx, stream, func() error {
+	err := c.retryTransient(ctx, stream, func(ctx context.Context) error {
 		_, err := c.JS.Stream(ctx, stream)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			if !said {
@@ -187,17 +187,24 @@ func (c *Conn) replaceEvents(ctx context.Context, sc jetstream.StreamConfig, upd
 	return err
 }
 
+// attemptTimeout bounds one JetStream API request of Declare: a request the
+// server drops (one the role may not make) is only noticed when it times
+// out.
+const attemptTimeout = 5 * time.Second
+
 // retryTransient calls f until it succeeds, fails for a reason other than
-// JetStream not being ready, or ctx ends. A request that timed out because
-// the server refused it (a permissions violation naming stream) is not
-// retried: it fails with ErrDenied.
-func (c *Conn) retryTransient(ctx context.Context, stream string, f func() error) error {
+// JetStream not being ready, or ctx ends; each call gets attemptTimeout. A
+// request that timed out because the server refused it (a permissions
+// violation naming stream) is not retried: it fails with ErrDenied.
+func (c *Conn) retryTransient(ctx context.Context, stream string, f func(context.Context) error) error {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 200 * time.Millisecond
 	b.MaxInterval = 2 * time.Second
 	b.MaxElapsedTime = 0
 	return backoff.Retry(func() error {
-		err := f()
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := f(actx)
+		cancel()
 		if err == nil || errors.Is(err, errNotYet) {
 			return err
 		}

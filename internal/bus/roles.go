@@ -71,6 +71,8 @@ type Grants struct {
 	Subscribe []string
 	// Respond lets the role answer each request it receives, once, within
 	// ResponseExpiry, whatever its reply subject (NATS allow_responses).
+	// The expiry is always given: the server's default (2m) would be
+	// filled in differently by the embedded server and a config file.
 	Respond        bool
 	ResponseExpiry time.Duration
 }
@@ -197,8 +199,9 @@ func (r Role) Grants() Grants {
 		sub(ClientEndpoints()...)
 		sub(serving(ServicePlanner)...)
 		sub(inbox(r))
-		// Answers to the client endpoints and to discovery.
-		g.Respond = true
+		// Answers to the client endpoints and to discovery, within
+		// seconds.
+		g.Respond, g.ResponseExpiry = true, 2*time.Minute
 
 	case RoleDispatcher:
 		// Declare: every stream and bucket, planbus-keys included, which
@@ -245,7 +248,8 @@ func (r Role) Grants() Grants {
 		sub(SubjectDispatcherStatus)
 		sub(serving(ServiceDispatcher)...)
 		sub(inbox(r))
-		g.Respond = true
+		// Answers to status and discovery requests.
+		g.Respond, g.ResponseExpiry = true, 2*time.Minute
 
 	case RoleWorker:
 		// Pull the calls of its skills: a durable consumer skill-<skill>
@@ -296,7 +300,22 @@ func (r Role) Grants() Grants {
 		sub(SubjectOutcomesAll, SubjectExecutionsAll, SubjectEventsAll)
 		sub(inbox(r))
 	}
+	g.Publish, g.Subscribe = dedupe(g.Publish), dedupe(g.Subscribe)
 	return g
+}
+
+// dedupe drops repeated subjects (two grants may need the same one),
+// keeping the first.
+func dedupe(ss []string) []string {
+	seen := map[string]bool{}
+	out := ss[:0]
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Permissions are the role's grants in the embedded server's terms.

@@ -91,6 +91,14 @@ func TestPlannerProcess(t *testing.T) {
 			t.Errorf("stdout %q, want nothing", stdout)
 		}
 	})
+	t.Run("protected mode", func(t *testing.T) {
+		// Refused before anything listens, so no port but loopback is
+		// ever taken.
+		code, _, stderr := run(t, "serve", "--listen", "0.0.0.0:4222")
+		if code != ExitUsage || !strings.Contains(stderr, "--auth") {
+			t.Errorf("exit %d, stderr %q; want 2 and --auth named", code, stderr)
+		}
+	})
 	t.Run("interrupted", func(t *testing.T) {
 		// SIGINT while a call runs ends the run with 130 and no result.
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
