@@ -315,3 +315,32 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A seed file holds anything a user put there: ReadSeed never panics, and
+// what it accepts is a user's seed.
+func FuzzReadSeed(f *testing.F) {
+	user, _ := nkeys.CreateUser()
+	seed, _ := user.Seed()
+	account, _ := nkeys.CreateAccount()
+	aseed, _ := account.Seed()
+	for _, s := range [][]byte{seed, append(seed, '\n'), aseed, []byte("SU"), {}, []byte("-----BEGIN USER NKEY SEED-----\n" + string(seed) + "\n------END USER NKEY SEED------\n")} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, content []byte) {
+		path := filepath.Join(dir, "fuzz.nk")
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pub, err := bus.ReadSeed(path)
+		if err != nil {
+			if !errors.Is(err, bus.ErrSeed) {
+				t.Fatalf("error %v is not an ErrSeed", err)
+			}
+			return
+		}
+		if !nkeys.IsValidPublicUserKey(pub) {
+			t.Fatalf("accepted %q with public key %q", content, pub)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,4 +261,23 @@ func TestAuthInit(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", args, o.code)
 		}
 	}
+}
+
+// --listen is the user's: protected mode never panics on it, and lets
+// through only loopback addresses (or says why not).
+func FuzzCheckExposure(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:4222", "0.0.0.0:4222", "[::1]:1", "[::]:1", "localhost:0", "LOCALHOST:1", "host:1", ":4222", "nohost", "[fe80::1%eth0]:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, listen string) {
+		c := common{bus: bus.Config{Listen: listen}}
+		err := c.checkExposure("planner serve")
+		host, _, splitErr := net.SplitHostPort(c.bus.Defaults().Listen)
+		if err == nil && splitErr == nil && !loopback(host) {
+			t.Fatalf("--listen %q let through", listen)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--auth") {
+			t.Fatalf("refusal %q does not name --auth", err)
+		}
+	})
 }
