@@ -133,6 +133,31 @@ func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
 	}
 }
 
+// With authorization on, external planners live under planners.: a
+// request naming another subject is refused at the endpoint, before the
+// planner would publish there.
+func TestAuthNodeKeepsExternalPlannersUnderPlanners(t *testing.T) {
+	n := startAuthNode(t, t.TempDir(), zerolog.Nop())
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	conn, err := n.DialAs(ctx, bus.RoleClient, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = client.Request(ctx, conn, []byte(`{"kind": "external", "planner": "planbus.cancel.victim"}`), nil)
+	var rej *client.RejectedError
+	if !errors.As(err, &rej) || rej.Reply.Error.Field != "/planner" || !strings.Contains(rej.Reply.Error.Message, "planners.") {
+		t.Fatalf("err = %v, want a rejection at /planner naming planners.", err)
+	}
+	// One under planners. is taken (and, with nobody answering, ends
+	// in the fallback).
+	out, err := client.Request(ctx, conn, []byte(`{"kind": "external", "planner": "planners.nobody", "maxAttempts": 1}`), nil)
+	if err != nil || out.Status != "fallback" {
+		t.Fatalf("outcome %+v, %v; want the fallback", out, err)
+	}
+}
+
 // Each in-process component really is its role: what the role may not do
 // is refused on its own connection.
 func TestAuthNodeComponentsAreConfinedToTheirRoles(t *testing.T) {

@@ -94,9 +94,6 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 			}
 			n.Seeds = seeds
 			opts = append(opts, bus.ServerAuth(seeds))
-			// A request names its external planner's subject; only
-			// planners.> is open to the planner role.
-			cfg.Planner.ExternalPrefix = strings.TrimSuffix(bus.SubjectExternalPlanners, ">")
 		}
 		srv, err := bus.StartServer(ctx, cfg.Bus, log, opts...)
 		if err != nil {
@@ -144,6 +141,11 @@ func (n *Node) AddPlanner(ctx context.Context, cfg planner.Config, log zerolog.L
 	}
 	if cfg.ID == "" {
 		cfg.ID = c.Name
+	}
+	if n.Seeds != nil && cfg.ExternalPrefix == "" {
+		// A request names its external planner's subject; only
+		// planners.> is open to the planner role.
+		cfg.ExternalPrefix = strings.TrimSuffix(bus.SubjectExternalPlanners, ">")
 	}
 	p, err := planner.New(c.Conn, cfg, log)
 	if err != nil {
