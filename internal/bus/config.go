@@ -29,6 +29,12 @@ type Config struct {
 	// before it gives up. 0 means it keeps trying until its context ends,
 	// which suits long-running components that may start before NATS.
 	ConnectTimeout time.Duration
+	// Role is who the connection is when the server has authorization on
+	// (roles.go): it picks the inbox prefix the role may receive replies
+	// on, and what Declare creates and what it waits for. Empty: a
+	// connection that declares everything (no authorization, or an
+	// operator's), with the default inbox.
+	Role Role
 
 	// Listen is the embedded server's address. Default 127.0.0.1:4222;
 	// port 0 picks a free port.
@@ -159,6 +165,11 @@ func (c Config) Validate() error {
 	}
 	if c.ConnectTimeout < 0 {
 		return bad("ConnectTimeout", "%s is negative", c.ConnectTimeout)
+	}
+	if c.Role != "" {
+		if _, err := ParseRole(string(c.Role)); err != nil {
+			return bad("Role", "%v", err)
+		}
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		return bad("Replicas", "%d is not between 1 and 5", c.Replicas)

@@ -25,6 +25,7 @@ type Conn struct {
 	NC     *nats.Conn
 	JS     jetstream.JetStream
 	Config Config
+	log    zerolog.Logger
 }
 
 // Dial connects to cfg.URL, retrying with backoff until the server answers
@@ -39,6 +40,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
+		nats.CustomInboxPrefix(cfg.Role.InboxPrefix()),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.PingInterval(5 * time.Second), // a server cut off without a TCP reset is left in ~10 s, not ~4 min
@@ -122,7 +124,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	return &Conn{NC: nc, JS: js, Config: cfg}, nil
+	return &Conn{NC: nc, JS: js, Config: cfg, log: log}, nil
 }
 
 // redactURL hides passwords and tokens in the URLs it is given.

@@ -137,6 +137,9 @@ type common struct {
 	bus       bus.Config
 	logLevel  string
 	logFormat string
+	// auth and insecure: commands with an embedded server only.
+	auth     bool
+	insecure bool
 }
 
 // mode says how a command reaches NATS, which decides its flags and the
@@ -174,6 +177,9 @@ func (c *common) register(f *flags, m mode) {
 		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default: a new temporary directory, removed after the run)")
 	}
 	if m != connects {
+		f.Bool(&c.auth, "auth", "PLANBUS_AUTH", false,
+			"authentication and least-privilege roles on the embedded server; each role's nkey seed is in <data-dir>/auth/<role>.nk")
+		f.Bool(&c.insecure, "insecure", "PLANBUS_INSECURE", false, "let --listen take a non-loopback address without --auth")
 		f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync,
 			"when the embedded store is flushed to disk: always (before each write is acknowledged) or an interval like 1s (see docs/deploy.md)")
 	}

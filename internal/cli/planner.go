@@ -28,6 +28,7 @@ Commands:
   status ID    show a plan's or a request's state in a running system
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
+  auth init D  write a seed per role and a nats-server auth block to directory D
   version      print the version
 
 Without --nats-url, planner starts an embedded NATS JetStream server with
@@ -51,6 +52,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerStatus(ctx, args[1:], io)
 	case "htn":
 		return htncli.Run(ctx, args[1:], io.Stdout, io.Stderr)
+	case "auth":
+		return plannerAuth(ctx, args[1:], io)
 	case "version", "--version", "-version":
 		fmt.Fprintln(io.Stdout, versionName, Version())
 		return ExitOK
@@ -71,7 +74,11 @@ request's outcome) is the last line on stdout. Exits 0 on success, 1 if the
 plan or request failed, timed out, was rejected or fell back, 2 if FILE is
 not valid. Without --nats-url it runs on a private embedded server (a
 temporary store and a free port, unless --listen or --data-dir say
-otherwise), so it can run beside a live node.`
+otherwise), so it can run beside a live node; --auth runs it with roles and
+permissions, as 'planner serve --auth' does. A client may not publish plans,
+so with --auth, or with --nkey or --creds, a Plan JSON goes to the planner
+as a request of kind plan (it runs as <requestId>-1, its requestId being
+the plan's planId) and the execution result is printed as usual.`
 
 type nodeFlags struct {
 	workers int
@@ -134,7 +141,7 @@ func (p *plannerFlags) config() (planner.Config, error) {
 	return cfg, nil
 }
 
-func (n *nodeFlags) config(bc bus.Config) (node.Config, error) {
+func (n *nodeFlags) config(bc bus.Config, auth bool) (node.Config, error) {
 	wc, err := n.worker.config()
 	if err != nil {
 		return node.Config{}, err
@@ -146,7 +153,7 @@ func (n *nodeFlags) config(bc bus.Config) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, err
 	}
-	return node.Config{Bus: bc, Workers: n.workers, Worker: wc, Dispatcher: n.disp.config(), Planner: pc}, nil
+	return node.Config{Bus: bc, Auth: auth, Workers: n.workers, Worker: wc, Dispatcher: n.disp.config(), Planner: pc}, nil
 }
 
 func plannerRun(ctx context.Context, args []string, io IO) int {
@@ -172,8 +179,11 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	if err := c.checkExposure("planner run"); err != nil {
+		return usageErr(io.Stderr, err)
+	}
 	if c.bus.URL == "" {
-		if _, err := nf.config(c.bus); err != nil {
+		if _, err := nf.config(c.bus, c.auth); err != nil {
 			return usageErr(io.Stderr, err)
 		}
 	}
@@ -208,7 +218,10 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return ctxExit(ctx, ExitFailed)
 	}
 	defer stop()
-	if c.bus.URL != "" && !serviceAnswers(conn, bus.ServiceDispatcher) {
+	// A client may not publish plans: one with a role's seed asks the
+	// planner to run it.
+	viaPlanner := c.auth || (c.bus.URL != "" && (c.bus.NKeySeedFile != "" || c.bus.CredsFile != ""))
+	if c.bus.URL != "" && !viaPlanner && !serviceAnswers(conn, bus.ServiceDispatcher) {
 		fmt.Fprintf(io.Stderr, "planner run: no dispatcher answers on %s; the plan will wait in %s until one starts\n",
 			c.bus.URL, bus.StreamPlans)
 	}
@@ -222,8 +235,25 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	res, err := client.Run(rctx, conn, p, progress)
-	endProgress()
+	var res *plan.ExecutionResult
+	if viaPlanner {
+		var o *planner.Outcome
+		res, o, err = client.RunThroughPlanner(rctx, conn, p, progress)
+		endProgress()
+		var rej *client.RejectedError
+		if errors.As(err, &rej) {
+			fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
+			return ExitUsage
+		}
+		if err == nil && res == nil {
+			// No plan ran (a skill disabled in the session, say): the
+			// outcome tells why.
+			return printOutcome(o, io)
+		}
+	} else {
+		res, err = client.Run(rctx, conn, p, progress)
+		endProgress()
+	}
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
@@ -285,7 +315,7 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 		bc.DataDir = dir
 		cleanup = func() { _ = os.RemoveAll(dir) }
 	}
-	cfg, err := nf.config(bc)
+	cfg, err := nf.config(bc, c.auth)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -300,7 +330,8 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 		cleanup()
 		return nil, nil, err
 	}
-	conn, err := n.Dial(ctx, log)
+	// The run itself is a client of the node.
+	conn, err := n.DialAs(ctx, bus.RoleClient, log)
 	if err != nil {
 		n.Stop()
 		cleanup()
@@ -316,7 +347,14 @@ NATS JetStream server on --listen (default 127.0.0.1:4222) with its store in
 --data-dir, the planner service, a dispatcher and --workers tool workers.
 Other clients (the nats CLI, more toolworker or dispatcher processes)
 connect to it. With --nats-url: runs the planner service alone against that
-server.`
+server.
+
+--auth turns on authentication and authorization: a NATS nkey user per role
+(admin, planner, dispatcher, worker, client) with least-privilege
+permissions, seeds written to <data-dir>/auth/<role>.nk on first start and
+reused after. Other processes connect with --nkey <data-dir>/auth/<role>.nk.
+Protected mode: --listen on an address other than loopback needs --auth
+(or --insecure).`
 
 func plannerServe(ctx context.Context, args []string, io IO) int {
 	var c common
@@ -331,10 +369,13 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	if err := c.checkExposure("planner serve"); err != nil {
+		return usageErr(io.Stderr, err)
+	}
 	if c.bus.URL != "" {
 		return servePlanner(ctx, &c, &nf, log, io)
 	}
-	cfg, err := nf.config(c.bus)
+	cfg, err := nf.config(c.bus, c.auth)
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
@@ -346,8 +387,13 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 		}
 		return ctxExit(ctx, ExitFailed)
 	}
+	watch := "nats --server " + n.Bus.URL
+	if n.Seeds != nil {
+		watch += " --nkey " + n.Seeds.File(bus.RoleClient)
+		log.Info().Str("seeds", n.Seeds.Dir).Msg(authSummary(n.Bus.URL, n.Seeds))
+	}
 	log.Info().Str("url", n.Bus.URL).Str("data_dir", cfg.Bus.Defaults().DataDir).Int("workers", len(n.Workers)).
-		Msg("planbus node up; watch it with: nats --server " + n.Bus.URL + " sub 'planbus.events.>'")
+		Bool("auth", n.Seeds != nil).Msg("planbus node up; watch it with: " + watch + " sub 'planbus.events.>'")
 	<-ctx.Done()
 	log.Info().Msg("stopping")
 	n.Stop()

@@ -92,6 +92,14 @@ func TestPlannerProcess(t *testing.T) {
 			t.Errorf("stdout %q, want nothing", stdout)
 		}
 	})
+	t.Run("protected mode", func(t *testing.T) {
+		// Refused before anything listens, so no port but loopback is
+		// ever taken.
+		code, _, stderr := run(t, "serve", "--listen", "0.0.0.0:4222")
+		if code != ExitUsage || !strings.Contains(stderr, "--auth") {
+			t.Errorf("exit %d, stderr %q; want 2 and --auth named", code, stderr)
+		}
+	})
 	t.Run("interrupted", func(t *testing.T) {
 		// SIGINT while a call runs ends the run with 130 and no result.
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -145,7 +153,7 @@ func TestPlannerProcess(t *testing.T) {
 		// A second planner serve on a data dir a running one holds exits at
 		// once, naming the holder's PID, and leaves the first one working.
 		dir := t.TempDir()
-		first := startServe(t, bin, root, "--data-dir", dir, "--workers", "1")
+		first := startServeProcess(t, bin, root, "--data-dir", dir, "--workers", "1")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
@@ -171,15 +179,15 @@ func TestPlannerProcess(t *testing.T) {
 	})
 }
 
-// served is a planner serve subprocess.
-type served struct {
+// serveProcess is a planner serve subprocess.
+type serveProcess struct {
 	cmd *exec.Cmd
 	url string
 }
 
-// startServe starts planner serve on a free port and waits until it says
+// startServeProcess starts planner serve on a free port and waits until it says
 // it is up; t.Cleanup stops it.
-func startServe(t *testing.T, bin, dir string, args ...string) *served {
+func startServeProcess(t *testing.T, bin, dir string, args ...string) *serveProcess {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Dir, cmd.Env = dir, processEnv(t)
@@ -215,7 +223,7 @@ func startServe(t *testing.T, bin, dir string, args ...string) *served {
 	}()
 	select {
 	case url := <-up:
-		return &served{cmd: cmd, url: url}
+		return &serveProcess{cmd: cmd, url: url}
 	case <-time.After(wait):
 		t.Fatalf("planner serve did not come up within %s; stderr:\n%s", wait, log.String())
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -58,6 +59,12 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
 	}
+	return printOutcome(out, io)
+}
+
+// printOutcome prints a request's outcome as the last line on stdout and
+// returns the exit code it means.
+func printOutcome(out *planner.Outcome, io IO) int {
 	line, _ := jsonLine(out)
 	fmt.Fprintln(io.Stdout, line)
 	if !out.Success {
@@ -80,7 +87,11 @@ func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Log
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	return serveComponent(ctx, c, log, io.Stderr, "planner", func(conn *bus.Conn) (runner, error) {
+	return serveComponent(ctx, c, log, io.Stderr, "planner", bus.RolePlanner, func(conn *bus.Conn) (runner, error) {
+		if conn.NC.AuthRequired() {
+			// Only planners.> is open to the planner role's requests.
+			pc.ExternalPrefix = strings.TrimSuffix(bus.SubjectExternalPlanners, ">")
+		}
 		p, err := planner.New(conn, pc, log)
 		if err != nil {
 			return nil, err

@@ -100,7 +100,7 @@ func Toolworker(ctx context.Context, args []string, io IO) int {
 	if c.bus.URL == "" {
 		return usageErr(io.Stderr, fmt.Errorf("toolworker: --nats-url (or $NATS_URL) is required; `planner serve` runs workers on an embedded server"))
 	}
-	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", func(conn *bus.Conn) (runner, error) {
+	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", bus.RoleWorker, func(conn *bus.Conn) (runner, error) {
 		w, err := worker.New(conn, cfg, log)
 		if err != nil {
 			return nil, err

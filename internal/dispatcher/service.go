@@ -23,7 +23,7 @@ func (d *Dispatcher) addService() (micro.Service, error) {
 		return nil, fmt.Errorf("dispatcher: micro service: %w", err)
 	}
 	err = svc.AddEndpoint("status", micro.HandlerFunc(func(r micro.Request) { _ = r.RespondJSON(d.Stats()) }),
-		micro.WithEndpointSubject("planbus.dispatcher.status"))
+		micro.WithEndpointSubject(bus.SubjectDispatcherStatus))
 	if err != nil {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("dispatcher: status endpoint: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,6 +26,11 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 		r.RequestID = nuid.Next()
 	}
 	switch r.Kind {
+	case KindExternal:
+		if p := s.cfg.ExternalPrefix; p != "" && !strings.HasPrefix(r.Planner, p) {
+			return nil, &RequestError{Field: "/planner",
+				Msg: fmt.Sprintf("external planner %q: with authorization on, external planners answer on subjects under %s", r.Planner, p)}
+		}
 	case KindGOAP:
 		if _, err := (goapPlanner{domains: s.cfg.DomainsDir}).domain(r.GOAP); err != nil {
 			return nil, err

@@ -35,6 +35,11 @@ type Config struct {
 	AckWait time.Duration
 	// Version is reported by the micro service.
 	Version string
+	// ExternalPrefix, when set, is where external planners must answer: a
+	// request of kind external naming a subject outside it is refused at
+	// the endpoint. Set with authorization on, where the planner may
+	// publish under "planners." only.
+	ExternalPrefix string
 }
 
 // DefaultFallbackTemplates are seed 003 §5.3's.
