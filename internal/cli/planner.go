@@ -88,10 +88,15 @@ func (n *nodeFlags) register(f *flags) {
 }
 
 type plannerFlags struct {
-	domains   string
-	templates string
-	fallback  string
-	ackWait   time.Duration
+	domains       string
+	templates     string
+	fallback      string
+	ackWait       time.Duration
+	htnMaxMemory  int64
+	goapMaxMemory int64
+	goapMaxNodes  int
+	genMaxMemory  int64
+	genConc       int
 }
 
 func (p *plannerFlags) register(f *flags) {
@@ -99,10 +104,34 @@ func (p *plannerFlags) register(f *flags) {
 	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN (<name>.htn) and GOAP (<name>.goap.json) domains that requests may name")
 	f.String(&p.templates, "templates", "PLANBUS_TEMPLATES", "", "plan template library (JSON) for requests of kind template")
 	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: the seed's three)")
+	f.Size(&p.htnMaxMemory, "htn-max-memory", "PLANBUS_HTN_MAX_MEMORY", planner.DefaultHTNMaxMemory,
+		"most memory one HTN generation may hold (requests may ask for less in htn.budget.memory)")
+	f.Size(&p.goapMaxMemory, "goap-max-memory", "PLANBUS_GOAP_MAX_MEMORY", planner.DefaultGOAPMaxMemory,
+		"most memory one GOAP generation may hold (requests may ask for less in goap.budget.memory)")
+	f.Int(&p.goapMaxNodes, "goap-max-nodes", "PLANBUS_GOAP_MAX_NODES", planner.DefaultGOAPMaxNodes,
+		"most states one GOAP generation may expand (requests may ask for less in goap.budget.nodes)")
+	f.Size(&p.genMaxMemory, "gen-max-memory", "PLANBUS_GEN_MAX_MEMORY", planner.DefaultGenMaxMemory,
+		"memory all generations running at once may hold together; a generation waits until its budget fits")
+	f.Int(&p.genConc, "gen-concurrency", "PLANBUS_GEN_CONCURRENCY", 0, "generations run at once, the others wait in line (0: the CPU count)")
 }
 
 func (p *plannerFlags) config() (planner.Config, error) {
-	cfg := planner.Config{DomainsDir: p.domains, AckWait: p.ackWait, Version: Version()}
+	cfg := planner.Config{DomainsDir: p.domains, AckWait: p.ackWait, Version: Version(),
+		HTNMaxMemory: p.htnMaxMemory, GOAPMaxMemory: p.goapMaxMemory, GOAPMaxNodes: p.goapMaxNodes,
+		GenMaxMemory: p.genMaxMemory, GenConcurrency: p.genConc}
+	switch {
+	case p.htnMaxMemory < 1<<20:
+		return cfg, fmt.Errorf("--htn-max-memory %d: want at least 1MiB", p.htnMaxMemory)
+	case p.goapMaxMemory < 1<<20:
+		return cfg, fmt.Errorf("--goap-max-memory %d: want at least 1MiB", p.goapMaxMemory)
+	case p.goapMaxNodes < 1:
+		return cfg, fmt.Errorf("--goap-max-nodes %d: want at least 1", p.goapMaxNodes)
+	case p.genMaxMemory < max(p.htnMaxMemory, p.goapMaxMemory):
+		return cfg, fmt.Errorf("--gen-max-memory %d: want at least --htn-max-memory (%d) and --goap-max-memory (%d), so that a generation fits",
+			p.genMaxMemory, p.htnMaxMemory, p.goapMaxMemory)
+	case p.genConc < 0:
+		return cfg, fmt.Errorf("--gen-concurrency %d: want 0 (the CPU count) or more", p.genConc)
+	}
 	if p.domains != "" {
 		if st, err := os.Stat(p.domains); err != nil || !st.IsDir() {
 			return cfg, fmt.Errorf("--domains %q: not a directory", p.domains)
