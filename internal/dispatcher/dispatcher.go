@@ -77,7 +77,7 @@ type pending struct {
 	futures      []jetstream.PubAckFuture
 	timeoutTimer int // index in futures of the plan's timeout timer, or -1
 	cancel, done bool
-	ack          []jetstream.Msg
+	ack          []item
 }
 
 // Dispatcher executes plans. Create it with New and start it with Run.
@@ -105,6 +105,7 @@ type counters struct {
 	Conflicts     atomic.Int64
 	Batches       atomic.Int64
 	Released      atomic.Int64
+	Dropped       atomic.Int64 // messages given up at their delivery limit, or invalid
 }
 
 // New checks the config and prepares a dispatcher on conn.
@@ -202,7 +203,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			FilterSubject: src.filter,
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       d.cfg.AckWait,
-			MaxDeliver:    -1,
+			MaxDeliver:    bus.ConsumerMaxDeliver(d.cfg.DeliveryLimit),
 			MaxAckPending: src.maxAck,
 		})
 		if err != nil {
@@ -248,6 +249,7 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 	case kindTimer:
 		var tm timerMsg
 		if err := json.Unmarshal(m.Data(), &tm); err != nil || tm.PlanID != it.planID {
+			d.stats.Dropped.Add(1)
 			d.log.Error().Str("subject", subj).Msg("dropping an invalid timer")
 			_ = m.TermWithReason("invalid timer")
 			return
