@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -97,6 +98,7 @@ type plannerFlags struct {
 	goapMaxNodes  int
 	genMaxMemory  int64
 	genConc       int
+	memoryLimit   int64
 }
 
 func (p *plannerFlags) register(f *flags) {
@@ -113,6 +115,27 @@ func (p *plannerFlags) register(f *flags) {
 	f.Size(&p.genMaxMemory, "gen-max-memory", "PLANBUS_GEN_MAX_MEMORY", planner.DefaultGenMaxMemory,
 		"memory all generations running at once may hold together; a generation waits until its budget fits")
 	f.Int(&p.genConc, "gen-concurrency", "PLANBUS_GEN_CONCURRENCY", 0, "generations run at once, the others wait in line (0: the CPU count)")
+	f.Size(&p.memoryLimit, "memory-limit", "PLANBUS_MEMORY_LIMIT", 0,
+		"Go's soft memory limit for this process (0: $GOMEMLIMIT if set, else --gen-max-memory + 128MiB)")
+}
+
+// memoryHeadroom is what the soft memory limit leaves above the
+// generations' budget for the rest of the process.
+const memoryHeadroom = 128 << 20
+
+// applyMemoryLimit sets the process's soft memory limit: --memory-limit,
+// else $GOMEMLIMIT when set, else --gen-max-memory plus room for the rest
+// of the process. Generations that fill their budgets leave as much
+// garbage as they hold; with the limit, Go collects it before it doubles
+// the heap. It returns the limit in force.
+func (p *plannerFlags) applyMemoryLimit(env func(string) string) int64 {
+	switch {
+	case p.memoryLimit > 0:
+		debug.SetMemoryLimit(p.memoryLimit)
+	case env("GOMEMLIMIT") == "":
+		debug.SetMemoryLimit(p.genMaxMemory + memoryHeadroom)
+	}
+	return debug.SetMemoryLimit(-1)
 }
 
 func (p *plannerFlags) config() (planner.Config, error) {
@@ -365,6 +388,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
 	n, err := node.Start(ctx, cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")

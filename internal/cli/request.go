@@ -76,6 +76,7 @@ func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Log
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
 	return serveComponent(ctx, c, log, io.Stderr, "planner", func(conn *bus.Conn) (runner, error) {
 		p, err := planner.New(conn, pc, log)
 		if err != nil {
