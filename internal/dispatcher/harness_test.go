@@ -85,6 +85,7 @@ type harness struct {
 type opts struct {
 	workers, dispatchers, concurrency int
 	ackWait                           time.Duration
+	deliveryLimit                     int
 }
 
 func start(t *testing.T, o opts) *harness {
@@ -103,7 +104,7 @@ func start(t *testing.T, o opts) *harness {
 		Bus:          cfg,
 		Dispatchers:  o.dispatchers,
 		NoDispatcher: o.dispatchers < 0,
-		Dispatcher:   dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8},
+		Dispatcher:   dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8, DeliveryLimit: o.deliveryLimit},
 		Workers:      o.workers,
 		Worker:       workerConfig(pr, o),
 	}, zerolog.Nop())

@@ -92,7 +92,7 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 		if tl, ok := isTooLarge(err); ok {
 			// Published around the endpoint, which refuses such requests:
 			// it ends at once, with what it needs stored.
-			s.requestTooLarge(l, tl)
+			s.requestTooLarge(l, len(m.Data()), tl)
 			rev, err = s.save(ctx, l, 0)
 		}
 		if errors.Is(err, jetstream.ErrKeyExists) {

@@ -133,13 +133,10 @@ func slimRequest(r *Request) *Request {
 	return &Request{RequestID: r.RequestID, SessionID: r.SessionID, Kind: r.Kind, MaxAttempts: r.MaxAttempts}
 }
 
-// requestTooLarge ends a loop whose request does not fit the store.
-func (s *Service) requestTooLarge(l *loop, tl *tooLargeError) {
+// requestTooLarge ends a loop whose request, of reqSize bytes as it
+// arrived, does not fit the store.
+func (s *Service) requestTooLarge(l *loop, reqSize int, tl *tooLargeError) {
 	s.stats.TooLarge.Add(1)
-	reqSize := 0
-	if b, err := json.Marshal(l.Request); err == nil {
-		reqSize = len(b)
-	}
 	l.Request = slimRequest(l.Request)
 	s.finish(l, StatusFailed, &plan.ErrorInfo{Code: CodeRequestTooLarge, Category: plan.CategoryInvalidInput,
 		Message: fmt.Sprintf("the request takes %d bytes and its loop state %d, over the store's limit of %d bytes (max payload); requests may take at most %d bytes",
