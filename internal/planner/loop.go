@@ -84,6 +84,16 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 		s.drop(m, "invalid request", err)
 		return nil
 	}
+	// A new request generates: it waits for its turn at the gate before it
+	// takes its lock, which it shares with other requests' messages.
+	if lim := s.cfg.limitsFor(r); lim.gated {
+		release, err := s.enterGate(ctx, lim.memory)
+		if err != nil {
+			return err
+		}
+		defer release()
+		ctx = context.WithValue(ctx, gateHeld{}, true)
+	}
 	defer s.lock(r.RequestID)()
 	l, rev, err := s.load(ctx, r.RequestID)
 	if err == nil && l == nil {
@@ -328,7 +338,7 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	}
 	lim := s.cfg.limitsFor(r)
 	in.Memory, in.Nodes = lim.memory, lim.nodes
-	if lim.gated {
+	if held, _ := ctx.Value(gateHeld{}).(bool); lim.gated && !held {
 		release, err := s.enterGate(ctx, lim.memory)
 		if err != nil {
 			return nil, err
@@ -351,6 +361,10 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	}
 	return s.finishPlan(p, l, in)
 }
+
+// gateHeld marks a context whose handler already passed the gate for its
+// request's generations.
+type gateHeld struct{}
 
 // enterGate waits for a generation slot and the generation's memory, until
 // ctx ends or the service stops (then the message is handed back).
