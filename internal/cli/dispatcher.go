@@ -39,7 +39,7 @@ func Dispatcher(ctx context.Context, args []string, io IO) int {
 	var c common
 	var df dispatcherFlags
 	f := newFlags("dispatcher", io.Stderr, io.Env, dispatcherUsage)
-	c.register(f, false)
+	c.register(f, connects)
 	df.register(f)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)

@@ -204,12 +204,14 @@ func (n *nodeFlags) config(bc bus.Config) (node.Config, error) {
 func plannerRun(ctx context.Context, args []string, io IO) int {
 	var c common
 	var nf nodeFlags
-	var quiet bool
+	var quiet, verbose bool
 	var wait time.Duration
 	f := newFlags("planner run", io.Stderr, io.Env, runUsage)
-	c.register(f, true)
+	c.register(f, runsPrivately)
+	c.registerClient(f)
 	nf.register(f)
 	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
+	f.Bool(&verbose, "v", "", false, "a progress line for every event, even for plans of more than 50 tools (which otherwise get one summary line)")
 	f.Duration(&wait, "wait", "", 0, "how long to wait for the result (default: the plan's timeout plus a minute)")
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -217,9 +219,6 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	if f.NArg() != 1 {
 		fmt.Fprintln(io.Stderr, "planner run: want exactly one FILE (or - for stdin)")
 		return ExitUsage
-	}
-	if !c.set(f, "log-level") {
-		c.logLevel = "warn" // progress lines tell the story; logs are for trouble
 	}
 	log, err := c.logger(io.Stderr)
 	if err != nil {
@@ -237,11 +236,15 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return ExitUsage
 	}
 	if isRequest(doc) {
-		return runRequest(ctx, f, &c, &nf, name, doc, quiet, wait, log, io)
+		return runRequest(ctx, f, &c, &nf, name, doc, quiet, verbose, wait, log, io)
 	}
 	p, err := plan.Decode(doc)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
+		return ExitUsage
+	}
+	if len(p.Tools) == 0 {
+		fmt.Fprintf(io.Stderr, "planner run: %s: at /tools: the plan has no tools: there is nothing to run\n", name)
 		return ExitUsage
 	}
 	if p.PlanID == "" {
@@ -263,12 +266,16 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	}
 
 	var progress func(plan.Event)
+	endProgress := func() {}
 	if !quiet {
-		progress = newProgress(io.Stderr).event
+		pr := newProgress(io.Stderr, verbose)
+		defer pr.close()
+		progress, endProgress = pr.event, pr.close
 	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	res, err := client.Run(rctx, conn, p, progress)
+	endProgress()
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
@@ -322,18 +329,13 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 	}
 	bc := c.bus
 	cleanup := func() {}
-	if private {
-		if !c.set(f, "listen") {
-			bc.Listen = "127.0.0.1:0"
+	if private && bc.DataDir == "" {
+		dir, err := os.MkdirTemp("", "planbus-run-")
+		if err != nil {
+			return nil, nil, err
 		}
-		if !c.set(f, "data-dir") {
-			dir, err := os.MkdirTemp("", "planbus-run-")
-			if err != nil {
-				return nil, nil, err
-			}
-			bc.DataDir = dir
-			cleanup = func() { _ = os.RemoveAll(dir) }
-		}
+		bc.DataDir = dir
+		cleanup = func() { _ = os.RemoveAll(dir) }
 	}
 	cfg, err := nf.config(bc)
 	if err != nil {
@@ -372,7 +374,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	var c common
 	var nf nodeFlags
 	f := newFlags("planner serve", io.Stderr, io.Env, serveUsage)
-	c.register(f, true)
+	c.register(f, serves)
 	nf.register(f)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)

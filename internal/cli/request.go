@@ -23,7 +23,7 @@ func isRequest(doc []byte) bool {
 	return json.Unmarshal(doc, &probe) == nil && probe.Kind != nil
 }
 
-func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name string, doc []byte, quiet bool, wait time.Duration, log zerolog.Logger, io IO) int {
+func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name string, doc []byte, quiet, verbose bool, wait time.Duration, log zerolog.Logger, io IO) int {
 	r, err := planner.DecodeRequest(doc)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
@@ -39,12 +39,16 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 	}
 	defer stop()
 	var progress func(ev plan.Event)
+	endProgress := func() {}
 	if !quiet {
-		progress = newProgress(io.Stderr).event
+		pr := newProgress(io.Stderr, verbose)
+		defer pr.close()
+		progress, endProgress = pr.event, pr.close
 	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	out, err := client.Request(rctx, conn, doc, progress)
+	endProgress()
 	var rej *client.RejectedError
 	if errors.As(err, &rej) {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)

@@ -84,7 +84,7 @@ func Toolworker(ctx context.Context, args []string, io IO) int {
 	var c common
 	var wf workerFlags
 	f := newFlags("toolworker", io.Stderr, io.Env, toolworkerUsage)
-	c.register(f, false)
+	c.register(f, connects)
 	wf.register(f)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)

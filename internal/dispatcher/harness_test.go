@@ -85,6 +85,7 @@ type harness struct {
 type opts struct {
 	workers, dispatchers, concurrency int
 	ackWait                           time.Duration
+	extra                             []skills.Skill // served besides the built-ins and the probe
 	deliveryLimit                     int
 }
 
@@ -117,7 +118,7 @@ func start(t *testing.T, o opts) *harness {
 
 func workerConfig(pr *probe, o opts) worker.Config {
 	return worker.Config{
-		Skills:       append(skills.Builtins(skills.BuiltinConfig{}), pr.skill()),
+		Skills:       append(append(skills.Builtins(skills.BuiltinConfig{}), pr.skill()), o.extra...),
 		Concurrency:  o.concurrency,
 		AckWait:      o.ackWait,
 		DrainTimeout: time.Second,

@@ -48,7 +48,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		case kindPlan:
 			d.startPlan(ctx, s, log, it)
 		case kindResult:
-			if r := d.decodeResult(log, it.msg); r != nil {
+			if r := d.decodeResult(it.msg); r != nil {
 				it.result = r
 				rest = append(rest, it)
 			}
@@ -152,7 +152,6 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 	d.handBack(log, rest, 100*time.Millisecond, fmt.Errorf("lost %d compare-and-sets on the state of plan %s", casRetries, planID))
 }
 
-// decodeResult validates a tool result; an invalid one is terminated.
 // verify applies the tool's verification gate, if it has one: a succeeded
 // result whose output the gate refuses counts as a failed attempt
 // (VERIFY_FAILED), so the tool's retry policy and failure semantics apply.
@@ -193,19 +192,41 @@ func (d *Dispatcher) holdBack(log zerolog.Logger, ahead []item) {
 	}
 }
 
-func (d *Dispatcher) decodeResult(log zerolog.Logger, m jetstream.Msg) *plan.ToolResult {
+// decodeResult validates a tool result and checks its token; a result
+// that fails is dropped.
+func (d *Dispatcher) decodeResult(m jetstream.Msg) *plan.ToolResult {
 	if err := schemas.Validate(schemas.ToolResult, m.Data()); err != nil {
-		log.Error().Err(err).Str("subject", m.Subject()).Msg("dropping an invalid tool result")
-		_ = m.TermWithReason("invalid tool result: " + err.Error())
+		d.rejectResult(m, "invalid tool result: "+err.Error())
 		return nil
 	}
 	var r plan.ToolResult
 	if err := json.Unmarshal(m.Data(), &r); err != nil || bus.ResultSubject(r.PlanID) != m.Subject() {
-		log.Error().Str("subject", m.Subject()).Str("result_plan_id", r.PlanID).Msg("dropping a tool result published on another plan's subject")
-		_ = m.TermWithReason("result subject and planId differ")
+		d.rejectResult(m, "result published on another plan's subject")
+		return nil
+	}
+	if !d.key.CheckResult(r.PlanID, r.ToolID, r.Attempt, r.Token) {
+		d.rejectResult(m, "result token does not match its call")
 		return nil
 	}
 	return &r
+}
+
+// Dropped results are logged at most rejectLogBurst times per
+// rejectLogPeriod; results_rejected counts them all.
+const (
+	rejectLogBurst  = 5
+	rejectLogPeriod = 10 * time.Second
+)
+
+// rejectResult drops a result that can never be applied: it is terminated,
+// so it is not redelivered, counted in results_rejected and logged
+// (sampled). It changes nothing else: the tool it names runs on, and its
+// real result still counts.
+func (d *Dispatcher) rejectResult(m jetstream.Msg, reason string) {
+	n := d.stats.ResultsRejected.Add(1)
+	d.rejectLog.Warn().Str("subject", m.Subject()).Str("reason", reason).Int64("results_rejected", n).
+		Msg("dropping a tool result")
+	_ = m.TermWithReason(reason)
 }
 
 // entry returns the plan's engine, from the cache (cached is true) or

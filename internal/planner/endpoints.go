@@ -44,6 +44,11 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 		if err != nil {
 			return nil, &RequestError{Field: "/plan", Msg: err.Error()}
 		}
+		if len(p.Tools) == 0 {
+			// Planners may find that nothing needs doing; a person who
+			// sends a plan of nothing has most likely sent the wrong file.
+			return nil, &RequestError{Field: "/plan/tools", Msg: "the plan has no tools: there is nothing to run"}
+		}
 		known, err := s.skillManifests(ctx)
 		if err != nil {
 			return nil, err

@@ -77,6 +77,11 @@ func (s *Service) save(ctx context.Context, l *loop, rev uint64) (uint64, error)
 	return s.requests.Update(ctx, l.Request.RequestID, data, rev)
 }
 
+// errStoreUnavailable: what a generation reads from KV (the session's
+// state, the skill manifests) could not be read. The loop step is retried
+// later from its stored state; no attempt is used up.
+var errStoreUnavailable = errors.New("planner: store unavailable")
+
 // onRequest starts (or resumes) the loop of an accepted request.
 func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 	r, err := DecodeRequest(m.Data())
@@ -285,6 +290,11 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 		s.event(l, plan.Event{Type: "request.generating", Attempt: l.Attempt,
 			Message: fmt.Sprintf("generating attempt %d of %d (%s)", l.Attempt, l.Request.MaxAttempts, l.Request.Kind)})
 		p, err := s.generate(ctx, l)
+		if errors.Is(err, errStoreUnavailable) {
+			// Not the generator's failure: the attempt is not used up, and
+			// the message comes back once the store answers again.
+			return err
+		}
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, errHandBack) {
 				return err // nothing is recorded: whoever handles the message again generates this attempt
@@ -323,10 +333,10 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	}
 	var err error
 	if in.Session, err = s.states.Get(ctx, r.SessionID); err != nil {
-		return nil, &GenError{Code: "SESSION_UNAVAILABLE", Category: plan.CategoryTransient, Message: err.Error()}
+		return nil, fmt.Errorf("%w: session %s: %v", errStoreUnavailable, r.SessionID, err)
 	}
 	if in.Skills, err = s.skillManifests(ctx); err != nil {
-		return nil, &GenError{Code: "SKILLS_UNAVAILABLE", Category: plan.CategoryTransient, Message: err.Error()}
+		return nil, fmt.Errorf("%w: skill manifests: %v", errStoreUnavailable, err)
 	}
 	in.Health = map[string]string{}
 	for name := range in.Skills {
@@ -358,6 +368,24 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	// A listing read while the store recovers can come back short: look up
+	// a skill the plan uses before calling it unknown.
+	for _, t := range p.Tools {
+		if _, ok := in.Skills[t.Skill]; ok || t.Skill == "" {
+			continue
+		}
+		e, err := s.manifests.Get(ctx, t.Skill)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("%w: skill %s: %v", errStoreUnavailable, t.Skill, err)
+		default:
+			var m skills.Manifest
+			if json.Unmarshal(e.Value(), &m) == nil {
+				in.Skills[t.Skill] = m
+			}
+		}
 	}
 	return s.finishPlan(p, l, in)
 }
@@ -434,8 +462,12 @@ func (s *Service) skillManifests(ctx context.Context) (map[string]skills.Manifes
 	out := map[string]skills.Manifest{}
 	for k := range lister.Keys() {
 		e, err := s.manifests.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted since it was listed
+		}
 		if err != nil {
-			continue
+			// A skill that cannot be read now is not an unknown skill.
+			return nil, fmt.Errorf("skill %s: %w", k, err)
 		}
 		var m skills.Manifest
 		if json.Unmarshal(e.Value(), &m) == nil {
