@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -76,6 +77,40 @@ func (f *flags) Duration(p *time.Duration, name, env string, def time.Duration, 
 		v = d
 	}
 	f.DurationVar(p, name, v, usage+envNote(env))
+}
+
+// Size registers a byte-size flag that takes sizes like 256MiB, 1GiB,
+// 64MB or a plain number of bytes.
+func (f *flags) Size(p *int64, name, env string, def int64, usage string) {
+	*p = def
+	if s := f.envOr(env, ""); s != "" {
+		if err := (*sizeValue)(p).Set(s); err != nil {
+			f.errors = append(f.errors, fmt.Sprintf("$%s=%q: %v", env, s, err))
+		}
+	}
+	f.Var((*sizeValue)(p), name, usage+envNote(env))
+}
+
+// sizeValue is a flag.Value of bytes.
+type sizeValue int64
+
+// maxSize bounds sizes so that sums of a few of them stay in an int64.
+const maxSize = 1 << 50
+
+func (v *sizeValue) Set(s string) error {
+	n, err := humanize.ParseBytes(strings.TrimSpace(s))
+	if err != nil || n > maxSize {
+		return fmt.Errorf("%q is not a size like 256MiB, 1GiB or a number of bytes", s)
+	}
+	*v = sizeValue(n)
+	return nil
+}
+
+func (v *sizeValue) String() string {
+	if v == nil {
+		return "0"
+	}
+	return humanize.IBytes(uint64(*v))
 }
 
 func (f *flags) Bool(p *bool, name, env string, def bool, usage string) {

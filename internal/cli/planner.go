@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -95,10 +96,16 @@ func (n *nodeFlags) register(f *flags) {
 }
 
 type plannerFlags struct {
-	domains   string
-	templates string
-	fallback  string
-	ackWait   time.Duration
+	domains       string
+	templates     string
+	fallback      string
+	ackWait       time.Duration
+	htnMaxMemory  int64
+	goapMaxMemory int64
+	goapMaxNodes  int
+	genMaxMemory  int64
+	genConc       int
+	memoryLimit   int64
 }
 
 func (p *plannerFlags) register(f *flags) {
@@ -106,10 +113,55 @@ func (p *plannerFlags) register(f *flags) {
 	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN (<name>.htn) and GOAP (<name>.goap.json) domains that requests may name")
 	f.String(&p.templates, "templates", "PLANBUS_TEMPLATES", "", "plan template library (JSON) for requests of kind template")
 	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: the seed's three)")
+	f.Size(&p.htnMaxMemory, "htn-max-memory", "PLANBUS_HTN_MAX_MEMORY", planner.DefaultHTNMaxMemory,
+		"most memory one HTN generation may hold (requests may ask for less in htn.budget.memory)")
+	f.Size(&p.goapMaxMemory, "goap-max-memory", "PLANBUS_GOAP_MAX_MEMORY", planner.DefaultGOAPMaxMemory,
+		"most memory one GOAP generation may hold (requests may ask for less in goap.budget.memory)")
+	f.Int(&p.goapMaxNodes, "goap-max-nodes", "PLANBUS_GOAP_MAX_NODES", planner.DefaultGOAPMaxNodes,
+		"most states one GOAP generation may expand (requests may ask for less in goap.budget.nodes)")
+	f.Size(&p.genMaxMemory, "gen-max-memory", "PLANBUS_GEN_MAX_MEMORY", planner.DefaultGenMaxMemory,
+		"memory all generations running at once may hold together; a generation waits until its budget fits")
+	f.Int(&p.genConc, "gen-concurrency", "PLANBUS_GEN_CONCURRENCY", 0, "generations run at once, the others wait in line (0: the CPU count)")
+	f.Size(&p.memoryLimit, "memory-limit", "PLANBUS_MEMORY_LIMIT", 0,
+		"Go's soft memory limit for this process (0: $GOMEMLIMIT if set, else --gen-max-memory + 128MiB)")
+}
+
+// memoryHeadroom is what the soft memory limit leaves above the
+// generations' budget for the rest of the process.
+const memoryHeadroom = 128 << 20
+
+// applyMemoryLimit sets the process's soft memory limit: --memory-limit,
+// else $GOMEMLIMIT when set, else --gen-max-memory plus room for the rest
+// of the process. Generations that fill their budgets leave as much
+// garbage as they hold; with the limit, Go collects it before it doubles
+// the heap. It returns the limit in force.
+func (p *plannerFlags) applyMemoryLimit(env func(string) string) int64 {
+	switch {
+	case p.memoryLimit > 0:
+		debug.SetMemoryLimit(p.memoryLimit)
+	case env("GOMEMLIMIT") == "":
+		debug.SetMemoryLimit(p.genMaxMemory + memoryHeadroom)
+	}
+	return debug.SetMemoryLimit(-1)
 }
 
 func (p *plannerFlags) config() (planner.Config, error) {
-	cfg := planner.Config{DomainsDir: p.domains, AckWait: p.ackWait, Version: Version()}
+	cfg := planner.Config{DomainsDir: p.domains, AckWait: p.ackWait, Version: Version(),
+		HTNMaxMemory: p.htnMaxMemory, GOAPMaxMemory: p.goapMaxMemory, GOAPMaxNodes: p.goapMaxNodes,
+		GenMaxMemory: p.genMaxMemory, GenConcurrency: p.genConc}
+	switch {
+	case p.htnMaxMemory < 1<<20:
+		return cfg, fmt.Errorf("--htn-max-memory %d: want at least 1MiB", p.htnMaxMemory)
+	case p.goapMaxMemory < 1<<20:
+		return cfg, fmt.Errorf("--goap-max-memory %d: want at least 1MiB", p.goapMaxMemory)
+	case p.goapMaxNodes < 1:
+		return cfg, fmt.Errorf("--goap-max-nodes %d: want at least 1", p.goapMaxNodes)
+	case p.genMaxMemory < max(p.htnMaxMemory, p.goapMaxMemory):
+		return cfg, fmt.Errorf("--gen-max-memory %d: want at least --htn-max-memory (%d) and --goap-max-memory (%d), so that a generation fits",
+			p.genMaxMemory, p.htnMaxMemory, p.goapMaxMemory)
+	case p.genConc < 0:
+		return cfg, fmt.Errorf("--gen-concurrency %d: want 0 (the CPU count) or more", p.genConc)
+	}
 	if p.domains != "" {
 		if st, err := os.Stat(p.domains); err != nil || !st.IsDir() {
 			return cfg, fmt.Errorf("--domains %q: not a directory", p.domains)
@@ -379,6 +431,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
 	n, err := node.Start(ctx, cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")

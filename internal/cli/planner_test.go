@@ -125,6 +125,11 @@ func TestPlannerUsage(t *testing.T) {
 		{"unknown flag", []string{"run", "--frobnicate", "a.json"}, ExitUsage, "flag provided but not defined: -frobnicate"},
 		{"bad log level", []string{"run", "--log-level", "loud", "a.json"}, ExitUsage, `--log-level "loud"`},
 		{"run help", []string{"run", "-h"}, ExitOK, "Usage: planner run [flags] FILE"},
+		{"not a size", []string{"run", "--htn-max-memory", "lots", "a.json"}, ExitUsage, `"lots" is not a size like 256MiB`},
+		{"generation over the node budget", []string{"run", "--htn-max-memory", "512MiB", "a.json"}, ExitUsage,
+			"--gen-max-memory 268435456: want at least --htn-max-memory (536870912)"},
+		{"tiny htn budget", []string{"run", "--htn-max-memory", "1KiB", "a.json"}, ExitUsage, "--htn-max-memory 1024: want at least 1MiB"},
+		{"negative concurrency", []string{"run", "--gen-concurrency", "-1", "a.json"}, ExitUsage, "--gen-concurrency -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +174,7 @@ func TestBadEnvironmentIsAUsageErrorNamingTheVariable(t *testing.T) {
 		{"PLANBUS_WORKERS", "abc", `$PLANBUS_WORKERS="abc" is not a number`},
 		{"PLANBUS_ACK_WAIT", "soon", `$PLANBUS_ACK_WAIT="soon" is not a duration`},
 		{"PLANBUS_LOG_LEVEL", "loud", `--log-level "loud"`},
+		{"PLANBUS_HTN_MAX_MEMORY", "big", `$PLANBUS_HTN_MAX_MEMORY="big": "big" is not a size`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -87,6 +87,7 @@ func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Log
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
 	return serveComponent(ctx, c, log, io.Stderr, "planner", bus.RolePlanner, func(conn *bus.Conn) (runner, error) {
 		if conn.NC.AuthRequired() {
 			// Only planners.> is open to the planner role's requests.

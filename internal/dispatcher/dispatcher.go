@@ -81,7 +81,7 @@ type pending struct {
 	futures      []jetstream.PubAckFuture
 	timeoutTimer int // index in futures of the plan's timeout timer, or -1
 	cancel, done bool
-	ack          []jetstream.Msg
+	ack          []item
 }
 
 // Dispatcher executes plans. Create it with New and start it with Run.
@@ -117,6 +117,9 @@ type counters struct {
 	// ResultsRejected counts results dropped unapplied: invalid, on another
 	// plan's subject, or without their call's token.
 	ResultsRejected atomic.Int64
+	// Dropped counts messages given up at their delivery limit, and
+	// invalid timers.
+	Dropped atomic.Int64
 }
 
 // New checks the config and prepares a dispatcher on conn.
@@ -218,7 +221,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			FilterSubject: src.filter,
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       d.cfg.AckWait,
-			MaxDeliver:    -1,
+			MaxDeliver:    bus.ConsumerMaxDeliver(d.cfg.DeliveryLimit),
 			MaxAckPending: src.maxAck,
 		})
 		if err != nil {
@@ -264,6 +267,7 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 	case kindTimer:
 		var tm timerMsg
 		if err := json.Unmarshal(m.Data(), &tm); err != nil || tm.PlanID != it.planID {
+			d.stats.Dropped.Add(1)
 			d.log.Error().Str("subject", subj).Msg("dropping an invalid timer")
 			_ = m.TermWithReason("invalid timer")
 			return

@@ -84,7 +84,7 @@ type renderedCall struct {
 func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) rendered {
 	eng := ent.eng
 	p, st := eng.Plan(), eng.State()
-	limit := int(d.conn.NC.MaxPayload()) - 4096 // headers and margin
+	limit := d.storeLimit()
 	var out rendered
 	outputs := func(id string) (json.RawMessage, bool) {
 		i, ok := eng.Index(id)
@@ -204,13 +204,11 @@ func (d *Dispatcher) settle(pd pending) {
 		case <-ctx.Done():
 			d.log.Error().Str("plan_id", pd.planID).Msg("publishes not stored in time; messages will be redelivered")
 		}
-		for _, m := range pd.ack {
-			_ = m.NakWithDelay(time.Second)
-		}
+		d.handBack(d.log.With().Str("plan_id", pd.planID).Logger(), pd.ack, time.Second, errors.New("publishes not stored"))
 		return
 	}
-	for _, m := range pd.ack {
-		_ = m.Ack()
+	for _, it := range pd.ack {
+		_ = it.msg.Ack()
 	}
 	if pd.cancel {
 		d.cancel(pd.planID)
@@ -253,12 +251,6 @@ func sessionOf(st *execution.State) string {
 func ackAll(items []item) {
 	for _, it := range items {
 		_ = it.msg.Ack()
-	}
-}
-
-func nakAll(items []item, delay time.Duration) {
-	for _, it := range items {
-		_ = it.msg.NakWithDelay(delay)
 	}
 }
 

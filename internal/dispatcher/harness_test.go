@@ -86,6 +86,7 @@ type opts struct {
 	workers, dispatchers, concurrency int
 	ackWait                           time.Duration
 	extra                             []skills.Skill // served besides the built-ins and the probe
+	deliveryLimit                     int
 }
 
 func start(t *testing.T, o opts) *harness {
@@ -104,7 +105,7 @@ func start(t *testing.T, o opts) *harness {
 		Bus:          cfg,
 		Dispatchers:  o.dispatchers,
 		NoDispatcher: o.dispatchers < 0,
-		Dispatcher:   dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8},
+		Dispatcher:   dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8, DeliveryLimit: o.deliveryLimit},
 		Workers:      o.workers,
 		Worker:       workerConfig(pr, o),
 	}, zerolog.Nop())

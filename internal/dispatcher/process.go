@@ -39,7 +39,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		if r := recover(); r != nil {
 			log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("dispatcher bug; messages will be redelivered")
 			d.forget(s, planID)
-			nakAll(items, 5*time.Second)
+			d.handBack(log, items, 5*time.Second, fmt.Errorf("dispatcher bug: %v", r))
 		}
 	}()
 	var rest []item
@@ -68,7 +68,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		}
 		if err != nil {
 			log.Error().Err(err).Msg("cannot load plan state; messages will be redelivered")
-			nakAll(rest, time.Second)
+			d.handBack(log, rest, time.Second, err)
 			return
 		}
 		// A message that follows from a change this state has not seen
@@ -108,7 +108,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
 			log.Error().Err(err).Msg("cannot record skill health or session state; messages will be redelivered")
 			delete(s.cache, planID)
-			nakAll(rest, time.Second)
+			d.handBack(log, rest, time.Second, err)
 			return
 		}
 		if redelivered {
@@ -128,7 +128,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			if err != nil {
 				log.Error().Err(err).Msg("cannot store plan state; messages will be redelivered")
 				delete(s.cache, planID)
-				nakAll(rest, time.Second)
+				d.handBack(log, rest, time.Second, err)
 				return
 			}
 			ent.rev = rev
@@ -137,12 +137,10 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		if err != nil {
 			log.Error().Err(err).Msg("cannot publish effects; messages will be redelivered")
 			delete(s.cache, planID)
-			nakAll(rest, time.Second)
+			d.handBack(log, rest, time.Second, err)
 			return
 		}
-		for _, it := range current {
-			pd.ack = append(pd.ack, it.msg)
-		}
+		pd.ack = append(pd.ack, current...)
 		s.acks <- pd
 		d.holdBack(log, ahead)
 		if ent.eng.Done() {
@@ -151,7 +149,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		return
 	}
 	log.Warn().Int("tries", casRetries).Msg("lost every compare-and-set; messages will be redelivered")
-	nakAll(rest, 100*time.Millisecond)
+	d.handBack(log, rest, 100*time.Millisecond, fmt.Errorf("lost %d compare-and-sets on the state of plan %s", casRetries, planID))
 }
 
 // verify applies the tool's verification gate, if it has one: a succeeded
@@ -181,17 +179,13 @@ func (d *Dispatcher) verdict(eng *execution.Engine, it item) execution.Verdict {
 	return eng.TimerVerdict(it.timer)
 }
 
-// maxHoldBacks bounds how often a message that is ahead of the plan's
-// state is handed back: a state that lags catches up in moments, so a
-// message still ahead after this many deliveries never will be.
-const maxHoldBacks = 30
-
-// holdBack hands back messages that are ahead of a freshly read state.
+// holdBack hands back messages that are ahead of a freshly read state. A
+// state that lags catches up in moments, so a message still ahead at its
+// delivery limit never will be: it is dropped.
 func (d *Dispatcher) holdBack(log zerolog.Logger, ahead []item) {
 	for _, it := range ahead {
-		if meta, err := it.msg.Metadata(); err == nil && meta.NumDelivered > maxHoldBacks {
-			log.Warn().Str("subject", it.msg.Subject()).Msg("dropping a message the plan's state never caught up with")
-			_ = it.msg.Ack()
+		if n := bus.Deliveries(it.msg); n >= d.cfg.DeliveryLimit {
+			d.drop(log, it, fmt.Sprintf("still ahead of its plan's state after %d deliveries", n), nil)
 			continue
 		}
 		_ = it.msg.NakWithDelay(200 * time.Millisecond)

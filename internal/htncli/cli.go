@@ -32,7 +32,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	first := fs.Bool("first", false, "stop at the first plan (or answer) and print it as (op1, op2)")
 	query := fs.Bool("query", false, "treat the goal as a Prolog query and print its answers")
 	facts := fs.Bool("facts", false, "also print the final facts of each plan")
-	budget := fs.Int64("budget", 0, "memory budget in `bytes` (0: the default of 1 GiB, -1: none)")
+	budget := fs.Int64("budget", 0, "memory budget in `bytes` (0: the default of 256 MiB, -1: none)")
 	stats := fs.Bool("stats", false, "print nodes, steps, peak memory and time to stderr")
 	memprofile := fs.String("memprofile", "", "write a heap profile to `file` after planning")
 	fs.Usage = func() {

@@ -18,12 +18,18 @@ import (
 
 // accept validates a request as the endpoint receives it and queues it.
 func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
+	if err := s.checkSize(nil, doc); err != nil {
+		return nil, err // before decoding: a request too large is refused cheaply
+	}
 	r, err := DecodeRequest(doc)
 	if err != nil {
 		return nil, err
 	}
 	if r.RequestID == "" {
 		r.RequestID = nuid.Next()
+	}
+	if err := s.cfg.checkBudget(r); err != nil {
+		return nil, err
 	}
 	switch r.Kind {
 	case KindExternal:
@@ -72,6 +78,9 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkSize(r, data); err != nil {
+		return nil, err
+	}
 	if _, err := s.conn.JS.Publish(ctx, bus.RequestSubject(r.RequestID), data, jetstream.WithMsgID(r.RequestID)); err != nil {
 		return nil, fmt.Errorf("planner: queue request: %w", err)
 	}
@@ -101,8 +110,9 @@ type ReplyError struct {
 func (s *Service) addService() (micro.Service, error) {
 	svc, err := micro.AddService(s.conn.NC, micro.Config{
 		Name: bus.ServicePlanner, Version: s.cfg.Version,
-		Description: "planbus planner: plan requests in, plans out, replans on failure",
-		Metadata:    map[string]string{"planner": s.cfg.ID},
+		Description:  "planbus planner: plan requests in, plans out, replans on failure",
+		Metadata:     map[string]string{"planner": s.cfg.ID},
+		StatsHandler: func(*micro.Endpoint) any { return s.Stats() },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("planner: micro service: %w", err)

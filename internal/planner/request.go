@@ -47,6 +47,8 @@ type HTNRequest struct {
 	Program string   `json:"program,omitempty"`
 	Goal    string   `json:"goal"`
 	Facts   []string `json:"facts,omitempty"`
+	// Budget lowers the planner's limits for this request's generations.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // GOAPRequest names a GOAP domain, optionally a goal, and facts.
@@ -55,6 +57,8 @@ type GOAPRequest struct {
 	Inline json.RawMessage `json:"inline,omitempty"`
 	Goal   string          `json:"goal,omitempty"`
 	State  map[string]any  `json:"state,omitempty"`
+	// Budget lowers the planner's limits for this request's generations.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // TemplateRequest names a template or gives text to match.

@@ -141,7 +141,10 @@ func (w *Worker) Run(ctx context.Context) error {
 			FilterSubject: bus.ToolSubject(m.Name),
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       w.cfg.AckWait,
-			MaxDeliver:    -1,
+			// Above MaxDeliver, where the worker reports WORKER_CRASH, so
+			// that report gets deliveries of its own; then the server
+			// stops and the plan's timeout ends the call.
+			MaxDeliver:    bus.ConsumerMaxDeliver(w.cfg.MaxDeliver),
 			MaxAckPending: maxAck,
 			MaxWaiting:    4096,
 		})
