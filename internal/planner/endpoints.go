@@ -152,6 +152,15 @@ func (s *Service) handleRequest(req micro.Request) {
 	_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted"})
 }
 
+// reject answers a request to an endpoint with what was wrong with it, in
+// the body (for any NATS client) and in the service error headers (for
+// nats micro tools).
+func reject(req micro.Request, field, msg string) {
+	rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: msg, Field: field}}
+	data, _ := json.Marshal(rej)
+	_ = req.Error("400", msg, data)
+}
+
 // handleReset restarts a session (the §3.1 "session restart" edge): every
 // skill back to healthy; with "state": true the session's state is
 // cleared too.
@@ -160,8 +169,12 @@ func (s *Service) handleReset(req micro.Request) {
 		SessionID string `json:"sessionId"`
 		State     bool   `json:"state"`
 	}
-	if err := json.Unmarshal(req.Data(), &q); err != nil || !plan.ValidID(q.SessionID) {
-		_ = req.Error("400", `want {"sessionId": "...", "state": false}`, nil)
+	if err := json.Unmarshal(req.Data(), &q); err != nil {
+		reject(req, "/", `want {"sessionId": "...", "state": false}: `+err.Error())
+		return
+	}
+	if !plan.ValidID(q.SessionID) {
+		reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

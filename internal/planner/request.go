@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
@@ -98,6 +99,19 @@ func (e *RequestError) Is(target error) bool { return target == ErrInvalidReques
 // DecodeRequest validates a request against its schema and decodes it,
 // filling defaults: sessionId "default", maxAttempts 5 (1 for kind plan).
 func DecodeRequest(doc []byte) (*Request, error) {
+	if !utf8.Valid(doc) {
+		// JSON is UTF-8 (RFC 8259); decoding would quietly replace the
+		// bad bytes, so what ran would not be what was sent.
+		at := 0
+		for at < len(doc) {
+			r, size := utf8.DecodeRune(doc[at:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			at += size
+		}
+		return nil, &RequestError{Msg: fmt.Sprintf("not valid UTF-8 at byte offset %d (0x%02x)", at, doc[at])}
+	}
 	if err := schemas.Validate(schemas.PlanRequest, doc); err != nil {
 		var se *schemas.Error
 		if errors.As(err, &se) {
