@@ -83,6 +83,8 @@ func hostileRequests() []hostile {
 		r("HTN syntax error", `{"kind":"htn","htn":{"program":"at(downtown","goal":"x"}}`, "/htn/program"),
 		r("HTN budget above the maximum", `{"kind":"htn","htn":{"program":"a().","goal":"a()","budget":{"memory":1099511627776}}}`, "/htn/budget/memory"),
 		r("GOAP domain of wrong shape", `{"kind":"goap","goap":{"inline":{"actions":"x"}}}`, "/goap"),
+		r("external planner on planbus's own subject", `{"kind":"external","planner":"planbus.results.x"}`, "/planner", "reserved"),
+		r("external planner on a server subject", `{"kind":"external","planner":"$JS.API.STREAM.DELETE.PLANBUS_PLANS"}`, "/planner"),
 		r("template without a library", `{"kind":"template","template":{"id":"x"}}`, "template"),
 		{name: "10 MB (over the server's max payload)", subject: bus.SubjectPlanRequest, data: text(tooBig), publishErr: nats.ErrMaxPayload},
 		{name: "session reset: garbage", subject: bus.SubjectSessionReset, data: text(`{"sessionId":`), reply: []string{"sessionId"}},

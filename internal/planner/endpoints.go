@@ -33,6 +33,14 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 	}
 	switch r.Kind {
 	case KindExternal:
+		for _, reserved := range []string{"planbus.", "$", "_INBOX"} {
+			if strings.HasPrefix(r.Planner, reserved) {
+				// planbus's own subjects and the server's are not planners:
+				// a request must not make the planner publish there.
+				return nil, &RequestError{Field: "/planner",
+					Msg: fmt.Sprintf("external planner %q: subjects under %s are reserved; name a planner's own subject (e.g. planners.mine)", r.Planner, reserved)}
+			}
+		}
 		if p := s.cfg.ExternalPrefix; p != "" && !strings.HasPrefix(r.Planner, p) {
 			return nil, &RequestError{Field: "/planner",
 				Msg: fmt.Sprintf("external planner %q: with authorization on, external planners answer on subjects under %s", r.Planner, p)}
