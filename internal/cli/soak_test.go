@@ -42,14 +42,17 @@ type soakShape struct {
 
 // ledgerTool appends its key to the ledger, once: it looks for the key
 // first, the way a tool uses the idempotency key it is handed, and it
-// records every run in a second file so re-runs show.
+// records every run in a second file so re-runs show. Then it works for a
+// moment, so that workers are killed while calls run: such a call is run
+// again by another worker once its ack wait is over (at least once), and
+// its side effect must still be in the ledger once.
 func ledgerTool(id, key string, deps ...string) string {
 	d, _ := json.Marshal(deps)
 	if deps == nil {
 		d = []byte("[]")
 	}
 	return fmt.Sprintf(`{"toolId":%q,"skill":"shell","dependencies":%s,"input":{"argv":["sh","-c",`+
-		`"grep -qxF \"$KEY\" \"$LEDGER\" 2>/dev/null || echo \"$KEY\" >> \"$LEDGER\"; echo \"$KEY\" >> \"$RUNS\""],`+
+		`"grep -qxF \"$KEY\" \"$LEDGER\" 2>/dev/null || echo \"$KEY\" >> \"$LEDGER\"; echo \"$KEY\" >> \"$RUNS\"; sleep 0.3"],`+
 		`"env":{"KEY":%q}}}`, id, d, key)
 }
 
