@@ -27,6 +27,7 @@ type workerFlags struct {
 	shellDir     string
 	shellPassEnv string
 	httpAllow    string
+	httpPrivate  bool
 	simulate     string
 	id           string
 }
@@ -39,15 +40,20 @@ func (w *workerFlags) register(f *flags) {
 	f.String(&w.shellAllow, "shell-allow", "PLANBUS_SHELL_ALLOW", "", "programs the shell skill may run, comma-separated (empty: none)")
 	f.String(&w.shellDir, "shell-dir", "PLANBUS_SHELL_DIR", "", "working directory of the shell skill (default: the current one)")
 	f.String(&w.shellPassEnv, "shell-pass-env", "PLANBUS_SHELL_PASS_ENV", "HOME", "worker environment variables shell programs also see, comma-separated (besides PATH)")
-	f.String(&w.httpAllow, "http-allow", "PLANBUS_HTTP_ALLOW", "", "hosts the http skill may call, comma-separated (empty: any)")
+	f.String(&w.httpAllow, "http-allow", "PLANBUS_HTTP_ALLOW", "", "hosts the http skill may call, comma-separated, each host or host:port (empty: any host at a public address)")
+	f.Bool(&w.httpPrivate, "http-allow-private", "PLANBUS_HTTP_ALLOW_PRIVATE", false, "let the http skill connect to loopback, private (RFC 1918, CGNAT, unique-local) addresses, and to link-local ones for hosts named in --http-allow (default: refused)")
 	f.String(&w.simulate, "simulate", "PLANBUS_SIMULATE", "", "stand-in skills, space-separated: name(param,...) succeeds, name(param,...)=category always fails")
 	f.String(&w.id, "id", "PLANBUS_WORKER_ID", "", "worker id (default hostname-pid-n)")
 }
 
+// outputCap is the largest output of a call the worker accepts; the http
+// skill cuts bodies to fit it.
+const outputCap = 1 << 20
+
 func (w *workerFlags) config() (worker.Config, error) {
 	all := skills.Builtins(skills.BuiltinConfig{
 		Shell: skills.ShellConfig{Allow: splitList(w.shellAllow), Dir: w.shellDir, PassEnv: splitList(w.shellPassEnv)},
-		HTTP:  skills.HTTPConfig{AllowHosts: splitList(w.httpAllow)},
+		HTTP:  skills.HTTPConfig{AllowHosts: splitList(w.httpAllow), AllowPrivate: w.httpPrivate, OutputCap: outputCap},
 	})
 	var chosen []skills.Skill
 	var names []string
@@ -76,7 +82,7 @@ func (w *workerFlags) config() (worker.Config, error) {
 		return worker.Config{}, fmt.Errorf("--skills: no skills given")
 	}
 	return worker.Config{ID: w.id, Skills: chosen, Concurrency: w.concurrency, AckWait: w.ackWait,
-		DrainTimeout: w.drainTimeout, Version: Version()}, nil
+		DrainTimeout: w.drainTimeout, OutputCap: outputCap, Version: Version()}, nil
 }
 
 // Toolworker is the toolworker command.
