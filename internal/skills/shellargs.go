@@ -22,7 +22,7 @@ func (s *shell) checkArgs(rule programRule, name, base string, args []string, ro
 		}
 		if !slices.Contains(rule.subcommands, args[0]) {
 			return InvalidInput("shell: %s subcommand %q is not allowed (allowed: %s); the worker's --shell-allow limits it",
-				name, args[0], strings.Join(rule.subcommands, ", "))
+				name, clip(args[0]), strings.Join(rule.subcommands, ", "))
 		}
 	}
 	if check := programChecks[base]; check != nil {
@@ -32,10 +32,20 @@ func (s *shell) checkArgs(rule programRule, name, base string, args []string, ro
 	}
 	for i, a := range args {
 		if err := checkPathArg(a, root, dir); err != nil {
-			return InvalidInput("shell: argv[%d] %q: %v", i+1, a, err)
+			return InvalidInput("shell: argv[%d] %q: %v", i+1, clip(a), err)
 		}
 	}
 	return nil
+}
+
+// clip shortens an argument quoted in an error, so that a huge one does
+// not make a huge message.
+func clip(a string) string {
+	const limit = 200
+	if len(a) <= limit {
+		return a
+	}
+	return strings.ToValidUTF8(a[:limit], "") + "..."
 }
 
 // devices are absolute paths any program may be given: they neither hold
@@ -95,7 +105,7 @@ func resolvesInside(root, path string) bool {
 			rel, err := filepath.Rel(root, real)
 			return err == nil && (rel == "." || filepath.IsLocal(rel))
 		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, os.ErrInvalid) {
+		if !errors.Is(err, fs.ErrNotExist) {
 			if _, lerr := os.Lstat(p); lerr == nil {
 				return false // exists but cannot be resolved (a symlink loop): refuse
 			}
@@ -157,7 +167,7 @@ func checkOptions(name string, args []string, dangers []optionDanger) error {
 			return nil
 		}
 		if d, ok := matchOption(a, dangers); ok {
-			return InvalidInput("shell: %s option %q is refused: %s", name, a, d.why)
+			return InvalidInput("shell: %s option %q is refused: %s", name, clip(a), d.why)
 		}
 	}
 	return nil
@@ -249,7 +259,7 @@ func checkGit(name string, rule programRule, args []string) error {
 		if why == "" {
 			why = "only " + strings.Join(gitGlobalSafe, ", ") + " are allowed before the subcommand"
 		}
-		return InvalidInput("shell: %s option %q before the subcommand is refused: %s", name, a, why)
+		return InvalidInput("shell: %s option %q before the subcommand is refused: %s", name, clip(a), why)
 	}
 	if i == len(args) {
 		return nil
@@ -276,7 +286,7 @@ func checkFind(name string, _ programRule, args []string) error {
 	for _, a := range args {
 		switch a {
 		case "-exec", "-execdir", "-ok", "-okdir":
-			return InvalidInput("shell: %s option %q is refused: it runs commands", name, a)
+			return InvalidInput("shell: %s option %q is refused: it runs commands", name, clip(a))
 		}
 	}
 	return nil
@@ -293,7 +303,7 @@ func checkTar(name string, _ programRule, args []string) error {
 	// a dash: "xIf".
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		if d, ok := matchOption("-"+args[0], tarDangers); ok {
-			return InvalidInput("shell: %s option %q is refused: %s", name, args[0], d.why)
+			return InvalidInput("shell: %s option %q is refused: %s", name, clip(args[0]), d.why)
 		}
 	}
 	return checkOptions(name, args, tarDangers)
