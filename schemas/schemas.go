@@ -31,6 +31,7 @@ const (
 	SkillManifest   = "skill-manifest.schema.json"
 	PlanRequest     = "plan-request.schema.json"
 	Outcome         = "outcome.schema.json"
+	Cancel          = "cancel.schema.json"
 )
 
 const baseURL = "https://planbus.dev/schemas/"

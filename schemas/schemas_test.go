@@ -57,7 +57,7 @@ func TestToolResultNeedsErrorWhenFailed(t *testing.T) {
 }
 
 func TestAllSchemasCompile(t *testing.T) {
-	for _, n := range []string{Plan, ToolCall, ToolResult, ExecutionResult, Event, SkillManifest, PlanRequest, Outcome} {
+	for _, n := range []string{Plan, ToolCall, ToolResult, ExecutionResult, Event, SkillManifest, PlanRequest, Outcome, Cancel} {
 		if _, err := schema(n); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}
@@ -74,4 +74,28 @@ func FuzzValidatePlan(f *testing.F) {
 			t.Fatalf("error %v does not match ErrInvalid", err)
 		}
 	})
+}
+
+// Results must echo their call's token; a worker that does not, or that
+// sends something else in its place, is refused at the schema.
+func TestToolResultNeedsItsToken(t *testing.T) {
+	const base = `{"planId":"p","requestId":"r","toolId":"A","skill":"echo","attempt":1,"state":"succeeded"`
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"no token", base + `}`, "missing property 'token'"},
+		{"too short", base + `,"token":"abc"}`, "at /token: "},
+		{"not base64url", base + `,"token":"` + strings.Repeat("+", 43) + `"}`, "at /token: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Validate(ToolResult, []byte(tt.doc))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	if err := Validate(ToolResult, []byte(base+`,"token":"`+strings.Repeat("A", 43)+`"}`)); err != nil {
+		t.Errorf("a result with a token: %v", err)
+	}
 }

@@ -78,9 +78,33 @@ clients() {
 # connections: how many clients each node has (diagnostics).
 connections() { echo "nats1:$(clients nats1) nats2:$(clients nats2) nats3:$(clients nats3)"; }
 
-# up brings the stack up on fresh volumes. nats1's client port is published
-# on a free loopback port, so parallel projects do not collide.
+# The roles' seeds and the NATS users of compose.yaml (never committed).
+export PLANBUS_AUTH_DIR=${PLANBUS_AUTH_DIR:-$ROOT/deploy/nats/auth}
+
+# auth_init writes the seed of every role and the NATS users block into
+# PLANBUS_AUTH_DIR with the image's `planner auth init` (it keeps seeds that
+# exist), and lets the services read their seed: the seeds are 0600, so
+# the services run as their owner. Run as root, the seeds the services use
+# go to the image's user 65532 instead, so no container runs as root.
+auth_init() {
+  say "writing the roles' seeds and NATS users: planner auth init $PLANBUS_AUTH_DIR"
+  mkdir -p "$PLANBUS_AUTH_DIR"
+  dk run --rm --user "$(id -u):$(id -g)" -v "$PLANBUS_AUTH_DIR:/auth" --entrypoint /bin/planner "$PLANBUS_IMAGE" \
+    auth init /auth | sed 's/^/    /' >&2 || fail "planner auth init failed"
+  if (($(id -u) == 0)); then
+    chown 65532:65532 "$PLANBUS_AUTH_DIR"/{planner,dispatcher,worker,client}.nk
+    export PLANBUS_UID=65532 PLANBUS_GID=65532
+  else
+    PLANBUS_UID=$(id -u) PLANBUS_GID=$(id -g)
+    export PLANBUS_UID PLANBUS_GID
+  fi
+}
+
+# up brings the stack up on fresh volumes, with authentication (auth_init).
+# nats1's client port is published on a free loopback port, so parallel
+# projects do not collide.
 up() {
+  auth_init
   say "starting the stack: project $PROJECT (${COMPOSE[*]})"
   PLANBUS_NATS_PUBLISH=127.0.0.1: dc up -d --no-build
   say "waiting for the three NATS nodes to report healthy"
@@ -103,13 +127,13 @@ diagnose() {
 }
 
 # planner NAME SECONDS ARGS...: runs `planner ARGS` in a one-off container of
-# the planner service, stdout to $WORK/NAME.out and stderr to
-# $WORK/NAME.err; sets RC (124 when SECONDS passed first).
+# the client service (the client role), stdout to $WORK/NAME.out and stderr
+# to $WORK/NAME.err; sets RC (124 when SECONDS passed first).
 planner() {
   local name=$1 secs=$2
   shift 2
   RC=0
-  DC_TIMEOUT=$secs dc run -T --rm planner "$@" </dev/null >"$WORK/$name.out" 2>"$WORK/$name.err" || RC=$?
+  DC_TIMEOUT=$secs dc run -T --rm client "$@" </dev/null >"$WORK/$name.out" 2>"$WORK/$name.err" || RC=$?
 }
 
 # planner_bg NAME SECONDS ARGS...: like planner, in the background; sets
@@ -119,7 +143,7 @@ planner_bg() {
   shift 2
   (
     rc=0
-    DC_TIMEOUT=$secs dc run -T --rm planner "$@" </dev/null >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+    DC_TIMEOUT=$secs dc run -T --rm client "$@" </dev/null >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
     echo "$rc" >"$WORK/$name.rc"
   ) &
   PLANNER_PID=$!

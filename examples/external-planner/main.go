@@ -123,8 +123,17 @@ func Serve(ctx context.Context, nc *nats.Conn, subject string) error {
 func main() {
 	url := flag.String("nats-url", envOr("NATS_URL", nats.DefaultURL), "NATS server URL")
 	subject := flag.String("subject", "planners.travel", "subject to answer on")
+	nkey := flag.String("nkey", os.Getenv("NATS_NKEY"), "nkey seed file to authenticate with (with auth on: the worker role's, worker.nk)")
 	flag.Parse()
-	nc, err := nats.Connect(*url, nats.Name("planbus-example-external-planner"))
+	opts := []nats.Option{nats.Name("planbus-example-external-planner")}
+	if *nkey != "" {
+		o, err := nats.NkeyOptionFromSeed(*nkey)
+		if err != nil {
+			log.Fatalf("external-planner: %v", err)
+		}
+		opts = append(opts, o)
+	}
+	nc, err := nats.Connect(*url, opts...)
 	if err != nil {
 		log.Fatalf("external-planner: %v", err)
 	}

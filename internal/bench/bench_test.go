@@ -79,3 +79,22 @@ func TestMeasureOnTheFloor(t *testing.T) {
 		t.Errorf("report:\n%s", out.String())
 	}
 }
+
+// The built-in workloads are the shared files, each a valid plan.
+func TestBuiltinWorkloads(t *testing.T) {
+	ws, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range ws {
+		names = append(names, w.Name)
+		if _, err := w.Plan("p"); err != nil {
+			t.Errorf("%s: %v", w.Name, err)
+		}
+	}
+	want := []string{"chain-100", "diamond-sleep", "fanout-1000", "layered-10x20", "many-plans", "random-500"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("built-in workloads %v, want %v", names, want)
+	}
+}

@@ -6,10 +6,12 @@
 package bench
 
 import (
+	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 
 	"github.com/planbus/planbus/internal/plan"
@@ -31,26 +33,46 @@ type Workload struct {
 
 // Load reads every *.json workload in dir, sorted by name.
 func Load(dir string) ([]*Workload, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	return load(os.DirFS(dir), dir)
+}
+
+// builtin holds the shared benchmark workloads, copied unchanged (peer
+// systems run the same files), so the benchmark runs from any checkout
+// or binary.
+//
+//go:embed workloads/*.json
+var builtin embed.FS
+
+// Builtin returns the workloads built into planbus.
+func Builtin() ([]*Workload, error) {
+	sub, err := fs.Sub(builtin, "workloads")
+	if err != nil {
+		return nil, err
+	}
+	return load(sub, "built-in workloads")
+}
+
+func load(fsys fs.FS, where string) ([]*Workload, error) {
+	files, err := fs.Glob(fsys, "*.json")
 	if err != nil {
 		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("bench: no *.json workloads in %s", dir)
+		return nil, fmt.Errorf("bench: no *.json workloads in %s", where)
 	}
 	sort.Strings(files)
 	var out []*Workload
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := fs.ReadFile(fsys, f)
 		if err != nil {
 			return nil, err
 		}
 		var w Workload
 		if err := json.Unmarshal(b, &w); err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", f, err)
+			return nil, fmt.Errorf("bench: %s: %w", path.Join(where, f), err)
 		}
 		if w.Name == "" {
-			w.Name = filepath.Base(f)
+			w.Name = f
 		}
 		if w.Instances < 1 {
 			w.Instances = 1

@@ -3,6 +3,8 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +102,52 @@ func TestDeclareReplacesAFileBackedEventsStream(t *testing.T) {
 	}
 	if got := s.CachedInfo().Config.Storage; got != jetstream.MemoryStorage {
 		t.Errorf("events storage %v, want memory", got)
+	}
+}
+
+// Two embedded servers on one data dir would corrupt its store: the second
+// is refused, naming the holder, and may start once the first is gone.
+func TestDataDirIsLocked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
+	first, err := bus.StartServer(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bus.StartServer(ctx, cfg, zerolog.Nop())
+	if !errors.Is(err, bus.ErrDataDirInUse) || !strings.Contains(err.Error(), "process "+strconv.Itoa(os.Getpid())) {
+		first.Shutdown()
+		t.Fatalf("second server on the dir: %v, want ErrDataDirInUse naming PID %d", err, os.Getpid())
+	}
+	first.Shutdown()
+	again, err := bus.StartServer(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("a server on the dir after the first stopped: %v", err)
+	}
+	again.Shutdown()
+}
+
+func TestParseSync(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want bus.Sync
+		ok   bool
+	}{
+		{"always", bus.Sync{Always: true}, true},
+		{"1s", bus.Sync{Interval: time.Second}, true},
+		{"2m", bus.Sync{Interval: 2 * time.Minute}, true},
+		{"0s", bus.Sync{}, false},
+		{"-1s", bus.Sync{}, false},
+		{"sometimes", bus.Sync{}, false},
+		{"", bus.Sync{}, false},
+	} {
+		got, err := bus.ParseSync(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseSync(%q) = %+v, %v; want %+v, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if back, err := bus.ParseSync(got.String()); tt.ok && (err != nil || back != got) {
+			t.Errorf("ParseSync(%q).String() = %q, which reads back as %+v, %v", tt.in, got.String(), back, err)
+		}
 	}
 }

@@ -25,6 +25,16 @@ type Config struct {
 	TLSCAFile string
 	// Name is the client connection name shown by the server.
 	Name string
+	// ConnectTimeout bounds how long Dial waits for the server to answer
+	// before it gives up. 0 means it keeps trying until its context ends,
+	// which suits long-running components that may start before NATS.
+	ConnectTimeout time.Duration
+	// Role is who the connection is when the server has authorization on
+	// (roles.go): it picks the inbox prefix the role may receive replies
+	// on, and what Declare creates and what it waits for. Empty: a
+	// connection that declares everything (no authorization, or an
+	// operator's), with the default inbox.
+	Role Role
 
 	// Listen is the embedded server's address. Default 127.0.0.1:4222;
 	// port 0 picks a free port.
@@ -45,6 +55,54 @@ type Config struct {
 	DuplicateWindow time.Duration
 	// MaxPayload of the embedded server, in bytes. Default 8 MiB.
 	MaxPayload int32
+	// Sync is when the embedded server's store is flushed to disk
+	// (fsync). The zero value is DefaultSync. See docs/deploy.md for what
+	// each setting guarantees.
+	Sync Sync
+}
+
+// Sync says when a JetStream store is flushed to disk.
+type Sync struct {
+	// Always: every write is flushed before it is acknowledged.
+	Always bool
+	// Interval between flushes when not Always. 0 means DefaultSync.
+	Interval time.Duration
+}
+
+// DefaultSync is planbus's choice for the embedded store; docs/deploy.md
+// and docs/benchmarks.md give the reasons and the measured cost.
+var DefaultSync = Sync{Always: true}
+
+// ParseSync reads "always" or an interval such as "1s" or "2m".
+func ParseSync(s string) (Sync, error) {
+	if s == "always" {
+		return Sync{Always: true}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return Sync{}, fmt.Errorf("%w: Sync: %q is neither \"always\" nor a positive interval like 1s", ErrInvalidConfig, s)
+	}
+	return Sync{Interval: d}, nil
+}
+
+// String is the form ParseSync reads.
+func (s Sync) String() string {
+	if s.Always {
+		return "always"
+	}
+	if s.Interval == 0 {
+		return DefaultSync.String()
+	}
+	return s.Interval.String()
+}
+
+// interval is the server option's value: NATS's flush interval, also used
+// for housekeeping flushes when Always is set.
+func (s Sync) interval() time.Duration {
+	if s.Interval > 0 {
+		return s.Interval
+	}
+	return 2 * time.Minute
 }
 
 // Embedded reports whether the config asks for an embedded server.
@@ -73,6 +131,9 @@ func (c Config) Defaults() Config {
 	if c.Name == "" {
 		c.Name = "planbus"
 	}
+	if c.Sync == (Sync{}) {
+		c.Sync = DefaultSync
+	}
 	return c
 }
 
@@ -97,6 +158,17 @@ func (c Config) Validate() error {
 		}
 		if _, err := os.Stat(path); err != nil {
 			return bad(field, "%v", err)
+		}
+	}
+	if !c.Sync.Always && c.Sync.Interval < 0 {
+		return bad("Sync", "interval %s is negative", c.Sync.Interval)
+	}
+	if c.ConnectTimeout < 0 {
+		return bad("ConnectTimeout", "%s is negative", c.ConnectTimeout)
+	}
+	if c.Role != "" {
+		if _, err := ParseRole(string(c.Role)); err != nil {
+			return bad("Role", "%v", err)
 		}
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -16,11 +17,15 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// ErrUnreachable means Dial gave up after Config.ConnectTimeout.
+var ErrUnreachable = errors.New("bus: NATS unreachable")
+
 // Conn is one component's connection to NATS and JetStream.
 type Conn struct {
 	NC     *nats.Conn
 	JS     jetstream.JetStream
 	Config Config
+	log    zerolog.Logger
 }
 
 // Dial connects to cfg.URL, retrying with backoff until the server answers
@@ -35,6 +40,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
+		nats.CustomInboxPrefix(cfg.Role.InboxPrefix()),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.PingInterval(5 * time.Second), // a server cut off without a TCP reset is left in ~10 s, not ~4 min
@@ -68,6 +74,8 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 		opts = append(opts, nats.RootCAs(cfg.TLSCAFile))
 	}
 	var nc *nats.Conn
+	var lastErr error
+	tries := 0
 	connect := func() error {
 		var err error
 		nc, err = nats.Connect(cfg.URL, opts...)
@@ -77,23 +85,64 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 			// Waiting will not help: say so at once.
 			return backoff.Permanent(err)
 		default:
-			log.Info().Err(err).Str("url", cfg.URL).Msg("waiting for NATS")
+			lastErr = err
+			tries++
+			// The first failure is a warning, so even a command that only
+			// shows warnings says what it waits for; later ones are info.
+			ev := log.Info()
+			if tries == 1 {
+				ev = log.Warn()
+			}
+			ev.Err(err).Str("url", redactURL(cfg.URL)).Msg("waiting for NATS")
 		}
 		return err
+	}
+	dctx := ctx
+	if cfg.ConnectTimeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
+		defer cancel()
 	}
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 100 * time.Millisecond
 	b.MaxInterval = 2 * time.Second
 	b.MaxElapsedTime = 0
-	if err := backoff.Retry(connect, backoff.WithContext(b, ctx)); err != nil {
-		return nil, fmt.Errorf("bus: connect %s: %w", cfg.URL, err)
+	if err := backoff.Retry(connect, backoff.WithContext(b, dctx)); err != nil {
+		switch {
+		case lastErr == nil || !errors.Is(err, dctx.Err()):
+			return nil, fmt.Errorf("bus: connect %s: %w", redactURL(cfg.URL), err)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("bus: connect %s: stopped while waiting for the server (last error: %v): %w",
+				redactURL(cfg.URL), lastErr, ctx.Err())
+		default:
+			return nil, fmt.Errorf("%w: %s did not answer within %s (last error: %v); is NATS running there?",
+				ErrUnreachable, redactURL(cfg.URL), cfg.ConnectTimeout, lastErr)
+		}
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	return &Conn{NC: nc, JS: js, Config: cfg}, nil
+	return &Conn{NC: nc, JS: js, Config: cfg, log: log}, nil
+}
+
+// redactURL hides passwords and tokens in the URLs it is given.
+func redactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			continue
+		}
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		} else {
+			u.User = url.User("xxxxx")
+		}
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // refused: the server answered, and will not let this client in (bad

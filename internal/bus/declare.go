@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -75,20 +76,40 @@ func (c Config) Buckets() []jetstream.KeyValueConfig {
 	}
 }
 
+// ErrDenied means the server refused an operation: the connection's role
+// may not do it.
+var ErrDenied = errors.New("bus: permission denied")
+
 // Declare creates or updates every stream and bucket. It is idempotent and
 // every component calls it at start, so they may start in any order. Every
 // stream uses direct gets, so any replica can answer reads by sequence.
 // While the server answers that JetStream is not ready (a cluster still
 // electing its leaders) Declare waits and tries again, until ctx ends.
+//
+// On a server with authorization, a connection with a Role creates only
+// what its role may (roles.go) and waits for the others it needs to
+// exist, saying so in the log, until ctx ends: a worker started before
+// any planner or dispatcher waits for them. An operation the server
+// refuses is an error wrapping ErrDenied.
 func (c *Conn) Declare(ctx context.Context) error {
+	role := c.Config.Role
+	limited := role != "" && c.NC.AuthRequired()
 	for _, sc := range c.Config.Streams() {
+		if limited && !role.mayDeclare(sc.Name) {
+			if role.needs(sc.Name) {
+				if err := c.awaitStream(ctx, sc.Name, "stream "+sc.Name); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		sc.Replicas = c.Config.Replicas
 		if sc.Storage != jetstream.MemoryStorage {
 			sc.Storage = jetstream.FileStorage
 		}
 		sc.MaxMsgSize = c.Config.MaxPayload
 		sc.AllowDirect = true
-		err := retryTransient(ctx, func() error {
+		err := c.retryTransient(ctx, sc.Name, func(ctx context.Context) error {
 			_, err := c.JS.CreateOrUpdateStream(ctx, sc)
 			if err != nil && sc.Name == StreamEvents {
 				err = c.replaceEvents(ctx, sc, err)
@@ -100,10 +121,18 @@ func (c *Conn) Declare(ctx context.Context) error {
 		}
 	}
 	for _, kc := range c.Config.Buckets() {
+		if limited && !role.mayDeclare(kc.Bucket) {
+			if role.needs(kc.Bucket) {
+				if err := c.awaitStream(ctx, kvStream(kc.Bucket), "bucket "+kc.Bucket); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		kc.Replicas = c.Config.Replicas
 		kc.Storage = jetstream.FileStorage
 		kc.MaxValueSize = c.Config.MaxPayload
-		err := retryTransient(ctx, func() error {
+		err := c.retryTransient(ctx, kvStream(kc.Bucket), func(ctx context.Context) error {
 			_, err := c.JS.CreateOrUpdateKeyValue(ctx, kc)
 			return err
 		})
@@ -113,6 +142,35 @@ func (c *Conn) Declare(ctx context.Context) error {
 	}
 	return nil
 }
+
+// awaitStream waits until the stream exists. what names it for the log
+// ("stream PLANBUS_TOOLS", "bucket planbus-skills").
+func (c *Conn) awaitStream(ctx context.Context, stream, what string) error {
+	said := false
+	err := c.retryTransient(ctx, stream, func(ctx context.Context) error {
+		_, err := c.JS.Stream(ctx, stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			if !said {
+				c.log.Warn().Str("role", string(c.Config.Role)).
+					Msgf("waiting for %s: the %s role may not create it; a planner or dispatcher creates it when it starts (or run one with the admin seed)",
+						what, c.Config.Role)
+				said = true
+			}
+			return errNotYet
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("bus: %s: %w", what, err)
+	}
+	if said {
+		c.log.Info().Msgf("%s is there", what)
+	}
+	return nil
+}
+
+// errNotYet is retried by retryTransient.
+var errNotYet = errors.New("bus: not there yet")
 
 // replaceEvents deletes and recreates the events stream when an update
 // cannot change it in place (its storage moved from file to memory):
@@ -129,20 +187,45 @@ func (c *Conn) replaceEvents(ctx context.Context, sc jetstream.StreamConfig, upd
 	return err
 }
 
+// attemptTimeout bounds one JetStream API request of Declare: a request the
+// server drops (one the role may not make) is only noticed when it times
+// out.
+const attemptTimeout = 5 * time.Second
+
 // retryTransient calls f until it succeeds, fails for a reason other than
-// JetStream not being ready, or ctx ends.
-func retryTransient(ctx context.Context, f func() error) error {
+// JetStream not being ready, or ctx ends; each call gets attemptTimeout. A
+// request that timed out because the server refused it (a permissions
+// violation naming stream) is not retried: it fails with ErrDenied.
+func (c *Conn) retryTransient(ctx context.Context, stream string, f func(context.Context) error) error {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 200 * time.Millisecond
 	b.MaxInterval = 2 * time.Second
 	b.MaxElapsedTime = 0
 	return backoff.Retry(func() error {
-		err := f()
-		if err == nil || transient(err) {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := f(actx)
+		cancel()
+		if err == nil || errors.Is(err, errNotYet) {
+			return err
+		}
+		if denied := c.denied(stream); denied != nil {
+			return backoff.Permanent(denied)
+		}
+		if transient(err) {
 			return err
 		}
 		return backoff.Permanent(err)
 	}, backoff.WithContext(b, ctx))
+}
+
+// denied returns ErrDenied with the server's words when the connection's
+// last error is a permissions violation on a subject about stream.
+func (c *Conn) denied(stream string) error {
+	le := c.NC.LastError()
+	if le == nil || !errors.Is(le, nats.ErrPermissionViolation) || !strings.Contains(le.Error(), "."+stream+`"`) {
+		return nil
+	}
+	return fmt.Errorf("%w: %v (role %q)", ErrDenied, le, c.Config.Role)
 }
 
 // transient: the server is up but JetStream cannot answer yet (no leader,

@@ -26,7 +26,40 @@ const (
 	SubjectSessionReset = "planbus.session.reset"
 	// SubjectSkills is the planner's endpoint that lists skills and their health.
 	SubjectSkills = "planbus.skills"
+	// planbus.invoke.<skill>: a worker's micro endpoint that runs a skill
+	// outside any plan; for operators.
+	SubjectInvokeAll = "planbus.invoke.>"
+	// SubjectDispatcherStatus is every dispatcher's micro endpoint with its
+	// counters.
+	SubjectDispatcherStatus = "planbus.dispatcher.status"
+	// SubjectExternalPlanners is where external planners answer when
+	// authorization is on: a request of kind external names a subject
+	// under it (planners.travel), and only that namespace is open to the
+	// planner's requests and to external planners' subscriptions.
+	SubjectExternalPlanners = "planners.>"
 )
+
+// Endpoints a client may call, and only these (RoleClient): the planner's,
+// and those the roadmap reserves for it, so that the client role does not
+// change when they arrive.
+const (
+	// SubjectPlanCancel is reserved: cancel a request.
+	SubjectPlanCancel = "planbus.plan.cancel"
+	// SubjectPlanStatus is reserved: a request's or a plan's state.
+	SubjectPlanStatus = "planbus.plan.status"
+	// SubjectAgents is reserved: planbus.agent.<name>, agent endpoints.
+	SubjectAgents = "planbus.agent.*"
+	// SubjectGuideTurn is reserved: one turn of a guided session.
+	SubjectGuideTurn = "planbus.guide.turn"
+)
+
+// ClientEndpoints are the request/reply subjects a client may call. The
+// planner (or the service that will answer the reserved ones) may
+// subscribe to them; nobody else may.
+func ClientEndpoints() []string {
+	return []string{SubjectPlanRequest, SubjectSessionReset, SubjectSkills,
+		SubjectPlanCancel, SubjectPlanStatus, SubjectAgents, SubjectGuideTurn}
+}
 
 // Streams.
 const (
@@ -106,6 +139,9 @@ func EventSubject(requestID, eventType string) string {
 
 // EventsOfRequest selects every event of one request.
 func EventsOfRequest(requestID string) string { return "planbus.events." + requestID + ".>" }
+
+// InvokeSubject is the micro endpoint that runs one skill directly.
+func InvokeSubject(skill string) string { return "planbus.invoke." + skill }
 
 // CancelSubject tells workers to stop a plan's running calls.
 func CancelSubject(planID string) string { return "planbus.cancel." + planID }

@@ -16,9 +16,13 @@ import (
 // ErrListen means the embedded server could not take its address.
 var ErrListen = errors.New("bus: cannot listen")
 
+// ErrDataDirInUse means another embedded server holds the data dir.
+var ErrDataDirInUse = errors.New("bus: data dir in use")
+
 // Server is an embedded NATS server with JetStream.
 type Server struct {
-	ns *server.Server
+	ns   *server.Server
+	lock *dirLock
 }
 
 // ServerOption adjusts the embedded server's options beyond Config, for
@@ -53,6 +57,19 @@ func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...S
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("bus: data dir: %w", err)
 	}
+	// Two servers writing one store corrupt it: the first to start holds
+	// the dir, the second is refused before it touches anything.
+	lock, err := lockDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			lock.unlock()
+		}
+	}()
+	sync := cfg.Sync.interval()
 	opts := &server.Options{
 		ServerName:            "planbus",
 		Host:                  host,
@@ -62,6 +79,8 @@ func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...S
 		MaxPayload:            cfg.MaxPayload,
 		NoSigs:                true,
 		DisableShortFirstPing: true,
+		SyncAlways:            cfg.Sync.Always,
+		SyncInterval:          sync,
 	}
 	for _, o := range extra {
 		o(opts)
@@ -80,7 +99,8 @@ func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...S
 		ns.Shutdown()
 		return nil, fmt.Errorf("%w on %s: the embedded server did not become ready within %s", ErrListen, cfg.Listen, deadline)
 	}
-	return &Server{ns: ns}, nil
+	started = true
+	return &Server{ns: ns, lock: lock}, nil
 }
 
 // ClientURL is the URL clients connect to.
@@ -90,6 +110,7 @@ func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
+	s.lock.unlock()
 }
 
 // serverLogger forwards the server's log to zerolog. Notices are debug

@@ -16,9 +16,9 @@ import (
 	"github.com/planbus/planbus/internal/worker"
 )
 
-const benchUsage = `Usage: planner bench --workloads DIR [flags]
+const benchUsage = `Usage: planner bench [--workloads DIR] [flags]
 
-Runs every DAG workload (*.json) in DIR through the whole system on a
+Runs every DAG workload (the built-in ones, or the *.json files in DIR) through the whole system on a
 private embedded server (dispatcher and workers in-process, no-op and
 sleeping tools) and through an in-process goroutine executor with no bus
 (the floor): one warm-up, then --runs measured runs. Prints a Markdown
@@ -30,26 +30,31 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	var runs, workers, concurrency int
 	var c common
 	f := newFlags("planner bench", io.Stderr, io.Env, benchUsage)
-	f.String(&dir, "workloads", "PLANBUS_BENCH_WORKLOADS", "", "directory of workload files")
+	f.String(&dir, "workloads", "PLANBUS_BENCH_WORKLOADS", "", "directory of workload files (default: the built-in workloads)")
 	f.String(&only, "only", "", "", "run just these workloads, comma-separated names")
 	f.Int(&runs, "runs", "", 5, "measured runs per workload")
 	f.Int(&workers, "workers", "", 2, "tool workers")
 	f.Int(&concurrency, "concurrency", "", 128, "calls per skill per worker")
 	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", "warn", "debug, info, warn or error")
 	f.String(&cpuprofile, "cpuprofile", "", "", "write a CPU profile of the measured runs to this file")
+	f.String(&c.bus.DataDir, "data-dir", "", "", "directory for the private server's store (default: a new temporary one; put it on the disk you want to measure)")
+	f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync, "when the store is flushed to disk: always or an interval like 1s")
 	c.logFormat = "console"
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	if dir == "" || runs < 1 {
-		fmt.Fprintln(io.Stderr, "planner bench: --workloads DIR is required and --runs must be at least 1")
+	if runs < 1 {
+		fmt.Fprintln(io.Stderr, "planner bench: --runs must be at least 1")
 		return ExitUsage
 	}
 	log, err := c.logger(io.Stderr)
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	all, err := bench.Load(dir)
+	all, err := bench.Builtin()
+	if dir != "" {
+		all, err = bench.Load(dir)
+	}
 	if err != nil {
 		fmt.Fprintln(io.Stderr, err)
 		return ExitUsage
@@ -60,14 +65,14 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 			loads = append(loads, w)
 		}
 	}
-	tmp, err := os.MkdirTemp("", "planbus-bench-")
+	tmp, err := os.MkdirTemp(c.bus.DataDir, "planbus-bench-")
 	if err != nil {
 		fmt.Fprintln(io.Stderr, err)
 		return ExitFailed
 	}
 	defer os.RemoveAll(tmp)
 	n, err := node.Start(ctx, node.Config{
-		Bus:     bus.Config{Listen: "127.0.0.1:0", DataDir: tmp},
+		Bus:     bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync},
 		Workers: workers,
 		Worker: worker.Config{Skills: []skills.Skill{skills.Echo(), skills.Sleep()}, Concurrency: concurrency,
 			DrainTimeout: time.Second},
@@ -89,8 +94,8 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 		return ExitFailed
 	}
 	defer sys.Close()
-	fmt.Fprintf(io.Stderr, "planner bench: %d workloads, %d runs each after a warm-up; %d workers, GOMAXPROCS %d\n",
-		len(loads), runs, workers, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(io.Stderr, "planner bench: %d workloads, %d runs each after a warm-up; %d workers, GOMAXPROCS %d, sync %s\n",
+		len(loads), runs, workers, runtime.GOMAXPROCS(0), c.bus.Sync)
 	if cpuprofile != "" {
 		fh, err := os.Create(cpuprofile)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/plan"
@@ -45,31 +46,52 @@ type procs struct {
 	env  []string
 	mu   sync.Mutex
 	all  []*exec.Cmd
+	done map[*exec.Cmd]chan struct{} // closed when the process has exited
+	logs map[*exec.Cmd]*syncBuffer
 }
 
 func (p *procs) start(name string, args ...string) *exec.Cmd {
 	p.t.Helper()
 	cmd := exec.Command(p.bins[name], args...)
 	cmd.Env = p.env
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
+	done := make(chan struct{})
 	p.mu.Lock()
+	if p.done == nil {
+		p.done, p.logs = map[*exec.Cmd]chan struct{}{}, map[*exec.Cmd]*syncBuffer{}
+	}
 	p.all = append(p.all, cmd)
+	p.done[cmd], p.logs[cmd] = done, logs
 	p.mu.Unlock()
-	go func() { _ = cmd.Wait() }()
+	go func() { _ = cmd.Wait(); close(done) }()
 	return cmd
+}
+
+// exited is closed when cmd has exited.
+func (p *procs) exited(cmd *exec.Cmd) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done[cmd]
+}
+
+// output is what cmd has written to stdout and stderr so far.
+func (p *procs) output(cmd *exec.Cmd) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs[cmd].String()
 }
 
 // kill9 ends a process the hard way: no signal handler runs, nothing is
 // drained or acknowledged.
+// It returns once the process is gone. It may be called from any
+// goroutine: a process that had already exited is not an error.
 func (p *procs) kill9(cmd *exec.Cmd) {
-	p.t.Helper()
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		p.t.Fatalf("kill -9 %s: %v", cmd.Path, err)
-	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited(cmd)
 }
 
 func (p *procs) stopAll() {
@@ -144,7 +166,22 @@ func TestKillNineOfAnyProcess(t *testing.T) {
 			}
 		}
 	}()
-	// Wait until the planner answers before asking.
+	// Wait until the planner answers and the worker has advertised its
+	// skill (the planner refuses plans with skills nobody serves).
+	skills, err := conn.JS.KeyValue(ctx, bus.BucketSkills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	advertised, err := skills.Watch(ctx, "sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = advertised.Stop() }()
+	for e := range advertised.Updates() {
+		if e != nil {
+			break
+		}
+	}
 	for {
 		if _, err := conn.NC.Request("$SRV.PING.planbus-planner", nil, time.Second); err == nil {
 			break
@@ -152,6 +189,9 @@ func TestKillNineOfAnyProcess(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("the planner process never answered")
 		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the worker never advertised the sleep skill")
 	}
 	out, err := client.Request(ctx, conn, []byte(doc), onEvent)
 	close(kills)

@@ -63,10 +63,12 @@ func ctxExit(ctx context.Context, code int) int {
 // runner is a component's Run.
 type runner func(context.Context) error
 
-// serveComponent connects to c.bus, declares the streams and runs the
-// component build makes until ctx ends. An error from build is a usage
-// error (a bad configuration).
-func serveComponent(ctx context.Context, c *common, log zerolog.Logger, stderr io.Writer, name string, build func(*bus.Conn) (runner, error)) int {
+// serveComponent connects to c.bus as role, declares the streams (or, on
+// a server with authorization, what the role may declare, waiting for the
+// rest) and runs the component build makes until ctx ends. An error from
+// build is a usage error (a bad configuration).
+func serveComponent(ctx context.Context, c *common, log zerolog.Logger, stderr io.Writer, name string, role bus.Role, build func(*bus.Conn) (runner, error)) int {
+	c.bus.Role = role
 	conn, err := bus.Dial(ctx, c.bus, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot connect")

@@ -39,7 +39,7 @@ func Dispatcher(ctx context.Context, args []string, io IO) int {
 	var c common
 	var df dispatcherFlags
 	f := newFlags("dispatcher", io.Stderr, io.Env, dispatcherUsage)
-	c.register(f, false)
+	c.register(f, connects)
 	df.register(f)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -51,7 +51,7 @@ func Dispatcher(ctx context.Context, args []string, io IO) int {
 	if c.bus.URL == "" {
 		return usageErr(io.Stderr, fmt.Errorf("dispatcher: --nats-url (or $NATS_URL) is required; `planner serve` runs a dispatcher on an embedded server"))
 	}
-	return serveComponent(ctx, &c, log, io.Stderr, "dispatcher", func(conn *bus.Conn) (runner, error) {
+	return serveComponent(ctx, &c, log, io.Stderr, "dispatcher", bus.RoleDispatcher, func(conn *bus.Conn) (runner, error) {
 		d, err := dispatcher.New(conn, df.config(), log)
 		if err != nil {
 			return nil, err

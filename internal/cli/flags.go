@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -78,6 +79,40 @@ func (f *flags) Duration(p *time.Duration, name, env string, def time.Duration, 
 	f.DurationVar(p, name, v, usage+envNote(env))
 }
 
+// Size registers a byte-size flag that takes sizes like 256MiB, 1GiB,
+// 64MB or a plain number of bytes.
+func (f *flags) Size(p *int64, name, env string, def int64, usage string) {
+	*p = def
+	if s := f.envOr(env, ""); s != "" {
+		if err := (*sizeValue)(p).Set(s); err != nil {
+			f.errors = append(f.errors, fmt.Sprintf("$%s=%q: %v", env, s, err))
+		}
+	}
+	f.Var((*sizeValue)(p), name, usage+envNote(env))
+}
+
+// sizeValue is a flag.Value of bytes.
+type sizeValue int64
+
+// maxSize bounds sizes so that sums of a few of them stay in an int64.
+const maxSize = 1 << 50
+
+func (v *sizeValue) Set(s string) error {
+	n, err := humanize.ParseBytes(strings.TrimSpace(s))
+	if err != nil || n > maxSize {
+		return fmt.Errorf("%q is not a size like 256MiB, 1GiB or a number of bytes", s)
+	}
+	*v = sizeValue(n)
+	return nil
+}
+
+func (v *sizeValue) String() string {
+	if v == nil {
+		return "0"
+	}
+	return humanize.IBytes(uint64(*v))
+}
+
 func (f *flags) Bool(p *bool, name, env string, def bool, usage string) {
 	v := def
 	if s := f.envOr(env, ""); s != "" {
@@ -88,6 +123,37 @@ func (f *flags) Bool(p *bool, name, env string, def bool, usage string) {
 		v = b
 	}
 	f.BoolVar(p, name, v, usage+envNote(env))
+}
+
+// syncValue is a bus.Sync as a flag.
+type syncValue struct{ p *bus.Sync }
+
+func (v syncValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.String()
+}
+
+func (v syncValue) Set(s string) error {
+	sy, err := bus.ParseSync(s)
+	if err != nil {
+		return fmt.Errorf("want always or an interval like 1s")
+	}
+	*v.p = sy
+	return nil
+}
+
+func (f *flags) Sync(p *bus.Sync, name, env string, def bus.Sync, usage string) {
+	*p = def
+	if s := f.envOr(env, ""); s != "" {
+		sy, err := bus.ParseSync(s)
+		if err != nil {
+			f.errors = append(f.errors, fmt.Sprintf("$%s=%q is not always or an interval like 1s", env, s))
+		}
+		*p = sy
+	}
+	f.Var(syncValue{p}, name, usage+envNote(env))
 }
 
 // parse parses args and reports environment errors too.
@@ -106,20 +172,65 @@ type common struct {
 	bus       bus.Config
 	logLevel  string
 	logFormat string
+	// auth and insecure: commands with an embedded server only.
+	auth     bool
+	insecure bool
 }
 
-func (c *common) register(f *flags, embedded bool) {
-	f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated; empty starts an embedded server")
+// mode says how a command reaches NATS, which decides its flags and the
+// defaults its help shows.
+type mode int
+
+const (
+	// connects: a command that needs a running system (--nats-url).
+	connects mode = iota
+	// serves: planner serve, an embedded server by default that others
+	// connect to.
+	serves
+	// runsPrivately: planner run, a private embedded server by default (a
+	// free port, a temporary store) so it can run beside a live node.
+	runsPrivately
+)
+
+func (c *common) register(f *flags, m mode) {
+	switch m {
+	case connects:
+		f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated (required)")
+	default:
+		f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated; empty starts an embedded server")
+	}
 	f.String(&c.bus.CredsFile, "creds", "NATS_CREDS", "", "NATS credentials file")
 	f.String(&c.bus.NKeySeedFile, "nkey", "NATS_NKEY", "", "file with an nkey seed to authenticate with")
 	f.String(&c.bus.TLSCAFile, "tls-ca", "NATS_CA", "", "PEM file of CAs to verify the NATS server")
 	f.Int(&c.bus.Replicas, "replicas", "PLANBUS_REPLICAS", 1, "replicas of planbus streams and buckets (3 on a cluster)")
-	if embedded {
+	switch m {
+	case serves:
 		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")
-		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default "+bus.DefaultDataDir()+")")
+		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", bus.DefaultDataDir(), "embedded server store")
+	case runsPrivately:
+		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:0", "embedded server address (port 0: any free port)")
+		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default: a new temporary directory, removed after the run)")
 	}
-	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", "info", "debug, info, warn or error")
+	if m != connects {
+		f.Bool(&c.auth, "auth", "PLANBUS_AUTH", false,
+			"authentication and least-privilege roles on the embedded server; each role's nkey seed is in <data-dir>/auth/<role>.nk")
+		f.Bool(&c.insecure, "insecure", "PLANBUS_INSECURE", false, "let --listen take a non-loopback address without --auth")
+		f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync,
+			"when the embedded store is flushed to disk: always (before each write is acknowledged) or an interval like 1s (see docs/deploy.md)")
+	}
+	level := "info"
+	if m == runsPrivately {
+		level = "warn" // progress lines tell the story; logs are for trouble
+	}
+	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", level, "debug, info, warn or error")
 	f.String(&c.logFormat, "log-format", "PLANBUS_LOG_FORMAT", "console", "console or json")
+}
+
+// registerClient adds the flags of commands that talk to a running system
+// and end: they give up on an unreachable server instead of waiting for it.
+func (c *common) registerClient(f *flags) {
+	f.Duration(&c.bus.ConnectTimeout, "connect-timeout", "PLANBUS_CONNECT_TIMEOUT", 10*time.Second,
+		"with --nats-url: how long to wait for the server to answer before giving up")
 }
 
 func (c *common) logger(stderr io.Writer) (zerolog.Logger, error) {
@@ -136,7 +247,16 @@ func (c *common) logger(stderr io.Writer) (zerolog.Logger, error) {
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", c.logFormat)
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	return zerolog.New(w).Level(lvl).Hook(timestamp{}), nil
+}
+
+// timestamp stamps each line with the time to the nanosecond. zerolog's
+// own Timestamp writes whole seconds unless a process-wide setting is
+// changed, and a log whose lines all end in .000 cannot order events.
+type timestamp struct{}
+
+func (timestamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str(zerolog.TimestampFieldName, time.Now().Format(time.RFC3339Nano))
 }
 
 func isTerminal(w io.Writer) bool {

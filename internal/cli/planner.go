@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ Commands:
   status ID    show a plan's or a request's state in a running system
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
+  auth init D  write a seed per role and a nats-server auth block to directory D
   version      print the version
 
 Without --nats-url, planner starts an embedded NATS JetStream server with
@@ -51,6 +53,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerStatus(ctx, args[1:], io)
 	case "htn":
 		return htncli.Run(ctx, args[1:], io.Stdout, io.Stderr)
+	case "auth":
+		return plannerAuth(ctx, args[1:], io)
 	case "version", "--version", "-version":
 		fmt.Fprintln(io.Stdout, versionName, Version())
 		return ExitOK
@@ -71,7 +75,11 @@ request's outcome) is the last line on stdout. Exits 0 on success, 1 if the
 plan or request failed, timed out, was rejected or fell back, 2 if FILE is
 not valid. Without --nats-url it runs on a private embedded server (a
 temporary store and a free port, unless --listen or --data-dir say
-otherwise), so it can run beside a live node.`
+otherwise), so it can run beside a live node; --auth runs it with roles and
+permissions, as 'planner serve --auth' does. A client may not publish plans,
+so with --auth, or with --nkey or --creds, a Plan JSON goes to the planner
+as a request of kind plan (it runs as <requestId>-1, its requestId being
+the plan's planId) and the execution result is printed as usual.`
 
 type nodeFlags struct {
 	workers int
@@ -88,10 +96,16 @@ func (n *nodeFlags) register(f *flags) {
 }
 
 type plannerFlags struct {
-	domains   string
-	templates string
-	fallback  string
-	ackWait   time.Duration
+	domains       string
+	templates     string
+	fallback      string
+	ackWait       time.Duration
+	htnMaxMemory  int64
+	goapMaxMemory int64
+	goapMaxNodes  int
+	genMaxMemory  int64
+	genConc       int
+	memoryLimit   int64
 }
 
 func (p *plannerFlags) register(f *flags) {
@@ -99,10 +113,55 @@ func (p *plannerFlags) register(f *flags) {
 	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN (<name>.htn) and GOAP (<name>.goap.json) domains that requests may name")
 	f.String(&p.templates, "templates", "PLANBUS_TEMPLATES", "", "plan template library (JSON) for requests of kind template")
 	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: the seed's three)")
+	f.Size(&p.htnMaxMemory, "htn-max-memory", "PLANBUS_HTN_MAX_MEMORY", planner.DefaultHTNMaxMemory,
+		"most memory one HTN generation may hold (requests may ask for less in htn.budget.memory)")
+	f.Size(&p.goapMaxMemory, "goap-max-memory", "PLANBUS_GOAP_MAX_MEMORY", planner.DefaultGOAPMaxMemory,
+		"most memory one GOAP generation may hold (requests may ask for less in goap.budget.memory)")
+	f.Int(&p.goapMaxNodes, "goap-max-nodes", "PLANBUS_GOAP_MAX_NODES", planner.DefaultGOAPMaxNodes,
+		"most states one GOAP generation may expand (requests may ask for less in goap.budget.nodes)")
+	f.Size(&p.genMaxMemory, "gen-max-memory", "PLANBUS_GEN_MAX_MEMORY", planner.DefaultGenMaxMemory,
+		"memory all generations running at once may hold together; a generation waits until its budget fits")
+	f.Int(&p.genConc, "gen-concurrency", "PLANBUS_GEN_CONCURRENCY", 0, "generations run at once, the others wait in line (0: the CPU count)")
+	f.Size(&p.memoryLimit, "memory-limit", "PLANBUS_MEMORY_LIMIT", 0,
+		"Go's soft memory limit for this process (0: $GOMEMLIMIT if set, else --gen-max-memory + 128MiB)")
+}
+
+// memoryHeadroom is what the soft memory limit leaves above the
+// generations' budget for the rest of the process.
+const memoryHeadroom = 128 << 20
+
+// applyMemoryLimit sets the process's soft memory limit: --memory-limit,
+// else $GOMEMLIMIT when set, else --gen-max-memory plus room for the rest
+// of the process. Generations that fill their budgets leave as much
+// garbage as they hold; with the limit, Go collects it before it doubles
+// the heap. It returns the limit in force.
+func (p *plannerFlags) applyMemoryLimit(env func(string) string) int64 {
+	switch {
+	case p.memoryLimit > 0:
+		debug.SetMemoryLimit(p.memoryLimit)
+	case env("GOMEMLIMIT") == "":
+		debug.SetMemoryLimit(p.genMaxMemory + memoryHeadroom)
+	}
+	return debug.SetMemoryLimit(-1)
 }
 
 func (p *plannerFlags) config() (planner.Config, error) {
-	cfg := planner.Config{DomainsDir: p.domains, AckWait: p.ackWait, Version: Version()}
+	cfg := planner.Config{DomainsDir: p.domains, AckWait: p.ackWait, Version: Version(),
+		HTNMaxMemory: p.htnMaxMemory, GOAPMaxMemory: p.goapMaxMemory, GOAPMaxNodes: p.goapMaxNodes,
+		GenMaxMemory: p.genMaxMemory, GenConcurrency: p.genConc}
+	switch {
+	case p.htnMaxMemory < 1<<20:
+		return cfg, fmt.Errorf("--htn-max-memory %d: want at least 1MiB", p.htnMaxMemory)
+	case p.goapMaxMemory < 1<<20:
+		return cfg, fmt.Errorf("--goap-max-memory %d: want at least 1MiB", p.goapMaxMemory)
+	case p.goapMaxNodes < 1:
+		return cfg, fmt.Errorf("--goap-max-nodes %d: want at least 1", p.goapMaxNodes)
+	case p.genMaxMemory < max(p.htnMaxMemory, p.goapMaxMemory):
+		return cfg, fmt.Errorf("--gen-max-memory %d: want at least --htn-max-memory (%d) and --goap-max-memory (%d), so that a generation fits",
+			p.genMaxMemory, p.htnMaxMemory, p.goapMaxMemory)
+	case p.genConc < 0:
+		return cfg, fmt.Errorf("--gen-concurrency %d: want 0 (the CPU count) or more", p.genConc)
+	}
 	if p.domains != "" {
 		if st, err := os.Stat(p.domains); err != nil || !st.IsDir() {
 			return cfg, fmt.Errorf("--domains %q: not a directory", p.domains)
@@ -134,7 +193,7 @@ func (p *plannerFlags) config() (planner.Config, error) {
 	return cfg, nil
 }
 
-func (n *nodeFlags) config(bc bus.Config) (node.Config, error) {
+func (n *nodeFlags) config(bc bus.Config, auth bool) (node.Config, error) {
 	wc, err := n.worker.config()
 	if err != nil {
 		return node.Config{}, err
@@ -146,18 +205,20 @@ func (n *nodeFlags) config(bc bus.Config) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, err
 	}
-	return node.Config{Bus: bc, Workers: n.workers, Worker: wc, Dispatcher: n.disp.config(), Planner: pc}, nil
+	return node.Config{Bus: bc, Auth: auth, Workers: n.workers, Worker: wc, Dispatcher: n.disp.config(), Planner: pc}, nil
 }
 
 func plannerRun(ctx context.Context, args []string, io IO) int {
 	var c common
 	var nf nodeFlags
-	var quiet bool
+	var quiet, verbose bool
 	var wait time.Duration
 	f := newFlags("planner run", io.Stderr, io.Env, runUsage)
-	c.register(f, true)
+	c.register(f, runsPrivately)
+	c.registerClient(f)
 	nf.register(f)
 	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
+	f.Bool(&verbose, "v", "", false, "a progress line for every event, even for plans of more than 50 tools (which otherwise get one summary line)")
 	f.Duration(&wait, "wait", "", 0, "how long to wait for the result (default: the plan's timeout plus a minute)")
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -166,15 +227,15 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintln(io.Stderr, "planner run: want exactly one FILE (or - for stdin)")
 		return ExitUsage
 	}
-	if !c.set(f, "log-level") {
-		c.logLevel = "warn" // progress lines tell the story; logs are for trouble
-	}
 	log, err := c.logger(io.Stderr)
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	if err := c.checkExposure("planner run"); err != nil {
+		return usageErr(io.Stderr, err)
+	}
 	if c.bus.URL == "" {
-		if _, err := nf.config(c.bus); err != nil {
+		if _, err := nf.config(c.bus, c.auth); err != nil {
 			return usageErr(io.Stderr, err)
 		}
 	}
@@ -185,11 +246,15 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return ExitUsage
 	}
 	if isRequest(doc) {
-		return runRequest(ctx, f, &c, &nf, name, doc, quiet, wait, log, io)
+		return runRequest(ctx, f, &c, &nf, name, doc, quiet, verbose, wait, log, io)
 	}
 	p, err := plan.Decode(doc)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
+		return ExitUsage
+	}
+	if len(p.Tools) == 0 {
+		fmt.Fprintf(io.Stderr, "planner run: %s: at /tools: the plan has no tools: there is nothing to run\n", name)
 		return ExitUsage
 	}
 	if p.PlanID == "" {
@@ -205,18 +270,42 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return ctxExit(ctx, ExitFailed)
 	}
 	defer stop()
-	if c.bus.URL != "" && !serviceAnswers(conn, bus.ServiceDispatcher) {
+	// A client may not publish plans: one with a role's seed asks the
+	// planner to run it.
+	viaPlanner := c.auth || (c.bus.URL != "" && (c.bus.NKeySeedFile != "" || c.bus.CredsFile != ""))
+	if c.bus.URL != "" && !viaPlanner && !serviceAnswers(conn, bus.ServiceDispatcher) {
 		fmt.Fprintf(io.Stderr, "planner run: no dispatcher answers on %s; the plan will wait in %s until one starts\n",
 			c.bus.URL, bus.StreamPlans)
 	}
 
 	var progress func(plan.Event)
+	endProgress := func() {}
 	if !quiet {
-		progress = newProgress(io.Stderr).event
+		pr := newProgress(io.Stderr, verbose)
+		defer pr.close()
+		progress, endProgress = pr.event, pr.close
 	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	res, err := client.Run(rctx, conn, p, progress)
+	var res *plan.ExecutionResult
+	if viaPlanner {
+		var o *planner.Outcome
+		res, o, err = client.RunThroughPlanner(rctx, conn, p, progress)
+		endProgress()
+		var rej *client.RejectedError
+		if errors.As(err, &rej) {
+			fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
+			return ExitUsage
+		}
+		if err == nil && res == nil {
+			// No plan ran (a skill disabled in the session, say): the
+			// outcome tells why.
+			return printOutcome(o, io)
+		}
+	} else {
+		res, err = client.Run(rctx, conn, p, progress)
+		endProgress()
+	}
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
@@ -270,20 +359,15 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 	}
 	bc := c.bus
 	cleanup := func() {}
-	if private {
-		if !c.set(f, "listen") {
-			bc.Listen = "127.0.0.1:0"
+	if private && bc.DataDir == "" {
+		dir, err := os.MkdirTemp("", "planbus-run-")
+		if err != nil {
+			return nil, nil, err
 		}
-		if !c.set(f, "data-dir") {
-			dir, err := os.MkdirTemp("", "planbus-run-")
-			if err != nil {
-				return nil, nil, err
-			}
-			bc.DataDir = dir
-			cleanup = func() { _ = os.RemoveAll(dir) }
-		}
+		bc.DataDir = dir
+		cleanup = func() { _ = os.RemoveAll(dir) }
 	}
-	cfg, err := nf.config(bc)
+	cfg, err := nf.config(bc, c.auth)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -298,7 +382,8 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 		cleanup()
 		return nil, nil, err
 	}
-	conn, err := n.Dial(ctx, log)
+	// The run itself is a client of the node.
+	conn, err := n.DialAs(ctx, bus.RoleClient, log)
 	if err != nil {
 		n.Stop()
 		cleanup()
@@ -314,13 +399,20 @@ NATS JetStream server on --listen (default 127.0.0.1:4222) with its store in
 --data-dir, the planner service, a dispatcher and --workers tool workers.
 Other clients (the nats CLI, more toolworker or dispatcher processes)
 connect to it. With --nats-url: runs the planner service alone against that
-server.`
+server.
+
+--auth turns on authentication and authorization: a NATS nkey user per role
+(admin, planner, dispatcher, worker, client) with least-privilege
+permissions, seeds written to <data-dir>/auth/<role>.nk on first start and
+reused after. Other processes connect with --nkey <data-dir>/auth/<role>.nk.
+Protected mode: --listen on an address other than loopback needs --auth
+(or --insecure).`
 
 func plannerServe(ctx context.Context, args []string, io IO) int {
 	var c common
 	var nf nodeFlags
 	f := newFlags("planner serve", io.Stderr, io.Env, serveUsage)
-	c.register(f, true)
+	c.register(f, serves)
 	nf.register(f)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -329,13 +421,17 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	if err := c.checkExposure("planner serve"); err != nil {
+		return usageErr(io.Stderr, err)
+	}
 	if c.bus.URL != "" {
 		return servePlanner(ctx, &c, &nf, log, io)
 	}
-	cfg, err := nf.config(c.bus)
+	cfg, err := nf.config(c.bus, c.auth)
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
 	n, err := node.Start(ctx, cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")
@@ -344,8 +440,13 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 		}
 		return ctxExit(ctx, ExitFailed)
 	}
+	watch := "nats --server " + n.Bus.URL
+	if n.Seeds != nil {
+		watch += " --nkey " + n.Seeds.File(bus.RoleClient)
+		log.Info().Str("seeds", n.Seeds.Dir).Msg(authSummary(n.Bus.URL, n.Seeds))
+	}
 	log.Info().Str("url", n.Bus.URL).Str("data_dir", cfg.Bus.Defaults().DataDir).Int("workers", len(n.Workers)).
-		Msg("planbus node up; watch it with: nats --server " + n.Bus.URL + " sub 'planbus.events.>'")
+		Bool("auth", n.Seeds != nil).Msg("planbus node up; watch it with: " + watch + " sub 'planbus.events.>'")
 	<-ctx.Done()
 	log.Info().Msg("stopping")
 	n.Stop()

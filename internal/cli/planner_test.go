@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -74,6 +76,7 @@ func TestRunRejectsInvalidPlansBeforeStarting(t *testing.T) {
 		{"unknown dependency", "-", `{"tools":[{"toolId":"D","skill":"echo","dependencies":["X"]}]}`,
 			`tool "D" depends on unknown tool "X"`},
 		{"schema violation", "-", `{"tools":[{"toolId":"A","skill":"echo","timeoutMs":-5}]}`, "at /tools/0/timeoutMs"},
+		{"no tools", "-", `{"tools":[]}`, "at /tools: the plan has no tools"},
 		{"not JSON", "-", `{"tools":[`, "planner run: -: "},
 		{"no such file", example(t, "no-such-plan.json"), "", "no-such-plan.json"},
 	}
@@ -122,6 +125,11 @@ func TestPlannerUsage(t *testing.T) {
 		{"unknown flag", []string{"run", "--frobnicate", "a.json"}, ExitUsage, "flag provided but not defined: -frobnicate"},
 		{"bad log level", []string{"run", "--log-level", "loud", "a.json"}, ExitUsage, `--log-level "loud"`},
 		{"run help", []string{"run", "-h"}, ExitOK, "Usage: planner run [flags] FILE"},
+		{"not a size", []string{"run", "--htn-max-memory", "lots", "a.json"}, ExitUsage, `"lots" is not a size like 256MiB`},
+		{"generation over the node budget", []string{"run", "--htn-max-memory", "512MiB", "a.json"}, ExitUsage,
+			"--gen-max-memory 268435456: want at least --htn-max-memory (536870912)"},
+		{"tiny htn budget", []string{"run", "--htn-max-memory", "1KiB", "a.json"}, ExitUsage, "--htn-max-memory 1024: want at least 1MiB"},
+		{"negative concurrency", []string{"run", "--gen-concurrency", "-1", "a.json"}, ExitUsage, "--gen-concurrency -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,6 +142,28 @@ func TestPlannerUsage(t *testing.T) {
 			}
 		})
 	}
+	// Help shows the defaults each command really uses.
+	helps := []struct {
+		args          []string
+		want, notWant []string
+	}{
+		{[]string{"run", "-h"}, []string{`(default "127.0.0.1:0")`, "a new temporary directory", `(default "warn")`}, []string{`"127.0.0.1:4222"`}},
+		{[]string{"serve", "-h"}, []string{`(default "127.0.0.1:4222")`, `(default "info")`}, nil},
+		{[]string{"status", "-h"}, []string{"comma-separated (required)"}, []string{"starts an embedded server", "-listen"}},
+	}
+	for _, h := range helps {
+		o := runPlanner(t, h.args...)
+		for _, w := range h.want {
+			if !strings.Contains(o.stderr, w) {
+				t.Errorf("planner %v: help does not say %q:\n%s", h.args, w, o.stderr)
+			}
+		}
+		for _, w := range h.notWant {
+			if strings.Contains(o.stderr, w) {
+				t.Errorf("planner %v: help says %q, which is not what it does:\n%s", h.args, w, o.stderr)
+			}
+		}
+	}
 	if o := runPlanner(t, "launch"); !strings.Contains(o.stderr, "Usage: planner <command>") || o.stdout != "" {
 		t.Errorf("an unknown command: stdout %q, stderr %q; want the usage on stderr", o.stdout, o.stderr)
 	}
@@ -144,6 +174,7 @@ func TestBadEnvironmentIsAUsageErrorNamingTheVariable(t *testing.T) {
 		{"PLANBUS_WORKERS", "abc", `$PLANBUS_WORKERS="abc" is not a number`},
 		{"PLANBUS_ACK_WAIT", "soon", `$PLANBUS_ACK_WAIT="soon" is not a duration`},
 		{"PLANBUS_LOG_LEVEL", "loud", `--log-level "loud"`},
+		{"PLANBUS_HTN_MAX_MEMORY", "big", `$PLANBUS_HTN_MAX_MEMORY="big": "big" is not a size`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,5 +330,72 @@ func TestDispatcherAndToolworkerRunAPlan(t *testing.T) {
 		case <-time.After(wait):
 			t.Fatal("a command did not stop after its context ended")
 		}
+	}
+}
+
+// A client command gives up on a server that does not answer, naming it,
+// instead of waiting forever (the default --connect-timeout is 10s; the
+// test shortens it). Both the default and the flag stay under the 15 s a
+// user may wait for such an answer.
+func TestClientCommandsGiveUpOnAnUnreachableServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	for _, args := range [][]string{
+		{"run", "--nats-url", url, "--connect-timeout", "1s", example(t, "diamond.json")},
+		{"status", "--nats-url", url, "--connect-timeout", "1s", "some-request"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			var stdout, stderr syncBuffer
+			code := Planner(ctx, args, invocation{}.io(&stdout, &stderr))
+			if ctx.Err() != nil {
+				t.Fatalf("planner %s still waiting after 15s; stderr:\n%s", args[0], stderr.String())
+			}
+			if code != ExitFailed {
+				t.Errorf("exit %d, want %d", code, ExitFailed)
+			}
+			for _, want := range []string{url, "did not answer within 1s"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+	f := newFlags("x", io.Discard, func(string) string { return "" }, "")
+	var c common
+	c.registerClient(f)
+	if err := f.parse(nil); err != nil || c.bus.ConnectTimeout <= 0 || c.bus.ConnectTimeout >= 15*time.Second {
+		t.Errorf("default --connect-timeout %s (%v), want one below 15s", c.bus.ConnectTimeout, err)
+	}
+}
+
+// Log lines carry the time to the millisecond at least, so a log orders
+// what happened within a second.
+func TestLogTimestampsHaveSubseconds(t *testing.T) {
+	var c common
+	c.logLevel, c.logFormat = "info", "json"
+	var buf syncBuffer
+	log, err := c.logger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info().Msg("one")
+	var line struct {
+		Time string `json:"time"`
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
+		t.Fatalf("log line %q: %v", buf.String(), err)
+	}
+	ts, err := time.Parse(time.RFC3339Nano, line.Time)
+	if err != nil || !strings.Contains(line.Time, ".") {
+		t.Fatalf("time %q (%v), want RFC 3339 with a fraction of a second", line.Time, err)
+	}
+	if d := time.Since(ts); d < 0 || d > time.Minute {
+		t.Errorf("time %s is %s from now", ts, d)
 	}
 }

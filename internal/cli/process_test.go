@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,6 +92,14 @@ func TestPlannerProcess(t *testing.T) {
 			t.Errorf("stdout %q, want nothing", stdout)
 		}
 	})
+	t.Run("protected mode", func(t *testing.T) {
+		// Refused before anything listens, so no port but loopback is
+		// ever taken.
+		code, _, stderr := run(t, "serve", "--listen", "0.0.0.0:4222")
+		if code != ExitUsage || !strings.Contains(stderr, "--auth") {
+			t.Errorf("exit %d, stderr %q; want 2 and --auth named", code, stderr)
+		}
+	})
 	t.Run("interrupted", func(t *testing.T) {
 		// SIGINT while a call runs ends the run with 130 and no result.
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -140,4 +149,83 @@ func TestPlannerProcess(t *testing.T) {
 			t.Errorf("stdout %q, want no result", out.String())
 		}
 	})
+	t.Run("data dir in use", func(t *testing.T) {
+		// A second planner serve on a data dir a running one holds exits at
+		// once, naming the holder's PID, and leaves the first one working.
+		dir := t.TempDir()
+		first := startServeProcess(t, bin, root, "--data-dir", dir, "--workers", "1")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
+		cmd.Dir, cmd.Env = root, processEnv(t)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if ctx.Err() != nil || !errors.As(err, &exit) || exit.ExitCode() == 0 {
+			t.Fatalf("second serve: %v (within 5s: %v), want a non-zero exit; output:\n%s", err, ctx.Err() == nil, out)
+		}
+		pid := strconv.Itoa(first.cmd.Process.Pid)
+		for _, want := range []string{"in use", pid} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("second serve's output does not say %q:\n%s", want, out)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "planbus.lock")); err != nil || strings.TrimSpace(string(b)) != pid {
+			t.Errorf("lock file holds %q (%v), want the first server's PID %s", b, err, pid)
+		}
+		code, stdout, stderr := run(t, "run", "--nats-url", first.url, "examples/plans/diamond.json")
+		if res := lastResult(t, stdout, stderr); code != ExitOK || !res.Success {
+			t.Errorf("a plan on the first server after the refused start: exit %d, %s", code, res.State)
+		}
+	})
+}
+
+// serveProcess is a planner serve subprocess.
+type serveProcess struct {
+	cmd *exec.Cmd
+	url string
+}
+
+// startServeProcess starts planner serve on a free port and waits until it says
+// it is up; t.Cleanup stops it.
+func startServeProcess(t *testing.T, bin, dir string, args ...string) *serveProcess {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Dir, cmd.Env = dir, processEnv(t)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	up := make(chan string, 1)
+	var log syncBuffer
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = log.Write([]byte(line + "\n"))
+			if i := strings.Index(line, "url=nats://"); i >= 0 && strings.Contains(line, "node up") {
+				up <- strings.Fields(line[i+len("url="):])[0]
+			}
+		}
+	}()
+	select {
+	case url := <-up:
+		return &serveProcess{cmd: cmd, url: url}
+	case <-time.After(wait):
+		t.Fatalf("planner serve did not come up within %s; stderr:\n%s", wait, log.String())
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,21 +21,219 @@ func jsonEncoder(w io.Writer) *json.Encoder {
 	return enc
 }
 
-// progress prints one line per event, timed from the plan's start.
+// Progress display settings.
+const (
+	// summaryAbove: a plan with more tools than this is shown as one
+	// summary line, not a line per event (unless verbose).
+	summaryAbove = 50
+	// reorderHold is how long an event waits for earlier ones from other
+	// processes (a worker's "started" can arrive after the dispatcher's
+	// "succeeded"), so lines come out in time order.
+	reorderHold = 30 * time.Millisecond
+	// redrawEvery is how often a terminal's summary line is redrawn.
+	redrawEvery = 100 * time.Millisecond
+	// plainEvery is how often a summary line is printed when stderr is not
+	// a terminal.
+	plainEvery = 2 * time.Second
+)
+
+// progress shows a run's events on stderr: a line per event, timed from
+// the first, for small plans (and for any plan when verbose); for plans of
+// more than summaryAbove tools, one live summary line (counts by state,
+// rate, elapsed, ETA) on a terminal, or a plain summary line every few
+// seconds otherwise. Events of the request (generation, replans, skill
+// health) and of the plan's start and end are always lines of their own.
+// Call close when the run ends.
 type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	start time.Time
+	mu      sync.Mutex
+	w       io.Writer
+	verbose bool
+	tty     bool
+	start   time.Time
+	held    []plan.Event // waiting reorderHold for earlier events
+
+	sum       *summary // the plan being summarised, if any
+	drawn     bool     // a summary line is on the terminal now
+	lastPlain time.Time
+	closed    bool
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
-func newProgress(w io.Writer) *progress { return &progress{w: w} }
+// summary counts a large plan's tools by state.
+type summary struct {
+	planID  string
+	total   int
+	started time.Time
+	state   map[string]string // tool id -> its last event type
+	counts  map[string]int    // event type -> tools whose last event it is
+}
 
+func newProgress(w io.Writer, verbose bool) *progress {
+	p := &progress{w: w, verbose: verbose, tty: isTerminal(w), stop: make(chan struct{}), done: make(chan struct{})}
+	go p.loop()
+	return p
+}
+
+func (p *progress) loop() {
+	defer close(p.done)
+	t := time.NewTicker(min(reorderHold, redrawEvery) / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case now := <-t.C:
+			p.mu.Lock()
+			p.flush(now.Add(-reorderHold))
+			p.tick(now)
+			p.mu.Unlock()
+		}
+	}
+}
+
+// event takes an event as it arrives.
 func (p *progress) event(ev plan.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.closed {
+		p.held = append(p.held, ev)
+	}
+}
+
+// close prints what is still held and the last summary. It may be called
+// more than once; only the first call does anything.
+func (p *progress) close() {
+	p.closeOnce.Do(p.finish)
+}
+
+func (p *progress) finish() {
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flush(time.Time{})
+	if p.sum != nil {
+		p.endSummary()
+	}
+	p.closed = true
+}
+
+// flush shows, in time order, the held events that arrived before cutoff
+// (all of them when cutoff is zero).
+func (p *progress) flush(cutoff time.Time) {
+	if len(p.held) == 0 {
+		return
+	}
+	slices.SortStableFunc(p.held, func(a, b plan.Event) int { return a.Time.Compare(b.Time) })
+	n := len(p.held)
+	if !cutoff.IsZero() {
+		n = 0
+		for n < len(p.held) && p.held[n].Time.Before(cutoff) {
+			n++
+		}
+	}
+	for _, ev := range p.held[:n] {
+		p.show(ev)
+	}
+	p.held = append(p.held[:0], p.held[n:]...)
+}
+
+func (p *progress) show(ev plan.Event) {
 	if p.start.IsZero() {
 		p.start = ev.Time
 	}
+	if ev.Type == plan.EventPlanStarted && !p.verbose && ev.Tools > summaryAbove {
+		p.sum = &summary{planID: ev.PlanID, total: ev.Tools, started: ev.Time,
+			state: make(map[string]string, ev.Tools), counts: map[string]int{}}
+	}
+	if s := p.sum; s != nil && ev.PlanID == s.planID && strings.HasPrefix(ev.Type, "tool.") {
+		if old, ok := s.state[ev.ToolID]; ok {
+			s.counts[old]--
+		}
+		s.state[ev.ToolID] = ev.Type
+		s.counts[ev.Type]++
+		if ev.Type == plan.EventToolFailed || ev.Type == plan.EventToolTimeout {
+			p.line(ev) // failures are worth a line of their own
+		}
+		return
+	}
+	p.line(ev)
+	if s := p.sum; s != nil && ev.PlanID == s.planID && isPlanEnd(ev.Type) {
+		p.endSummary()
+	}
+}
+
+func isPlanEnd(t string) bool {
+	return t == plan.EventPlanSucceeded || t == plan.EventPlanFailed || t == plan.EventPlanTimeout || t == plan.EventPlanRejected
+}
+
+// endSummary prints the summary one last time and stops summarising.
+func (p *progress) endSummary() {
+	p.clearLine()
+	fmt.Fprintln(p.w, p.summaryText(time.Now()))
+	p.sum = nil
+}
+
+// tick redraws or prints the summary when it is due.
+func (p *progress) tick(now time.Time) {
+	if p.sum == nil {
+		return
+	}
+	switch {
+	case p.tty:
+		fmt.Fprint(p.w, "\r\x1b[K"+p.summaryText(now))
+		p.drawn = true
+	case now.Sub(p.lastPlain) >= plainEvery:
+		p.lastPlain = now
+		fmt.Fprintln(p.w, p.summaryText(now))
+	}
+}
+
+func (p *progress) clearLine() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.drawn = false
+	}
+}
+
+func (p *progress) summaryText(now time.Time) string {
+	s := p.sum
+	c := s.counts
+	done := c[plan.EventToolSucceeded] + c[plan.EventToolFailed] + c[plan.EventToolTimeout] +
+		c[plan.EventToolSkipped] + c[plan.EventToolCancelled]
+	running := c[plan.EventToolReleased] + c[plan.EventToolStarted]
+	elapsed := now.Sub(s.started)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%8s  plan %s: %d/%d done", ms(now.Sub(p.start)), s.planID, done, s.total)
+	for _, part := range []struct {
+		n    int
+		what string
+	}{
+		{c[plan.EventToolSucceeded], "succeeded"}, {c[plan.EventToolFailed] + c[plan.EventToolTimeout], "failed"},
+		{c[plan.EventToolSkipped], "skipped"}, {c[plan.EventToolCancelled], "cancelled"},
+		{running, "running"}, {c[plan.EventToolRetrying], "retrying"},
+	} {
+		if part.n > 0 {
+			fmt.Fprintf(&b, " · %d %s", part.n, part.what)
+		}
+	}
+	if elapsed > 0 && done > 0 {
+		rate := float64(done) / elapsed.Seconds()
+		fmt.Fprintf(&b, " · %.0f tools/s", rate)
+		if left := s.total - done; left > 0 {
+			fmt.Fprintf(&b, " · ETA %s", ms(time.Duration(float64(left)/rate*float64(time.Second))))
+		}
+	}
+	fmt.Fprintf(&b, " · %s elapsed", ms(elapsed))
+	return b.String()
+}
+
+// line prints one event as a line.
+func (p *progress) line(ev plan.Event) {
+	p.clearLine()
 	at := ev.Time.Sub(p.start)
 	var what string
 	switch ev.Type {

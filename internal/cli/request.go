@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,7 +24,7 @@ func isRequest(doc []byte) bool {
 	return json.Unmarshal(doc, &probe) == nil && probe.Kind != nil
 }
 
-func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name string, doc []byte, quiet bool, wait time.Duration, log zerolog.Logger, io IO) int {
+func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name string, doc []byte, quiet, verbose bool, wait time.Duration, log zerolog.Logger, io IO) int {
 	r, err := planner.DecodeRequest(doc)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
@@ -39,12 +40,16 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 	}
 	defer stop()
 	var progress func(ev plan.Event)
+	endProgress := func() {}
 	if !quiet {
-		progress = newProgress(io.Stderr).event
+		pr := newProgress(io.Stderr, verbose)
+		defer pr.close()
+		progress, endProgress = pr.event, pr.close
 	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	out, err := client.Request(rctx, conn, doc, progress)
+	endProgress()
 	var rej *client.RejectedError
 	if errors.As(err, &rej) {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
@@ -54,6 +59,12 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
 	}
+	return printOutcome(out, io)
+}
+
+// printOutcome prints a request's outcome as the last line on stdout and
+// returns the exit code it means.
+func printOutcome(out *planner.Outcome, io IO) int {
 	line, _ := jsonLine(out)
 	fmt.Fprintln(io.Stdout, line)
 	if !out.Success {
@@ -76,7 +87,12 @@ func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Log
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	return serveComponent(ctx, c, log, io.Stderr, "planner", func(conn *bus.Conn) (runner, error) {
+	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
+	return serveComponent(ctx, c, log, io.Stderr, "planner", bus.RolePlanner, func(conn *bus.Conn) (runner, error) {
+		if conn.NC.AuthRequired() {
+			// Only planners.> is open to the planner role's requests.
+			pc.ExternalPrefix = strings.TrimSuffix(bus.SubjectExternalPlanners, ">")
+		}
 		p, err := planner.New(conn, pc, log)
 		if err != nil {
 			return nil, err

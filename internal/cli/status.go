@@ -28,7 +28,8 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 	var c common
 	var asJSON bool
 	f := newFlags("planner status", io.Stderr, io.Env, statusUsage)
-	c.register(f, false)
+	c.register(f, connects)
+	c.registerClient(f)
 	f.Bool(&asJSON, "json", "", false, "print the stored JSON documents")
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -45,14 +46,14 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
 	conn, err := bus.Dial(ctx, c.bus, log)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
 		return ExitFailed
 	}
 	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
 	id := f.Arg(0)
 	found := false
 	planID := id

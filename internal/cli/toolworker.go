@@ -177,7 +177,7 @@ func Toolworker(ctx context.Context, args []string, io IO) int {
 	var c common
 	var wf workerFlags
 	f := newFlags("toolworker", io.Stderr, io.Env, toolworkerUsage)
-	c.register(f, false)
+	c.register(f, connects)
 	wf.register(f)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -193,7 +193,7 @@ func Toolworker(ctx context.Context, args []string, io IO) int {
 	if c.bus.URL == "" {
 		return usageErr(io.Stderr, fmt.Errorf("toolworker: --nats-url (or $NATS_URL) is required; `planner serve` runs workers on an embedded server"))
 	}
-	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", func(conn *bus.Conn) (runner, error) {
+	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", bus.RoleWorker, func(conn *bus.Conn) (runner, error) {
 		w, err := worker.New(conn, cfg, log)
 		if err != nil {
 			return nil, err

@@ -99,3 +99,32 @@ func Request(ctx context.Context, conn *bus.Conn, doc []byte, onEvent func(plan.
 		}
 	}
 }
+
+// RunThroughPlanner runs p the way a client that may not publish plans
+// (the client role) can: as a request of kind plan to the planner's
+// endpoint. The request id is p's requestId, else its planId, else a new
+// one; the planner runs the plan as <requestId>-1. It returns the
+// request's outcome and, when the plan ran, its execution result. A plan
+// the planner refuses is a *RejectedError.
+func RunThroughPlanner(ctx context.Context, conn *bus.Conn, p *plan.Plan, onEvent func(plan.Event)) (*plan.ExecutionResult, *planner.Outcome, error) {
+	requestID := p.RequestID
+	if requestID == "" {
+		requestID = p.PlanID
+	}
+	if requestID == "" {
+		requestID = NewID()
+	}
+	req := map[string]any{"kind": planner.KindPlan, "requestId": requestID, "plan": p}
+	if p.SessionID != "" {
+		req["sessionId"] = p.SessionID
+	}
+	doc, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: plan %s: %w", p.PlanID, err)
+	}
+	o, err := Request(ctx, conn, doc, onEvent)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o.Execution, o, nil
+}

@@ -36,7 +36,18 @@ type Config struct {
 	KnownSkill func(string) bool
 	// Version is reported by the micro service.
 	Version string
+	// DeliveryLimit is how many deliveries of a message a dispatcher tries
+	// before it gives up on it: a plan that cannot be started ends
+	// rejected (code DELIVERY_LIMIT); a result or a timer is dropped,
+	// logged and counted (messagesDropped). It also bounds how often a
+	// message ahead of its plan's state is handed back. Default 30; the
+	// consumers allow a few more for that last step
+	// (bus.ConsumerMaxDeliver).
+	DeliveryLimit int
 }
+
+// DefaultDeliveryLimit is Config.DeliveryLimit's default.
+const DefaultDeliveryLimit = 30
 
 func (c Config) withDefaults() Config {
 	if c.ID == "" {
@@ -61,6 +72,9 @@ func (c Config) withDefaults() Config {
 	if c.Version == "" {
 		c.Version = "0.0.0-dev"
 	}
+	if c.DeliveryLimit == 0 {
+		c.DeliveryLimit = DefaultDeliveryLimit
+	}
 	return c
 }
 
@@ -77,6 +91,8 @@ func (c Config) validate() error {
 		return bad("AckWait", "%s, want at least 100ms", c.AckWait)
 	case c.MaxBatch < 1:
 		return bad("MaxBatch", "%d, want at least 1", c.MaxBatch)
+	case c.DeliveryLimit < 1:
+		return bad("DeliveryLimit", "%d, want at least 1", c.DeliveryLimit)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/token"
 )
 
 type kind uint8
@@ -58,6 +59,9 @@ type entry struct {
 	// it does not wait in the consumer until it is due. The shard's acker
 	// sets it.
 	timerSeq atomic.Uint64
+	// cancelDigest is what the plan's calls carry: the digest of its
+	// cancel token. Set when the first call is rendered.
+	cancelDigest string
 }
 
 type shard struct {
@@ -77,7 +81,7 @@ type pending struct {
 	futures      []jetstream.PubAckFuture
 	timeoutTimer int // index in futures of the plan's timeout timer, or -1
 	cancel, done bool
-	ack          []jetstream.Msg
+	ack          []item
 }
 
 // Dispatcher executes plans. Create it with New and start it with Run.
@@ -94,6 +98,11 @@ type Dispatcher struct {
 	states  *session.Store
 	stats   counters
 	ready   chan struct{}
+	// key signs calls and checks results; loaded in Run.
+	key *token.Key
+	// rejectLog logs dropped results, a few per period: forged results can
+	// arrive faster than anyone could read a line each.
+	rejectLog zerolog.Logger
 }
 
 type counters struct {
@@ -105,6 +114,12 @@ type counters struct {
 	Conflicts     atomic.Int64
 	Batches       atomic.Int64
 	Released      atomic.Int64
+	// ResultsRejected counts results dropped unapplied: invalid, on another
+	// plan's subject, or without their call's token.
+	ResultsRejected atomic.Int64
+	// Dropped counts messages given up at their delivery limit, and
+	// invalid timers.
+	Dropped atomic.Int64
 }
 
 // New checks the config and prepares a dispatcher on conn.
@@ -115,6 +130,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{cfg: cfg, conn: conn, log: log.With().Str("component", "dispatcher").Str("dispatcher", cfg.ID).Logger(),
 		ready: make(chan struct{})}
+	d.rejectLog = d.log.Sample(&zerolog.BurstSampler{Burst: rejectLogBurst, Period: rejectLogPeriod})
 	for range cfg.Shards {
 		d.shards = append(d.shards, &shard{in: make(chan item, 1024), acks: make(chan pending, 1024),
 			cache: map[string]*entry{}, plans: map[string]*plan.Plan{}})
@@ -130,6 +146,9 @@ func (d *Dispatcher) Ready() <-chan struct{} { return d.ready }
 // start.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var err error
+	if d.key, err = token.Load(ctx, d.conn.JS); err != nil {
+		return fmt.Errorf("dispatcher: %w", err)
+	}
 	if d.kv, err = d.conn.JS.KeyValue(ctx, bus.BucketPlans); err != nil {
 		return fmt.Errorf("dispatcher: plans bucket: %w", err)
 	}
@@ -202,7 +221,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			FilterSubject: src.filter,
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       d.cfg.AckWait,
-			MaxDeliver:    -1,
+			MaxDeliver:    bus.ConsumerMaxDeliver(d.cfg.DeliveryLimit),
 			MaxAckPending: src.maxAck,
 		})
 		if err != nil {
@@ -248,6 +267,7 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 	case kindTimer:
 		var tm timerMsg
 		if err := json.Unmarshal(m.Data(), &tm); err != nil || tm.PlanID != it.planID {
+			d.stats.Dropped.Add(1)
 			d.log.Error().Str("subject", subj).Msg("dropping an invalid timer")
 			_ = m.TermWithReason("invalid timer")
 			return

@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/templates"
+	"github.com/planbus/planbus/internal/token"
 )
 
 // DefaultSession is the session of plans that name none.
@@ -83,7 +84,7 @@ type renderedCall struct {
 func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) rendered {
 	eng := ent.eng
 	p, st := eng.Plan(), eng.State()
-	limit := int(d.conn.NC.MaxPayload()) - 4096 // headers and margin
+	limit := d.storeLimit()
 	var out rendered
 	outputs := func(id string) (json.RawMessage, bool) {
 		i, ok := eng.Index(id)
@@ -109,9 +110,13 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 		if d.health.Get(sessionOf(st), v.Skill).State == skills.Degraded {
 			timeout = min(timeout*skills.DegradedTimeoutFactor, 86400000)
 		}
+		if ent.cancelDigest == "" {
+			ent.cancelDigest = token.Digest(d.key.Cancel(p.PlanID))
+		}
 		call := plan.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: v.Skill,
 			Attempt: r.Attempt, MaxAttempts: t.Attempts(), Input: input, TimeoutMs: timeout,
-			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC()}
+			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC(),
+			Token: d.key.Result(p.PlanID, t.ToolID, r.Attempt), CancelDigest: ent.cancelDigest}
 		data := mustJSON(call)
 		if len(data) > limit {
 			fx.Merge(eng.OnResult(&plan.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: plan.ToolFailed,
@@ -119,7 +124,7 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 					Message: fmt.Sprintf("the call's input with its references resolved takes %d bytes; a message holds at most %d", len(data), limit)}}, now))
 			continue
 		}
-		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(v.Skill), msgID: call.IdempotencyKey, data: data})
+		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(v.Skill), msgID: token.MsgID(call.IdempotencyKey, call.Token), data: data})
 	}
 	if fx.Done != nil {
 		out.done = mustJSON(fx.Done)
@@ -199,16 +204,14 @@ func (d *Dispatcher) settle(pd pending) {
 		case <-ctx.Done():
 			d.log.Error().Str("plan_id", pd.planID).Msg("publishes not stored in time; messages will be redelivered")
 		}
-		for _, m := range pd.ack {
-			_ = m.NakWithDelay(time.Second)
-		}
+		d.handBack(d.log.With().Str("plan_id", pd.planID).Logger(), pd.ack, time.Second, errors.New("publishes not stored"))
 		return
 	}
-	for _, m := range pd.ack {
-		_ = m.Ack()
+	for _, it := range pd.ack {
+		_ = it.msg.Ack()
 	}
 	if pd.cancel {
-		_ = d.conn.NC.Publish(bus.CancelSubject(pd.planID), nil)
+		d.cancel(pd.planID)
 	}
 	if pd.done {
 		d.stats.PlansEnded.Add(1)
@@ -221,6 +224,15 @@ func (d *Dispatcher) settle(pd pending) {
 			}
 		}
 	}
+}
+
+// cancel tells workers to stop the plan's calls. The message reveals the
+// plan's cancel token, whose digest every call of the plan carries, so
+// workers can tell it from a forged one. Best effort, like events: a
+// worker that misses it runs its call to the end, and the result is
+// ignored.
+func (d *Dispatcher) cancel(planID string) {
+	_ = d.conn.NC.Publish(bus.CancelSubject(planID), mustJSON(plan.Cancel{PlanID: planID, Token: d.key.Cancel(planID)}))
 }
 
 // event publishes a progress event on core NATS; the EVENTS stream keeps
@@ -239,12 +251,6 @@ func sessionOf(st *execution.State) string {
 func ackAll(items []item) {
 	for _, it := range items {
 		_ = it.msg.Ack()
-	}
-}
-
-func nakAll(items []item, delay time.Duration) {
-	for _, it := range items {
-		_ = it.msg.NakWithDelay(delay)
 	}
 }
 

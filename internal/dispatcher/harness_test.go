@@ -85,6 +85,8 @@ type harness struct {
 type opts struct {
 	workers, dispatchers, concurrency int
 	ackWait                           time.Duration
+	extra                             []skills.Skill // served besides the built-ins and the probe
+	deliveryLimit                     int
 }
 
 func start(t *testing.T, o opts) *harness {
@@ -103,7 +105,7 @@ func start(t *testing.T, o opts) *harness {
 		Bus:          cfg,
 		Dispatchers:  o.dispatchers,
 		NoDispatcher: o.dispatchers < 0,
-		Dispatcher:   dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8},
+		Dispatcher:   dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8, DeliveryLimit: o.deliveryLimit},
 		Workers:      o.workers,
 		Worker:       workerConfig(pr, o),
 	}, zerolog.Nop())
@@ -116,7 +118,7 @@ func start(t *testing.T, o opts) *harness {
 
 func workerConfig(pr *probe, o opts) worker.Config {
 	return worker.Config{
-		Skills:       append(skills.Builtins(skills.BuiltinConfig{}), pr.skill()),
+		Skills:       append(append(skills.Builtins(skills.BuiltinConfig{}), pr.skill()), o.extra...),
 		Concurrency:  o.concurrency,
 		AckWait:      o.ackWait,
 		DrainTimeout: time.Second,

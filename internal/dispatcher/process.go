@@ -39,7 +39,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		if r := recover(); r != nil {
 			log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("dispatcher bug; messages will be redelivered")
 			d.forget(s, planID)
-			nakAll(items, 5*time.Second)
+			d.handBack(log, items, 5*time.Second, fmt.Errorf("dispatcher bug: %v", r))
 		}
 	}()
 	var rest []item
@@ -48,7 +48,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		case kindPlan:
 			d.startPlan(ctx, s, log, it)
 		case kindResult:
-			if r := d.decodeResult(log, it.msg); r != nil {
+			if r := d.decodeResult(it.msg); r != nil {
 				it.result = r
 				rest = append(rest, it)
 			}
@@ -68,7 +68,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		}
 		if err != nil {
 			log.Error().Err(err).Msg("cannot load plan state; messages will be redelivered")
-			nakAll(rest, time.Second)
+			d.handBack(log, rest, time.Second, err)
 			return
 		}
 		// A message that follows from a change this state has not seen
@@ -108,7 +108,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
 			log.Error().Err(err).Msg("cannot record skill health or session state; messages will be redelivered")
 			delete(s.cache, planID)
-			nakAll(rest, time.Second)
+			d.handBack(log, rest, time.Second, err)
 			return
 		}
 		if redelivered {
@@ -128,7 +128,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			if err != nil {
 				log.Error().Err(err).Msg("cannot store plan state; messages will be redelivered")
 				delete(s.cache, planID)
-				nakAll(rest, time.Second)
+				d.handBack(log, rest, time.Second, err)
 				return
 			}
 			ent.rev = rev
@@ -137,12 +137,10 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		if err != nil {
 			log.Error().Err(err).Msg("cannot publish effects; messages will be redelivered")
 			delete(s.cache, planID)
-			nakAll(rest, time.Second)
+			d.handBack(log, rest, time.Second, err)
 			return
 		}
-		for _, it := range current {
-			pd.ack = append(pd.ack, it.msg)
-		}
+		pd.ack = append(pd.ack, current...)
 		s.acks <- pd
 		d.holdBack(log, ahead)
 		if ent.eng.Done() {
@@ -151,10 +149,9 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		return
 	}
 	log.Warn().Int("tries", casRetries).Msg("lost every compare-and-set; messages will be redelivered")
-	nakAll(rest, 100*time.Millisecond)
+	d.handBack(log, rest, 100*time.Millisecond, fmt.Errorf("lost %d compare-and-sets on the state of plan %s", casRetries, planID))
 }
 
-// decodeResult validates a tool result; an invalid one is terminated.
 // verify applies the tool's verification gate, if it has one: a succeeded
 // result whose output the gate refuses counts as a failed attempt
 // (VERIFY_FAILED), so the tool's retry policy and failure semantics apply.
@@ -182,36 +179,54 @@ func (d *Dispatcher) verdict(eng *execution.Engine, it item) execution.Verdict {
 	return eng.TimerVerdict(it.timer)
 }
 
-// maxHoldBacks bounds how often a message that is ahead of the plan's
-// state is handed back: a state that lags catches up in moments, so a
-// message still ahead after this many deliveries never will be.
-const maxHoldBacks = 30
-
-// holdBack hands back messages that are ahead of a freshly read state.
+// holdBack hands back messages that are ahead of a freshly read state. A
+// state that lags catches up in moments, so a message still ahead at its
+// delivery limit never will be: it is dropped.
 func (d *Dispatcher) holdBack(log zerolog.Logger, ahead []item) {
 	for _, it := range ahead {
-		if meta, err := it.msg.Metadata(); err == nil && meta.NumDelivered > maxHoldBacks {
-			log.Warn().Str("subject", it.msg.Subject()).Msg("dropping a message the plan's state never caught up with")
-			_ = it.msg.Ack()
+		if n := bus.Deliveries(it.msg); n >= d.cfg.DeliveryLimit {
+			d.drop(log, it, fmt.Sprintf("still ahead of its plan's state after %d deliveries", n), nil)
 			continue
 		}
 		_ = it.msg.NakWithDelay(200 * time.Millisecond)
 	}
 }
 
-func (d *Dispatcher) decodeResult(log zerolog.Logger, m jetstream.Msg) *plan.ToolResult {
+// decodeResult validates a tool result and checks its token; a result
+// that fails is dropped.
+func (d *Dispatcher) decodeResult(m jetstream.Msg) *plan.ToolResult {
 	if err := schemas.Validate(schemas.ToolResult, m.Data()); err != nil {
-		log.Error().Err(err).Str("subject", m.Subject()).Msg("dropping an invalid tool result")
-		_ = m.TermWithReason("invalid tool result: " + err.Error())
+		d.rejectResult(m, "invalid tool result: "+err.Error())
 		return nil
 	}
 	var r plan.ToolResult
 	if err := json.Unmarshal(m.Data(), &r); err != nil || bus.ResultSubject(r.PlanID) != m.Subject() {
-		log.Error().Str("subject", m.Subject()).Str("result_plan_id", r.PlanID).Msg("dropping a tool result published on another plan's subject")
-		_ = m.TermWithReason("result subject and planId differ")
+		d.rejectResult(m, "result published on another plan's subject")
+		return nil
+	}
+	if !d.key.CheckResult(r.PlanID, r.ToolID, r.Attempt, r.Token) {
+		d.rejectResult(m, "result token does not match its call")
 		return nil
 	}
 	return &r
+}
+
+// Dropped results are logged at most rejectLogBurst times per
+// rejectLogPeriod; results_rejected counts them all.
+const (
+	rejectLogBurst  = 5
+	rejectLogPeriod = 10 * time.Second
+)
+
+// rejectResult drops a result that can never be applied: it is terminated,
+// so it is not redelivered, counted in results_rejected and logged
+// (sampled). It changes nothing else: the tool it names runs on, and its
+// real result still counts.
+func (d *Dispatcher) rejectResult(m jetstream.Msg, reason string) {
+	n := d.stats.ResultsRejected.Add(1)
+	d.rejectLog.Warn().Str("subject", m.Subject()).Str("reason", reason).Int64("results_rejected", n).
+		Msg("dropping a tool result")
+	_ = m.TermWithReason(reason)
 }
 
 // entry returns the plan's engine, from the cache (cached is true) or

@@ -23,7 +23,7 @@ func (d *Dispatcher) addService() (micro.Service, error) {
 		return nil, fmt.Errorf("dispatcher: micro service: %w", err)
 	}
 	err = svc.AddEndpoint("status", micro.HandlerFunc(func(r micro.Request) { _ = r.RespondJSON(d.Stats()) }),
-		micro.WithEndpointSubject("planbus.dispatcher.status"))
+		micro.WithEndpointSubject(bus.SubjectDispatcherStatus))
 	if err != nil {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("dispatcher: status endpoint: %w", err)
@@ -31,11 +31,17 @@ func (d *Dispatcher) addService() (micro.Service, error) {
 	return svc, nil
 }
 
-// Stats are the dispatcher's counters since it started.
+// Stats are the dispatcher's counters since it started. results_rejected
+// counts results dropped unapplied: invalid, published on another plan's
+// subject, or without their call's token (forged, or from a worker that
+// does not echo it). messagesDropped counts messages given up at their
+// delivery limit (Config.DeliveryLimit) and invalid timers.
 func (d *Dispatcher) Stats() map[string]int64 {
 	return map[string]int64{
 		"plansStarted": d.stats.PlansStarted.Load(), "plansRejected": d.stats.PlansRejected.Load(),
 		"plansEnded": d.stats.PlansEnded.Load(), "results": d.stats.Results.Load(), "timers": d.stats.Timers.Load(),
 		"toolsReleased": d.stats.Released.Load(), "casConflicts": d.stats.Conflicts.Load(), "batches": d.stats.Batches.Load(),
+		"results_rejected": d.stats.ResultsRejected.Load(),
+		"messagesDropped":  d.stats.Dropped.Load(),
 	}
 }

@@ -44,16 +44,25 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		d.reject(ctx, log, it, err)
 		return
 	}
-	if _, err := d.kv.Create(ctx, bus.PlanKey(p.PlanID), mustJSON(p)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		log.Error().Err(err).Msg("cannot store plan; it will be redelivered")
-		_ = it.msg.NakWithDelay(time.Second)
-		return
-	}
+	// A plan that cannot be stored would fail at every delivery: it is
+	// rejected, naming its size and the limit.
+	stored := mustJSON(p)
 	now := time.Now()
 	eng, fx := execution.Start(p, now, d.cfg.DefaultMaxConcurrency)
+	state := storedJSON(eng)
+	if limit := d.storeLimit(); len(stored) > limit || len(state) > limit {
+		d.reject(ctx, log, it, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
+			"the plan takes %d bytes with its defaults and its state %d; the store holds at most %d bytes a value (max payload)", len(stored), len(state), limit)})
+		return
+	}
+	if _, err := d.kv.Create(ctx, bus.PlanKey(p.PlanID), stored); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		log.Error().Err(err).Msg("cannot store plan; it will be redelivered")
+		d.handBack(log, []item{it}, time.Second, err)
+		return
+	}
 	ent := &entry{eng: eng, gates: gs}
 	out := d.render(ent, &fx, now)
-	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), storedJSON(eng))
+	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), state)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists):
 		// Started before: by a dispatcher that died before acknowledging,
@@ -61,14 +70,14 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		var lerr error
 		if ent, lerr = d.load(ctx, s, p.PlanID); lerr != nil {
 			log.Error().Err(lerr).Msg("cannot load plan state; plan will be redelivered")
-			_ = it.msg.NakWithDelay(time.Second)
+			d.handBack(log, []item{it}, time.Second, lerr)
 			return
 		}
 		fx = ent.eng.Outstanding()
 		out = d.render(ent, &fx, now)
 	case err != nil:
 		log.Error().Err(err).Msg("cannot store plan state; plan will be redelivered")
-		_ = it.msg.NakWithDelay(time.Second)
+		d.handBack(log, []item{it}, time.Second, err)
 		return
 	default:
 		d.stats.PlansStarted.Add(1)
@@ -80,10 +89,10 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	if err != nil {
 		log.Error().Err(err).Msg("cannot publish effects; plan will be redelivered")
 		delete(s.cache, p.PlanID)
-		_ = it.msg.NakWithDelay(time.Second)
+		d.handBack(log, []item{it}, time.Second, err)
 		return
 	}
-	pd.ack = []jetstream.Msg{it.msg}
+	pd.ack = []item{it}
 	s.acks <- pd
 	if ent.eng.Done() {
 		d.forget(s, p.PlanID)
@@ -131,6 +140,13 @@ func (d *Dispatcher) checkSkills(ctx context.Context, p *plan.Plan) error {
 
 // reject reports a plan that cannot run as a rejected execution result.
 func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, cause error) {
+	d.rejectCode(ctx, log, it, plan.CodeInvalidPlan, cause)
+}
+
+// rejectCode reports a plan that cannot run as a rejected execution
+// result with the given code. If that cannot be published either, the
+// plan comes back later (at most until the consumer's MaxDeliver).
+func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item, code string, cause error) {
 	d.stats.PlansRejected.Add(1)
 	requestID := it.planID
 	var ids struct {
@@ -140,14 +156,17 @@ func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, ca
 		requestID = ids.RequestID
 	}
 	now := time.Now().UTC()
-	errInfo := &plan.ErrorInfo{Code: plan.CodeInvalidPlan, Category: plan.CategoryInvalidInput, Message: cause.Error()}
+	errInfo := &plan.ErrorInfo{Code: code, Category: plan.CategoryInvalidInput, Message: cause.Error()}
+	if code == CodeDeliveryLimit {
+		errInfo.Category = plan.CategoryInternal
+	}
 	res := &plan.ExecutionResult{PlanID: it.planID, RequestID: requestID, State: plan.PlanRejected, CanReplan: true,
 		Error: errInfo, Tools: []plan.ToolOutcome{}, StartedAt: now, FinishedAt: now}
 	log.Warn().Err(cause).Msg("plan rejected")
 	d.event(plan.Event{Type: plan.EventPlanRejected, Time: now, RequestID: requestID, PlanID: it.planID, Error: errInfo})
 	if _, err := d.conn.JS.Publish(ctx, bus.ExecutionSubject(it.planID), mustJSON(res), jetstream.WithMsgID(it.planID)); err != nil {
 		log.Error().Err(err).Msg("cannot publish the rejection; plan will be redelivered")
-		_ = it.msg.NakWithDelay(time.Second)
+		_ = it.msg.NakWithDelay(bus.RetryDelay(bus.Deliveries(it.msg)))
 		return
 	}
 	_ = it.msg.Ack()

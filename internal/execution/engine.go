@@ -103,7 +103,8 @@ func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int) (*Engine, Eff
 	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph())}
 	e.begin(now)
 	e.fx.Changed = true
-	e.event(plan.Event{Type: plan.EventPlanStarted, Message: fmt.Sprintf("%s, at most %d at once", plural(len(p.Tools), "tool"), mc)})
+	e.event(plan.Event{Type: plan.EventPlanStarted, Tools: len(p.Tools),
+		Message: fmt.Sprintf("%s, at most %d at once", plural(len(p.Tools), "tool"), mc)})
 	e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(st.Deadline)})
 	e.fill()
 	e.checkDone()

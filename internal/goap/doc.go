@@ -33,7 +33,8 @@
 // cheap plans are broken deterministically by smaller heuristic, then by
 // creation order, which follows the domain's action order. Plan returns
 // *UnreachableError (ErrUnreachable) naming the unsatisfied conditions and
-// why, ErrBudgetExceeded after Options.MaxNodes expansions, and
+// why, a *BudgetError (ErrBudgetExceeded) after Options.MaxNodes
+// expansions or once it holds more than Options.MaxMemory bytes, and
 // ErrCanceled when its context ends.
 //
 // # Arbiter and tracker

@@ -23,9 +23,10 @@ var (
 	// It is returned as *UnreachableError, which names the conditions.
 	ErrUnreachable = errors.New("goap: goal unreachable")
 
-	// ErrBudgetExceeded means the search expanded Options.MaxNodes states
-	// without reaching the goal.
-	ErrBudgetExceeded = errors.New("goap: node budget exceeded")
+	// ErrBudgetExceeded means the search went over a limit of its Options
+	// (MaxNodes or MaxMemory) without reaching the goal. It is returned as
+	// *BudgetError, which names the limit.
+	ErrBudgetExceeded = errors.New("goap: out of budget")
 
 	// ErrCanceled wraps the context's error when a search stops because
 	// its context ended.
@@ -36,6 +37,37 @@ var (
 	// *EvalError.
 	ErrEval = errors.New("goap: expression failed")
 )
+
+// BudgetError is a search stopped by a limit of its Options.
+type BudgetError struct {
+	// Limit is BudgetNodes (Options.MaxNodes) or BudgetMemory
+	// (Options.MaxMemory).
+	Limit string
+	Goal  string
+	// Used is what the search had used when it stopped (states expanded,
+	// or bytes held), Budget what it was allowed; Expanded the states it
+	// expanded.
+	Used, Budget int64
+	Expanded     int
+}
+
+// The limits a BudgetError names.
+const (
+	BudgetNodes  = "nodes"
+	BudgetMemory = "memory"
+)
+
+func (e *BudgetError) Error() string {
+	if e.Limit == BudgetMemory {
+		return fmt.Sprintf("%v: the search for goal %s holds about %d bytes after expanding %d states (Options.MaxMemory %d)",
+			ErrBudgetExceeded, e.Goal, e.Used, e.Expanded, e.Budget)
+	}
+	return fmt.Sprintf("%v: expanded %d states for goal %s without reaching it (Options.MaxNodes %d)",
+		ErrBudgetExceeded, e.Used, e.Goal, e.Budget)
+}
+
+// Unwrap returns ErrBudgetExceeded.
+func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
 
 // DomainError says what is wrong with a domain document and where: Path is
 // a JSON pointer into the document ("/actions/2/cost"), Msg what is wrong

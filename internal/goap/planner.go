@@ -7,10 +7,14 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // DefaultMaxNodes is the node budget when Options.MaxNodes is 0.
 const DefaultMaxNodes = 100_000
+
+// DefaultMaxMemory is the memory budget when Options.MaxMemory is 0.
+const DefaultMaxMemory int64 = 256 << 20
 
 // Options configure one Plan call. The zero value plans with every action
 // and the default node budget.
@@ -19,6 +23,11 @@ type Options struct {
 	// list). 0 means DefaultMaxNodes; negative means no limit, which only
 	// terminates on finite state spaces.
 	MaxNodes int
+	// MaxMemory caps the bytes the search holds: every state generated
+	// (each expansion may generate one per action, so this bounds what
+	// MaxNodes alone does not), its node, its open-list entry and its key.
+	// 0 means DefaultMaxMemory; negative means no limit.
+	MaxMemory int64
 	// MaxCost, if positive, is the most a plan may cost. States that
 	// cannot lead to a cheaper plan are not expanded.
 	MaxCost float64
@@ -150,7 +159,8 @@ type seen struct {
 //
 // Errors: ErrUnknownGoal; ErrInvalidState for a mistyped fact in s;
 // *UnreachableError (ErrUnreachable) when no plan exists, or none within
-// MaxCost; ErrBudgetExceeded after MaxNodes expansions; ErrCanceled
+// MaxCost; *BudgetError (ErrBudgetExceeded) after MaxNodes expansions or
+// once the search holds more than MaxMemory bytes; ErrCanceled
 // wrapping ctx.Err() when ctx ends; *EvalError (ErrEval) when a cost
 // expression fails or gives less than its action's MinCost.
 //
@@ -260,12 +270,34 @@ type search struct {
 	stats    Stats
 	pruned   bool // a state was dropped for MaxCost
 	keyBuf   []byte
+	held     int64 // arena blocks and state keys allocated, in bytes
+}
+
+var (
+	sizeNode  = int64(unsafe.Sizeof(node{}))
+	sizeEntry = int64(unsafe.Sizeof(entry{}))
+	sizeSeen  = int64(unsafe.Sizeof(seen{}))
+	sizeValue = int64(unsafe.Sizeof(value{}))
+)
+
+// keyBytes is what one state key costs the keys map besides its text: a
+// string header and an index in a slot, with the map's spare room.
+const keyBytes = 2 * (16 + 4)
+
+// memBytes estimates what the search holds: its slices at their capacity,
+// the arena blocks states are carved from and the keys of the states seen.
+func (sr *search) memBytes() int64 {
+	return int64(cap(sr.nodes))*sizeNode + int64(cap(sr.open))*sizeEntry + int64(cap(sr.seen))*sizeSeen + sr.held
 }
 
 func (sr *search) run(start []value) (*Result, error) {
 	limit := sr.opts.MaxNodes
 	if limit == 0 {
 		limit = DefaultMaxNodes
+	}
+	memLimit := sr.opts.MaxMemory
+	if memLimit == 0 {
+		memLimit = DefaultMaxMemory
 	}
 	if err := sr.ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCanceled, err)
@@ -287,8 +319,11 @@ func (sr *search) run(start []value) (*Result, error) {
 		}
 		st.closed = true
 		if limit > 0 && sr.stats.Expanded >= limit {
-			return nil, fmt.Errorf("%w: expanded %d states for goal %s without reaching it (Options.MaxNodes %d)",
-				ErrBudgetExceeded, sr.stats.Expanded, sr.goal.Name, limit)
+			return nil, &BudgetError{Limit: BudgetNodes, Goal: sr.goal.Name, Used: int64(sr.stats.Expanded),
+				Budget: int64(limit), Expanded: sr.stats.Expanded}
+		}
+		if mem := sr.memBytes(); memLimit > 0 && mem > memLimit {
+			return nil, &BudgetError{Limit: BudgetMemory, Goal: sr.goal.Name, Used: mem, Budget: memLimit, Expanded: sr.stats.Expanded}
 		}
 		sr.stats.Expanded++
 		if sr.stats.Expanded&255 == 0 {
@@ -344,6 +379,7 @@ func (sr *search) keep(s []value) []value {
 	n := len(s)
 	if len(sr.arena) < n {
 		sr.arena = make([]value, n*min(max(len(sr.nodes), 16), 4096))
+		sr.held += int64(len(sr.arena)) * sizeValue
 	}
 	out := sr.arena[:n:n]
 	sr.arena = sr.arena[n:]
@@ -360,6 +396,7 @@ func (sr *search) add(parent, action int32, g, cost, h float64, s []value) {
 	} else {
 		si = int32(len(sr.seen))
 		sr.keys[string(sr.keyBuf)] = si
+		sr.held += int64(len(sr.keyBuf)) + keyBytes
 		sr.seen = append(sr.seen, seen{g: g})
 	}
 	idx := int32(len(sr.nodes))

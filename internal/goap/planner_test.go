@@ -169,6 +169,8 @@ func TestPlanErrors(t *testing.T) {
 		{"max cost", travel, nil, nil, "park", Options{MaxCost: 3.5}, ErrUnreachable, "no plan costs at most 3.5 (Options.MaxCost)"},
 		{"budget", signs, nil, State{"pending": 50}, "signs-written", Options{MaxNodes: 10}, ErrBudgetExceeded,
 			"expanded 10 states for goal signs-written without reaching it (Options.MaxNodes 10)"},
+		{"memory budget", signs, nil, State{"pending": 50}, "signs-written", Options{MaxMemory: 32 << 10}, ErrBudgetExceeded,
+			"bytes after expanding"},
 		{"canceled", signs, canceled, nil, "signs-written", Options{}, context.Canceled, "goap: canceled: context canceled"},
 		{"cost fails", `{"name": "d", "facts": {"n": 0, "s": {"type": "string"}}, "actions": [{"name": "a", "effects": {"n": 1}, "cost": "len(s) + 1"}],
 			"goals": [{"name": "g", "conditions": {"n": 1}}]}`, nil, nil, "g", Options{}, ErrEval, "goap: action a: cost: invalid argument for len"},

@@ -226,8 +226,10 @@ func (e *engine) collect(goals []term, base int32, key term, keyBase int32, hasK
 	envStart := int32(len(e.env))
 	e.collecting++
 	var out []answer
+	start, kept := e.alloc, int64(0)
 	err := e.solveAt(goals, base, func() (bool, error) {
 		var a answer
+		before := e.alloc
 		for _, idx := range e.trail[mark:] {
 			if idx < envStart {
 				c := &e.env[idx]
@@ -237,12 +239,18 @@ func (e *engine) collect(goals []term, base int32, key term, keyBase int32, hasK
 		if hasKey {
 			a.key = e.resolve(key, keyBase)
 		}
-		e.extraMem += int64(len(a.binds)+1) * 48
+		// Backtracking to the next answer takes this one's terms out of
+		// e.alloc, but the answer keeps them.
+		n := e.alloc - before + sliceBytes(cap(a.binds), sizeBindRec) + sizeAnswerRec
+		kept += n
+		e.extraMem += n
 		out = append(out, a)
 		return true, nil
 	})
 	e.collecting--
 	e.undoTrail(mark)
+	e.extraMem -= kept
+	e.alloc = start + kept + sliceBytes(cap(out), sizeAnswerRec)
 	return out, err
 }
 
@@ -259,7 +267,7 @@ func (e *engine) offer(fr *frame, pos int32, answers []answer) bool {
 		}
 		e.cps = append(e.cps, choicepoint{
 			kind: cpAlts, fr: fr, pos: pos,
-			trail: int32(len(e.trail)), env: int32(len(e.env)), frames: e.frames,
+			trail: int32(len(e.trail)), env: int32(len(e.env)), frames: e.frames, alloc: e.alloc,
 			alts: alts,
 		})
 	}
@@ -354,13 +362,19 @@ func biFindall(e *engine, g term, gb int32) (bool, error) {
 	mark := int32(len(e.trail))
 	e.collecting++
 	var items []term
+	start, kept := e.alloc, int64(0)
 	err := e.solveAt(g.args[1:len(g.args)-1], gb, func() (bool, error) {
+		before := e.alloc
 		items = append(items, e.resolve(g.args[0], gb))
-		e.extraMem += 48
+		n := e.alloc - before + 2*sizeTerm
+		kept += n
+		e.extraMem += n
 		return true, nil
 	})
 	e.collecting--
 	e.undoTrail(mark)
+	e.extraMem -= kept
+	e.alloc = start + kept
 	if err != nil {
 		return false, err
 	}
@@ -368,6 +382,7 @@ func biFindall(e *engine, g term, gb int32) (bool, error) {
 	for i := len(items) - 1; i >= 0; i-- {
 		list = compound(symDot, []term{items[i], list})
 	}
+	e.alloc += int64(len(items)) * termsBytes(2)
 	return e.unify(g.args[len(g.args)-1], gb, list, 0), nil
 }
 
@@ -399,6 +414,7 @@ func biAssert(e *engine, g term, gb int32) (bool, error) {
 	if len(g.args) != 1 {
 		return false, e.badCall(g, gb, "assert() takes one term")
 	}
+	before := e.alloc
 	t := e.resolve(g.args[0], gb)
 	if !isGround(t) {
 		return false, e.domainErr(ErrNotGround, t, 0, "assert() needs a ground fact")
@@ -406,7 +422,7 @@ func biAssert(e *engine, g term, gb int32) (bool, error) {
 	if t.k != kAtom && t.k != kCompound {
 		return false, e.badCall(g, gb, "assert() needs a fact")
 	}
-	if !e.r.st.insert(t) {
+	if !e.r.st.insert(t, e.alloc-before) {
 		return false, e.domainErr(ErrFactExists, t, 0, "assert()")
 	}
 	return true, nil
@@ -526,6 +542,7 @@ func biAtomChars(e *engine, g term, gb int32) (bool, error) {
 	for i := len(s) - 1; i >= 0; i-- {
 		list = compound(symDot, []term{e.r.syms.atom(s[i : i+1]), list})
 	}
+	e.alloc += int64(len(s)) * termsBytes(2)
 	return e.unify(g.args[1], gb, list, 0), nil
 }
 

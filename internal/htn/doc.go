@@ -22,8 +22,11 @@
 //
 // The package is pure: no I/O (write/1 goes to Options.Output if set), no
 // goroutines, no global state. A call stops early when its context ends
-// (ErrCanceled) or its Budget runs out (ErrBudgetExceeded, with the plans
-// found so far and the partial branch in the Result). Options.Disabled
+// (ErrCanceled) or its Budget runs out (a *BudgetError, which wraps
+// ErrBudgetExceeded, with the plans found so far and the partial branch in
+// the Result). The memory budget counts everything the call holds,
+// collected plans included, at the sizes the Go allocator hands out.
+// Options.Disabled
 // lets a caller forbid operators by name; the planner then backtracks as if
 // the operator did not apply.
 //

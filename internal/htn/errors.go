@@ -11,10 +11,11 @@ var (
 	// ErrSyntax is wrapped by every *ParseError.
 	ErrSyntax = errors.New("htn: syntax error")
 
-	// ErrBudgetExceeded means the search went over Options.Budget. The
-	// Result returned with it holds the plans completed so far and, in
-	// Partial, the operators applied on the branch that ran out, so the
-	// caller can tell a truncated search from a finished one.
+	// ErrBudgetExceeded means the search went over Options.Budget; the
+	// error is a *BudgetError naming the limit. The Result returned with it
+	// holds the plans completed so far and, in Partial, the operators
+	// applied on the branch that ran out, so the caller can tell a
+	// truncated search from a finished one.
 	ErrBudgetExceeded = errors.New("htn: out of budget")
 
 	// ErrCanceled wraps the context's error when a run stops because its
@@ -30,6 +31,37 @@ var (
 	ErrUnknownFunction = errors.New("htn: unknown arithmetic function")
 	ErrBadCall         = errors.New("htn: invalid call")
 )
+
+// BudgetError says which limit of Options.Budget a call went over and by
+// how much. It wraps ErrBudgetExceeded.
+type BudgetError struct {
+	// Limit is the budget that ran out: BudgetMemory, BudgetNodes or
+	// BudgetSteps.
+	Limit string
+	// Used is what the call had used when it stopped (bytes, nodes or
+	// steps) and Budget what it was allowed.
+	Used, Budget int64
+}
+
+// The limits a BudgetError names.
+const (
+	BudgetMemory = "memory"
+	BudgetNodes  = "nodes"
+	BudgetSteps  = "steps"
+)
+
+func (e *BudgetError) Error() string {
+	switch e.Limit {
+	case BudgetMemory:
+		return fmt.Sprintf("%v: about %d bytes in use, budget %d", ErrBudgetExceeded, e.Used, e.Budget)
+	case BudgetNodes:
+		return fmt.Sprintf("%v: %d planner nodes, budget %d", ErrBudgetExceeded, e.Used, e.Budget)
+	}
+	return fmt.Sprintf("%v: %d resolver steps, budget %d", ErrBudgetExceeded, e.Used, e.Budget)
+}
+
+// Unwrap returns ErrBudgetExceeded.
+func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
 
 // ParseError reports where a program or goal failed to parse. Line and
 // Column are 1-based; Column counts bytes.

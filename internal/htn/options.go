@@ -8,16 +8,21 @@ import (
 
 // DefaultMemoryBudget is the memory budget used when Budget.Memory is 0.
 // It is far above what the benchmark domains need (deep3000 stays under a
-// few megabytes), so only a runaway search reaches it.
-const DefaultMemoryBudget int64 = 1 << 30
+// few megabytes, all 16,384 plans of wide7x4 under 32 MB), so only a
+// runaway search reaches it.
+const DefaultMemoryBudget int64 = 256 << 20
 
 // Budget bounds one Plan or Query call. Going over any limit ends the call
 // with ErrBudgetExceeded; it never silently shortens a plan.
 type Budget struct {
 	// Memory is the approximate number of bytes the search may hold at
-	// once: planner nodes, state changes, resolver bindings, frames and
-	// collected solutions. 0 means DefaultMemoryBudget; negative means no
-	// limit.
+	// once: planner nodes (pooled ones too) and what each holds (task
+	// lists, decompositions, condition answers, operator lists), the
+	// world state's changes and indexes, the resolver's stores, and the
+	// plans or answers collected so far with everything they keep alive.
+	// The estimate follows Go's allocation sizes, so it tracks the live
+	// heap the call adds (see TestMemoryEstimate). 0 means
+	// DefaultMemoryBudget; negative means no limit.
 	Memory int64
 	// Nodes caps the number of planner search nodes created. 0 means no limit.
 	Nodes int64
@@ -60,7 +65,8 @@ type run struct {
 	eng        *engine
 	nextFree   int64
 	memLimit   int64
-	plannerMem int64
+	plannerMem int64 // planner nodes and what they hold
+	keptMem    int64 // collected plans or answers and what they keep alive
 	stats      Stats
 	ticks      int
 }
@@ -85,18 +91,18 @@ func (r *run) freeID() int64 {
 // check enforces the budget and the context. It is called every few
 // hundred resolver steps and at every planner node.
 func (r *run) check() error {
-	mem := r.plannerMem + r.st.memBytes() + r.eng.memBytes()
+	mem := r.plannerMem + r.keptMem + r.st.memBytes() + r.eng.memBytes() + r.syms.memBytes()
 	if mem > r.stats.PeakMemory {
 		r.stats.PeakMemory = mem
 	}
 	if r.memLimit > 0 && mem > r.memLimit {
-		return fmt.Errorf("%w: about %d bytes in use, budget %d", ErrBudgetExceeded, mem, r.memLimit)
+		return &BudgetError{Limit: BudgetMemory, Used: mem, Budget: r.memLimit}
 	}
 	if b := r.opts.Budget.Nodes; b > 0 && r.stats.Nodes > b {
-		return fmt.Errorf("%w: %d planner nodes, budget %d", ErrBudgetExceeded, r.stats.Nodes, b)
+		return &BudgetError{Limit: BudgetNodes, Used: r.stats.Nodes, Budget: b}
 	}
 	if b := r.opts.Budget.Steps; b > 0 && r.stats.Steps > b {
-		return fmt.Errorf("%w: %d resolver steps, budget %d", ErrBudgetExceeded, r.stats.Steps, b)
+		return &BudgetError{Limit: BudgetSteps, Used: r.stats.Steps, Budget: b}
 	}
 	r.ticks++
 	if r.ticks&15 == 0 {

@@ -54,6 +54,8 @@ type opCell struct {
 	ctx    *decomp
 	prev   *opCell
 	n      int
+	bytes  int64 // the cell and its operator's term
+	kept   bool  // a collected plan holds it
 }
 
 // decomp records a method application: which task it decomposed, with
@@ -64,6 +66,15 @@ type decomp struct {
 	task   term
 	m      *method
 	vals   []term
+	bytes  int64 // the record, its values and the terms of its do() list
+	kept   bool  // a collected plan holds it
+}
+
+// condAnswer is one answer of a method's condition: the values of the
+// method's variables, and what building them allocated.
+type condAnswer struct {
+	vals  []term
+	bytes int64
 }
 
 type pnode struct {
@@ -76,31 +87,48 @@ type pnode struct {
 	methods []*method
 	mi      int
 	method  *method
-	conds   [][]term
+	conds   []condAnswer
 	ci      int
-	condMem int64
+	condMem int64 // what conds hold
 
 	retry             bool
 	methodHadSolution bool
 	atLeastOne        bool
 	anyOfCount        int
-	mem               int64
+	mem               int64 // bytes held for this node, released when it is popped
 }
 
-const nodeBytes = 192
-
 type planner struct {
-	r     *run
-	stack []*pnode
-	ret   bool
-	free  []*pnode
+	r      *run
+	stack  []*pnode
+	ret    bool
+	free   []*pnode
+	slices int64 // what stack and free hold, as charged to plannerMem
+}
+
+// charge adds bytes held by node n (nil: by the planner for the whole run).
+func (pl *planner) charge(n *pnode, bytes int64) {
+	pl.r.plannerMem += bytes
+	if n != nil {
+		n.mem += bytes
+	}
+}
+
+// recount charges the node stack and the pool at their capacity.
+func (pl *planner) recount() {
+	m := sliceBytes(cap(pl.stack), sizePtr) + sliceBytes(cap(pl.free), sizePtr)
+	pl.r.plannerMem += m - pl.slices
+	pl.slices = m
 }
 
 func (pl *planner) top() *pnode { return pl.stack[len(pl.stack)-1] }
 
 // push creates a child of n that must solve tasks followed by n's
 // remaining tasks, with the given operator list, and makes n resume at ret.
-func (pl *planner) push(n *pnode, tasks *taskCell, ops *opCell, ret contPoint) error {
+// held is what was allocated for the child (its task cells, operator
+// cell, decomposition): the child holds it until it is popped. Nodes are
+// pooled, so a node, once allocated, counts for the whole run.
+func (pl *planner) push(n *pnode, tasks *taskCell, ops *opCell, ret contPoint, held int64) error {
 	var c *pnode
 	if k := len(pl.free); k > 0 {
 		c = pl.free[k-1]
@@ -108,16 +136,17 @@ func (pl *planner) push(n *pnode, tasks *taskCell, ops *opCell, ret contPoint) e
 		*c = pnode{}
 	} else {
 		c = &pnode{}
+		pl.r.plannerMem += sizeNode
 	}
 	c.tasks = tasks
 	c.ops = ops
 	c.mark = pl.r.st.mark()
-	c.mem = nodeBytes
 	if n != nil {
 		n.cont = ret
 	}
 	pl.stack = append(pl.stack, c)
-	pl.r.plannerMem += c.mem
+	pl.charge(c, held)
+	pl.recount()
 	pl.r.stats.Nodes++
 	return pl.r.check()
 }
@@ -132,14 +161,16 @@ func (pl *planner) pop(ret bool) {
 	pl.ret = ret
 	n.conds, n.methods, n.tasks, n.cur, n.ops = nil, nil, nil, nil, nil
 	pl.free = append(pl.free, n)
+	pl.recount()
 }
 
-// prepend returns a list of copies of cells followed by rest.
-func prepend(cells []taskCell, rest *taskCell) *taskCell {
+// prepend returns a list of copies of cells followed by rest, and the
+// bytes the copies take.
+func prepend(cells []taskCell, rest *taskCell) (*taskCell, int64) {
 	if len(cells) == 0 {
-		return rest
+		return rest, 0
 	}
-	return link(append([]taskCell(nil), cells...), rest)
+	return link(append([]taskCell(nil), cells...), rest), sliceBytes(len(cells), sizeTaskCell)
 }
 
 // link chains cells, which the caller owns, in front of rest.
@@ -175,8 +206,7 @@ func (pl *planner) next() (*Plan, error) {
 			} else {
 				n.method = nil
 			}
-			pl.r.plannerMem -= n.condMem
-			n.mem -= n.condMem
+			pl.charge(n, -n.condMem)
 			n.conds, n.ci, n.condMem = nil, 0, 0
 			if n.methodHadSolution {
 				n.atLeastOne = true
@@ -195,17 +225,15 @@ func (pl *planner) next() (*Plan, error) {
 				pl.pop(n.atLeastOne)
 				continue
 			}
-			conds, err := pl.conditions(n.curT, n.method)
+			conds, bytes, err := pl.conditions(n.curT, n.method)
 			if err != nil {
 				return nil, err
 			}
 			if len(conds) == 0 {
 				continue // try the next method
 			}
-			n.conds = conds
-			n.condMem = int64(len(conds)) * int64(24+40*len(n.method.vars))
-			pl.r.plannerMem += n.condMem
-			n.mem += n.condMem
+			n.conds, n.condMem = conds, bytes
+			pl.charge(n, bytes)
 			switch n.method.kind {
 			case methodNormal:
 				n.cont = cNextCondition
@@ -224,10 +252,10 @@ func (pl *planner) next() (*Plan, error) {
 				n.cont = cNextMethod
 				continue
 			}
-			vals := n.conds[n.ci]
+			ans := n.conds[n.ci]
 			n.ci++
-			sub := pl.subtasks(n, vals, nil)
-			if err := pl.push(n, link(sub, n.tasks), n.ops, cReturnFromCondition); err != nil {
+			sub, held := pl.subtasks(n, ans, nil)
+			if err := pl.push(n, link(sub, n.tasks), n.ops, cReturnFromCondition, held); err != nil {
 				return nil, err
 			}
 
@@ -276,10 +304,12 @@ func (pl *planner) nextTask(n *pnode) error {
 	case taskTry:
 		return pl.startTry(n, cur.inner)
 	}
-	t, err := pl.r.resolveArith(cur.t)
+	var alloc int64
+	t, err := pl.r.resolveArith(cur.t, &alloc)
 	if err != nil {
 		return err
 	}
+	pl.charge(n, alloc)
 	n.curT = t
 	if t.k != kAtom && t.k != kCompound {
 		pl.pop(false)
@@ -300,6 +330,7 @@ func (pl *planner) nextTask(n *pnode) error {
 		pl.pop(false)
 		return nil
 	}
+	pl.charge(n, sliceBytes(cap(methods), sizeMethodPtr))
 	n.methods, n.mi = methods, 0
 	n.cont = cNextMethod
 	return nil
@@ -311,7 +342,8 @@ func (pl *planner) startTry(n *pnode, inner []taskCell) error {
 	idx := int32(len(pl.stack) - 1)
 	rest := &taskCell{kind: taskTryEnd, node: idx, next: n.tasks}
 	n.retry = true
-	return pl.push(n, prepend(inner, rest), n.ops, cReturnFromTry)
+	tasks, held := prepend(inner, rest)
+	return pl.push(n, tasks, n.ops, cReturnFromTry, held+allocSize(sizeTaskCell))
 }
 
 func (pl *planner) applyOperator(n *pnode, t term, op *operator) error {
@@ -336,14 +368,19 @@ func (pl *planner) applyOperator(n *pnode, t term, op *operator) error {
 			return nil
 		}
 	}
+	before := e.alloc
 	head := e.freeze(op.head, base)
+	headBytes := e.alloc - before
 	dels := make([]term, len(op.del))
 	for i, d := range op.del {
 		dels[i] = e.freeze(d, base)
 	}
 	adds := make([]term, len(op.add))
+	addBytes := make([]int64, len(op.add))
 	for i, a := range op.add {
+		before := e.alloc
 		adds[i] = e.freeze(a, base)
+		addBytes[i] = e.alloc - before
 	}
 	pr := r.printer()
 	for _, d := range dels {
@@ -354,11 +391,11 @@ func (pl *planner) applyOperator(n *pnode, t term, op *operator) error {
 			return &RuntimeError{Err: ErrFactMissing, Term: pr.String(d), Msg: "deleted by operator " + pr.String(head)}
 		}
 	}
-	for _, a := range adds {
+	for i, a := range adds {
 		if !isGround(a) {
 			return &RuntimeError{Err: ErrNotGround, Term: pr.String(a), Msg: "added by operator " + pr.String(head)}
 		}
-		if !r.st.insert(a) {
+		if !r.st.insert(a, addBytes[i]) {
 			return &RuntimeError{Err: ErrFactExists, Term: pr.String(a), Msg: "added by operator " + pr.String(head)}
 		}
 	}
@@ -366,8 +403,8 @@ func (pl *planner) applyOperator(n *pnode, t term, op *operator) error {
 	if n.ops != nil {
 		cnt = n.ops.n + 1
 	}
-	ops := &opCell{op: head, hidden: op.hidden, ctx: n.cur.ctx, prev: n.ops, n: cnt}
-	return pl.push(n, n.tasks, ops, cReturnFromOperator)
+	ops := &opCell{op: head, hidden: op.hidden, ctx: n.cur.ctx, prev: n.ops, n: cnt, bytes: sizeOpCell + headBytes}
+	return pl.push(n, n.tasks, ops, cReturnFromOperator, ops.bytes)
 }
 
 // unifyingMethods lists, in document order, the methods whose head
@@ -391,52 +428,68 @@ func (pl *planner) unifyingMethods(t term) []*method {
 }
 
 // conditions resolves a method's if() for a task against the current
-// state and returns, for each answer, the values of the method's variables.
-func (pl *planner) conditions(t term, m *method) ([][]term, error) {
+// state and returns, for each answer, the values of the method's
+// variables, and the bytes the answers hold.
+func (pl *planner) conditions(t term, m *method) ([]condAnswer, int64, error) {
 	e := pl.r.eng
 	e.reset()
 	task := e.importTerm(t, map[int64]int32{})
 	base := e.newVars(m.vars)
 	if !e.unify(m.head, base, task, 0) {
-		return nil, nil
+		return nil, 0, nil
 	}
-	snapshot := func() []term {
+	snapshot := func() condAnswer {
+		before := e.alloc
 		vals := make([]term, len(m.vars))
 		for i := range vals {
 			vals[i] = e.freeze(term{k: kVar, n: int64(i)}, base)
 		}
-		return vals
+		return condAnswer{vals: vals, bytes: e.alloc - before + termsBytes(len(vals))}
 	}
 	if len(m.cond) == 0 {
-		return [][]term{snapshot()}, nil
+		a := snapshot()
+		return []condAnswer{a}, a.bytes + allocSize(sizeAnswer), nil
 	}
-	var out [][]term
+	var out []condAnswer
+	var held int64
 	err := e.solveAt(m.cond, base, func() (bool, error) {
-		out = append(out, snapshot())
+		a := snapshot()
+		out = append(out, a)
+		// Backtracking releases the answer's terms from e.alloc; the
+		// resolver's budget checks see them here until the node takes them.
+		held += a.bytes
+		e.extraMem += a.bytes
 		return true, nil
 	})
-	return out, err
+	e.extraMem -= held
+	return out, held + sliceBytes(cap(out), sizeAnswer), err
 }
 
 // subtasks instantiates the method's do() list for one condition answer.
-// extra, if not nil, is appended (anyOf's bookkeeping).
-func (pl *planner) subtasks(n *pnode, vals []term, extra []taskCell) []taskCell {
+// extra, if not nil, is appended (anyOf's bookkeeping). It returns the
+// cells and the bytes they hold with their decomposition.
+func (pl *planner) subtasks(n *pnode, ans condAnswer, extra []taskCell) ([]taskCell, int64) {
 	m := n.method
-	d := &decomp{parent: n.cur.ctx, task: n.curT, m: m, vals: vals}
+	d := &decomp{parent: n.cur.ctx, task: n.curT, m: m, vals: ans.vals}
 	out := make([]taskCell, 0, len(m.tasks)+len(extra))
+	var alloc int64
 	for _, t := range m.tasks {
-		out = append(out, taskCell{t: instantiate(t, vals), ctx: d})
+		out = append(out, taskCell{t: instantiate(t, ans.vals, &alloc), ctx: d})
 	}
-	return append(out, extra...)
+	// A collected plan keeps the decomposition with its values and the
+	// terms its tasks were built from; the node keeps the cells too.
+	d.bytes = sizeDecomp + ans.bytes + alloc
+	return append(out, extra...), sizeDecomp + alloc + sliceBytes(cap(out), sizeTaskCell)
 }
 
-// instantiate replaces clause variables by their values.
-func instantiate(t term, vals []term) term {
+// instantiate replaces clause variables by their values, adding the bytes
+// of the terms it builds to *alloc.
+func instantiate(t term, vals []term, alloc *int64) term {
 	switch t.k {
 	case kVar:
 		return vals[t.n]
 	case kCompound:
-		return mapArgs(t, func(a term) term { return instantiate(a, vals) })
+		return mapArgs(t, func(a term) term { return instantiate(a, vals, alloc) }, alloc)
 	}
 	return t
 }
@@ -444,10 +497,14 @@ func instantiate(t term, vals []term) term {
 // allOf merges the do() lists of all answers into one branch.
 func (pl *planner) allOf(n *pnode) error {
 	var all []taskCell
-	for _, vals := range n.conds {
-		all = append(all, pl.subtasks(n, vals, nil)...)
+	var held int64
+	for _, ans := range n.conds {
+		sub, h := pl.subtasks(n, ans, nil)
+		all = append(all, sub...)
+		held += h - sliceBytes(cap(sub), sizeTaskCell) // copied into all
 	}
-	return pl.push(n, link(all, n.tasks), n.ops, cReturnFromSetOf)
+	held += sliceBytes(cap(all), sizeTaskCell)
+	return pl.push(n, link(all, n.tasks), n.ops, cReturnFromSetOf, held)
 }
 
 // anyOf wraps each answer's do() list in a try block that counts its
@@ -455,13 +512,32 @@ func (pl *planner) allOf(n *pnode) error {
 func (pl *planner) anyOf(n *pnode) error {
 	child := int32(len(pl.stack))
 	all := make([]taskCell, 0, len(n.conds)+1)
-	for _, vals := range n.conds {
-		inner := pl.subtasks(n, vals, []taskCell{{kind: taskCountAnyOf, node: child}})
+	held := sliceBytes(cap(all), sizeTaskCell)
+	for _, ans := range n.conds {
+		inner, h := pl.subtasks(n, ans, []taskCell{{kind: taskCountAnyOf, node: child}})
 		all = append(all, taskCell{kind: taskTry, inner: inner, ctx: n.cur.ctx})
+		held += h
 	}
 	all = append(all, taskCell{kind: taskFailIfNoneOf, node: child})
 	n.anyOfCount = 0
-	return pl.push(n, link(all, n.tasks), n.ops, cReturnFromSetOf)
+	return pl.push(n, link(all, n.tasks), n.ops, cReturnFromSetOf, held)
+}
+
+// keep charges what a collected plan holds: its fact lists, and the
+// operator cells, decompositions and added facts it shares with the search
+// and with the plans before it, each counted once.
+func (pl *planner) keep(p *Plan) {
+	r := pl.r
+	n := sliceBytes(cap(p.deleted), 4) + sliceBytes(cap(p.added), sizeTerm) + r.st.keep()
+	for o := p.last; o != nil && !o.kept; o = o.prev {
+		o.kept = true
+		n += o.bytes
+		for d := o.ctx; d != nil && !d.kept; d = d.parent {
+			d.kept = true
+			n += d.bytes
+		}
+	}
+	r.keptMem += n
 }
 
 // solution turns the node where the task list ran out into a Plan.
@@ -502,7 +578,8 @@ func publicArgs(t term, syms *symtab) []Term {
 // resolveArith evaluates the arithmetic subterms of a task, as the
 // reference does before solving it. Expressions that cannot be evaluated
 // (unbound or non-numeric operands) are kept as written.
-func (r *run) resolveArith(t term) (term, error) {
+// The bytes of the terms it builds are added to *alloc.
+func (r *run) resolveArith(t term, alloc *int64) (term, error) {
 	if t.k != kCompound {
 		return t, nil
 	}
@@ -521,7 +598,7 @@ func (r *run) resolveArith(t term) (term, error) {
 	}
 	var args []term
 	for i, a := range t.args {
-		v, err := r.resolveArith(a)
+		v, err := r.resolveArith(a, alloc)
 		if err != nil {
 			return term{}, err
 		}
@@ -530,6 +607,7 @@ func (r *run) resolveArith(t term) (term, error) {
 				continue
 			}
 			args = make([]term, len(t.args))
+			*alloc += termsBytes(len(args))
 			copy(args, t.args[:i])
 		}
 		args[i] = v
@@ -563,7 +641,7 @@ func (p *Program) Plan(ctx context.Context, goal string, opts Options) (*Result,
 	}
 	pl := &planner{r: r}
 	res := &Result{}
-	if err := pl.push(nil, link(cells, nil), nil, 0); err != nil {
+	if err := pl.push(nil, link(cells, nil), nil, 0, sliceBytes(len(cells), sizeTaskCell)); err != nil {
 		return pl.fail(res, err)
 	}
 	for {
@@ -574,10 +652,13 @@ func (p *Program) Plan(ctx context.Context, goal string, opts Options) (*Result,
 		if plan == nil {
 			break
 		}
+		before := sliceBytes(cap(res.Plans), sizePlan)
 		res.Plans = append(res.Plans, *plan)
 		if opts.FirstOnly {
 			break
 		}
+		r.keptMem += sliceBytes(cap(res.Plans), sizePlan) - before
+		pl.keep(plan)
 	}
 	res.Stats = r.stats
 	return res, nil

@@ -37,7 +37,7 @@ func TestStateMatchesCopyModel(t *testing.T) {
 				ft := parseTerm(t, r, f)
 				i := slices.Index(model, f)
 				if op == 0 {
-					if got, want := r.st.insert(ft), i < 0; got != want {
+					if got, want := r.st.insert(ft, 0), i < 0; got != want {
 						t.Fatalf("insert(%s) = %v, want %v", f, got, want)
 					}
 					if i < 0 {

@@ -3,6 +3,7 @@ package htn
 import (
 	"context"
 	"sort"
+	"unsafe"
 )
 
 // Query answers goal, a comma-separated list of Prolog goals, against the
@@ -34,11 +35,16 @@ func (p *Program) Query(ctx context.Context, goal string, opts Options) (*Answer
 		}
 		sort.Slice(bound, func(a, b int) bool { return e.env[bound[a]].tpos < e.env[bound[b]].tpos })
 		sol := make(Solution, 0, len(bound))
+		kept := sliceBytes(cap(sol), sizeBinding)
 		for _, i := range bound {
 			v := e.freeze(term{k: kRef, n: int64(i)}, 0)
-			sol = append(sol, Binding{Var: r.syms.name(e.env[i].name), Value: publicTerm(v, r.syms)})
+			b := Binding{Var: r.syms.name(e.env[i].name), Value: publicTerm(v, r.syms)}
+			kept += publicTermBytes(b.Value)
+			sol = append(sol, b)
 		}
+		before := sliceBytes(cap(ans.Solutions), int64(unsafe.Sizeof(Solution{})))
 		ans.Solutions = append(ans.Solutions, sol)
+		r.keptMem += kept + sliceBytes(cap(ans.Solutions), int64(unsafe.Sizeof(Solution{}))) - before
 		return !opts.FirstOnly, nil
 	})
 	ans.Stats = r.stats

@@ -51,6 +51,7 @@ type choicepoint struct {
 	trail  int32
 	env    int32
 	frames int64
+	alloc  int64
 
 	pred     *predicate
 	cands    []int32
@@ -77,21 +78,20 @@ type engine struct {
 	cps        []choicepoint
 	frames     int64
 	collecting int
-	extraMem   int64
+	extraMem   int64 // answers collected by findall, sortBy, distinct
+	alloc      int64 // terms built by resolve and freeze since reset, less those backtracked over
 	curFr      *frame
 	curPos     int32
 	pushed     *frame
 	steps      int
 }
 
-const (
-	cellBytes  = 56
-	frameBytes = 64
-	cpBytes    = 160
-)
-
+// memBytes estimates what the resolver holds: its stores at their
+// capacity (they are reused, never shrunk), the frames and terms of the
+// resolution under way and the answers collected.
 func (e *engine) memBytes() int64 {
-	return int64(len(e.env))*cellBytes + int64(len(e.trail))*4 + int64(len(e.cps))*cpBytes + e.frames*frameBytes + e.extraMem
+	return sliceBytes(cap(e.env), sizeCell) + sliceBytes(cap(e.trail), 4) + sliceBytes(cap(e.cps), sizeChoice) +
+		e.frames*sizeFrame + e.alloc + e.extraMem
 }
 
 // reset empties the stores between two independent resolutions.
@@ -102,6 +102,7 @@ func (e *engine) reset() {
 	e.frames = 0
 	e.collecting = 0
 	e.extraMem = 0
+	e.alloc = 0
 }
 
 func (e *engine) refName(idx int64) string {
@@ -238,13 +239,14 @@ func (e *engine) resolve(t term, base int32) term {
 	if t.k != kCompound {
 		return t
 	}
-	return mapArgs(t, func(a term) term { return e.resolve(a, base) })
+	return mapArgs(t, func(a term) term { return e.resolve(a, base) }, &e.alloc)
 }
 
 // mapArgs returns compound t with f applied to each argument. Arguments f
 // returns unchanged are shared, and t itself is returned when f changed
-// none, so ground parts of terms are never copied.
-func mapArgs(t term, f func(term) term) term {
+// none, so ground parts of terms are never copied. The bytes of a new
+// argument slice are added to *alloc.
+func mapArgs(t term, f func(term) term, alloc *int64) term {
 	var args []term
 	for i, a := range t.args {
 		r := f(a)
@@ -253,6 +255,7 @@ func mapArgs(t term, f func(term) term) term {
 				continue
 			}
 			args = make([]term, len(t.args))
+			*alloc += termsBytes(len(args))
 			copy(args, t.args[:i])
 		}
 		args[i] = r
@@ -279,7 +282,7 @@ func (e *engine) freeze(t term, base int32) term {
 		}
 		return term{k: kFree, sym: c.name, n: c.freeID}
 	case kCompound:
-		return mapArgs(t, func(a term) term { return e.freeze(a, base) })
+		return mapArgs(t, func(a term) term { return e.freeze(a, base) }, &e.alloc)
 	}
 	return t
 }
@@ -305,6 +308,7 @@ func (e *engine) importTerm(t term, m map[int64]int32) term {
 					continue
 				}
 				args = make([]term, len(t.args))
+				e.alloc += termsBytes(len(args))
 				copy(args, t.args[:i])
 			}
 			args[i] = r
@@ -386,7 +390,7 @@ func (e *engine) backtrack(h0 int32) (*frame, int32, bool) {
 		if e.collecting == 0 {
 			e.env = e.env[:cp.env]
 		}
-		e.frames = cp.frames
+		e.frames, e.alloc = cp.frames, cp.alloc
 		switch cp.kind {
 		case cpClauses:
 			if fr, pos, ok := e.resumeClauses(i); ok {
@@ -485,7 +489,7 @@ func (e *engine) callPredicate(g term, gb int32, fr *frame, pos int32) (*frame, 
 	}
 	cp := choicepoint{
 		kind: cpClauses, goal: g, gbase: gb, fr: fr, pos: pos,
-		trail: int32(len(e.trail)), env: int32(len(e.env)), frames: e.frames,
+		trail: int32(len(e.trail)), env: int32(len(e.env)), frames: e.frames, alloc: e.alloc,
 		pred: pd, adds: adds,
 	}
 	if len(g.args) > 0 {

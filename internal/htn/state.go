@@ -1,5 +1,7 @@
 package htn
 
+import "unsafe"
+
 // state is the world state of one run: the program's facts, minus the
 // ones deleted, plus the ones added, in the reference's order (document
 // order, then additions in the order they happened; a deleted base fact
@@ -16,8 +18,9 @@ type state struct {
 	predAdds map[predKey][]int32 // indices into adds, in addition order
 	addIndex map[uint64][]int32  // hash of the fact -> indices into adds
 	log      []undoRec
-	deleted  int // base facts currently deleted
-	alive    int // additions currently alive
+	deleted  int   // base facts currently deleted
+	alive    int   // additions currently alive
+	addBytes int64 // what the terms of the additions hold, less those kept by plans
 }
 
 type added struct {
@@ -25,6 +28,8 @@ type added struct {
 	hash  uint64
 	key   predKey
 	alive bool
+	kept  bool  // a collected plan holds the term, which now counts as the plan's
+	bytes int64 // what building the term allocated
 }
 
 type undoOp uint8
@@ -84,15 +89,17 @@ func (s *state) remove(t term) bool {
 	return true
 }
 
-// insert adds a ground fact; it reports false when the fact is already there.
-func (s *state) insert(t term) bool {
+// insert adds a ground fact; it reports false when the fact is already
+// there. bytes is what building t allocated, which the state now holds.
+func (s *state) insert(t term, bytes int64) bool {
 	h := hashTerm(t)
 	if _, ok := s.find(t, h); ok {
 		return false
 	}
 	idx := int32(len(s.adds))
 	k := headKey(t)
-	s.adds = append(s.adds, added{t: t, hash: h, key: k, alive: true})
+	s.adds = append(s.adds, added{t: t, hash: h, key: k, alive: true, bytes: bytes})
+	s.addBytes += bytes
 	s.predAdds[k] = append(s.predAdds[k], idx)
 	s.addIndex[h] = append(s.addIndex[h], idx)
 	s.alive++
@@ -126,6 +133,9 @@ func (s *state) undo(m int) {
 			} else {
 				s.addIndex[a.hash] = ai[:len(ai)-1]
 			}
+			if !a.kept {
+				s.addBytes -= a.bytes
+			}
 			s.adds = s.adds[:len(s.adds)-1]
 			s.alive--
 		}
@@ -150,7 +160,24 @@ func (s *state) facts() []term {
 	return out
 }
 
-// memBytes estimates the memory the state's changes hold.
+// keep marks the terms of the live additions as held by a collected plan
+// and returns the bytes that moved from the state to the plans.
+func (s *state) keep() int64 {
+	var n int64
+	for i := range s.adds {
+		if a := &s.adds[i]; a.alive && !a.kept {
+			a.kept = true
+			n += a.bytes
+		}
+	}
+	s.addBytes -= n
+	return n
+}
+
+// memBytes estimates the memory the state holds for one run: the deleted
+// marks, the undo log and the additions with their terms and indexes, at
+// the capacity of their slices.
 func (s *state) memBytes() int64 {
-	return int64(len(s.log))*8 + int64(len(s.adds))*96
+	return sliceBytes(len(s.baseDel), 1) + sliceBytes(cap(s.log), int64(unsafe.Sizeof(undoRec{}))) +
+		sliceBytes(cap(s.adds), sizeAdded) + s.addBytes + int64(len(s.adds))*indexEntryBytes
 }

@@ -32,6 +32,7 @@ type symtab struct {
 	off   int32 // first symbol owned by this table
 	infos []symInfo
 	ids   map[string]symbol
+	names int64 // bytes of the names interned here
 }
 
 // Predefined symbols, identical in every table.
@@ -101,7 +102,14 @@ func (t *symtab) intern(name string) symbol {
 	}
 	t.infos = append(t.infos, info)
 	t.ids[name] = s
+	t.names += allocSize(int64(len(name)))
 	return s
+}
+
+// memBytes estimates what the table holds: its names, their infos and
+// its index (a map slot is about twice its key and value).
+func (t *symtab) memBytes() int64 {
+	return t.names + sliceBytes(cap(t.infos), sizeSymInfo) + int64(len(t.ids))*2*(16+4)
 }
 
 func (t *symtab) info(s symbol) *symInfo {

@@ -28,11 +28,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("htn", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	program := fs.String("program", "", "InductorHtn program `file` (required)")
-	goal := fs.String("goal", "", "comma-separated goals, e.g. 'travel-to(park)'; defaults to the program's goals(...) statement")
+	goal := fs.String("goal", "", "comma-separated goals, e.g. 'travel-to(park)'; defaults to the program's goals(...) statement; -goal '' plans no goals (the empty plan)")
 	first := fs.Bool("first", false, "stop at the first plan (or answer) and print it as (op1, op2)")
 	query := fs.Bool("query", false, "treat the goal as a Prolog query and print its answers")
 	facts := fs.Bool("facts", false, "also print the final facts of each plan")
-	budget := fs.Int64("budget", 0, "memory budget in `bytes` (0: the default of 1 GiB, -1: none)")
+	budget := fs.Int64("budget", 0, "memory budget in `bytes` (0: the default of 256 MiB, -1: none)")
 	stats := fs.Bool("stats", false, "print nodes, steps, peak memory and time to stderr")
 	memprofile := fs.String("memprofile", "", "write a heap profile to `file` after planning")
 	fs.Usage = func() {
@@ -64,15 +64,21 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return reportParse(stderr, *program, err)
 	}
+	goalGiven := false
+	fs.Visit(func(f *flag.Flag) { goalGiven = goalGiven || f.Name == "goal" })
 	g := *goal
-	if g == "" {
+	if g == "" && !goalGiven {
 		var ok bool
 		if g, ok = prog.Goals(); !ok {
 			fmt.Fprintf(stderr, "htn: no -goal given and %s has no goals(...) statement\n", *program)
 			return ExitUsage
 		}
 	}
-	opts := htn.Options{FirstOnly: *first, Budget: htn.Budget{Memory: *budget}, Output: stdout}
+	// What write() prints goes to stdout as it happens; the result starts
+	// on a line of its own after it.
+	out := &lineWriter{w: stdout}
+	stdout = out
+	opts := htn.Options{FirstOnly: *first, Budget: htn.Budget{Memory: *budget}, Output: out}
 	start := time.Now()
 	var (
 		found bool
@@ -85,6 +91,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			st = ans.Stats
 		}
 		if err == nil {
+			out.endLine()
 			fmt.Fprintln(stdout, htn.FormatQuery(ans))
 			found = len(ans.Solutions) > 0
 		}
@@ -96,6 +103,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		if err == nil {
 			found = len(res.Plans) > 0
+			out.endLine()
 			printPlans(stdout, res, *first, *facts)
 		}
 	}
@@ -128,6 +136,26 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitNoPlan
 	}
 	return ExitOK
+}
+
+// lineWriter remembers whether what was written so far ends a line.
+type lineWriter struct {
+	w       io.Writer
+	midLine bool
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		l.midLine = p[len(p)-1] != '\n'
+	}
+	return l.w.Write(p)
+}
+
+// endLine ends a line left open by write().
+func (l *lineWriter) endLine() {
+	if l.midLine {
+		_, _ = l.Write([]byte("\n"))
+	}
 }
 
 func printPlans(w io.Writer, res *htn.Result, first, facts bool) {

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +25,11 @@ import (
 // Config of a node.
 type Config struct {
 	Bus bus.Config
+	// Auth turns on authorization on the embedded server: one nkey user
+	// per role (bus.Roles), with seeds in <DataDir>/auth, created on first
+	// start and reused after. Every component connects as its role. It
+	// needs the embedded server (an empty Bus.URL).
+	Auth bool
 	// Dispatchers to run; 0 means one. NoDispatcher runs none.
 	Dispatchers  int
 	NoDispatcher bool
@@ -37,7 +44,9 @@ type Config struct {
 
 // Node is a running set of components.
 type Node struct {
-	Bus         bus.Config // with the URL of the server in use
+	Bus bus.Config // with the URL of the server in use
+	// Seeds are the roles' seed files when Config.Auth is on, else nil.
+	Seeds       *bus.Seeds
 	server      *bus.Server
 	wg          sync.WaitGroup
 	Workers     []*Component
@@ -73,8 +82,20 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 		cfg.Dispatchers = 1
 	}
 	n := &Node{Bus: cfg.Bus}
+	if cfg.Auth && !cfg.Bus.Embedded() {
+		return nil, fmt.Errorf("node: Auth configures the embedded server; to connect to %s with a role, give its seed (Bus.NKeySeedFile)", cfg.Bus.URL)
+	}
 	if cfg.Bus.Embedded() {
-		srv, err := bus.StartServer(ctx, cfg.Bus, log)
+		var opts []bus.ServerOption
+		if cfg.Auth {
+			seeds, err := bus.EnsureSeeds(filepath.Join(cfg.Bus.Defaults().DataDir, "auth"))
+			if err != nil {
+				return nil, err
+			}
+			n.Seeds = seeds
+			opts = append(opts, bus.ServerAuth(seeds))
+		}
+		srv, err := bus.StartServer(ctx, cfg.Bus, log, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +106,7 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 		n.Stop()
 		return nil, err
 	}
-	admin, err := bus.Dial(ctx, n.Bus, log)
+	admin, err := bus.Dial(ctx, n.as(bus.RoleAdmin), log)
 	if err != nil {
 		return fail(err)
 	}
@@ -114,12 +135,17 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 
 // AddPlanner starts one more planner service and waits until it is ready.
 func (n *Node) AddPlanner(ctx context.Context, cfg planner.Config, log zerolog.Logger) (*Component, error) {
-	c, err := n.dial(ctx, fmt.Sprintf("planner-%d", len(n.Planners)+1), log)
+	c, err := n.dial(ctx, fmt.Sprintf("planner-%d", len(n.Planners)+1), bus.RolePlanner, log)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.ID == "" {
 		cfg.ID = c.Name
+	}
+	if n.Seeds != nil && cfg.ExternalPrefix == "" {
+		// A request names its external planner's subject; only
+		// planners.> is open to the planner role.
+		cfg.ExternalPrefix = strings.TrimSuffix(bus.SubjectExternalPlanners, ">")
 	}
 	p, err := planner.New(c.Conn, cfg, log)
 	if err != nil {
@@ -132,7 +158,7 @@ func (n *Node) AddPlanner(ctx context.Context, cfg planner.Config, log zerolog.L
 
 // AddDispatcher starts one more dispatcher and waits until it is ready.
 func (n *Node) AddDispatcher(ctx context.Context, cfg dispatcher.Config, log zerolog.Logger) (*Component, error) {
-	c, err := n.dial(ctx, fmt.Sprintf("dispatcher-%d", len(n.Dispatchers)+1), log)
+	c, err := n.dial(ctx, fmt.Sprintf("dispatcher-%d", len(n.Dispatchers)+1), bus.RoleDispatcher, log)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +176,7 @@ func (n *Node) AddDispatcher(ctx context.Context, cfg dispatcher.Config, log zer
 
 // AddWorker starts one more worker and waits until it is ready.
 func (n *Node) AddWorker(ctx context.Context, cfg worker.Config, log zerolog.Logger) (*Component, error) {
-	c, err := n.dial(ctx, fmt.Sprintf("worker-%d", len(n.Workers)+1), log)
+	c, err := n.dial(ctx, fmt.Sprintf("worker-%d", len(n.Workers)+1), bus.RoleWorker, log)
 	if err != nil {
 		return nil, err
 	}
@@ -166,8 +192,8 @@ func (n *Node) AddWorker(ctx context.Context, cfg worker.Config, log zerolog.Log
 	return c, n.run(ctx, c, w.Run, w.Ready())
 }
 
-func (n *Node) dial(ctx context.Context, name string, log zerolog.Logger) (*Component, error) {
-	bc := n.Bus
+func (n *Node) dial(ctx context.Context, name string, role bus.Role, log zerolog.Logger) (*Component, error) {
+	bc := n.as(role)
 	bc.Name = "planbus-" + name
 	conn, err := bus.Dial(ctx, bc, log)
 	if err != nil {
@@ -223,7 +249,30 @@ func (n *Node) Stop() {
 	}
 }
 
-// Dial opens a new connection to the node's server.
+// Dial opens a new connection to the node's server; with Auth, as an
+// admin.
 func (n *Node) Dial(ctx context.Context, log zerolog.Logger) (*bus.Conn, error) {
-	return bus.Dial(ctx, n.Bus, log)
+	return bus.Dial(ctx, n.as(bus.RoleAdmin), log)
+}
+
+// DialAs opens a new connection to the node's server as role: with Auth,
+// with the role's seed.
+func (n *Node) DialAs(ctx context.Context, role bus.Role, log zerolog.Logger) (*bus.Conn, error) {
+	return bus.Dial(ctx, n.as(role), log)
+}
+
+// as is the bus config of a connection of role. Without Auth the role
+// only names the connection's inbox (and an admin is a plain
+// connection), so a node on an external server keeps the credentials it
+// was given.
+func (n *Node) as(role bus.Role) bus.Config {
+	bc := n.Bus
+	if role != bus.RoleAdmin {
+		bc.Role = role
+	}
+	if n.Seeds != nil {
+		bc.Role = role
+		bc.NKeySeedFile = n.Seeds.File(role)
+	}
+	return bc
 }

@@ -88,6 +88,12 @@ type ToolCall struct {
 	TimeoutMs      int64           `json:"timeoutMs"`
 	IdempotencyKey string          `json:"idempotencyKey"`
 	ReleasedAt     time.Time       `json:"releasedAt,omitzero"`
+	// Token is the attempt's result token: the worker echoes it in the
+	// result, and dispatchers apply only results with the right one.
+	Token string `json:"token"`
+	// CancelDigest is the digest of the plan's cancel token: a worker acts
+	// on a cancel only if the token it reveals has this digest.
+	CancelDigest string `json:"cancelDigest"`
 }
 
 // IdempotencyKey is planId/toolId/attempt: the Nats-Msg-Id of the call and
@@ -111,6 +117,16 @@ type ToolResult struct {
 	StartedAt  time.Time       `json:"startedAt,omitzero"`
 	FinishedAt time.Time       `json:"finishedAt,omitzero"`
 	DurationMs float64         `json:"durationMs,omitempty"`
+	// Token is the call's token, echoed. Results published to the bus
+	// must carry it; a direct invocation's reply has none.
+	Token string `json:"token,omitempty"`
+}
+
+// Cancel is the body of a message on planbus.cancel.<planId>: workers
+// stop the plan's calls whose cancelDigest is the digest of Token.
+type Cancel struct {
+	PlanID string `json:"planId"`
+	Token  string `json:"cancelToken"`
 }
 
 // ToolOutcome is one tool's line in an execution result.
@@ -187,4 +203,5 @@ type Event struct {
 	From       string     `json:"from,omitempty"` // skill.health: the state before
 	To         string     `json:"to,omitempty"`   // skill.health: the state after
 	Attempts   int        `json:"attempts,omitempty"`
+	Tools      int        `json:"tools,omitempty"` // plan.started: the plan's size
 }

@@ -7,4 +7,11 @@
 // and then publishes a fallback outcome. The loop's state lives in the KV
 // bucket planbus-requests, so a planner killed mid-loop is replaced by
 // another without losing the request.
+//
+// Generations run within budgets (Config: memory and nodes per kind, the
+// 5 s time budget) through a gate that bounds how many run at once and
+// the memory they may hold together; running out of a budget is a
+// permanent failure with a code naming it. Every message has a delivery
+// limit past which it takes a terminal path (an outcome, or a logged and
+// counted drop), and a loop state never outgrows the store.
 package planner

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,6 +18,9 @@ import (
 
 // accept validates a request as the endpoint receives it and queues it.
 func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
+	if err := s.checkSize(nil, doc); err != nil {
+		return nil, err // before decoding: a request too large is refused cheaply
+	}
 	r, err := DecodeRequest(doc)
 	if err != nil {
 		return nil, err
@@ -24,7 +28,23 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 	if r.RequestID == "" {
 		r.RequestID = nuid.Next()
 	}
+	if err := s.cfg.checkBudget(r); err != nil {
+		return nil, err
+	}
 	switch r.Kind {
+	case KindExternal:
+		for _, reserved := range []string{"planbus.", "$", "_INBOX"} {
+			if strings.HasPrefix(r.Planner, reserved) {
+				// planbus's own subjects and the server's are not planners:
+				// a request must not make the planner publish there.
+				return nil, &RequestError{Field: "/planner",
+					Msg: fmt.Sprintf("external planner %q: subjects under %s are reserved; name a planner's own subject (e.g. planners.mine)", r.Planner, reserved)}
+			}
+		}
+		if p := s.cfg.ExternalPrefix; p != "" && !strings.HasPrefix(r.Planner, p) {
+			return nil, &RequestError{Field: "/planner",
+				Msg: fmt.Sprintf("external planner %q: with authorization on, external planners answer on subjects under %s", r.Planner, p)}
+		}
 	case KindGOAP:
 		if _, err := (goapPlanner{domains: s.cfg.DomainsDir}).domain(r.GOAP); err != nil {
 			return nil, err
@@ -37,6 +57,11 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 		p, err := plan.Decode(r.Plan)
 		if err != nil {
 			return nil, &RequestError{Field: "/plan", Msg: err.Error()}
+		}
+		if len(p.Tools) == 0 {
+			// Planners may find that nothing needs doing; a person who
+			// sends a plan of nothing has most likely sent the wrong file.
+			return nil, &RequestError{Field: "/plan/tools", Msg: "the plan has no tools: there is nothing to run"}
 		}
 		known, err := s.skillManifests(ctx)
 		if err != nil {
@@ -59,6 +84,9 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkSize(r, data); err != nil {
 		return nil, err
 	}
 	if _, err := s.conn.JS.Publish(ctx, bus.RequestSubject(r.RequestID), data, jetstream.WithMsgID(r.RequestID)); err != nil {
@@ -90,8 +118,9 @@ type ReplyError struct {
 func (s *Service) addService() (micro.Service, error) {
 	svc, err := micro.AddService(s.conn.NC, micro.Config{
 		Name: bus.ServicePlanner, Version: s.cfg.Version,
-		Description: "planbus planner: plan requests in, plans out, replans on failure",
-		Metadata:    map[string]string{"planner": s.cfg.ID},
+		Description:  "planbus planner: plan requests in, plans out, replans on failure",
+		Metadata:     map[string]string{"planner": s.cfg.ID},
+		StatsHandler: func(*micro.Endpoint) any { return s.Stats() },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("planner: micro service: %w", err)
@@ -131,6 +160,15 @@ func (s *Service) handleRequest(req micro.Request) {
 	_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted"})
 }
 
+// reject answers a request to an endpoint with what was wrong with it, in
+// the body (for any NATS client) and in the service error headers (for
+// nats micro tools).
+func reject(req micro.Request, field, msg string) {
+	rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: msg, Field: field}}
+	data, _ := json.Marshal(rej)
+	_ = req.Error("400", msg, data)
+}
+
 // handleReset restarts a session (the §3.1 "session restart" edge): every
 // skill back to healthy; with "state": true the session's state is
 // cleared too.
@@ -139,8 +177,12 @@ func (s *Service) handleReset(req micro.Request) {
 		SessionID string `json:"sessionId"`
 		State     bool   `json:"state"`
 	}
-	if err := json.Unmarshal(req.Data(), &q); err != nil || !plan.ValidID(q.SessionID) {
-		_ = req.Error("400", `want {"sessionId": "...", "state": false}`, nil)
+	if err := json.Unmarshal(req.Data(), &q); err != nil {
+		reject(req, "/", `want {"sessionId": "...", "state": false}: `+err.Error())
+		return
+	}
+	if !plan.ValidID(q.SessionID) {
+		reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -32,6 +32,11 @@ type GenInput struct {
 	Skills map[string]skills.Manifest
 	// Health of the advertised skills in the request's session.
 	Health map[string]string
+	// Memory and Nodes are this generation's budgets, in bytes held and
+	// search nodes, from the planner's maxima and the request's own
+	// (Config.limitsFor). 0 leaves a generator's default.
+	Memory int64
+	Nodes  int64
 }
 
 // Generator produces one plan. Generate must honour ctx, whose deadline is
@@ -39,6 +44,19 @@ type GenInput struct {
 type Generator interface {
 	Generate(ctx context.Context, in GenInput) (*plan.Plan, error)
 }
+
+// Codes of generations stopped by a budget. They are permanent: a
+// deterministic planner given the same input runs out the same way.
+const (
+	CodeHTNMemoryBudget  = "HTN_MEMORY_BUDGET"
+	CodeHTNNodeBudget    = "HTN_NODE_BUDGET"
+	CodeHTNStepBudget    = "HTN_STEP_BUDGET"
+	CodeGOAPMemoryBudget = "GOAP_MEMORY_BUDGET"
+	CodeGOAPNodeBudget   = "GOAP_NODE_BUDGET"
+	// A deterministic generation (htn, goap, template, plan) that used up
+	// GenerationTimeout gets "<KIND>_TIME_BUDGET", e.g. HTN_TIME_BUDGET.
+	timeBudgetSuffix = "_TIME_BUDGET"
+)
 
 // GenError is a failed generation. Errors of category timeout, network or
 // transient use up an attempt and the loop tries again; others end it.
@@ -231,12 +249,14 @@ func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, erro
 		}
 		return false
 	}
-	res, err := prog.Plan(ctx, r.Goal, htn.Options{FirstOnly: true, Disabled: disabled})
+	res, err := prog.Plan(ctx, r.Goal, htn.Options{FirstOnly: true, Disabled: disabled,
+		Budget: htn.Budget{Memory: in.Memory, Nodes: in.Nodes}})
+	var be *htn.BudgetError
 	switch {
 	case errors.Is(err, htn.ErrCanceled):
 		return nil, ctx.Err()
-	case errors.Is(err, htn.ErrBudgetExceeded):
-		return nil, &GenError{Code: "HTN_BUDGET_EXCEEDED", Category: plan.CategoryPermanent, Message: err.Error()}
+	case errors.As(err, &be):
+		return nil, htnBudgetError(be, r.Goal)
 	case errors.Is(err, htn.ErrSyntax):
 		return nil, &GenError{Code: "INVALID_GOAL", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("goal %q: %v", r.Goal, err)}
 	case err != nil:
@@ -254,6 +274,24 @@ func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, erro
 		return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: msg}
 	}
 	return htnToPlan(res.Plans[0], r, bind, in.Skills)
+}
+
+// htnBudgetError is a search that ran out of its budget: permanent, since
+// the same search would run out again, with a code naming the budget.
+func htnBudgetError(be *htn.BudgetError, goal string) *GenError {
+	var code, msg string
+	switch be.Limit {
+	case htn.BudgetMemory:
+		code = CodeHTNMemoryBudget
+		msg = fmt.Sprintf("planning %s held about %d bytes, over its memory budget of %d (htn.budget.memory, --htn-max-memory)", goal, be.Used, be.Budget)
+	case htn.BudgetNodes:
+		code = CodeHTNNodeBudget
+		msg = fmt.Sprintf("planning %s created %d search nodes, over its node budget of %d (htn.budget.nodes)", goal, be.Used, be.Budget)
+	default:
+		code = CodeHTNStepBudget
+		msg = fmt.Sprintf("planning %s took %d resolver steps, over its step budget of %d", goal, be.Used, be.Budget)
+	}
+	return &GenError{Code: code, Category: plan.CategoryPermanent, Message: msg}
 }
 
 // operatorSkills maps an operator to the skill that performs it: a skill

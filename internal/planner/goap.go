@@ -74,15 +74,20 @@ func (g goapPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, err
 	disabled := func(skill string) bool {
 		return slices.Contains(in.DisabledSkills, skill) || !hasSkill(in.Skills, skill)
 	}
-	res, err := goap.Plan(ctx, d, state, goal, goap.Options{Disabled: disabled})
+	res, err := goap.Plan(ctx, d, state, goal, goap.Options{Disabled: disabled, MaxMemory: in.Memory, MaxNodes: int(in.Nodes)})
 	var ue *goap.UnreachableError
+	var be *goap.BudgetError
 	switch {
 	case errors.As(err, &ue):
 		return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
 	case errors.Is(err, goap.ErrCanceled):
 		return nil, ctx.Err()
-	case errors.Is(err, goap.ErrBudgetExceeded):
-		return nil, &GenError{Code: "GOAP_BUDGET_EXCEEDED", Category: plan.CategoryPermanent, Message: err.Error()}
+	case errors.As(err, &be):
+		code, what := CodeGOAPNodeBudget, "node budget (goap.budget.nodes, --goap-max-nodes)"
+		if be.Limit == goap.BudgetMemory {
+			code, what = CodeGOAPMemoryBudget, "memory budget (goap.budget.memory, --goap-max-memory)"
+		}
+		return nil, &GenError{Code: code, Category: plan.CategoryPermanent, Message: fmt.Sprintf("%v; this request's %s", err, what)}
 	case err != nil:
 		return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
 	}

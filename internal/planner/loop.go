@@ -58,11 +58,18 @@ func (s *Service) load(ctx context.Context, requestID string) (*loop, uint64, er
 // save stores the loop with compare-and-set; only the holder of the
 // request's lock writes, and the lock is per process, so a conflict means
 // another planner works on the request: the caller leaves it to that one.
+//
+// A state too large for the store is a *tooLargeError, after its
+// executions were slimmed (encodeLoop).
 func (s *Service) save(ctx context.Context, l *loop, rev uint64) (uint64, error) {
 	l.Updated = time.Now().UTC()
-	data, err := json.Marshal(l)
-	if err != nil {
-		return 0, err
+	limit := s.storeLimit()
+	data, ok := encodeLoop(l, limit)
+	if data == nil {
+		return 0, fmt.Errorf("planner: encode loop state of %s", l.Request.RequestID)
+	}
+	if !ok {
+		return 0, &tooLargeError{size: len(data), limit: limit}
 	}
 	if rev == 0 {
 		return s.requests.Create(ctx, l.Request.RequestID, data)
@@ -70,66 +77,143 @@ func (s *Service) save(ctx context.Context, l *loop, rev uint64) (uint64, error)
 	return s.requests.Update(ctx, l.Request.RequestID, data, rev)
 }
 
+// errStoreUnavailable: what a generation reads from KV (the session's
+// state, the skill manifests) could not be read. The loop step is retried
+// later from its stored state; no attempt is used up.
+var errStoreUnavailable = errors.New("planner: store unavailable")
+
 // onRequest starts (or resumes) the loop of an accepted request.
-func (s *Service) onRequest(m jetstream.Msg) {
+func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 	r, err := DecodeRequest(m.Data())
 	if err != nil || r.RequestID == "" {
-		s.log.Error().Err(err).Str("subject", m.Subject()).Msg("dropping an invalid request")
-		_ = m.TermWithReason("invalid request")
-		return
+		s.drop(m, "invalid request", err)
+		return nil
+	}
+	// A new request generates: it waits for its turn at the gate before it
+	// takes its lock, which it shares with other requests' messages.
+	if lim := s.cfg.limitsFor(r); lim.gated {
+		release, err := s.enterGate(ctx, lim.memory)
+		if err != nil {
+			return err
+		}
+		defer release()
+		ctx = context.WithValue(ctx, gateHeld{}, true)
 	}
 	defer s.lock(r.RequestID)()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	l, rev, err := s.load(ctx, r.RequestID)
 	if err == nil && l == nil {
 		l = &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []Attempt{}}
 		rev, err = s.save(ctx, l, 0)
+		if tl, ok := isTooLarge(err); ok {
+			// Published around the endpoint, which refuses such requests:
+			// it ends at once, with what it needs stored.
+			s.requestTooLarge(l, len(m.Data()), tl)
+			rev, err = s.save(ctx, l, 0)
+		}
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			l, rev, err = s.load(ctx, r.RequestID)
 		}
 	}
 	if err != nil {
-		s.log.Error().Err(err).Str("request_id", r.RequestID).Msg("cannot load the request's loop; it will be redelivered")
-		_ = m.NakWithDelay(time.Second)
-		return
+		return fmt.Errorf("request %s: loop state: %w", r.RequestID, err)
 	}
 	if err := s.advance(ctx, l, rev); err != nil {
-		s.log.Error().Err(err).Str("request_id", r.RequestID).Msg("loop step failed; the request will be redelivered")
-		_ = m.NakWithDelay(time.Second)
-		return
+		return fmt.Errorf("request %s: %w", r.RequestID, err)
 	}
 	_ = m.Ack()
+	return nil
 }
 
 // onExecution moves a loop on when its plan ends.
-func (s *Service) onExecution(m jetstream.Msg) {
+func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 	var res plan.ExecutionResult
 	if err := json.Unmarshal(m.Data(), &res); err != nil || res.RequestID == "" {
-		_ = m.TermWithReason("invalid execution result")
-		return
+		s.drop(m, "invalid execution result", err)
+		return nil
 	}
 	defer s.lock(res.RequestID)()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	l, rev, err := s.load(ctx, res.RequestID)
 	if err != nil {
-		_ = m.NakWithDelay(time.Second)
-		return
+		return fmt.Errorf("request %s: loop state: %w", res.RequestID, err)
 	}
 	if l == nil {
 		_ = m.Ack() // a plan submitted directly, not through a request
-		return
+		return nil
 	}
 	if l.Status == loopExecuting && l.PlanID == res.PlanID {
 		s.record(l, &res)
 	}
 	if err := s.advance(ctx, l, rev); err != nil {
-		s.log.Error().Err(err).Str("request_id", res.RequestID).Msg("loop step failed; the result will be redelivered")
-		_ = m.NakWithDelay(time.Second)
-		return
+		return fmt.Errorf("request %s: %w", res.RequestID, err)
 	}
 	_ = m.Ack()
+	return nil
+}
+
+// CodeDeliveryLimit is the code of a request the planner gave up on: its
+// messages were delivered DeliveryLimit times and could not be handled.
+const CodeDeliveryLimit = "DELIVERY_LIMIT"
+
+// abandonRequest is a request's terminal path: it ends with a failed
+// outcome naming the cause.
+func (s *Service) abandonRequest(ctx context.Context, m jetstream.Msg, deliveries int, cause error) error {
+	r, err := DecodeRequest(m.Data())
+	if err != nil {
+		s.drop(m, "invalid request", err)
+		return nil
+	}
+	return s.abandon(ctx, m, r.RequestID, r, deliveries, cause)
+}
+
+// abandonExecution is an execution result's terminal path: the request it
+// belongs to, if any, ends with a failed outcome; one of no request is
+// dropped.
+func (s *Service) abandonExecution(ctx context.Context, m jetstream.Msg, deliveries int, cause error) error {
+	var res plan.ExecutionResult
+	if err := json.Unmarshal(m.Data(), &res); err != nil || res.RequestID == "" {
+		s.drop(m, "invalid execution result", err)
+		return nil
+	}
+	return s.abandon(ctx, m, res.RequestID, nil, deliveries, cause)
+}
+
+// abandon ends request id with a failed outcome (DELIVERY_LIMIT), stored
+// if the store lets it and published, then terminates m. r is the request
+// when m carries it.
+func (s *Service) abandon(ctx context.Context, m jetstream.Msg, id string, r *Request, deliveries int, cause error) error {
+	defer s.lock(id)()
+	l, rev, err := s.load(ctx, id)
+	if err != nil || l == nil {
+		if r == nil {
+			s.drop(m, fmt.Sprintf("request %s: no loop state to end after %d deliveries", id, deliveries), cause)
+			return nil
+		}
+		// The state cannot be read (or was never stored): publish the
+		// outcome alone.
+		l, rev = &loop{Request: r, Disabled: []string{}, History: []Attempt{}}, 0
+	}
+	if l.Status != loopDone {
+		s.finish(l, StatusFailed, &plan.ErrorInfo{Code: CodeDeliveryLimit, Category: plan.CategoryInternal,
+			Message: truncate(fmt.Sprintf("the planner gave up on the request after %d deliveries of %s: %v", deliveries, m.Subject(), cause), maxErrorMessage)})
+	}
+	if err == nil {
+		if _, serr := s.save(ctx, l, rev); serr != nil {
+			s.log.Warn().Err(serr).Str("request_id", id).Msg("cannot store the end of an abandoned request; publishing its outcome anyway")
+		}
+	}
+	if err := s.publishOutcome(ctx, l.Outcome); err != nil {
+		return err
+	}
+	s.drop(m, fmt.Sprintf("request %s: gave up after %d deliveries", id, deliveries), cause)
+	return nil
+}
+
+// drop terminates a message the planner will not handle, logging and
+// counting it.
+func (s *Service) drop(m jetstream.Msg, why string, cause error) {
+	s.stats.Dropped.Add(1)
+	s.log.Error().Err(cause).Str("subject", m.Subject()).Msg("dropping a message: " + why)
+	_ = m.TermWithReason(why)
 }
 
 // record notes an execution's end in the loop: success ends it; a failure
@@ -137,7 +221,7 @@ func (s *Service) onExecution(m jetstream.Msg) {
 // the skills health has disabled, added to disabledSkills (§5.2).
 func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 	l.Last = res
-	a := Attempt{Attempt: l.Attempt, PlanID: res.PlanID, State: res.State, Error: res.Error, FailedSkills: res.FailedSkills}
+	a := Attempt{Attempt: l.Attempt, PlanID: res.PlanID, State: res.State, Error: trimmed(res.Error), FailedSkills: res.FailedSkills}
 	switch {
 	case res.Success:
 		l.History = append(l.History, a)
@@ -172,12 +256,23 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 	for {
 		switch l.Status {
 		case loopDone:
-			if _, err := s.save(ctx, l, rev); err != nil {
+			_, err := s.save(ctx, l, rev)
+			if _, ok := isTooLarge(err); ok {
+				// The request is too large to keep: its outcome is not.
+				s.stats.TooLarge.Add(1)
+				l.Request = slimRequest(l.Request)
+				_, err = s.save(ctx, l, rev)
+			}
+			if err != nil {
 				return err
 			}
 			return s.publishOutcome(ctx, l.Outcome)
 		case loopExecuting:
 			if _, err := s.save(ctx, l, rev); err != nil {
+				if tl, ok := isTooLarge(err); ok {
+					s.planTooLarge(l, tl)
+					continue
+				}
 				return err
 			}
 			_, err := s.conn.JS.Publish(ctx, bus.PlanSubject(l.PlanID), l.Plan, jetstream.WithMsgID(l.PlanID))
@@ -195,17 +290,27 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 		s.event(l, plan.Event{Type: "request.generating", Attempt: l.Attempt,
 			Message: fmt.Sprintf("generating attempt %d of %d (%s)", l.Attempt, l.Request.MaxAttempts, l.Request.Kind)})
 		p, err := s.generate(ctx, l)
+		if errors.Is(err, errStoreUnavailable) {
+			// Not the generator's failure: the attempt is not used up, and
+			// the message comes back once the store answers again.
+			return err
+		}
 		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, errHandBack) {
+				return err // nothing is recorded: whoever handles the message again generates this attempt
+			}
 			ge := genErrorOf(err)
-			l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: ge.info(), DisabledSkills: slices.Clone(l.Disabled)})
+			l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: trimmed(ge.info()), DisabledSkills: slices.Clone(l.Disabled)})
 			s.log.Warn().Str("request_id", l.Request.RequestID).Int("attempt", l.Attempt).Err(err).Msg("generation failed")
 			if !ge.retryable() {
-				s.finish(l, StatusFallback, ge.info())
+				s.finish(l, StatusFallback, trimmed(ge.info()))
 			}
 			continue
 		}
 		data, _ := json.Marshal(p)
-		l.Status, l.PlanID, l.Plan = loopExecuting, p.PlanID, data
+		// The last plan served this generation (template fallbacks); the
+		// state keeps one plan at a time.
+		l.Status, l.PlanID, l.Plan, l.LastPlan = loopExecuting, p.PlanID, data, nil
 		s.event(l, plan.Event{Type: "request.generated", PlanID: p.PlanID, Attempt: l.Attempt,
 			Message: fmt.Sprintf("attempt %d: plan %s with %d tool(s)", l.Attempt, p.PlanID, len(p.Tools))})
 	}
@@ -228,10 +333,10 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	}
 	var err error
 	if in.Session, err = s.states.Get(ctx, r.SessionID); err != nil {
-		return nil, &GenError{Code: "SESSION_UNAVAILABLE", Category: plan.CategoryTransient, Message: err.Error()}
+		return nil, fmt.Errorf("%w: session %s: %v", errStoreUnavailable, r.SessionID, err)
 	}
 	if in.Skills, err = s.skillManifests(ctx); err != nil {
-		return nil, &GenError{Code: "SKILLS_UNAVAILABLE", Category: plan.CategoryTransient, Message: err.Error()}
+		return nil, fmt.Errorf("%w: skill manifests: %v", errStoreUnavailable, err)
 	}
 	in.Health = map[string]string{}
 	for name := range in.Skills {
@@ -241,13 +346,69 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 			in.DisabledSkills = append(in.DisabledSkills, name)
 		}
 	}
+	lim := s.cfg.limitsFor(r)
+	in.Memory, in.Nodes = lim.memory, lim.nodes
+	if held, _ := ctx.Value(gateHeld{}).(bool); lim.gated && !held {
+		release, err := s.enterGate(ctx, lim.memory)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	// The generation's time budget starts once it runs, not while it waits.
 	gctx, cancel := context.WithTimeout(ctx, GenerationTimeout)
 	defer cancel()
 	p, err := g.Generate(gctx, in)
+	var ge *GenError
+	if err != nil && lim.gated && !errors.As(err, &ge) && ctx.Err() == nil && errors.Is(gctx.Err(), context.DeadlineExceeded) {
+		// A deterministic planner given the same input runs out of time
+		// again: the failure is permanent, not a timeout worth retrying.
+		return nil, &GenError{Code: strings.ToUpper(r.Kind) + timeBudgetSuffix, Category: plan.CategoryPermanent,
+			Message: fmt.Sprintf("the %s planner found no plan within the %s generation budget", r.Kind, GenerationTimeout)}
+	}
 	if err != nil {
 		return nil, err
 	}
+	// A listing read while the store recovers can come back short: look up
+	// a skill the plan uses before calling it unknown.
+	for _, t := range p.Tools {
+		if _, ok := in.Skills[t.Skill]; ok || t.Skill == "" {
+			continue
+		}
+		e, err := s.manifests.Get(ctx, t.Skill)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("%w: skill %s: %v", errStoreUnavailable, t.Skill, err)
+		default:
+			var m skills.Manifest
+			if json.Unmarshal(e.Value(), &m) == nil {
+				in.Skills[t.Skill] = m
+			}
+		}
+	}
 	return s.finishPlan(p, l, in)
+}
+
+// gateHeld marks a context whose handler already passed the gate for its
+// request's generations.
+type gateHeld struct{}
+
+// enterGate waits for a generation slot and the generation's memory, until
+// ctx ends or the service stops (then the message is handed back).
+func (s *Service) enterGate(ctx context.Context, bytes int64) (func(), error) {
+	wait, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.stopping, cancel)
+	defer stop()
+	release, err := s.gate.enter(wait, bytes)
+	switch {
+	case err == nil:
+		return release, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return nil, fmt.Errorf("%w: the planner is stopping", errHandBack)
 }
 
 // finishPlan gives a generated plan its ids and metadata and checks it.
@@ -301,8 +462,12 @@ func (s *Service) skillManifests(ctx context.Context) (map[string]skills.Manifes
 	out := map[string]skills.Manifest{}
 	for k := range lister.Keys() {
 		e, err := s.manifests.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted since it was listed
+		}
 		if err != nil {
-			continue
+			// A skill that cannot be read now is not an unknown skill.
+			return nil, fmt.Errorf("skill %s: %w", k, err)
 		}
 		var m skills.Manifest
 		if json.Unmarshal(e.Value(), &m) == nil {
@@ -322,7 +487,8 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 		o.Narrative = s.narrate(r)
 		o.Tools = []json.RawMessage{}
 	}
-	l.Status, l.Outcome, l.Plan = loopDone, o, nil
+	// The outcome holds the last execution: the state need not keep it twice.
+	l.Status, l.Outcome, l.Plan, l.LastPlan, l.Last = loopDone, o, nil, nil, nil
 	s.event(l, plan.Event{Type: "request." + status, PlanID: l.PlanID, Attempts: o.Attempts, Error: errInfo,
 		Message: fmt.Sprintf("%s after %d attempt(s)", status, o.Attempts)})
 }

@@ -319,6 +319,7 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 		{"unknown kind", `{"kind":"magic"}`, "", "at /kind"},
 		{"missing plan", `{"kind":"plan"}`, "", "missing property 'plan'"},
 		{"unknown skill", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"teleport"}]}}`, "/plan/tools/0/skill", `unknown skill "teleport"`},
+		{"plan of nothing", `{"kind":"plan","plan":{"tools":[]}}`, "/plan/tools", "the plan has no tools"},
 		{"plan with a cycle", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}}`, "/plan", "cycle: a -> b -> a"},
 		{"htn syntax error", `{"kind":"htn","htn":{"program":"at(downtown", "goal":"x"}}`, "/htn/program", "htn: 1:"},
 		{"unknown domain", `{"kind":"htn","htn":{"domain":"nowhere", "goal":"x"}}`, "/htn/domain", `no domain "nowhere"`},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
@@ -47,6 +48,8 @@ type HTNRequest struct {
 	Program string   `json:"program,omitempty"`
 	Goal    string   `json:"goal"`
 	Facts   []string `json:"facts,omitempty"`
+	// Budget lowers the planner's limits for this request's generations.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // GOAPRequest names a GOAP domain, optionally a goal, and facts.
@@ -55,6 +58,8 @@ type GOAPRequest struct {
 	Inline json.RawMessage `json:"inline,omitempty"`
 	Goal   string          `json:"goal,omitempty"`
 	State  map[string]any  `json:"state,omitempty"`
+	// Budget lowers the planner's limits for this request's generations.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // TemplateRequest names a template or gives text to match.
@@ -94,6 +99,19 @@ func (e *RequestError) Is(target error) bool { return target == ErrInvalidReques
 // DecodeRequest validates a request against its schema and decodes it,
 // filling defaults: sessionId "default", maxAttempts 5 (1 for kind plan).
 func DecodeRequest(doc []byte) (*Request, error) {
+	if !utf8.Valid(doc) {
+		// JSON is UTF-8 (RFC 8259); decoding would quietly replace the
+		// bad bytes, so what ran would not be what was sent.
+		at := 0
+		for at < len(doc) {
+			r, size := utf8.DecodeRune(doc[at:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			at += size
+		}
+		return nil, &RequestError{Msg: fmt.Sprintf("not valid UTF-8 at byte offset %d (0x%02x)", at, doc[at])}
+	}
 	if err := schemas.Validate(schemas.PlanRequest, doc); err != nil {
 		var se *schemas.Error
 		if errors.As(err, &se) {

@@ -2,11 +2,14 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,6 +38,38 @@ type Config struct {
 	AckWait time.Duration
 	// Version is reported by the micro service.
 	Version string
+	// ExternalPrefix, when set, is where external planners must answer: a
+	// request of kind external naming a subject outside it is refused at
+	// the endpoint. Set with authorization on, where the planner may
+	// publish under "planners." only.
+	ExternalPrefix string
+
+	// HTNMaxMemory is the most memory, in bytes, one HTN generation may
+	// hold (the planner's estimate, htn.Budget.Memory); a request may ask
+	// for less in htn.budget.memory. Default DefaultHTNMaxMemory (128 MiB).
+	HTNMaxMemory int64
+	// GOAPMaxMemory and GOAPMaxNodes bound one GOAP generation (bytes held,
+	// states expanded); a request may ask for less in goap.budget.
+	// Defaults DefaultGOAPMaxMemory (128 MiB) and goap.DefaultMaxNodes.
+	GOAPMaxMemory int64
+	GOAPMaxNodes  int
+	// GenMaxMemory is the node's budget for all generations running at
+	// once: each reserves its memory budget before it starts and waits
+	// while the reservations would exceed this. Default
+	// DefaultGenMaxMemory (256 MiB); at least HTNMaxMemory and
+	// GOAPMaxMemory.
+	GenMaxMemory int64
+	// GenConcurrency is how many generations run in this process at once
+	// (external planners excepted: their work is elsewhere); the others
+	// wait in line. Default: the CPU count.
+	GenConcurrency int
+	// DeliveryLimit is how many deliveries of a request or an execution
+	// result the planner tries before it gives up on it: the request then
+	// ends with a failed outcome (code DELIVERY_LIMIT), an execution result
+	// of no request is dropped, logged and counted. Default
+	// bus.DefaultDeliveryLimit (10); the consumers allow a few more for
+	// that last step (bus.ConsumerMaxDeliver).
+	DeliveryLimit int
 }
 
 // DefaultFallbackTemplates are seed 003 §5.3's.
@@ -58,7 +93,51 @@ func (c Config) withDefaults() Config {
 	if c.Version == "" {
 		c.Version = "0.0.0-dev"
 	}
+	if c.HTNMaxMemory == 0 {
+		c.HTNMaxMemory = DefaultHTNMaxMemory
+	}
+	if c.GOAPMaxMemory == 0 {
+		c.GOAPMaxMemory = DefaultGOAPMaxMemory
+	}
+	if c.GOAPMaxNodes == 0 {
+		c.GOAPMaxNodes = DefaultGOAPMaxNodes
+	}
+	if c.GenMaxMemory == 0 {
+		c.GenMaxMemory = DefaultGenMaxMemory
+	}
+	if c.GenConcurrency == 0 {
+		c.GenConcurrency = runtime.NumCPU()
+	}
+	if c.DeliveryLimit == 0 {
+		c.DeliveryLimit = bus.DefaultDeliveryLimit
+	}
 	return c
+}
+
+// ErrInvalidConfig is matched by every error Config.validate returns.
+var ErrInvalidConfig = errors.New("planner: invalid config")
+
+// validate names the first field out of bounds.
+func (c Config) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.HTNMaxMemory < 1<<20:
+		return bad("HTNMaxMemory", "%d bytes, want at least 1 MiB", c.HTNMaxMemory)
+	case c.GOAPMaxMemory < 1<<20:
+		return bad("GOAPMaxMemory", "%d bytes, want at least 1 MiB", c.GOAPMaxMemory)
+	case c.GOAPMaxNodes < 1:
+		return bad("GOAPMaxNodes", "%d, want at least 1", c.GOAPMaxNodes)
+	case c.GenMaxMemory < max(c.HTNMaxMemory, c.GOAPMaxMemory):
+		return bad("GenMaxMemory", "%d bytes, want at least HTNMaxMemory (%d) and GOAPMaxMemory (%d): a generation must fit",
+			c.GenMaxMemory, c.HTNMaxMemory, c.GOAPMaxMemory)
+	case c.GenConcurrency < 1:
+		return bad("GenConcurrency", "%d, want at least 1", c.GenConcurrency)
+	case c.DeliveryLimit < 1:
+		return bad("DeliveryLimit", "%d, want at least 1", c.DeliveryLimit)
+	}
+	return nil
 }
 
 // Service is the planner service. Create it with New and start it with Run.
@@ -71,6 +150,9 @@ type Service struct {
 	health     *skills.HealthBook
 	states     *session.Store
 	generators map[string]Generator
+	gate       *gate
+	stats      counters
+	stopping   context.Context // ends when Run's context does
 	locks      [256]sync.Mutex // a request's messages are handled one at a time; striped by id
 	work       sync.WaitGroup
 	ready      chan struct{}
@@ -79,8 +161,11 @@ type Service struct {
 // New prepares a planner service on conn.
 func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	s := &Service{cfg: cfg, conn: conn, log: log.With().Str("component", "planner").Str("planner", cfg.ID).Logger(),
-		ready: make(chan struct{})}
+		ready: make(chan struct{}), gate: newGate(cfg.GenConcurrency, cfg.GenMaxMemory), stopping: context.Background()}
 	s.generators = map[string]Generator{
 		KindPlan:     fixedPlan{},
 		KindExternal: external{nc: conn.NC},
@@ -96,6 +181,7 @@ func (s *Service) Ready() <-chan struct{} { return s.ready }
 
 // Run serves until ctx ends, then finishes the work in hand.
 func (s *Service) Run(ctx context.Context) error {
+	s.stopping = ctx
 	var err error
 	if s.requests, err = s.conn.JS.KeyValue(ctx, bus.BucketRequests); err != nil {
 		return fmt.Errorf("planner: requests bucket: %w", err)
@@ -118,32 +204,30 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		s.work.Wait()
 	}()
+	// MaxAckPending bounds the messages the planners hold at once (each
+	// holds its request while it waits for a generation slot).
 	for _, src := range []struct {
 		stream, durable, filter string
-		handle                  func(jetstream.Msg)
+		maxAck                  int
+		handle                  handler
 	}{
-		{bus.StreamRequests, bus.ConsumerPlannerRequests, bus.SubjectRequestsAll, s.onRequest},
-		{bus.StreamExecutions, bus.ConsumerPlannerExecutions, bus.SubjectExecutionsAll, s.onExecution},
+		{bus.StreamRequests, bus.ConsumerPlannerRequests, bus.SubjectRequestsAll, 256, handler{s.onRequest, s.abandonRequest}},
+		{bus.StreamExecutions, bus.ConsumerPlannerExecutions, bus.SubjectExecutionsAll, 1024, handler{s.onExecution, s.abandonExecution}},
 	} {
 		cons, err := s.conn.JS.CreateOrUpdateConsumer(ctx, src.stream, jetstream.ConsumerConfig{
 			Durable: src.durable, Description: "planbus: shared by every planner", FilterSubject: src.filter,
-			AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.cfg.AckWait, MaxDeliver: -1, MaxAckPending: 10000,
+			AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.cfg.AckWait,
+			MaxDeliver: bus.ConsumerMaxDeliver(s.cfg.DeliveryLimit), MaxAckPending: src.maxAck,
 		})
 		if err != nil {
 			return fmt.Errorf("planner: consumer %s: %w", src.durable, err)
 		}
-		handle := src.handle
+		h := src.handle
 		cc, err := cons.Consume(func(m jetstream.Msg) {
 			s.work.Add(1)
 			go func() {
 				defer s.work.Done()
-				defer func() {
-					if r := recover(); r != nil {
-						s.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("planner bug; the message will be redelivered")
-						_ = m.NakWithDelay(5 * time.Second)
-					}
-				}()
-				handle(m)
+				s.handle(m, h)
 			}()
 		}, jetstream.PullMaxMessages(256))
 		if err != nil {
@@ -165,6 +249,94 @@ func (s *Service) Run(ctx context.Context) error {
 	close(s.ready)
 	<-ctx.Done()
 	return nil
+}
+
+// counters are the planner's stats since it started.
+type counters struct {
+	// Dropped counts messages given up after their delivery limit, or
+	// undecodable: each is logged.
+	Dropped atomic.Int64
+	// TooLarge counts requests whose loop state could not be stored.
+	TooLarge atomic.Int64
+}
+
+// Stats are the planner's counters: generations running, waiting for a
+// slot or memory, and done; messages dropped.
+func (s *Service) Stats() map[string]int64 {
+	return map[string]int64{
+		"generationsRunning": s.gate.running.Load(), "generationsWaiting": s.gate.waiting.Load(),
+		"generations": s.gate.served.Load(), "messagesDropped": s.stats.Dropped.Load(),
+		"requestsTooLarge": s.stats.TooLarge.Load(),
+	}
+}
+
+// handler handles one kind of message. handle acknowledges (or
+// terminates) the message itself and returns nil, or returns why the
+// message must come back later. abandon is the message's terminal path
+// once it has been delivered DeliveryLimit times and still failed.
+type handler struct {
+	handle  func(ctx context.Context, m jetstream.Msg) error
+	abandon func(ctx context.Context, m jetstream.Msg, deliveries int, cause error) error
+}
+
+// handleTimeout bounds the handling of one message, waiting for a
+// generation slot included.
+const handleTimeout = 5 * time.Minute
+
+// handle runs h on m with a deadline, keeps the message from being
+// redelivered while it runs (a request may wait for a generation slot for
+// longer than AckWait), turns a panic into an error, and hands the message
+// back with a growing delay, or takes its terminal path at the delivery
+// limit.
+func (s *Service) handle(m jetstream.Msg, h handler) {
+	ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
+	defer cancel()
+	stop := s.keepAlive(m)
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Str("subject", m.Subject()).Msg("planner bug")
+				err = fmt.Errorf("planner bug: %v", r)
+			}
+		}()
+		return h.handle(ctx, m)
+	}()
+	stop()
+	if err == nil {
+		return
+	}
+	n := bus.Deliveries(m)
+	if n < s.cfg.DeliveryLimit || errors.Is(err, errHandBack) {
+		s.log.Warn().Err(err).Str("subject", m.Subject()).Int("deliveries", n).Msg("message handed back")
+		_ = m.NakWithDelay(bus.RetryDelay(n))
+		return
+	}
+	actx, acancel := context.WithTimeout(context.Background(), time.Minute)
+	defer acancel()
+	if aerr := h.abandon(actx, m, n, err); aerr != nil {
+		s.log.Error().Err(aerr).AnErr("cause", err).Str("subject", m.Subject()).Int("deliveries", n).
+			Msg("cannot end a message at its delivery limit; handing it back")
+		_ = m.NakWithDelay(bus.RetryDelay(n))
+	}
+}
+
+// keepAlive tells JetStream every AckWait/3 that m is in hand, until the
+// returned function is called.
+func (s *Service) keepAlive(m jetstream.Msg) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(max(s.cfg.AckWait/3, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // lock serialises the handling of one request's messages in this process.

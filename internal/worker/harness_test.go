@@ -18,6 +18,7 @@ import (
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/internal/worker"
 )
 
@@ -97,12 +98,41 @@ func (r *running) stop(t *testing.T, d time.Duration) error {
 	}
 }
 
+// key stands in for the dispatchers' key: it signs the tests' calls and
+// cancels as a dispatcher would.
+var key = func() *token.Key {
+	k, _, err := token.NewKey()
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
 // newCall returns a valid first attempt of toolID in planID.
 func newCall(planID, toolID, skill, input string) plan.ToolCall {
 	return plan.ToolCall{
 		PlanID: planID, RequestID: "req-" + planID, ToolID: toolID, Skill: skill,
 		Attempt: 1, MaxAttempts: 1, Input: json.RawMessage(input), TimeoutMs: 60_000,
 		IdempotencyKey: plan.IdempotencyKey(planID, toolID, 1), ReleasedAt: time.Now(),
+		Token: key.Result(planID, toolID, 1), CancelDigest: token.Digest(key.Cancel(planID)),
+	}
+}
+
+// cancel publishes a dispatcher's cancel of planID and flushes it, so the
+// server has it (and delivers it before anything the test sends later).
+func (e *env) cancel(planID string) {
+	e.t.Helper()
+	e.cancelRaw(planID, marshal(e.t, plan.Cancel{PlanID: planID, Token: key.Cancel(planID)}))
+}
+
+// cancelRaw publishes any bytes on the cancel subject of planID.
+func (e *env) cancelRaw(planID string, data []byte) {
+	e.t.Helper()
+	if err := e.conn.NC.Publish(bus.CancelSubject(planID), data); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.conn.NC.Flush(); err != nil {
+		e.t.Fatal(err)
 	}
 }
 
@@ -118,7 +148,7 @@ func marshal(t *testing.T, v any) []byte {
 // publish puts a call on its skill's queue the way the dispatcher does.
 func (e *env) publish(tc plan.ToolCall) {
 	e.t.Helper()
-	e.publishRaw(tc.Skill, marshal(e.t, tc), jetstream.WithMsgID(tc.IdempotencyKey))
+	e.publishRaw(tc.Skill, marshal(e.t, tc), jetstream.WithMsgID(token.MsgID(tc.IdempotencyKey, tc.Token)))
 }
 
 // publishRaw puts any bytes on the queue of skill.

@@ -39,7 +39,7 @@ func (w *Worker) addService() (micro.Service, error) {
 	for _, s := range w.skills {
 		m := s.skill.Manifest
 		err := svc.AddEndpoint(m.Name, w.invokeHandler(s),
-			micro.WithEndpointSubject("planbus.invoke."+m.Name),
+			micro.WithEndpointSubject(bus.InvokeSubject(m.Name)),
 			micro.WithEndpointMetadata(map[string]string{"description": m.Description, "stream_subject": bus.ToolSubject(m.Name)}))
 		if err != nil {
 			_ = svc.Stop()

@@ -19,6 +19,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -41,9 +42,13 @@ type Worker struct {
 	log    zerolog.Logger
 	skills []*served
 
-	mu        sync.Mutex
-	inflight  map[*call]struct{}
-	cancelled map[string]time.Time // plan id -> when its cancel arrived
+	mu       sync.Mutex
+	inflight map[string]map[*call]struct{} // by plan id
+	running  int                           // calls in inflight
+	ended    *endedPlans                   // cancels received
+	// rejectLog logs cancels that are not even well formed, a few per
+	// period: anyone may publish them while auth is off.
+	rejectLog zerolog.Logger
 
 	calls      sync.WaitGroup
 	runners    sync.WaitGroup  // goroutines that run calls; they outlive pull until drained
@@ -75,6 +80,7 @@ func (s *stats) snapshot() map[string]int64 {
 type call struct {
 	msg    jetstream.Msg
 	planID string
+	digest string // the call's cancelDigest
 	cancel context.CancelCauseFunc
 }
 
@@ -85,13 +91,14 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{
-		cfg:       cfg,
-		conn:      conn,
-		log:       log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
-		inflight:  map[*call]struct{}{},
-		cancelled: map[string]time.Time{},
-		ready:     make(chan struct{}),
+		cfg:      cfg,
+		conn:     conn,
+		log:      log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
+		inflight: map[string]map[*call]struct{}{},
+		ended:    newEndedPlans(cancelMemoryTTL, cancelMemoryMax),
+		ready:    make(chan struct{}),
 	}
+	w.rejectLog = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: 10 * time.Second})
 	for _, s := range cfg.Skills {
 		check, err := skills.InputSchema(s.Manifest)
 		if err != nil {
@@ -134,7 +141,10 @@ func (w *Worker) Run(ctx context.Context) error {
 			FilterSubject: bus.ToolSubject(m.Name),
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       w.cfg.AckWait,
-			MaxDeliver:    -1,
+			// Above MaxDeliver, where the worker reports WORKER_CRASH, so
+			// that report gets deliveries of its own; then the server
+			// stops and the plan's timeout ends the call.
+			MaxDeliver:    bus.ConsumerMaxDeliver(w.cfg.MaxDeliver),
 			MaxAckPending: maxAck,
 			MaxWaiting:    4096,
 		})
@@ -284,9 +294,11 @@ func (w *Worker) heartbeats(done <-chan struct{}) {
 			return
 		case <-t.C:
 			w.mu.Lock()
-			msgs := make([]jetstream.Msg, 0, len(w.inflight))
-			for c := range w.inflight {
-				msgs = append(msgs, c.msg)
+			msgs := make([]jetstream.Msg, 0, w.running)
+			for _, calls := range w.inflight {
+				for c := range calls {
+					msgs = append(msgs, c.msg)
+				}
 			}
 			w.mu.Unlock()
 			for _, m := range msgs {
@@ -306,29 +318,50 @@ func (w *Worker) drain() {
 	case <-time.After(w.cfg.DrainTimeout):
 	}
 	w.mu.Lock()
-	n := len(w.inflight)
+	n := w.running
 	w.mu.Unlock()
 	w.log.Warn().Int("calls", n).Dur("drain_timeout", w.cfg.DrainTimeout).Msg("drain time is up; handing running calls back")
 	w.callCancel(errShutdown)
 	<-done
 }
 
+// maxCancelSize bounds the cancels worth decoding; a real one is about
+// 100 bytes.
+const maxCancelSize = 1024
+
+// onCancel stops the running calls of a plan whose cancel token matches
+// their cancelDigest, and remembers the cancel for calls that arrive
+// later. A message that is not a well-formed cancel of the subject's plan
+// is ignored; one whose token matches no call stops nothing. The work per
+// message does not depend on how many cancels came before: a lookup of the
+// plan's calls and an O(1) update of the remembered cancels.
 func (w *Worker) onCancel(m *nats.Msg) {
 	planID := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	var c plan.Cancel
+	if len(m.Data) > maxCancelSize {
+		w.rejectLog.Warn().Str("subject", m.Subject).Int("bytes", len(m.Data)).Msg("ignoring a cancel larger than any real one")
+		return
+	}
+	if err := schemas.Validate(schemas.Cancel, m.Data); err != nil {
+		w.rejectLog.Warn().Err(err).Str("subject", m.Subject).Msg("ignoring an invalid cancel")
+		return
+	}
+	if err := json.Unmarshal(m.Data, &c); err != nil || c.PlanID != planID {
+		w.rejectLog.Warn().Str("subject", m.Subject).Str("cancel_plan_id", c.PlanID).Msg("ignoring a cancel of another plan")
+		return
+	}
+	// Digests are public (every call carries its own), so comparing them
+	// needs no constant time; the token is what a forger lacks.
+	digest := token.Digest(c.Token)
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for id, at := range w.cancelled {
-		if now.Sub(at) > 10*time.Minute {
-			delete(w.cancelled, id)
+	for cl := range w.inflight[planID] {
+		if cl.digest == digest {
+			cl.cancel(errPlanEnded)
 		}
 	}
-	w.cancelled[planID] = now
-	for c := range w.inflight {
-		if c.planID == planID {
-			c.cancel(errPlanEnded)
-		}
-	}
+	w.ended.add(planID, digest, now)
 }
 
 func (w *Worker) handle(s *served, msg jetstream.Msg) {
@@ -367,14 +400,9 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 
 	ctx, cancel := context.WithCancelCause(w.callCtx)
 	defer cancel(nil)
-	c := &call{msg: msg, planID: tc.PlanID, cancel: cancel}
-	w.mu.Lock()
-	_, ended := w.cancelled[tc.PlanID]
-	if !ended {
-		w.inflight[c] = struct{}{}
-	}
-	w.mu.Unlock()
-	if ended {
+	c := &call{msg: msg, planID: tc.PlanID, digest: tc.CancelDigest, cancel: cancel}
+	if !w.track(c) {
+		log.Debug().Msg("plan ended; dropping its call")
 		_ = msg.Ack()
 		return
 	}
@@ -382,11 +410,13 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	started := time.Now()
 	w.event(plan.Event{Type: plan.EventToolStarted, Time: started, RequestID: tc.RequestID, PlanID: tc.PlanID,
 		ToolID: tc.ToolID, Skill: name, Attempt: tc.Attempt, WorkerID: w.cfg.ID})
-	out, herr := s.handler.Handle(ctx, &tc)
+	// Skills see neither token: they are the worker's to echo, not theirs
+	// to pass on.
+	hc := tc
+	hc.Token, hc.CancelDigest = "", ""
+	out, herr := s.handler.Handle(ctx, &hc)
 	s.stats.Running.Add(-1)
-	w.mu.Lock()
-	delete(w.inflight, c)
-	w.mu.Unlock()
+	w.untrack(c)
 
 	if herr != nil {
 		switch context.Cause(ctx) {
@@ -401,6 +431,35 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		}
 	}
 	w.finish(log, s, msg, w.result(&tc, out, herr, started))
+}
+
+// track adds a call to those in flight, unless a cancel of its plan with
+// its digest has arrived: then it reports false.
+func (w *Worker) track(c *call) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended.ended(c.planID, c.digest, time.Now()) {
+		return false
+	}
+	calls := w.inflight[c.planID]
+	if calls == nil {
+		calls = map[*call]struct{}{}
+		w.inflight[c.planID] = calls
+	}
+	calls[c] = struct{}{}
+	w.running++
+	return true
+}
+
+func (w *Worker) untrack(c *call) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	calls := w.inflight[c.planID]
+	delete(calls, c)
+	if len(calls) == 0 {
+		delete(w.inflight, c.planID)
+	}
+	w.running--
 }
 
 // result turns what a handler returned into the call's result, holding
@@ -434,7 +493,7 @@ func (w *Worker) newResult(tc *plan.ToolCall, started time.Time) *plan.ToolResul
 	return &plan.ToolResult{
 		PlanID: tc.PlanID, RequestID: tc.RequestID, ToolID: tc.ToolID, Skill: tc.Skill, Attempt: tc.Attempt,
 		WorkerID: w.cfg.ID, StartedAt: started, FinishedAt: now,
-		DurationMs: float64(now.Sub(started).Microseconds()) / 1000,
+		DurationMs: float64(now.Sub(started).Microseconds()) / 1000, Token: tc.Token,
 	}
 }
 
@@ -452,7 +511,7 @@ func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *p
 		_ = msg.Nak()
 		return
 	}
-	key := plan.IdempotencyKey(res.PlanID, res.ToolID, res.Attempt)
+	key := token.MsgID(plan.IdempotencyKey(res.PlanID, res.ToolID, res.Attempt), res.Token)
 	publish := func() error {
 		ctx, cancel := context.WithTimeout(w.callCtx, 5*time.Second)
 		defer cancel()

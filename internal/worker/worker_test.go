@@ -18,6 +18,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/internal/worker"
 	"github.com/planbus/planbus/schemas"
 )
@@ -34,7 +35,10 @@ func TestCallIsRunReportedAndAcknowledged(t *testing.T) {
 	if err := schemas.Validate(schemas.ToolResult, msg.Data()); err != nil {
 		t.Errorf("result breaks its schema: %v: %s", err, msg.Data())
 	}
-	if got, want := msg.Headers().Get(jetstream.MsgIDHeader), "p1/greet/1"; got != want {
+	if res.Token != tc.Token {
+		t.Errorf("result token %q, want the call's %q", res.Token, tc.Token)
+	}
+	if got, want := msg.Headers().Get(jetstream.MsgIDHeader), token.MsgID("p1/greet/1", tc.Token); got != want {
 		t.Errorf("result Nats-Msg-Id %q, want %q", got, want)
 	}
 	if res.State != plan.ToolSucceeded || string(res.Output) != `{"greeting":"hello"}` || res.Error != nil {
@@ -167,14 +171,16 @@ func TestLongCallIsNotRedelivered(t *testing.T) {
 	slow := skillOf("slow", func(ctx context.Context, call *plan.ToolCall) (skills.Result, error) {
 		starts.Add(1)
 		select {
-		case <-time.After(1200 * time.Millisecond): // the call's work, four times AckWait
+		case <-time.After(3 * time.Second): // the call's work, three times AckWait
 		case <-ctx.Done():
 			return skills.Result{}, ctx.Err()
 		}
 		return skills.Result{Output: call.Input}, nil
 	})
 	for range 2 {
-		e.startWorker(worker.Config{Skills: []skills.Skill{slow}, AckWait: 300 * time.Millisecond})
+		// An AckWait long enough that a loaded machine still gets a
+		// heartbeat (every third of it) out in time.
+		e.startWorker(worker.Config{Skills: []skills.Skill{slow}, AckWait: time.Second})
 	}
 	e.publish(newCall("p1", "t", "slow", `{}`))
 	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
@@ -265,9 +271,7 @@ func TestCancelStopsOnlyThatPlansCalls(t *testing.T) {
 		receive(t, g.started, "both calls starting")
 	}
 
-	if err := e.conn.NC.Publish(bus.CancelSubject("doomed"), nil); err != nil {
-		t.Fatal(err)
-	}
+	e.cancel("doomed")
 	end := receive(t, g.ended, "the cancelled call ending")
 	if end.call.PlanID != "doomed" || end.cause == nil {
 		t.Fatalf("plan %s's call ended (cause %v), want the cancelled plan's call to end first", end.call.PlanID, end.cause)
@@ -285,6 +289,106 @@ func TestCancelStopsOnlyThatPlansCalls(t *testing.T) {
 	}
 	if n := g.starts.Load(); n != 2 {
 		t.Errorf("%d calls started, want 2 (the late call of the cancelled plan is dropped)", n)
+	}
+}
+
+// Anyone may publish on planbus.cancel.> while auth is off. Only a cancel
+// that reveals the plan's cancel token, whose digest the calls carry,
+// stops a call or drops the plan's later calls.
+func TestForgedCancelsStopNothing(t *testing.T) {
+	e := newEnv(t)
+	g := newGate("block")
+	e.startWorker(worker.Config{Skills: []skills.Skill{g.skill()}})
+	e.publish(newCall("victim", "t", "block", `{}`))
+	e.publish(newCall("sentinel", "t", "block", `{}`))
+	for range 2 {
+		receive(t, g.started, "both calls starting")
+	}
+
+	otherKey, _, err := token.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := key.Cancel("victim")
+	forged := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"two bytes", []byte(`{}`)},
+		{"not JSON", []byte(`cancel!`)},
+		{"no token", marshal(t, map[string]string{"planId": "victim"})},
+		{"a token under another key", marshal(t, plan.Cancel{PlanID: "victim", Token: otherKey.Cancel("victim")})},
+		{"another plan's token", marshal(t, plan.Cancel{PlanID: "victim", Token: key.Cancel("sentinel")})},
+		{"the digest the calls carry", marshal(t, plan.Cancel{PlanID: "victim", Token: token.Digest(real)})},
+		{"the call's result token", marshal(t, plan.Cancel{PlanID: "victim", Token: key.Result("victim", "t", 1)})},
+		{"too large", marshal(t, map[string]string{"planId": "victim", "cancelToken": real, "pad": strings.Repeat("x", 4096)})},
+	}
+	for _, f := range forged {
+		e.cancelRaw("victim", f.data)
+	}
+	// The worker handles cancels one at a time in the order they were
+	// sent: once the real cancel of the sentinel has ended its call, every
+	// forged one above has been handled.
+	e.cancel("sentinel")
+	if end := receive(t, g.ended, "the sentinel's call ending"); end.call.PlanID != "sentinel" || end.cause == nil {
+		t.Fatalf("plan %s's call ended (cause %v), want the sentinel's, cancelled, before any other", end.call.PlanID, end.cause)
+	}
+
+	// The victim's call runs on, and a later call of its plan runs too.
+	e.publish(newCall("victim", "later", "block", `{"later":true}`))
+	if c := receive(t, g.started, "the later call starting"); c.PlanID != "victim" || c.ToolID != "later" {
+		t.Fatalf("call %s/%s started, want victim/later", c.PlanID, c.ToolID)
+	}
+	g.release()
+	for range 2 {
+		if end := receive(t, g.ended, "the victim's calls ending"); end.cause != nil || end.call.PlanID != "victim" {
+			t.Errorf("call %s/%s ended with cause %v, want the victim's calls to finish", end.call.PlanID, end.call.ToolID, end.cause)
+		}
+	}
+	e.waitSettled("block")
+	if n := e.resultCount("victim"); n != 2 {
+		t.Errorf("%d results for the victim's plan, want 2: forged cancels stop nothing", n)
+	}
+	if n := e.resultCount("sentinel"); n != 0 {
+		t.Errorf("%d results for the cancelled sentinel, want 0", n)
+	}
+}
+
+// A worker that has no call of a plan when its cancel arrives still drops
+// the plan's calls that come later: they were queued before it ended. A
+// forged cancel that comes after the real one does not undo it.
+func TestCancelBeforeTheCallDropsIt(t *testing.T) {
+	e := newEnv(t)
+	var ran atomic.Int64
+	g := newGate("block")
+	e.startWorker(worker.Config{Skills: []skills.Skill{counting("count", &ran), g.skill()}})
+	e.publish(newCall("sentinel", "t", "block", `{}`))
+	receive(t, g.started, "the sentinel's call starting")
+
+	otherKey, _, err := token.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cancel("ended")
+	e.cancelRaw("ended", marshal(t, plan.Cancel{PlanID: "ended", Token: otherKey.Cancel("ended")}))
+	e.cancelRaw("live", marshal(t, plan.Cancel{PlanID: "live", Token: otherKey.Cancel("live")}))
+	// Cancels are handled in order: once the sentinel's call has ended,
+	// so have the cancels above.
+	e.cancel("sentinel")
+	receive(t, g.ended, "the sentinel's call ending")
+
+	e.publish(newCall("ended", "queued", "count", `{}`))
+	e.publish(newCall("live", "t", "count", `{"live":1}`))
+	if res, _ := e.result("live"); res.State != plan.ToolSucceeded {
+		t.Errorf("the live plan's call after a forged cancel: %s %+v, want succeeded", res.State, res.Error)
+	}
+	e.waitSettled("count")
+	if n := e.resultCount("ended"); n != 0 {
+		t.Errorf("%d results for the ended plan, want 0", n)
+	}
+	if n := ran.Load(); n != 1 {
+		t.Errorf("%d calls ran, want 1 (the ended plan's call is dropped)", n)
 	}
 }
 
@@ -377,7 +481,17 @@ func TestMicroService(t *testing.T) {
 		if res.State != plan.ToolSucceeded || string(res.Output) != `{"x":1}` || res.Skill != "echo" || res.WorkerID != w.ID() {
 			t.Errorf("reply %s", data)
 		}
-		if err := schemas.Validate(schemas.ToolResult, data); err != nil {
+		// A direct invocation belongs to no plan, so it has no token to
+		// echo; in every other field the reply is a result.
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(data, &fields); err != nil {
+			t.Fatal(err)
+		}
+		if tok, ok := fields["token"]; ok {
+			t.Errorf("reply carries a token %s", tok)
+		}
+		fields["token"] = marshal(t, strings.Repeat("A", token.Len))
+		if err := schemas.Validate(schemas.ToolResult, marshal(t, fields)); err != nil {
 			t.Errorf("reply breaks the result schema: %v", err)
 		}
 	})

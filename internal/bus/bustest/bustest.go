@@ -5,6 +5,7 @@ package bustest
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -55,4 +56,25 @@ func Dial(t testing.TB, cfg bus.Config) *bus.Conn {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// StartAuth runs an embedded server with authorization on: a user per
+// role (bus.Roles) whose seeds it returns, every stream and bucket
+// declared by the admin. The config's URL points at the server and names
+// no seed: set NKeySeedFile (and Role) to connect as someone.
+func StartAuth(t testing.TB) (bus.Config, *bus.Seeds) {
+	t.Helper()
+	seeds, err := bus.EnsureSeeds(filepath.Join(t.TempDir(), "auth"))
+	if err != nil {
+		t.Fatalf("bustest: seeds: %v", err)
+	}
+	cfg := StartBare(t, bus.ServerAuth(seeds))
+	admin := cfg
+	admin.NKeySeedFile = seeds.File(bus.RoleAdmin)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := Dial(t, admin).Declare(ctx); err != nil {
+		t.Fatalf("bustest: declare: %v", err)
+	}
+	return cfg, seeds
 }

@@ -1,0 +1,181 @@
+package bus
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+)
+
+// ErrSeed is matched by every error about a role's seed file.
+var ErrSeed = errors.New("bus: nkey seed")
+
+// Seeds are the nkey seed files of the roles, one per role in one
+// directory: <dir>/<role>.nk. Whoever holds a role's file is that role.
+type Seeds struct {
+	// Dir holds the files.
+	Dir  string
+	keys map[Role]string
+}
+
+// SeedFileName is the name of a role's seed file.
+func SeedFileName(r Role) string { return string(r) + ".nk" }
+
+// File is the path of the role's seed file.
+func (s *Seeds) File(r Role) string { return filepath.Join(s.Dir, SeedFileName(r)) }
+
+// PublicKey is the role's nkey user, the identity the server knows it by.
+func (s *Seeds) PublicKey(r Role) string { return s.keys[r] }
+
+// EnsureSeeds reads every role's seed from dir, first creating the
+// directory (mode 0700) and the seeds that are missing (mode 0600).
+// Seeds that exist are read and never overwritten, so a node keeps its
+// identities across restarts and processes holding a seed stay valid. A
+// seed is written under a temporary name and linked into place, so no one
+// reads half a seed and two processes starting at once agree on one. A
+// seed file that is not a user seed, or that others than its owner may
+// read, is refused with an error naming it.
+func EnsureSeeds(dir string) (*Seeds, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: directory %s: %w", ErrSeed, dir, err)
+	}
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("%w: directory %s: %w", ErrSeed, dir, err)
+	} else if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		// A directory made by hand (mkdir -p): only its owner needs it.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: directory %s is open to others (mode %o) and cannot be closed: %w", ErrSeed, dir, st.Mode().Perm(), err)
+		}
+	}
+	s := &Seeds{Dir: dir, keys: map[Role]string{}}
+	for _, r := range Roles() {
+		pub, err := ensureSeed(s.File(r))
+		if err != nil {
+			return nil, err
+		}
+		s.keys[r] = pub
+	}
+	return s, nil
+}
+
+// ensureSeed returns the public key of the seed in path, creating it first
+// if there is none.
+func ensureSeed(path string) (string, error) {
+	pub, err := ReadSeed(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return pub, err
+	}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".seed-*")
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	defer os.Remove(tmp.Name())
+	// CreateTemp makes the file 0600.
+	_, werr := tmp.Write(append(seed, '\n'))
+	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	// Another process may have linked its seed first: use whatever is there.
+	return ReadSeed(path)
+}
+
+// ReadSeed returns the public key of the user seed in path. The error
+// wraps fs.ErrNotExist when there is no file.
+func ReadSeed(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrSeed, err)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%w: %s may be read by others (mode %o): run chmod 600 %s", ErrSeed, path, st.Mode().Perm(), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrSeed, err)
+	}
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(data))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: not an nkey seed: %w", ErrSeed, path, err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil || !nkeys.IsValidPublicUserKey(pub) {
+		return "", fmt.Errorf("%w: %s: not a user seed (one starting with SU)", ErrSeed, path)
+	}
+	return pub, nil
+}
+
+// ServerAuth turns on authorization in an embedded server: one nkey user
+// per role, with the role's permissions. A connection without one of the
+// seeds is refused.
+func ServerAuth(s *Seeds) ServerOption {
+	return func(o *server.Options) {
+		o.Nkeys = nil
+		for _, r := range Roles() {
+			o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: s.PublicKey(r), Permissions: r.Permissions()})
+		}
+	}
+}
+
+// NATSAuthConfig is a nats-server configuration block with the same users
+// and permissions as ServerAuth, for a server configured by file (the
+// compose cluster includes it). It holds public keys only.
+func NATSAuthConfig(s *Seeds) []byte {
+	var b strings.Builder
+	b.WriteString("# planbus roles and their permissions, one nkey user per role. Generated by\n" +
+		"# `planner auth init` from the seeds next to this file; run it again rather\n" +
+		"# than editing. Public keys only: the seeds stay with their holders.\n")
+	b.WriteString("authorization {\n  users: [\n")
+	for _, r := range Roles() {
+		g := r.Grants()
+		fmt.Fprintf(&b, "    # %s\n    {\n      nkey: %s\n      permissions: {\n", r, quote(s.PublicKey(r)))
+		fmt.Fprintf(&b, "        publish: { allow: %s }\n", quoteList(g.Publish))
+		fmt.Fprintf(&b, "        subscribe: { allow: %s }\n", quoteList(g.Subscribe))
+		if g.Respond {
+			fmt.Fprintf(&b, "        allow_responses: { max: 1, expires: %s }\n", quote(g.ResponseExpiry.String()))
+		}
+		b.WriteString("      }\n    }\n")
+	}
+	b.WriteString("  ]\n}\n")
+	return []byte(b.String())
+}
+
+// quote makes a NATS config string. Subjects and keys are printable
+// ASCII, for which strconv's quoting and the config parser's agree.
+func quote(s string) string { return strconv.Quote(s) }
+
+// quoteList is a list of strings, one per line, indented under its key.
+func quoteList(ss []string) string {
+	if len(ss) <= 1 {
+		q := make([]string, len(ss))
+		for i, s := range ss {
+			q[i] = quote(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	var b strings.Builder
+	b.WriteString("[\n")
+	for _, s := range ss {
+		b.WriteString("          " + quote(s) + "\n")
+	}
+	b.WriteString("        ]")
+	return b.String()
+}

@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/planbus/planbus/internal/bus"
+)
+
+// errExposed is protected mode's refusal.
+var errExposed = errors.New("not a loopback address")
+
+// checkExposure is protected mode: an embedded server that listens beyond
+// loopback needs --auth, or --insecure to say the exposure is meant. It
+// also refuses --auth with --nats-url, where there is no embedded server
+// to configure.
+func (c *common) checkExposure(cmd string) error {
+	if c.bus.URL != "" {
+		if c.auth {
+			return fmt.Errorf("%s: --auth configures the embedded server; with --nats-url, connect with a role's seed (--nkey)", cmd)
+		}
+		return nil
+	}
+	if c.auth || c.insecure {
+		return nil
+	}
+	listen := c.bus.Defaults().Listen
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || loopback(host) {
+		return nil // Validate names a malformed address
+	}
+	return fmt.Errorf("%s: --listen %s: %w: anyone who can reach it could submit work, forge results and read every secret on the bus. "+
+		"Turn on --auth (a role per component, seeds in <data-dir>/auth), or pass --insecure to listen without authentication anyway",
+		cmd, listen, errExposed)
+}
+
+// loopback reports whether host is only reachable from this machine: a
+// loopback IP or "localhost". A name that would have to be resolved is
+// not, since it may resolve elsewhere.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// authSummary tells how to reach a node whose server has authorization on.
+func authSummary(url string, seeds *bus.Seeds) string {
+	var files []string
+	for _, r := range bus.Roles() {
+		files = append(files, bus.SeedFileName(r))
+	}
+	return fmt.Sprintf("authentication on: role seeds in %s (%s); connect as a client with: nats --server %s --nkey %s req %s '{...}' "+
+		"(components: --nats-url %s --nkey %s/<role>.nk; operators: --nkey %s --inbox-prefix %s)",
+		seeds.Dir, strings.Join(files, ", "), url, seeds.File(bus.RoleClient), bus.SubjectPlanRequest,
+		url, seeds.Dir, seeds.File(bus.RoleAdmin), bus.RoleAdmin.InboxPrefix())
+}
+
+const authUsage = `Usage: planner auth init [flags] DIR
+
+Writes one NATS nkey seed per role to DIR: admin.nk, planner.nk,
+dispatcher.nk, worker.nk and client.nk (mode 0600; DIR 0700), and
+--nats-conf (default DIR/auth.conf), a nats-server configuration block
+with one user per role and the role's permissions, for servers configured
+by file: include it from their configuration. Seeds that exist are kept,
+so running it again only writes the configuration again, with the same
+keys. A component connects as its role with --nkey DIR/<role>.nk.
+'planner serve --auth' does the same in <data-dir>/auth by itself.`
+
+// plannerAuth is `planner auth`: only init, for now.
+func plannerAuth(_ context.Context, args []string, io IO) int {
+	if len(args) == 0 || args[0] != "init" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprintln(io.Stdout, authUsage)
+			return ExitOK
+		}
+		fmt.Fprintln(io.Stderr, authUsage)
+		return ExitUsage
+	}
+	var natsConf string
+	f := newFlags("planner auth init", io.Stderr, io.Env, authUsage)
+	f.String(&natsConf, "nats-conf", "", "", "where to write the nats-server configuration block (default DIR/auth.conf)")
+	if err := f.parse(args[1:]); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if f.NArg() != 1 {
+		fmt.Fprintln(io.Stderr, "planner auth init: want exactly one DIR")
+		return ExitUsage
+	}
+	dir := f.Arg(0)
+	if natsConf == "" {
+		natsConf = filepath.Join(dir, "auth.conf")
+	}
+	existed := map[bus.Role]bool{}
+	for _, r := range bus.Roles() {
+		_, err := os.Stat(filepath.Join(dir, bus.SeedFileName(r)))
+		existed[r] = err == nil
+	}
+	seeds, err := bus.EnsureSeeds(dir)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner auth init: %v\n", err)
+		return ExitFailed
+	}
+	for _, r := range bus.Roles() {
+		what := "created"
+		if existed[r] {
+			what = "kept"
+		}
+		fmt.Fprintf(io.Stdout, "%s  %s (%s)\n", seeds.File(r), what, seeds.PublicKey(r))
+	}
+	if err := writeFileAtomic(natsConf, bus.NATSAuthConfig(seeds), 0o644); err != nil {
+		fmt.Fprintf(io.Stderr, "planner auth init: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintf(io.Stdout, "%s  written: users and permissions of every role, to include in nats-server's configuration\n", natsConf)
+	return ExitOK
+}
+
+// writeFileAtomic replaces path with data: a reader sees the old file or
+// the new one, never half of it.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Chmod(mode), tmp.Sync(), tmp.Close()); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

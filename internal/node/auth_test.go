@@ -1,0 +1,252 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/internal/node"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/worker"
+)
+
+const wait = time.Minute
+
+// logBuffer collects a node's log, the embedded server's included, safe
+// for concurrent writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func startAuthNode(t *testing.T, dataDir string, log zerolog.Logger) *node.Node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{
+		Bus:     bus.Config{Listen: "127.0.0.1:0", DataDir: dataDir, DuplicateWindow: time.Minute},
+		Auth:    true,
+		Workers: 2,
+		Worker:  worker.Config{Skills: skills.Builtins(skills.BuiltinConfig{})},
+	}, log)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(n.Stop)
+	return n
+}
+
+func decodePlan(t *testing.T, doc string) *plan.Plan {
+	t.Helper()
+	p, err := plan.Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// With Auth, every in-process component connects as its role and the
+// whole system works within its permissions: a client's plans run through
+// the planner with retries (timers), session patches, health changes and a
+// plan timeout that cancels a running call, and the server logs no
+// permissions violation on the way.
+func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
+	var logs logBuffer
+	log := zerolog.New(&logs).Level(zerolog.WarnLevel)
+	dataDir := t.TempDir()
+	n := startAuthNode(t, dataDir, log)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+
+	conn, err := n.DialAs(ctx, bus.RoleClient, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	p := decodePlan(t, `{"planId": "auth-ok", "sessionId": "s-auth", "tools": [
+		{"toolId": "A", "skill": "echo", "input": {"city": "Lisbon"}},
+		{"toolId": "F", "skill": "fail", "dependencies": ["A"], "input": {"attempts": 1, "category": "network", "message": "reset"},
+		 "retryPolicy": {"maxAttempts": 2, "backoffMs": 50}},
+		{"toolId": "R", "skill": "remember", "dependencies": ["A"], "input": {"seen": "Lisbon"}},
+		{"toolId": "D", "skill": "echo", "dependencies": ["F", "R"], "input": {"a": {"$ref": "A"}}}]}`)
+	var events []string
+	res, out, err := client.RunThroughPlanner(ctx, conn, p, func(ev plan.Event) { events = append(events, ev.Type) })
+	if err != nil {
+		t.Fatalf("run: %v\nlog:\n%s", err, logs.String())
+	}
+	if res == nil || !res.Success || res.PlanID != "auth-ok-1" {
+		t.Fatalf("outcome %+v, want plan auth-ok-1 to succeed\nlog:\n%s", out, logs.String())
+	}
+	for _, want := range []string{"request.accepted", "tool.started", "tool.retrying", "skill.health", "request.succeeded"} {
+		if !strings.Contains(strings.Join(events, " "), want) {
+			t.Errorf("events %v: no %s", events, want)
+		}
+	}
+
+	// A plan that times out while a call runs: its dispatcher cancels
+	// the call on the workers.
+	slow := decodePlan(t, `{"planId": "auth-timeout", "timeoutMs": 300, "tools": [
+		{"toolId": "S", "skill": "sleep", "input": {"ms": 20000}}]}`)
+	res, _, err = client.RunThroughPlanner(ctx, conn, slow, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != plan.PlanTimeout || res.Tools[0].State != plan.ToolCancelled {
+		t.Errorf("timed out plan: %s, tool %s; want timeout and cancelled", res.State, res.Tools[0].State)
+	}
+
+	// The client endpoints answer a client.
+	for _, subj := range []string{bus.SubjectSkills, bus.SubjectSessionReset} {
+		reply, err := conn.NC.RequestWithContext(ctx, subj, []byte(`{"sessionId": "s-auth"}`))
+		if err != nil || reply.Header.Get("Nats-Service-Error") != "" {
+			t.Errorf("%s: %v %s", subj, err, reply.Header.Get("Nats-Service-Error"))
+		}
+	}
+
+	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
+		t.Errorf("the system needed more than its roles allow:\n%s", logs.String())
+	}
+}
+
+// With authorization on, external planners live under planners.: a
+// request naming another subject is refused at the endpoint, before the
+// planner would publish there.
+func TestAuthNodeKeepsExternalPlannersUnderPlanners(t *testing.T) {
+	n := startAuthNode(t, t.TempDir(), zerolog.Nop())
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	conn, err := n.DialAs(ctx, bus.RoleClient, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = client.Request(ctx, conn, []byte(`{"kind": "external", "planner": "planbus.cancel.victim"}`), nil)
+	var rej *client.RejectedError
+	if !errors.As(err, &rej) || rej.Reply.Error.Field != "/planner" || !strings.Contains(rej.Reply.Error.Message, "planners.") {
+		t.Fatalf("err = %v, want a rejection at /planner naming planners.", err)
+	}
+	// One under planners. is taken (and, with nobody answering, ends
+	// in the fallback).
+	out, err := client.Request(ctx, conn, []byte(`{"kind": "external", "planner": "planners.nobody", "maxAttempts": 1}`), nil)
+	if err != nil || out.Status != "fallback" {
+		t.Fatalf("outcome %+v, %v; want the fallback", out, err)
+	}
+}
+
+// Each in-process component really is its role: what the role may not do
+// is refused on its own connection.
+func TestAuthNodeComponentsAreConfinedToTheirRoles(t *testing.T) {
+	n := startAuthNode(t, t.TempDir(), zerolog.Nop())
+	for _, c := range []struct {
+		name    string
+		conn    *bus.Conn
+		subject string
+	}{
+		{"worker", n.Workers[0].Conn, bus.CancelSubject("x")},
+		{"worker", n.Workers[0].Conn, "$KV." + bus.BucketHealth + ".victim.echo"},
+		{"dispatcher", n.Dispatchers[0].Conn, bus.ResultSubject("x")},
+		{"planner", n.Planners[0].Conn, bus.ToolSubject("echo")},
+	} {
+		t.Run(c.name+" "+c.subject, func(t *testing.T) {
+			if got := c.conn.Config.Role; string(got) != c.name {
+				t.Fatalf("role %q, want %q", got, c.name)
+			}
+			err := publishDenied(t, c.conn.NC, c.subject)
+			if err == nil {
+				t.Errorf("publish to %s was accepted", c.subject)
+			}
+		})
+	}
+}
+
+// publishDenied publishes to subject and returns the permissions violation
+// the server reports, or nil if it reports none before a round trip.
+func publishDenied(t *testing.T, nc *nats.Conn, subject string) error {
+	t.Helper()
+	if err := nc.Publish(subject, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	// The server answers PUBs in order: once the flush's PONG is back,
+	// any -ERR for the publish has been read.
+	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if le := nc.LastError(); le != nil && errors.Is(le, nats.ErrPermissionViolation) && strings.Contains(le.Error(), subject) {
+		return le
+	}
+	return nil
+}
+
+// Seeds are written once, private to their owner, and reused by the next
+// start on the same data directory.
+func TestAuthNodeKeepsItsSeeds(t *testing.T) {
+	dataDir := t.TempDir()
+	n := startAuthNode(t, dataDir, zerolog.Nop())
+	dir := filepath.Join(dataDir, "auth")
+	if n.Seeds.Dir != dir {
+		t.Errorf("seeds in %s, want %s", n.Seeds.Dir, dir)
+	}
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("seed dir: %v, mode %v; want 0700", err, st.Mode().Perm())
+	}
+	first := map[bus.Role][]byte{}
+	for _, r := range bus.Roles() {
+		path := filepath.Join(dir, string(r)+".nk")
+		st, err := os.Stat(path)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v, mode %v; want 0600", path, err, st.Mode().Perm())
+		}
+		first[r], _ = os.ReadFile(path)
+	}
+	n.Stop()
+
+	n2 := startAuthNode(t, dataDir, zerolog.Nop())
+	for _, r := range bus.Roles() {
+		again, _ := os.ReadFile(n2.Seeds.File(r))
+		if !bytes.Equal(again, first[r]) {
+			t.Errorf("%s: the seed changed on restart", r)
+		}
+	}
+	// An old holder of the client seed still gets in.
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	conn, err := n2.DialAs(ctx, bus.RoleClient, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("client after restart: %v", err)
+	}
+	conn.Close()
+}
+
+// Auth needs the embedded server it configures.
+func TestAuthNeedsTheEmbeddedServer(t *testing.T) {
+	_, err := node.Start(context.Background(), node.Config{Bus: bus.Config{URL: "nats://127.0.0.1:1"}, Auth: true}, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "embedded") {
+		t.Fatalf("err = %v, want one saying Auth needs the embedded server", err)
+	}
+}
