@@ -3,9 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,8 +28,8 @@ type workerFlags struct {
 	shellPassEnv string
 	shellEnv     string
 	shellCPU     time.Duration
-	shellMemory  string
-	shellFile    string
+	shellMemory  int64
+	shellFile    int64
 	shellProcs   int
 	httpAllow    string
 	httpPrivate  bool
@@ -49,8 +47,8 @@ func (w *workerFlags) register(f *flags) {
 	f.String(&w.shellPassEnv, "shell-pass-env", "PLANBUS_SHELL_PASS_ENV", "HOME", "worker environment variables shell programs also see, comma-separated (besides PATH)")
 	f.String(&w.shellEnv, "shell-env-allow", "PLANBUS_SHELL_ENV_ALLOW", "", "variables a shell call's env may set, comma-separated: NAME, PREFIX_* or * (empty: none); PATH, LD_*, GIT_*, HOME, BASH_ENV and others that run code are refused whatever this says")
 	f.Duration(&w.shellCPU, "shell-max-cpu", "PLANBUS_SHELL_MAX_CPU", skills.DefaultShellMaxCPU, "CPU time each shell program may use, whole seconds (0: no limit)")
-	f.String(&w.shellMemory, "shell-max-memory", "PLANBUS_SHELL_MAX_MEMORY", formatSize(skills.DefaultShellMaxMemory), "memory (RLIMIT_DATA) each shell program may map, like 512MiB or 4GiB (0: no limit)")
-	f.String(&w.shellFile, "shell-max-file-size", "PLANBUS_SHELL_MAX_FILE_SIZE", formatSize(skills.DefaultShellMaxFileSize), "largest file a shell program may write, like 100MiB (0: no limit)")
+	f.Size(&w.shellMemory, "shell-max-memory", "PLANBUS_SHELL_MAX_MEMORY", skills.DefaultShellMaxMemory, "memory (RLIMIT_DATA) each shell program may map, like 512MiB or 4GiB (0: no limit)")
+	f.Size(&w.shellFile, "shell-max-file-size", "PLANBUS_SHELL_MAX_FILE_SIZE", skills.DefaultShellMaxFileSize, "largest file a shell program may write, like 100MiB (0: no limit)")
 	f.Int(&w.shellProcs, "shell-max-procs", "PLANBUS_SHELL_MAX_PROCS", skills.DefaultShellMaxProcs, "processes and threads of the worker's user past which shell programs cannot fork (RLIMIT_NPROC; not applied to root) (0: no limit)")
 	f.String(&w.httpAllow, "http-allow", "PLANBUS_HTTP_ALLOW", "", "hosts the http skill may call, comma-separated, each host or host:port (empty: any host at a public address)")
 	f.Bool(&w.httpPrivate, "http-allow-private", "PLANBUS_HTTP_ALLOW_PRIVATE", false, "let the http skill connect to loopback, private (RFC 1918, CGNAT, unique-local) addresses, and to link-local ones for hosts named in --http-allow (default: refused)")
@@ -123,53 +121,11 @@ func (w *workerFlags) shellConfig() (skills.ShellConfig, error) {
 	if w.shellProcs < 0 {
 		return skills.ShellConfig{}, fmt.Errorf("--shell-max-procs %d: want 0 (no limit) or more", w.shellProcs)
 	}
-	memory, err := parseSize(w.shellMemory)
-	if err != nil {
-		return skills.ShellConfig{}, fmt.Errorf("--shell-max-memory: %w", err)
-	}
-	fileSize, err := parseSize(w.shellFile)
-	if err != nil {
-		return skills.ShellConfig{}, fmt.Errorf("--shell-max-file-size: %w", err)
-	}
 	return skills.ShellConfig{
 		Allow: allow, Dir: w.shellDir, PassEnv: splitList(w.shellPassEnv), EnvAllow: envAllow,
-		Limits: skills.ShellLimits{CPU: time.Duration(noLimit(int64(w.shellCPU))), Memory: noLimit(memory),
-			FileSize: noLimit(fileSize), Procs: noLimit(int64(w.shellProcs))},
+		Limits: skills.ShellLimits{CPU: time.Duration(noLimit(int64(w.shellCPU))), Memory: noLimit(w.shellMemory),
+			FileSize: noLimit(w.shellFile), Procs: noLimit(int64(w.shellProcs))},
 	}, nil
-}
-
-// sizeUnits are the suffixes parseSize reads, largest first.
-var sizeUnits = []struct {
-	suffix string
-	bytes  int64
-}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
-
-// parseSize reads a byte count: a whole number with an optional unit, as
-// in 512MiB, 4GiB, 100MB or 65536.
-func parseSize(s string) (int64, error) {
-	num, mult := strings.TrimSpace(s), int64(1)
-	for _, u := range sizeUnits {
-		if n, ok := strings.CutSuffix(num, u.suffix); ok {
-			num, mult = strings.TrimSpace(n), u.bytes
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%q is not a size: want a whole number of bytes, optionally with KiB, MiB, GiB or TiB (or KB, MB, GB, TB), as in 512MiB", s)
-	}
-	return n * mult, nil
-}
-
-// formatSize writes n the way parseSize reads it, in the largest binary
-// unit that divides it.
-func formatSize(n int64) string {
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(u.suffix, "iB") && n >= u.bytes && n%u.bytes == 0 {
-			return strconv.FormatInt(n/u.bytes, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
 }
 
 // Toolworker is the toolworker command.
