@@ -66,6 +66,7 @@ func FuzzParseShellAllow(f *testing.F) {
 		"ls,git=x", "git=", ";;", "x=y=z", "\x00", "ls,,", "é=ü"} {
 		f.Add(seed)
 	}
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, text string) {
 		entries, err := skills.ParseShellAllow(text)
 		if err != nil {
@@ -79,7 +80,7 @@ func FuzzParseShellAllow(f *testing.F) {
 			return
 		}
 		// A config error would be an internal failure, not invalid input.
-		_, err = skills.Shell(skills.ShellConfig{Allow: entries, Dir: t.TempDir()}).Handler.Handle(t.Context(),
+		_, err = skills.Shell(skills.ShellConfig{Allow: entries, Dir: dir}).Handler.Handle(t.Context(),
 			newCall("shell", `{"argv":["planbus-no-such-program"]}`))
 		if err == nil || !strings.Contains(err.Error(), "INVALID_INPUT") {
 			t.Fatalf("%q: a call got %v, want invalid input", text, err)
