@@ -116,7 +116,7 @@ func TestSoak(t *testing.T) {
 
 	fast := []string{"--dispatcher-ack-wait", "2s"}
 	skills := []string{"--ack-wait", "2s", "--skills", "echo,sleep,fail,shell", "--shell-allow", "sh",
-		"--shell-pass-env", "HOME,LEDGER,RUNS", "--shell-dir", dir}
+		"--shell-pass-env", "HOME,LEDGER,RUNS", "--shell-env-allow", "KEY", "--shell-dir", dir}
 	serveArgs := append(append([]string{"serve", "--listen", addr, "--data-dir", filepath.Join(dir, "store"),
 		"--workers", "2", "--planner-ack-wait", "2s"}, fast...), skills...)
 	server := p.start("planner", serveArgs...)

@@ -7,4 +7,10 @@
 // shutdown. The call's IdempotencyKey (planId/toolId/attempt) is the same
 // for every delivery of an attempt, so a handler with side effects can make
 // them idempotent: delivery is at least once.
+//
+// The two built-ins that reach outside refuse the dangerous by default: http
+// connects only to public addresses (HTTPConfig.AllowPrivate opens the
+// rest), shell runs only allowed programs, without their dangerous options,
+// paths outside its directory or variables not allowed, under resource
+// limits (ShellConfig, ParseShellAllow, ShellLimits).
 package skills

@@ -11,9 +11,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/planbus/planbus/internal/plan"
 )
@@ -21,20 +24,41 @@ import (
 // HTTPConfig configures the http skill.
 type HTTPConfig struct {
 	// AllowHosts lists the hosts requests and their redirects may go to,
-	// each "host" (any port) or "host:port". Empty allows any host.
+	// each "host" (any port) or "host:port". Empty allows any host, at an
+	// address the address rule (AllowPrivate) allows.
 	AllowHosts []string
-	// BodyCap caps the response body kept, in bytes. Default 1 MiB.
+	// AllowPrivate lets requests connect to loopback, private (RFC 1918,
+	// unique-local), shared (CGNAT) and special-purpose addresses, which
+	// are refused by default. Link-local addresses, where cloud metadata
+	// services listen, need AllowPrivate and a non-empty AllowHosts, so
+	// that only hosts named there reach them. Unspecified, multicast,
+	// broadcast and reserved addresses are always refused.
+	AllowPrivate bool
+	// BodyCap caps the response body kept, in bytes. Default 512 KiB.
 	BodyCap int
+	// OutputCap is the largest output the skill returns, in bytes: the
+	// body is cut further, and truncated set, when the output would be
+	// larger. It should be the worker's OutputCap. Default 1 MiB, the
+	// worker's default.
+	OutputCap int
 }
 
-// DefaultBodyCap is HTTPConfig.BodyCap's default.
-const DefaultBodyCap = 1 << 20
+// Defaults of HTTPConfig.BodyCap and HTTPConfig.OutputCap.
+const (
+	DefaultBodyCap       = 512 << 10
+	DefaultHTTPOutputCap = 1 << 20
+)
+
+// maxHeaderBytes caps the response headers the transport reads, so that
+// headers cannot crowd the body out of the output.
+const maxHeaderBytes = 64 << 10
 
 // Codes of http errors besides HTTP_<status> and TOOL_TIMEOUT.
 const (
 	CodeHTTPNetwork         = "HTTP_NETWORK"
 	CodeHTTPTLS             = "HTTP_TLS"
 	CodeHTTPRedirectRefused = "HTTP_REDIRECT_REFUSED"
+	CodeHTTPAddressRefused  = "HTTP_ADDRESS_REFUSED"
 )
 
 const maxRedirects = 10
@@ -60,41 +84,58 @@ const httpInputSchema = `{
 // application/json unless the headers set one. timeoutMs bounds the
 // request further than the call's own deadline.
 //
-// With cfg.AllowHosts set, the url's host and every redirect's must be on
-// it. Redirects are followed up to 10 times.
+// Where a request may go: with cfg.AllowHosts set, the url's host and
+// every redirect's must be on it. Whatever the host, the address each
+// connection is actually made to (after DNS, for the url, every redirect
+// and every retry of a pooled connection) must pass the address rule of
+// cfg.AllowPrivate: by default loopback, private, shared, link-local
+// (169.254.169.254 among them), unique-local, unspecified, multicast,
+// broadcast and reserved addresses, and IPv4-mapped or embedded forms of
+// them, are refused. The rule is checked by the dialer, so DNS rebinding,
+// redirects and "user@host" tricks meet it too. Proxy settings of the
+// worker's environment (HTTP_PROXY...) are not used: a proxy would dial
+// on the skill's behalf where the rule cannot see. Redirects are
+// followed up to 10 times.
 //
 // Output: {"status": 200, "headers": {"Content-Type": "..."}, "body": ...,
 // "truncated": bool}. headers keeps each header's first value. body is the
 // parsed JSON value if the response says it is JSON and the first
 // cfg.BodyCap bytes parse, else those bytes as a string; truncated says
-// whether the body was longer than that.
+// whether the body was longer than that, or was cut further so that the
+// whole output fits in cfg.OutputCap.
 //
 // Errors: a 2xx or 3xx status succeeds. 429 and 5xx are *Error with code
 // HTTP_<status> and category transient, other 4xx the same with category
 // permanent; both carry the output above. Connection failures are category
 // network, code HTTP_NETWORK; certificate failures category permanent,
 // code HTTP_TLS; a redirect to a host not allowed is category permanent,
-// code HTTP_REDIRECT_REFUSED. Running out of time is category timeout, code
-// TOOL_TIMEOUT. A bad input or a host not allowed is invalid input. When
-// ctx is cancelled, HTTP returns ctx.Err().
+// code HTTP_REDIRECT_REFUSED; an address the rule refuses is category
+// permanent, code HTTP_ADDRESS_REFUSED, naming the host, the address and
+// the flag that would allow it. Running out of time is category timeout,
+// code TOOL_TIMEOUT. A bad input or a host not allowed is invalid input.
+// When ctx is cancelled, HTTP returns ctx.Err().
 //
 // The skill's connections are pooled and shared by its concurrent calls.
 func HTTP(cfg HTTPConfig) Skill {
-	s := &httpSkill{allow: parseAllowHosts(cfg.AllowHosts), bodyCap: cfg.BodyCap}
+	s := &httpSkill{allow: parseAllowHosts(cfg.AllowHosts), allowPrivate: cfg.AllowPrivate,
+		bodyCap: cfg.BodyCap, outputCap: cfg.OutputCap}
 	if s.bodyCap <= 0 {
 		s.bodyCap = DefaultBodyCap
 	}
+	if s.outputCap <= 0 {
+		s.outputCap = DefaultHTTPOutputCap
+	}
+	s.dialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: s.control}
 	s.client = &http.Client{
 		Transport: &http.Transport{
-			Proxy:                  http.ProxyFromEnvironment,
-			DialContext:            (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:            s.dial,
 			ForceAttemptHTTP2:      true,
 			MaxIdleConns:           100,
 			MaxIdleConnsPerHost:    16,
 			IdleConnTimeout:        90 * time.Second,
 			TLSHandshakeTimeout:    10 * time.Second,
 			ExpectContinueTimeout:  time.Second,
-			MaxResponseHeaderBytes: 1 << 20,
+			MaxResponseHeaderBytes: maxHeaderBytes,
 		},
 		CheckRedirect: s.checkRedirect,
 	}
@@ -111,9 +152,40 @@ func HTTP(cfg HTTPConfig) Skill {
 }
 
 type httpSkill struct {
-	allow   []hostRule
-	bodyCap int
-	client  *http.Client
+	allow        []hostRule
+	allowPrivate bool
+	bodyCap      int
+	outputCap    int
+	dialer       *net.Dialer
+	client       *http.Client
+}
+
+// control runs after DNS, before each connection is made: it sees the
+// address actually dialed.
+func (s *httpSkill) control(network, address string, _ syscall.RawConn) error {
+	switch network {
+	case "tcp4", "tcp6":
+	default:
+		return fmt.Errorf("http: network %s is not allowed", network)
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("http: dialing %q: %w", address, err)
+	}
+	return checkAddr(ap.Addr(), s.allowPrivate, len(s.allow) > 0)
+}
+
+// dial connects to addr (host:port) and, when the address rule refused
+// every address addr's host resolves to, says which host that was.
+func (s *httpSkill) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := s.dialer.DialContext(ctx, network, addr)
+	var re *addrRefusedError
+	if err != nil && errors.As(err, &re) {
+		refused := *re
+		refused.host, _, _ = net.SplitHostPort(addr)
+		return nil, &refused
+	}
+	return conn, err
 }
 
 // hostRule matches a host, and its port unless port is empty.
@@ -214,16 +286,14 @@ func (s *httpSkill) handle(ctx context.Context, call *plan.ToolCall) (Result, er
 		return Result{}, s.failure(ctx, reqCtx, in, what, fmt.Errorf("reading the body: %w", err))
 	}
 
-	out := httpOutput{Status: resp.StatusCode, Headers: make(map[string]string, len(resp.Header)), Body: string(body), Truncated: truncated}
+	headers := make(map[string]string, len(resp.Header))
 	for k, v := range resp.Header {
 		if len(v) > 0 {
-			out.Headers[k] = v[0]
+			headers[k] = v[0]
 		}
 	}
-	if !truncated && isJSON(resp.Header.Get("Content-Type")) && json.Valid(body) {
-		out.Body = json.RawMessage(body)
-	}
-	b, err := json.Marshal(out)
+	jsonBody := !truncated && isJSON(resp.Header.Get("Content-Type")) && json.Valid(body)
+	b, err := s.encode(httpOutput{Status: resp.StatusCode, Headers: headers, Truncated: truncated}, body, jsonBody)
 	if err != nil {
 		return Result{}, err
 	}
@@ -242,6 +312,85 @@ func (s *httpSkill) handle(ctx context.Context, call *plan.ToolCall) (Result, er
 		msg += ": " + line
 	}
 	return Result{}, &Error{Code: fmt.Sprintf("HTTP_%d", resp.StatusCode), Category: category, Message: msg, Output: b}
+}
+
+// encode returns out with body as its body, as JSON of at most
+// s.outputCap bytes: the JSON value itself when jsonBody says body is one
+// and it fits, else body as a string, cut at a character boundary until it
+// fits, with truncated set when anything was cut. HTML characters are not
+// escaped, so a body does not grow sixfold.
+func (s *httpSkill) encode(out httpOutput, body []byte, jsonBody bool) ([]byte, error) {
+	if jsonBody {
+		out.Body = json.RawMessage(body)
+		b, err := marshalPlain(out)
+		if err != nil || len(b) <= s.outputCap {
+			return b, err
+		}
+	}
+	out.Body = ""
+	b, err := marshalPlain(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > s.outputCap {
+		// The headers alone do not fit; keep the status.
+		out.Headers = map[string]string{}
+		if b, err = marshalPlain(out); err != nil {
+			return nil, err
+		}
+		out.Truncated = true
+	}
+	n := jsonPrefix(body, s.outputCap-len(b))
+	if n < len(body) {
+		out.Truncated = true
+	}
+	out.Body = string(body[:n])
+	return marshalPlain(out)
+}
+
+// marshalPlain is json.Marshal without HTML escaping and without the
+// encoder's trailing newline.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// jsonPrefix returns the length of the longest prefix of b, ending at a
+// character boundary, whose JSON string encoding without HTML escaping
+// takes at most room bytes more than the two quotes: each byte counts as
+// encoding/json writes it.
+func jsonPrefix(b []byte, room int) int {
+	used := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		size, cost := 1, 1
+		switch {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			cost = 2
+		case c < 0x20:
+			cost = 6 // \u00XX
+		case c >= utf8.RuneSelf:
+			var r rune
+			r, size = utf8.DecodeRune(b[i:])
+			switch {
+			case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+				cost = 6 // \ufffd, \u2028, \u2029
+			default:
+				cost = size
+			}
+		}
+		if used+cost > room {
+			return i
+		}
+		used += cost
+		i += size
+	}
+	return len(b)
 }
 
 // request checks the input and builds the request, without its context.
@@ -323,6 +472,10 @@ func (s *httpSkill) failure(ctx, reqCtx context.Context, in httpInput, what stri
 	var se *Error
 	if errors.As(err, &se) {
 		return se // refused by checkRedirect
+	}
+	var re *addrRefusedError
+	if errors.As(err, &re) {
+		return Failf(plan.CategoryPermanent, CodeHTTPAddressRefused, "http: %s: %v", what, re)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err()

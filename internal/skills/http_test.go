@@ -47,6 +47,10 @@ func newServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
 
 func hostPort(srv *httptest.Server) string { return strings.TrimPrefix(srv.URL, "http://") }
 
+// local lets the skill reach the test servers, which listen on 127.0.0.1:
+// loopback addresses are refused by default.
+var local = skills.HTTPConfig{AllowPrivate: true}
+
 // callHTTP calls the http skill with input, which is marshalled to JSON.
 func callHTTP(ctx context.Context, t *testing.T, cfg skills.HTTPConfig, input any) (skills.Result, error) {
 	t.Helper()
@@ -103,7 +107,7 @@ func TestHTTPRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := callHTTP(t.Context(), t, skills.HTTPConfig{}, tt.input)
+			res, err := callHTTP(t.Context(), t, local, tt.input)
 			if err != nil {
 				t.Fatalf("got error %v", err)
 			}
@@ -141,7 +145,7 @@ func TestHTTPResponse(t *testing.T) {
 				w.Header().Add("X-Multi", "second")
 				_, _ = io.WriteString(w, tt.body)
 			})
-			res, err := callHTTP(t.Context(), t, skills.HTTPConfig{}, map[string]any{"url": srv.URL})
+			res, err := callHTTP(t.Context(), t, local, map[string]any{"url": srv.URL})
 			if err != nil {
 				t.Fatalf("got error %v", err)
 			}
@@ -180,7 +184,7 @@ func TestHTTPStatus(t *testing.T) {
 				w.WriteHeader(tt.status)
 				_, _ = io.WriteString(w, `{"error":"said the server"}`)
 			})
-			res, err := callHTTP(t.Context(), t, skills.HTTPConfig{}, map[string]any{"url": srv.URL + "/thing"})
+			res, err := callHTTP(t.Context(), t, local, map[string]any{"url": srv.URL + "/thing"})
 			if tt.category == "" {
 				if err != nil {
 					t.Fatalf("got error %v, want success", err)
@@ -210,7 +214,7 @@ func TestHTTPConnectionRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	_, err = callHTTP(t.Context(), t, skills.HTTPConfig{}, map[string]any{"url": "http://" + addr + "/"})
+	_, err = callHTTP(t.Context(), t, local, map[string]any{"url": "http://" + addr + "/"})
 	wantError(t, err, plan.CategoryNetwork, skills.CodeHTTPNetwork)
 	wantMessage(t, err, "connection refused")
 }
@@ -229,7 +233,7 @@ func slowServer(t *testing.T) (*httptest.Server, <-chan struct{}) {
 func TestHTTPTimeout(t *testing.T) {
 	t.Run("timeoutMs", func(t *testing.T) {
 		srv, _ := slowServer(t)
-		_, err := callHTTP(t.Context(), t, skills.HTTPConfig{}, map[string]any{"url": srv.URL, "timeoutMs": 20})
+		_, err := callHTTP(t.Context(), t, local, map[string]any{"url": srv.URL, "timeoutMs": 20})
 		wantError(t, err, plan.CategoryTimeout, plan.CodeToolTimeout)
 		wantMessage(t, err, "no response within timeoutMs 20")
 	})
@@ -238,7 +242,7 @@ func TestHTTPTimeout(t *testing.T) {
 		srv, _ := slowServer(t)
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 		defer cancel()
-		_, err := callHTTP(ctx, t, skills.HTTPConfig{}, map[string]any{"url": srv.URL, "timeoutMs": 60_000})
+		_, err := callHTTP(ctx, t, local, map[string]any{"url": srv.URL, "timeoutMs": 60_000})
 		wantError(t, err, plan.CategoryTimeout, plan.CodeToolTimeout)
 	})
 
@@ -246,7 +250,7 @@ func TestHTTPTimeout(t *testing.T) {
 		srv, arrived := slowServer(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		done := handleAsync(ctx, skills.HTTP(skills.HTTPConfig{}).Handler, newCall("http", `{"url":"`+srv.URL+`"}`))
+		done := handleAsync(ctx, skills.HTTP(local).Handler, newCall("http", `{"url":"`+srv.URL+`"}`))
 		await(t, arrived, "the request to arrive")
 		cancel()
 		o := await(t, done, "http to return after cancel")
@@ -278,7 +282,7 @@ func TestHTTPAllowHosts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := callHTTP(t.Context(), t, skills.HTTPConfig{AllowHosts: tt.allow}, map[string]any{"url": tt.url})
+			res, err := callHTTP(t.Context(), t, skills.HTTPConfig{AllowHosts: tt.allow, AllowPrivate: true}, map[string]any{"url": tt.url})
 			if !tt.ok {
 				wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
 				wantMessage(t, err, `host "`+host+`" is not allowed`, "--http-allow")
@@ -347,7 +351,7 @@ func TestHTTPBodyCap(t *testing.T) {
 				}
 				_, _ = io.WriteString(w, body)
 			})
-			res, err := callHTTP(t.Context(), t, skills.HTTPConfig{BodyCap: tt.cap}, map[string]any{"url": srv.URL})
+			res, err := callHTTP(t.Context(), t, skills.HTTPConfig{BodyCap: tt.cap, AllowPrivate: true}, map[string]any{"url": srv.URL})
 			if err != nil {
 				t.Fatalf("got error %v", err)
 			}
@@ -381,7 +385,7 @@ func TestHTTPRedirect(t *testing.T) {
 			_, _ = io.WriteString(w, "arrived at "+r.URL.Path)
 		}
 	})
-	cfg := skills.HTTPConfig{AllowHosts: []string{hostPort(srv)}}
+	cfg := skills.HTTPConfig{AllowHosts: []string{hostPort(srv)}, AllowPrivate: true}
 
 	t.Run("to an allowed host", func(t *testing.T) {
 		res, err := callHTTP(t.Context(), t, cfg, map[string]any{"url": srv.URL + "/here"})
@@ -420,7 +424,7 @@ func FuzzHTTPInput(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	sk := skills.HTTP(skills.HTTPConfig{AllowHosts: []string{"127.0.0.1:1"}})
+	sk := skills.HTTP(skills.HTTPConfig{AllowHosts: []string{"127.0.0.1:1"}, AllowPrivate: true})
 	known := map[string]bool{plan.CategoryInvalidInput: true, plan.CategoryNetwork: true, plan.CategoryTimeout: true,
 		plan.CategoryPermanent: true, plan.CategoryTransient: true}
 	f.Fuzz(func(t *testing.T, input []byte) {

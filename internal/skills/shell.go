@@ -16,25 +16,37 @@ import (
 	"time"
 
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/rlimit"
 )
 
 // ShellConfig configures the shell skill.
 type ShellConfig struct {
-	// Allow lists the programs the skill may run, as bare names looked up
-	// in the worker's PATH ("git") or absolute paths ("/usr/bin/git").
-	// Empty refuses every call.
+	// Allow lists the programs the skill may run, one rule per element:
+	// a bare name looked up in the worker's PATH ("git") or an absolute
+	// path ("/usr/bin/git"), allowed with any arguments but the dangerous
+	// ones, or such a name with the subcommands it is limited to
+	// ("git=status,diff,log": the first argument must be one of them).
+	// ParseShellAllow reads the --shell-allow flag into this form. Empty
+	// refuses every call.
 	Allow []string
 	// Dir is the directory commands run in, and the root that a call's
-	// relative "dir" must stay inside. Default: the worker's working
-	// directory when Shell is called.
+	// relative "dir", and every path in its arguments, must stay inside.
+	// Default: the worker's working directory when Shell is called.
 	Dir string
 	// OutputCap caps captured stdout and stderr, each, in bytes. Default
 	// 64 KiB.
 	OutputCap int
 	// PassEnv names worker environment variables programs also see, such
-	// as HOME, which many programs need for their caches and settings. A
-	// call's own env wins over them.
+	// as HOME, which many programs need for their caches and settings.
 	PassEnv []string
+	// EnvAllow names the variables a call's "env" may set: a name, a
+	// prefix ending in '*' ("MYAPP_*"), or "*" for any. Empty: a call may
+	// set none. Whatever it says, a call may not set variables that load
+	// code into a program or make it run commands (PATH, LD_*, GIT_*,
+	// BASH_ENV, HOME...; see envDangers).
+	EnvAllow []string
+	// Limits are the resource limits every program runs under.
+	Limits ShellLimits
 }
 
 // DefaultOutputCap is ShellConfig.OutputCap's default.
@@ -74,30 +86,61 @@ const shellInputSchema = `{
 // following symlinks, since multi-call binaries act on the name they are
 // run by. argv[0] may not be a relative path with a separator in it.
 //
+// The arguments must keep to the program's rule: its subcommands, if the
+// rule lists them, as the first argument; none of the options that make
+// git, find, tar or rsync run other commands or work elsewhere (git -c,
+// --config-env, -C, --exec-path, --upload-pack, config, find -exec, tar
+// --to-command...; see shellargs.go); and no argument, nor the value after
+// an '=' or a short option in one, may be an absolute path (but /dev/null
+// and a few other devices) or a relative one that leads outside cfg.Dir,
+// lexically or through a symlink that exists when the call starts.
+//
 // The program runs in cfg.Dir, or in the call's "dir" below it; that dir
 // must be relative and, symlinks resolved, stay inside cfg.Dir. Its
 // environment is the worker's PATH, the worker variables named in
 // PassEnv, and the call's "env", nothing else: the worker's other
-// variables (credentials among them) do not leak to it. The
-// call may not set PATH, nor LD_* or DYLD_* variables, which would let it
-// load code into an allowed program.
+// variables (credentials among them) do not leak to it. The call may set
+// only the variables cfg.EnvAllow names, and never those that load code
+// or run commands.
 //
-// On unix the program leads a process group of its own. When ctx ends the
-// whole group is killed, and when the program exits anything it left
-// running in the group is killed too: a call's processes do not outlive it.
+// The program runs under cfg.Limits (CPU time, memory, file size,
+// processes; see ShellLimits), set before its first instruction by the
+// worker's own binary started as a helper, and without core dumps. On
+// unix it leads a process group of its own. When ctx ends the whole group
+// is killed, and when the program exits anything it left running in the
+// group is killed too: a call's processes do not outlive it, unless they
+// leave the group, and then the limits still bound them.
 //
 // Output: {"exitCode": 0, "stdout": "...", "stderr": "...",
 // "truncated": bool, "durationMs": N}; stdout and stderr keep at most
 // cfg.OutputCap bytes each, and truncated says whether either lost some.
 //
-// Errors: an unusable input, a program that is not allowed or not found,
-// and a bad dir are invalid input. A non-zero exit is an *Error with code
-// EXIT_NONZERO, category internal (retried), and the output above. When ctx
-// ends first, Shell returns ctx.Err().
+// Errors: an unusable input, a program, argument or variable that is not
+// allowed, a program not found, and a bad dir are invalid input, naming
+// what was refused and the flag that would allow it, if any. A non-zero
+// exit is an *Error with code EXIT_NONZERO, category internal (retried),
+// and the output above. A program killed at its CPU or file size limit is
+// an *Error with code SHELL_CPU_LIMIT or SHELL_FILE_SIZE_LIMIT, category
+// permanent, and the output. When ctx ends first, Shell returns
+// ctx.Err().
 //
 // The handler keeps no state between calls and is safe for concurrent use.
 func Shell(cfg ShellConfig) Skill {
-	s := &shell{allow: cfg.Allow, root: cfg.Dir, outputCap: cfg.OutputCap, passEnv: cfg.PassEnv}
+	s := &shell{root: cfg.Dir, outputCap: cfg.OutputCap, passEnv: cfg.PassEnv, envAllow: cfg.EnvAllow,
+		limits: cfg.Limits.withDefaults()}
+	for _, entry := range cfg.Allow {
+		r, err := parseProgramRule(entry)
+		if err != nil {
+			s.configErr = err
+			break
+		}
+		s.rules = append(s.rules, r)
+	}
+	for _, p := range cfg.EnvAllow {
+		if err := validEnvPattern(p); err != nil {
+			s.configErr = err
+		}
+	}
 	if s.outputCap <= 0 {
 		s.outputCap = DefaultOutputCap
 	}
@@ -119,11 +162,14 @@ func Shell(cfg ShellConfig) Skill {
 }
 
 type shell struct {
-	allow     []string
+	rules     []programRule
+	configErr error
 	root      string
 	rootErr   error
 	outputCap int
 	passEnv   []string
+	envAllow  []string
+	limits    ShellLimits
 }
 
 type shellInput struct {
@@ -149,15 +195,24 @@ func (s *shell) handle(ctx context.Context, call *plan.ToolCall) (Result, error)
 	if err := in.validate(); err != nil {
 		return Result{}, err
 	}
-	if len(s.allow) == 0 {
+	if s.configErr != nil {
+		return Result{}, Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: the worker's configuration: %v", s.configErr)
+	}
+	if len(s.rules) == 0 {
 		return Result{}, InvalidInput("shell: no program is allowed on this worker; start it with --shell-allow naming the programs calls may run")
 	}
-	path, err := s.program(in.Argv[0])
+	if err := s.checkEnv(in.Env); err != nil {
+		return Result{}, err
+	}
+	path, rule, err := s.program(in.Argv[0])
 	if err != nil {
 		return Result{}, err
 	}
-	dir, err := s.workDir(in.Dir)
+	root, dir, err := s.workDir(in.Dir)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := s.checkArgs(rule, in.Argv[0], filepath.Base(path), in.Argv[1:], root, dir); err != nil {
 		return Result{}, err
 	}
 	return s.run(ctx, path, dir, in)
@@ -175,26 +230,14 @@ func (in *shellInput) validate() error {
 	if strings.IndexByte(in.Dir, 0) >= 0 {
 		return InvalidInput("shell: dir contains a NUL byte")
 	}
-	for k, v := range in.Env {
-		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00"):
-			return InvalidInput("shell: env name %q is not valid: it must be non-empty without '=' or NUL", k)
-		case strings.IndexByte(v, 0) >= 0:
-			return InvalidInput("shell: env %s contains a NUL byte", k)
-		case k == "PATH":
-			return InvalidInput("shell: env may not set PATH; programs see the worker's PATH")
-		case strings.HasPrefix(k, "LD_") || strings.HasPrefix(k, "DYLD_"):
-			return InvalidInput("shell: env may not set %s: dynamic loader variables could load code into the program", k)
-		}
-	}
 	return nil
 }
 
-// program returns the absolute path to run for argv[0], or an invalid-input
-// error if it is not allowed or cannot be found.
-func (s *shell) program(name string) (string, error) {
+// program returns the absolute path to run for argv[0] and the rule that
+// allows it, or an invalid-input error if none does or it cannot be found.
+func (s *shell) program(name string) (string, programRule, error) {
 	if !filepath.IsAbs(name) && strings.ContainsRune(name, filepath.Separator) {
-		return "", InvalidInput("shell: program %q: give a bare name to look up in PATH or an absolute path", name)
+		return "", programRule{}, InvalidInput("shell: program %q: give a bare name to look up in PATH or an absolute path", name)
 	}
 	path, lookErr := exec.LookPath(name)
 	if lookErr == nil && !filepath.IsAbs(path) {
@@ -202,28 +245,28 @@ func (s *shell) program(name string) (string, error) {
 		// that would resolve against the worker's directory, not dir.
 		lookErr = fmt.Errorf("found only relative to the worker's directory, as %s", path)
 	}
-	allowed := false
-	for _, a := range s.allow {
-		if a == name {
-			allowed = true
-			break
+	i := slices.IndexFunc(s.rules, func(r programRule) bool {
+		if r.name == name {
+			return true
 		}
 		if lookErr != nil {
-			continue
+			return false
 		}
-		if ap, err := exec.LookPath(a); err == nil && filepath.IsAbs(ap) && sameProgram(ap, path) {
-			allowed = true
-			break
+		ap, err := exec.LookPath(r.name)
+		return err == nil && filepath.IsAbs(ap) && sameProgram(ap, path)
+	})
+	if i < 0 {
+		names := make([]string, len(s.rules))
+		for i, r := range s.rules {
+			names[i] = r.String()
 		}
-	}
-	if !allowed {
-		return "", InvalidInput("shell: program %q is not allowed (allowed: %s); add it to the worker's --shell-allow",
-			name, strings.Join(s.allow, ", "))
+		return "", programRule{}, InvalidInput("shell: program %q is not allowed (allowed: %s); add it to the worker's --shell-allow",
+			name, strings.Join(names, " "))
 	}
 	if lookErr != nil {
-		return "", InvalidInput("shell: program %q cannot be run: %v", name, lookErr)
+		return "", programRule{}, InvalidInput("shell: program %q cannot be run: %v", name, lookErr)
 	}
-	return path, nil
+	return path, s.rules[i], nil
 }
 
 // sameProgram reports whether absolute paths a and b name the same
@@ -245,16 +288,20 @@ func sameProgram(a, b string) bool {
 	return err == nil && da == db
 }
 
-// workDir resolves the call's dir below the root, symlinks included, and
-// refuses one that ends up outside it.
-func (s *shell) workDir(dir string) (string, error) {
+// workDir resolves the root and the call's dir below it, symlinks
+// included, and refuses a dir that ends up outside the root.
+func (s *shell) workDir(dir string) (root, real string, err error) {
 	if s.rootErr != nil {
-		return "", Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: working directory: %v", s.rootErr)
+		return "", "", Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: working directory: %v", s.rootErr)
 	}
-	root, err := filepath.EvalSymlinks(s.root)
-	if err != nil {
-		return "", Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: working directory: %v", err)
+	if root, err = filepath.EvalSymlinks(s.root); err != nil {
+		return "", "", Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: working directory: %v", err)
 	}
+	real, err = subDir(root, dir)
+	return root, real, err
+}
+
+func subDir(root, dir string) (string, error) {
 	if dir == "" {
 		return root, nil
 	}
@@ -310,9 +357,20 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (Resul
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = shellWaitDelay
 	setProcessGroup(cmd)
+	status, err := rlimit.Command(cmd, s.limits.rlimits())
+	if err != nil {
+		return Result{}, Failf(plan.CategoryInternal, plan.CodeToolFailed,
+			"shell: %v; start the worker with --shell-max-cpu 0 --shell-max-memory 0 --shell-max-file-size 0 --shell-max-procs 0 to run programs without limits", err)
+	}
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	// Wait for the helper to exec the program, or to say why it could not.
+	if serr := status.Started(); serr != nil && err == nil {
+		_ = cmd.Wait()
+		err = serr
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
@@ -321,7 +379,7 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (Resul
 		}
 		return Result{}, Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: starting %q: %v", in.Argv[0], err)
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	killProcessGroup(cmd)
 	if err != nil && ctx.Err() != nil {
 		return Result{}, ctx.Err()
@@ -349,6 +407,10 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (Resul
 		how := fmt.Sprintf("exited with code %d", out.ExitCode)
 		if out.ExitCode < 0 {
 			how = "ended by " + exitErr.String()
+		}
+		if code, what := limitKill(cmd.ProcessState, s.limits); code != "" {
+			return Result{}, &Error{Code: code, Category: plan.CategoryPermanent, Output: b,
+				Message: fmt.Sprintf("shell: %s was killed (%s): %s", in.Argv[0], exitErr, what)}
 		}
 		msg := fmt.Sprintf("shell: %s %s", in.Argv[0], how)
 		if line := firstLine(stderr.buf, 200); line != "" {

@@ -2,10 +2,15 @@
 
 package skills
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 // setProcessGroup leaves exec.CommandContext's default in place, which
 // kills only the program itself when ctx ends.
 func setProcessGroup(*exec.Cmd) {}
 
 func killProcessGroup(*exec.Cmd) {}
+
+func limitKill(*os.ProcessState, ShellLimits) (code, what string) { return "", "" }

@@ -4,9 +4,11 @@ package skills
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // setProcessGroup makes the program lead a process group of its own and
@@ -30,4 +32,22 @@ func killProcessGroup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
+}
+
+// limitKill says which limit killed the program, judging by how it ended:
+// the code and a description, or "" if none did. Go programs ignore
+// SIGXCPU, so a SIGKILL after the CPU limit's worth of time counts too.
+func limitKill(ps *os.ProcessState, l ShellLimits) (code, what string) {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return "", ""
+	}
+	cpu := ps.UserTime() + ps.SystemTime()
+	switch sig := ws.Signal(); {
+	case sig == syscall.SIGXFSZ:
+		return CodeShellFileSizeLimit, fmt.Sprintf("it wrote past the file size limit of %d bytes (--shell-max-file-size)", l.FileSize)
+	case sig == syscall.SIGXCPU, sig == syscall.SIGKILL && l.CPU > 0 && cpu >= time.Duration(l.cpuSeconds())*time.Second:
+		return CodeShellCPULimit, fmt.Sprintf("it used %.1fs of CPU time, its limit being %ds (--shell-max-cpu)", cpu.Seconds(), l.cpuSeconds())
+	}
+	return "", ""
 }
