@@ -1,207 +1,74 @@
 package plan
 
-import (
-	"encoding/json"
-	"strconv"
-	"time"
+import "github.com/planbus/planbus"
+
+// The messages of the bus are defined in the public package planbus;
+// these aliases keep the names the machinery uses.
+type (
+	ErrorInfo       = planbus.ErrorInfo
+	ToolCall        = planbus.ToolCall
+	ToolResult      = planbus.ToolResult
+	Cancel          = planbus.Cancel
+	ToolOutcome     = planbus.ToolOutcome
+	ExecutionResult = planbus.ExecutionResult
+	Event           = planbus.Event
 )
 
-// Error categories (seed 003 §3, §7). Timeout and network errors move a
-// skill to temporaryFailure; invalid_input and permanent errors are never
-// retried.
 const (
-	CategoryTimeout      = "timeout"
-	CategoryNetwork      = "network"
-	CategoryTransient    = "transient"
-	CategoryInvalidInput = "invalid_input"
-	CategoryPermanent    = "permanent"
-	CategoryInternal     = "internal"
-	CategoryCancelled    = "cancelled"
-	CategoryDependency   = "dependency"
+	CategoryTimeout        = planbus.CategoryTimeout
+	CategoryNetwork        = planbus.CategoryNetwork
+	CategoryTransient      = planbus.CategoryTransient
+	CategoryInvalidInput   = planbus.CategoryInvalidInput
+	CategoryPermanent      = planbus.CategoryPermanent
+	CategoryInternal       = planbus.CategoryInternal
+	CategoryCancelled      = planbus.CategoryCancelled
+	CategoryDependency     = planbus.CategoryDependency
+	CodeToolTimeout        = planbus.CodeToolTimeout
+	CodeToolFailed         = planbus.CodeToolFailed
+	CodePlanTimeout        = planbus.CodePlanTimeout
+	CodeInvalidPlan        = planbus.CodeInvalidPlan
+	CodeInvalidInput       = planbus.CodeInvalidInput
+	CodeUnknownSkill       = planbus.CodeUnknownSkill
+	CodeWorkerCrash        = planbus.CodeWorkerCrash
+	CodeToolPanic          = planbus.CodeToolPanic
+	CodeCancelled          = planbus.CodeCancelled
+	CodeRequiredTools      = planbus.CodeRequiredTools
+	ToolPending            = planbus.ToolPending
+	ToolRunning            = planbus.ToolRunning
+	ToolRetrying           = planbus.ToolRetrying
+	ToolSucceeded          = planbus.ToolSucceeded
+	ToolFailed             = planbus.ToolFailed
+	ToolTimeout            = planbus.ToolTimeout
+	ToolSkipped            = planbus.ToolSkipped
+	ToolCancelled          = planbus.ToolCancelled
+	PlanRunning            = planbus.PlanRunning
+	PlanSucceeded          = planbus.PlanSucceeded
+	PlanFailed             = planbus.PlanFailed
+	PlanTimeout            = planbus.PlanTimeout
+	PlanRejected           = planbus.PlanRejected
+	ReasonDependencyFailed = planbus.ReasonDependencyFailed
+	ReasonPlanFailed       = planbus.ReasonPlanFailed
+	ReasonPlanTimeout      = planbus.ReasonPlanTimeout
+	EventPlanStarted       = planbus.EventPlanStarted
+	EventPlanRejected      = planbus.EventPlanRejected
+	EventPlanSucceeded     = planbus.EventPlanSucceeded
+	EventPlanFailed        = planbus.EventPlanFailed
+	EventPlanTimeout       = planbus.EventPlanTimeout
+	EventToolReleased      = planbus.EventToolReleased
+	EventToolStarted       = planbus.EventToolStarted
+	EventToolSucceeded     = planbus.EventToolSucceeded
+	EventToolFailed        = planbus.EventToolFailed
+	EventToolRetrying      = planbus.EventToolRetrying
+	EventToolTimeout       = planbus.EventToolTimeout
+	EventToolSkipped       = planbus.EventToolSkipped
+	EventToolCancelled     = planbus.EventToolCancelled
+	EventSkillHealth       = planbus.EventSkillHealth
 )
 
-// Error codes the system itself produces. Skills may use codes of their own.
-const (
-	CodeToolTimeout   = "TOOL_TIMEOUT"
-	CodeToolFailed    = "TOOL_FAILED"
-	CodePlanTimeout   = "PLAN_TIMEOUT"
-	CodeInvalidPlan   = "INVALID_PLAN"
-	CodeInvalidInput  = "INVALID_INPUT"
-	CodeUnknownSkill  = "UNKNOWN_SKILL"
-	CodeWorkerCrash   = "WORKER_CRASH"
-	CodeToolPanic     = "TOOL_PANIC"
-	CodeCancelled     = "CANCELLED"
-	CodeRequiredTools = "REQUIRED_TOOL_FAILED"
-)
+// Retryable is planbus.Retryable.
+func Retryable(category string) bool { return planbus.Retryable(category) }
 
-// Retryable reports whether an error of this category is worth retrying.
-func Retryable(category string) bool {
-	return category != CategoryInvalidInput && category != CategoryPermanent && category != CategoryCancelled
-}
-
-// ErrorInfo is the error object of results and events.
-type ErrorInfo struct {
-	Code     string `json:"code"`
-	Message  string `json:"message"`
-	Category string `json:"category"`
-}
-
-func (e *ErrorInfo) Error() string { return e.Code + ": " + e.Message }
-
-// Tool states.
-const (
-	ToolPending   = "pending"
-	ToolRunning   = "running"
-	ToolRetrying  = "retrying"
-	ToolSucceeded = "succeeded"
-	ToolFailed    = "failed"
-	ToolTimeout   = "timeout"
-	ToolSkipped   = "skipped"
-	ToolCancelled = "cancelled"
-)
-
-// Plan states.
-const (
-	PlanRunning   = "running"
-	PlanSucceeded = "succeeded"
-	PlanFailed    = "failed"
-	PlanTimeout   = "timeout"
-	PlanRejected  = "rejected"
-)
-
-// Reasons a tool did not run to its end.
-const (
-	ReasonDependencyFailed = "dependency_failed"
-	ReasonPlanFailed       = "plan_failed"
-	ReasonPlanTimeout      = "plan_timeout"
-)
-
-// ToolCall is one attempt of one tool, as a worker receives it.
-type ToolCall struct {
-	PlanID         string          `json:"planId"`
-	RequestID      string          `json:"requestId"`
-	ToolID         string          `json:"toolId"`
-	Skill          string          `json:"skill"`
-	Attempt        int             `json:"attempt"`
-	MaxAttempts    int             `json:"maxAttempts"`
-	Input          json.RawMessage `json:"input"`
-	TimeoutMs      int64           `json:"timeoutMs"`
-	IdempotencyKey string          `json:"idempotencyKey"`
-	ReleasedAt     time.Time       `json:"releasedAt,omitzero"`
-	// Token is the attempt's result token: the worker echoes it in the
-	// result, and dispatchers apply only results with the right one.
-	Token string `json:"token"`
-	// CancelDigest is the digest of the plan's cancel token: a worker acts
-	// on a cancel only if the token it reveals has this digest.
-	CancelDigest string `json:"cancelDigest"`
-}
-
-// IdempotencyKey is planId/toolId/attempt: the Nats-Msg-Id of the call and
-// of its result, and the key a tool can use to make its effects idempotent.
+// IdempotencyKey is planbus.IdempotencyKey.
 func IdempotencyKey(planID, toolID string, attempt int) string {
-	return planID + "/" + toolID + "/" + strconv.Itoa(attempt)
-}
-
-// ToolResult is what a worker reports for one attempt.
-type ToolResult struct {
-	PlanID     string          `json:"planId"`
-	RequestID  string          `json:"requestId"`
-	ToolID     string          `json:"toolId"`
-	Skill      string          `json:"skill"`
-	Attempt    int             `json:"attempt"`
-	State      string          `json:"state"` // succeeded, failed or timeout
-	Output     json.RawMessage `json:"output,omitempty"`
-	Error      *ErrorInfo      `json:"error,omitempty"`
-	StatePatch json.RawMessage `json:"statePatch,omitempty"`
-	WorkerID   string          `json:"workerId,omitempty"`
-	StartedAt  time.Time       `json:"startedAt,omitzero"`
-	FinishedAt time.Time       `json:"finishedAt,omitzero"`
-	DurationMs float64         `json:"durationMs,omitempty"`
-	// Token is the call's token, echoed. Results published to the bus
-	// must carry it; a direct invocation's reply has none.
-	Token string `json:"token,omitempty"`
-}
-
-// Cancel is the body of a message on planbus.cancel.<planId>: workers
-// stop the plan's calls whose cancelDigest is the digest of Token.
-type Cancel struct {
-	PlanID string `json:"planId"`
-	Token  string `json:"cancelToken"`
-}
-
-// ToolOutcome is one tool's line in an execution result.
-type ToolOutcome struct {
-	ToolID     string          `json:"toolId"`
-	Skill      string          `json:"skill"`
-	State      string          `json:"state"`
-	Required   bool            `json:"required"`
-	Attempts   int             `json:"attempts"`
-	Output     json.RawMessage `json:"output,omitempty"`
-	Error      *ErrorInfo      `json:"error,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
-	WorkerID   string          `json:"workerId,omitempty"`
-	StartedAt  time.Time       `json:"startedAt,omitzero"`
-	FinishedAt time.Time       `json:"finishedAt,omitzero"`
-	DurationMs float64         `json:"durationMs,omitempty"`
-	// ResultSeq is where the tool's last result is in the RESULTS stream.
-	ResultSeq uint64 `json:"resultSeq,omitempty"`
-}
-
-// ExecutionResult is a plan's outcome (seed 003 §4.4, §5.2).
-type ExecutionResult struct {
-	PlanID       string          `json:"planId"`
-	RequestID    string          `json:"requestId"`
-	State        string          `json:"state"`
-	Success      bool            `json:"success"`
-	CanReplan    bool            `json:"canReplan"`
-	Error        *ErrorInfo      `json:"error,omitempty"`
-	FailedTools  []string        `json:"failedTools,omitempty"`
-	FailedSkills []string        `json:"failedSkills,omitempty"`
-	Tools        []ToolOutcome   `json:"tools"`
-	StartedAt    time.Time       `json:"startedAt,omitzero"`
-	FinishedAt   time.Time       `json:"finishedAt,omitzero"`
-	DurationMs   float64         `json:"durationMs,omitempty"`
-	Metadata     json.RawMessage `json:"metadata,omitempty"`
-	// OutputsOmitted: the result with every output would not fit in a
-	// message; the outputs are in the RESULTS stream at each resultSeq.
-	OutputsOmitted bool `json:"outputsOmitted,omitempty"`
-}
-
-// Event types, the last tokens of planbus.events.<requestId>.<type>.
-const (
-	EventPlanStarted   = "plan.started"
-	EventPlanRejected  = "plan.rejected"
-	EventPlanSucceeded = "plan.succeeded"
-	EventPlanFailed    = "plan.failed"
-	EventPlanTimeout   = "plan.timeout"
-	EventToolReleased  = "tool.released"
-	EventToolStarted   = "tool.started"
-	EventToolSucceeded = "tool.succeeded"
-	EventToolFailed    = "tool.failed"
-	EventToolRetrying  = "tool.retrying"
-	EventToolTimeout   = "tool.timeout"
-	EventToolSkipped   = "tool.skipped"
-	EventToolCancelled = "tool.cancelled"
-	EventSkillHealth   = "skill.health"
-)
-
-// Event is a progress report for people and tools watching a request.
-type Event struct {
-	Type       string     `json:"type"`
-	Time       time.Time  `json:"time"`
-	RequestID  string     `json:"requestId"`
-	PlanID     string     `json:"planId,omitempty"`
-	ToolID     string     `json:"toolId,omitempty"`
-	Skill      string     `json:"skill,omitempty"`
-	Attempt    int        `json:"attempt,omitempty"`
-	Message    string     `json:"message,omitempty"`
-	Error      *ErrorInfo `json:"error,omitempty"`
-	DelayMs    int64      `json:"delayMs,omitempty"`
-	WorkerID   string     `json:"workerId,omitempty"`
-	DurationMs float64    `json:"durationMs,omitempty"`
-	SessionID  string     `json:"sessionId,omitempty"`
-	From       string     `json:"from,omitempty"` // skill.health: the state before
-	To         string     `json:"to,omitempty"`   // skill.health: the state after
-	Attempts   int        `json:"attempts,omitempty"`
-	Tools      int        `json:"tools,omitempty"` // plan.started: the plan's size
+	return planbus.IdempotencyKey(planID, toolID, attempt)
 }

@@ -95,26 +95,6 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 	return r, nil
 }
 
-// Accepted is the reply to an accepted request.
-type Accepted struct {
-	RequestID string `json:"requestId"`
-	SessionID string `json:"sessionId"`
-	Status    string `json:"status"`
-}
-
-// Rejected is the reply to a request that is not valid.
-type Rejected struct {
-	Status string     `json:"status"`
-	Error  ReplyError `json:"error"`
-}
-
-// ReplyError names the problem.
-type ReplyError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
 func (s *Service) addService() (micro.Service, error) {
 	svc, err := micro.AddService(s.conn.NC, micro.Config{
 		Name: bus.ServicePlanner, Version: s.cfg.Version,

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -135,37 +135,19 @@ func DecodeRequest(doc []byte) (*Request, error) {
 	return &r, nil
 }
 
-// Outcome is a request's final outcome (schemas/outcome.schema.json).
-type Outcome struct {
-	RequestID      string                `json:"requestId"`
-	SessionID      string                `json:"sessionId,omitempty"`
-	Status         string                `json:"status"` // succeeded, failed or fallback
-	Success        bool                  `json:"success"`
-	Fallback       bool                  `json:"fallback"`
-	Narrative      string                `json:"narrative,omitempty"`
-	Tools          []json.RawMessage     `json:"tools,omitzero"` // [] in a fallback (§5.3)
-	Attempts       int                   `json:"attempts"`
-	PlanID         string                `json:"planId,omitempty"`
-	DisabledSkills []string              `json:"disabledSkills,omitempty"`
-	Error          *plan.ErrorInfo       `json:"error,omitempty"`
-	History        []Attempt             `json:"history,omitempty"`
-	Execution      *plan.ExecutionResult `json:"execution,omitempty"`
-	FinishedAt     time.Time             `json:"finishedAt,omitzero"`
-}
+// The outcome of a request and the endpoint's replies are public
+// (package planbus); these aliases keep the planner's names.
+type (
+	Outcome    = planbus.Outcome
+	Attempt    = planbus.Attempt
+	Accepted   = planbus.Accepted
+	Rejected   = planbus.Rejected
+	ReplyError = planbus.ReplyError
+)
 
 // Outcome statuses.
 const (
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusFallback  = "fallback"
+	StatusSucceeded = planbus.StatusSucceeded
+	StatusFailed    = planbus.StatusFailed
+	StatusFallback  = planbus.StatusFallback
 )
-
-// Attempt is one generation and its execution.
-type Attempt struct {
-	Attempt        int             `json:"attempt"`
-	PlanID         string          `json:"planId,omitempty"`
-	State          string          `json:"state,omitempty"` // the plan's state, or "generation_failed"
-	Error          *plan.ErrorInfo `json:"error,omitempty"`
-	FailedSkills   []string        `json:"failedSkills,omitempty"`
-	DisabledSkills []string        `json:"disabledSkills,omitempty"`
-}
