@@ -215,8 +215,11 @@ func (c *common) register(f *flags, m mode) {
 		f.Bool(&c.auth, "auth", "PLANBUS_AUTH", false,
 			"authentication and least-privilege roles on the embedded server; each role's nkey seed is in <data-dir>/auth/<role>.nk")
 		f.Bool(&c.insecure, "insecure", "PLANBUS_INSECURE", false, "let --listen take a non-loopback address without --auth")
-		f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync,
-			"when the embedded store is flushed to disk: always (before each write is acknowledged) or an interval like 1s (see docs/deploy.md)")
+		usage := "when the embedded store is flushed to disk: always (before each write is acknowledged) or an interval like 1s (see docs/deploy.md)"
+		if m == runsPrivately {
+			usage += "; a private run's temporary store is flushed every second unless this is given"
+		}
+		f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync, usage)
 	}
 	level := "info"
 	if m == runsPrivately {

@@ -342,9 +342,12 @@ func (c *common) set(f *flags, name string) bool {
 		return true
 	}
 	env := map[string]string{"log-level": "PLANBUS_LOG_LEVEL", "listen": "PLANBUS_LISTEN", "data-dir": "PLANBUS_DATA_DIR",
-		"drain-timeout": "PLANBUS_DRAIN_TIMEOUT"}[name]
+		"drain-timeout": "PLANBUS_DRAIN_TIMEOUT", "sync": "PLANBUS_SYNC"}[name]
 	return env != "" && f.env(env) != ""
 }
+
+// privateRunSync is the sync setting of a private run's temporary store.
+var privateRunSync = bus.Sync{Interval: time.Second}
 
 // connectOrEmbed connects to --nats-url, or starts a node on an embedded
 // server. With private set, the embedded server gets a temporary store and
@@ -366,6 +369,11 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 		}
 		bc.DataDir = dir
 		cleanup = func() { _ = os.RemoveAll(dir) }
+		if !c.set(f, "sync") {
+			// The store goes away with the run: flushing every write to a
+			// disk nobody will read again after a crash buys nothing.
+			bc.Sync = privateRunSync
+		}
 	}
 	cfg, err := nf.config(bc, c.auth)
 	if err != nil {
