@@ -248,12 +248,6 @@ func sessionOf(st *execution.State) string {
 	return st.SessionID
 }
 
-func ackAll(items []item) {
-	for _, it := range items {
-		_ = it.msg.Ack()
-	}
-}
-
 // storedJSON encodes a plan's state for KV. It calls the encoder directly:
 // json.Marshal would scan its output again, which for a plan of a thousand
 // tools costs more than writing it.

@@ -62,8 +62,13 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 	for try := 0; try < casRetries; try++ {
 		ent, cached, err := d.entry(ctx, s, planID)
 		if errors.Is(err, errNoPlan) {
-			log.Warn().Int("messages", len(rest)).Msg("results or timers for a plan with no state; dropping them")
-			ackAll(rest)
+			// A result carries a dispatcher's token, so its plan was
+			// started: a state not found is on a replica that is behind (a
+			// cluster catching up after a node came back), not gone. Such
+			// messages wait as those ahead of their plan's state do; at the
+			// delivery limit they are dropped (the plan expired, or its
+			// state was lost).
+			d.holdBack(log, rest, "its plan's state was never found")
 			return
 		}
 		if err != nil {
@@ -142,7 +147,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 		}
 		pd.ack = append(pd.ack, current...)
 		s.acks <- pd
-		d.holdBack(log, ahead)
+		d.holdBack(log, ahead, "still ahead of its plan's state")
 		if ent.eng.Done() {
 			d.forget(s, planID)
 		}
@@ -182,14 +187,28 @@ func (d *Dispatcher) verdict(eng *execution.Engine, it item) execution.Verdict {
 // holdBack hands back messages that are ahead of a freshly read state. A
 // state that lags catches up in moments, so a message still ahead at its
 // delivery limit never will be: it is dropped.
-func (d *Dispatcher) holdBack(log zerolog.Logger, ahead []item) {
+func (d *Dispatcher) holdBack(log zerolog.Logger, ahead []item, why string) {
 	for _, it := range ahead {
-		if n := bus.Deliveries(it.msg); n >= d.cfg.DeliveryLimit {
-			d.drop(log, it, fmt.Sprintf("still ahead of its plan's state after %d deliveries", n), nil)
+		n := bus.Deliveries(it.msg)
+		if n >= d.cfg.DeliveryLimit {
+			d.drop(log, it, fmt.Sprintf("%s after %d deliveries", why, n), nil)
 			continue
 		}
-		_ = it.msg.NakWithDelay(200 * time.Millisecond)
+		_ = it.msg.NakWithDelay(holdDelay(n))
 	}
+}
+
+// holdDelay is how long a held-back message waits before its next
+// delivery: 200 ms at first, doubling every third delivery up to 5 s, so
+// the default limit of 30 deliveries spans about a minute and a half. A
+// replica that is behind catches up in moments, or in tens of seconds
+// after a partition heals.
+func holdDelay(deliveries int) time.Duration {
+	d := 200 * time.Millisecond
+	for i := 3; i <= deliveries && d < 5*time.Second; i += 3 {
+		d *= 2
+	}
+	return min(d, 5*time.Second)
 }
 
 // decodeResult validates a tool result and checks its token; a result

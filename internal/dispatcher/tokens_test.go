@@ -318,3 +318,51 @@ func TestForgedCancelsDoNotStopAPlan(t *testing.T) {
 		t.Errorf("%s ended (cause %v), want the sibling cancelled", end.toolID, end.cause)
 	}
 }
+
+// In a cluster a dispatcher can read a plan's state from a replica that is
+// behind and find none. A signed result for a plan whose state is not
+// there yet is held back, not dropped: here it arrives before the plan
+// starts, and finishes the plan's tool once the plan has started.
+func TestResultBeforeItsPlansStateIsHeldBack(t *testing.T) {
+	hd := newHold()
+	h := start(t, opts{extra: []skills.Skill{hd.skill()}})
+	const planID = "early-result"
+	key := h.key()
+	r := plan.ToolResult{PlanID: planID, RequestID: planID, ToolID: "slow", Skill: "hold", Attempt: 1,
+		State: plan.ToolSucceeded, Output: json.RawMessage(`{"early":true}`), Token: key.Result(planID, "slow", 1)}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := h.conn.JS.Publish(ctx, bus.ResultSubject(planID), data); err != nil {
+		t.Fatal(err)
+	}
+	// The dispatcher sees the result with no plan state, more than once.
+	cons, err := h.conn.JS.Consumer(ctx, bus.StreamResults, bus.ConsumerDispatcherResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumRedelivered > 0 {
+			break
+		}
+	}
+	done := h.submit(`{"planId":"`+planID+`","tools":[{"toolId":"slow","skill":"hold"},
+		{"toolId":"next","skill":"echo","dependencies":["slow"],"input":{"from":{"$ref":"slow"}}}]}`, time.Minute, nil)
+	res := receive(t, done, "the plan's result")
+	if res == nil || !res.Success {
+		t.Fatalf("plan result %+v, want success with the early result", res)
+	}
+	if got, want := string(tool(res, "next").Output), `{"from":{"early":true}}`; got != want {
+		t.Errorf("next's output %s, want %s", got, want)
+	}
+	if got := dispatcherStat(t, h, "messagesDropped"); got != 0 {
+		t.Errorf("messagesDropped %d, want 0", got)
+	}
+}
