@@ -13,7 +13,8 @@ import (
 	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 // TestExternalPlannerReplansAroundABrokenSkill runs this planner against a
@@ -21,7 +22,7 @@ import (
 // disabled, and the second plan takes a taxi.
 func TestExternalPlannerReplansAroundABrokenSkill(t *testing.T) {
 	cfg := bustest.Start(t)
-	var sk []skills.Skill
+	var sk []skill.Skill
 	for _, spec := range strings.Fields("walk(from,to)=network hail(vehicle,at) ride(vehicle,from,to) wait-for(bus,at)") {
 		s, err := skills.Simulated(spec)
 		if err != nil {

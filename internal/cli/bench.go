@@ -13,7 +13,8 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 const benchUsage = `Usage: planner bench [--workloads DIR] [flags]
@@ -74,7 +75,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	n, err := node.Start(ctx, node.Config{
 		Bus:     bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync},
 		Workers: workers,
-		Worker: worker.Config{Skills: []skills.Skill{skills.Echo(), skills.Sleep()}, Concurrency: concurrency,
+		Worker: worker.Config{Skills: []skill.Skill{skills.Echo(), skills.Sleep()}, Concurrency: concurrency,
 			DrainTimeout: time.Second},
 	}, log)
 	if err != nil {

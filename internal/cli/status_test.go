@@ -11,7 +11,8 @@ import (
 	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 func TestStatusShowsARequestAndItsPlan(t *testing.T) {
@@ -19,7 +20,7 @@ func TestStatusShowsARequestAndItsPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 1,
-		Worker: worker.Config{Skills: []skills.Skill{skills.Echo(), skills.Fail()}}}, zerolog.Nop())
+		Worker: worker.Config{Skills: []skill.Skill{skills.Echo(), skills.Fail()}}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

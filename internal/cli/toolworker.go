@@ -9,7 +9,8 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 const toolworkerUsage = `Usage: toolworker [flags]
@@ -69,13 +70,13 @@ func (w *workerFlags) config() (worker.Config, error) {
 		Shell: shell,
 		HTTP:  skills.HTTPConfig{AllowHosts: splitList(w.httpAllow), AllowPrivate: w.httpPrivate, OutputCap: outputCap},
 	})
-	var chosen []skills.Skill
+	var chosen []skill.Skill
 	var names []string
 	for _, s := range all {
 		names = append(names, s.Manifest.Name)
 	}
 	for _, name := range splitList(w.skills) {
-		i := slices.IndexFunc(all, func(s skills.Skill) bool { return s.Manifest.Name == name })
+		i := slices.IndexFunc(all, func(s skill.Skill) bool { return s.Manifest.Name == name })
 		if i < 0 {
 			return worker.Config{}, fmt.Errorf("--skills: unknown skill %q (built-in skills: %v)", name, names)
 		}
@@ -86,7 +87,7 @@ func (w *workerFlags) config() (worker.Config, error) {
 		if err != nil {
 			return worker.Config{}, fmt.Errorf("--simulate: %w", err)
 		}
-		if i := slices.IndexFunc(chosen, func(s skills.Skill) bool { return s.Manifest.Name == sk.Manifest.Name }); i >= 0 {
+		if i := slices.IndexFunc(chosen, func(s skill.Skill) bool { return s.Manifest.Name == sk.Manifest.Name }); i >= 0 {
 			chosen[i] = sk // a simulated skill stands in for the built-in of that name
 		} else {
 			chosen = append(chosen, sk)
@@ -150,7 +151,7 @@ func Toolworker(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, fmt.Errorf("toolworker: --nats-url (or $NATS_URL) is required; `planner serve` runs workers on an embedded server"))
 	}
 	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", bus.RoleWorker, func(conn *bus.Conn) (runner, error) {
-		w, err := worker.New(conn, cfg, log)
+		w, err := worker.New(conn.NC, cfg, worker.WithLogger(log))
 		if err != nil {
 			return nil, err
 		}

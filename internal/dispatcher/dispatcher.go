@@ -16,9 +16,9 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/session"
-	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/token"
 )
 
@@ -94,7 +94,7 @@ type Dispatcher struct {
 	results jetstream.Stream
 	shards  []*shard
 	skills  *skillSet
-	health  *skills.HealthBook
+	health  *health.Book
 	states  *session.Store
 	stats   counters
 	ready   chan struct{}
@@ -165,7 +165,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.cfg.KnownSkill == nil {
 		d.cfg.KnownSkill = d.skills.has
 	}
-	if d.health, err = skills.OpenHealthBook(ctx, d.conn.JS); err != nil {
+	if d.health, err = health.Open(ctx, d.conn.JS); err != nil {
 		return fmt.Errorf("dispatcher: %w", err)
 	}
 	defer d.health.Close()

@@ -15,8 +15,8 @@ import (
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 const minute = time.Minute
@@ -262,7 +262,7 @@ func TestSkillConcurrencyLimitHoldsAcrossWorkers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 3, NoPlanner: true,
-		Worker: worker.Config{Skills: []skills.Skill{limited}, Concurrency: 8, DrainTimeout: time.Second}}, zerolog.Nop())
+		Worker: worker.Config{Skills: []skill.Skill{limited}, Concurrency: 8, DrainTimeout: time.Second}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/internal/token"
 )
@@ -31,7 +31,7 @@ func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *executi
 	for _, a := range applied {
 		r, t := a.Result, p.Tools[a.Index]
 		skill := t.Variant(r.Attempt).Skill
-		o := skills.Outcome{Key: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt),
+		o := health.Outcome{Key: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt),
 			Succeeded: r.State == plan.ToolSucceeded, Retry: r.Attempt > 1, Final: a.Final}
 		if r.Error != nil {
 			o.Category, o.Error = r.Error.Category, r.Error.Message
@@ -107,8 +107,8 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 			input = v.Input
 		}
 		timeout := v.TimeoutMs
-		if d.health.Get(sessionOf(st), v.Skill).State == skills.Degraded {
-			timeout = min(timeout*skills.DegradedTimeoutFactor, 86400000)
+		if d.health.Get(sessionOf(st), v.Skill).State == health.Degraded {
+			timeout = min(timeout*health.DegradedTimeoutFactor, 86400000)
 		}
 		if ent.cancelDigest == "" {
 			ent.cancelDigest = token.Digest(d.key.Cancel(p.PlanID))

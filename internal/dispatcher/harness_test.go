@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/client"
@@ -16,7 +17,8 @@ import (
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 // probe is a skill that records what ran: every start and end per tool and
@@ -37,10 +39,10 @@ func newProbe() *probe {
 		started: make(chan string, 1024), finished: make(chan string, 1024)}
 }
 
-func (p *probe) skill() skills.Skill {
-	return skills.Skill{
-		Manifest: skills.Manifest{Name: "probe"},
-		Handler: skills.HandlerFunc(func(ctx context.Context, call *plan.ToolCall) (skills.Result, error) {
+func (p *probe) skill() skill.Skill {
+	return skill.Skill{
+		Manifest: planbus.SkillManifest{Name: "probe"},
+		Handler: skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
 			var in struct {
 				Ms int `json:"ms"`
 			}
@@ -64,7 +66,7 @@ func (p *probe) skill() skills.Skill {
 			p.mu.Unlock()
 			p.finished <- call.ToolID
 			out, _ := json.Marshal(map[string]any{"tool": call.ToolID, "input": json.RawMessage(call.Input)})
-			return skills.Result{Output: out}, err
+			return skill.Result{Output: out}, err
 		}),
 	}
 }
@@ -85,7 +87,7 @@ type harness struct {
 type opts struct {
 	workers, dispatchers, concurrency int
 	ackWait                           time.Duration
-	extra                             []skills.Skill // served besides the built-ins and the probe
+	extra                             []skill.Skill // served besides the built-ins and the probe
 	deliveryLimit                     int
 }
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/skills"
 )
 
 // skillSet mirrors the manifests in the skills bucket through a KV watch.
@@ -17,7 +17,7 @@ type skillSet struct {
 	kv      jetstream.KeyValue
 	watcher jetstream.KeyWatcher
 	mu      sync.RWMutex
-	names   map[string]*skills.Manifest // nil value: deleted
+	names   map[string]*planbus.SkillManifest // nil value: deleted
 }
 
 func watchSkills(ctx context.Context, js jetstream.JetStream) (*skillSet, error) {
@@ -29,7 +29,7 @@ func watchSkills(ctx context.Context, js jetstream.JetStream) (*skillSet, error)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: watch skills: %w", err)
 	}
-	s := &skillSet{kv: kv, watcher: w, names: map[string]*skills.Manifest{}}
+	s := &skillSet{kv: kv, watcher: w, names: map[string]*planbus.SkillManifest{}}
 	initial := make(chan struct{})
 	go func() {
 		once := sync.OnceFunc(func() { close(initial) })
@@ -38,11 +38,11 @@ func watchSkills(ctx context.Context, js jetstream.JetStream) (*skillSet, error)
 				once()
 				continue
 			}
-			var m *skills.Manifest
+			var m *planbus.SkillManifest
 			if e.Operation() == jetstream.KeyValuePut {
-				m = &skills.Manifest{}
+				m = &planbus.SkillManifest{}
 				if json.Unmarshal(e.Value(), m) != nil {
-					m = &skills.Manifest{Name: e.Key()}
+					m = &planbus.SkillManifest{Name: e.Key()}
 				}
 			}
 			s.mu.Lock()
@@ -62,7 +62,7 @@ func watchSkills(ctx context.Context, js jetstream.JetStream) (*skillSet, error)
 
 func (s *skillSet) has(name string) bool { return s.manifest(name) != nil }
 
-func (s *skillSet) manifest(name string) *skills.Manifest {
+func (s *skillSet) manifest(name string) *planbus.SkillManifest {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.names[name]
@@ -70,14 +70,14 @@ func (s *skillSet) manifest(name string) *skills.Manifest {
 
 // lookup asks the bucket directly, for a skill advertised a moment ago
 // whose watch update has not arrived yet.
-func (s *skillSet) lookup(ctx context.Context, name string) *skills.Manifest {
+func (s *skillSet) lookup(ctx context.Context, name string) *planbus.SkillManifest {
 	e, err := s.kv.Get(ctx, name)
 	if err != nil {
 		return nil
 	}
-	m := &skills.Manifest{}
+	m := &planbus.SkillManifest{}
 	if json.Unmarshal(e.Value(), m) != nil {
-		m = &skills.Manifest{Name: name}
+		m = &planbus.SkillManifest{Name: name}
 	}
 	s.mu.Lock()
 	s.names[name] = m

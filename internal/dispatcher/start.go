@@ -10,10 +10,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/templates"
 )
 
@@ -102,10 +102,10 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 // checkSkills rejects unknown skills and gives tools that left timeoutMs
 // or retryPolicy to their defaults those of their skill's manifest.
 func (d *Dispatcher) checkSkills(ctx context.Context, p *plan.Plan) error {
-	known := func(t *plan.Tool, skill string) (*skills.Manifest, error) {
+	known := func(t *plan.Tool, skill string) (*planbus.SkillManifest, error) {
 		m := d.skills.manifest(skill)
 		if m == nil && d.cfg.KnownSkill(skill) {
-			m = &skills.Manifest{Name: skill}
+			m = &planbus.SkillManifest{Name: skill}
 		}
 		if m == nil {
 			m = d.skills.lookup(ctx, skill)

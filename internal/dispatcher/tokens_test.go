@@ -12,11 +12,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/token"
+	"github.com/planbus/planbus/skill"
 )
 
 // hold is a skill whose calls run until the test releases their tool (or
@@ -50,18 +51,18 @@ func (h *hold) gate(toolID string) chan struct{} {
 
 func (h *hold) release(toolID string) { close(h.gate(toolID)) }
 
-func (h *hold) skill() skills.Skill {
-	return skills.Skill{
-		Manifest: skills.Manifest{Name: "hold"},
-		Handler: skills.HandlerFunc(func(ctx context.Context, call *plan.ToolCall) (skills.Result, error) {
+func (h *hold) skill() skill.Skill {
+	return skill.Skill{
+		Manifest: planbus.SkillManifest{Name: "hold"},
+		Handler: skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
 			h.started <- call
 			select {
 			case <-h.gate(call.ToolID):
 				h.ended <- holdEnd{call.PlanID, call.ToolID, nil}
-				return skills.Result{Output: json.RawMessage(`{"real":"` + call.ToolID + `"}`)}, nil
+				return skill.Result{Output: json.RawMessage(`{"real":"` + call.ToolID + `"}`)}, nil
 			case <-ctx.Done():
 				h.ended <- holdEnd{call.PlanID, call.ToolID, context.Cause(ctx)}
-				return skills.Result{}, ctx.Err()
+				return skill.Result{}, ctx.Err()
 			}
 		}),
 	}
@@ -174,7 +175,7 @@ func (h *harness) toolStates(planID string, ids ...string) map[string]string {
 // flows into the next tool.
 func TestForgedResultsDoNotFinishARunningTool(t *testing.T) {
 	hd := newHold()
-	h := start(t, opts{extra: []skills.Skill{hd.skill()}})
+	h := start(t, opts{extra: []skill.Skill{hd.skill()}})
 	const planID = "forged-results"
 	events := &eventLog{}
 	done := h.submit(`{"planId":"`+planID+`","tools":[{"toolId":"slow","skill":"hold"},
@@ -247,7 +248,7 @@ func TestForgedResultsDoNotFinishARunningTool(t *testing.T) {
 // tool's failure) still stops the running sibling.
 func TestForgedCancelsDoNotStopAPlan(t *testing.T) {
 	hd := newHold()
-	h := start(t, opts{workers: 1, extra: []skills.Skill{hd.skill()}})
+	h := start(t, opts{workers: 1, extra: []skill.Skill{hd.skill()}})
 	const planID = "forged-cancels"
 	done := h.submit(`{"planId":"`+planID+`","tools":[{"toolId":"sibling","skill":"hold"},{"toolId":"first","skill":"hold"},
 		{"toolId":"later","skill":"echo","dependencies":["first"],"input":{"n":1}},

@@ -19,7 +19,7 @@ import (
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/worker"
 )
 
 const wait = time.Minute

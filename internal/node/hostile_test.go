@@ -20,7 +20,7 @@ import (
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/worker"
 )
 
 // hostile is one malformed or hostile message and what must come of it.

@@ -19,7 +19,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/planner"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/worker"
 )
 
 // Config of a node.
@@ -183,7 +183,7 @@ func (n *Node) AddWorker(ctx context.Context, cfg worker.Config, log zerolog.Log
 	if cfg.ID == "" {
 		cfg.ID = c.Name
 	}
-	w, err := worker.New(c.Conn, cfg, log)
+	w, err := worker.New(c.Conn.NC, cfg, worker.WithLogger(log))
 	if err != nil {
 		c.Conn.Close()
 		return nil, err

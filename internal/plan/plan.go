@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/dag"
 	"github.com/planbus/planbus/schemas"
 )
@@ -22,10 +23,7 @@ var ErrInvalid = errors.New("plan: invalid")
 
 // RetryPolicy says how often a tool is tried and how long to wait between
 // tries: before attempt n+1 the dispatcher waits BackoffMs × 2^(n−1).
-type RetryPolicy struct {
-	MaxAttempts int   `json:"maxAttempts"`
-	BackoffMs   int64 `json:"backoffMs"`
-}
+type RetryPolicy = planbus.RetryPolicy
 
 // Tool is one node of a plan.
 type Tool struct {

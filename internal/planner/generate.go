@@ -12,9 +12,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/htn"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
 )
 
 // GenInput is what a generator is given for one attempt (§5.2).
@@ -29,7 +29,7 @@ type GenInput struct {
 	// Session is the session's state document: the planner's world state.
 	Session map[string]any
 	// Skills are the manifests of every advertised skill.
-	Skills map[string]skills.Manifest
+	Skills map[string]planbus.SkillManifest
 	// Health of the advertised skills in the request's session.
 	Health map[string]string
 	// Memory and Nodes are this generation's budgets, in bytes held and
@@ -131,7 +131,7 @@ type ExternalRequest struct {
 
 // ExternalSkill is a skill as an external planner sees it.
 type ExternalSkill struct {
-	skills.Manifest
+	planbus.SkillManifest
 	Health string `json:"health"`
 }
 
@@ -143,7 +143,7 @@ func (x external) Generate(ctx context.Context, in GenInput) (*plan.Plan, error)
 		q.DisabledSkills = []string{}
 	}
 	for _, name := range sortedKeys(in.Skills) {
-		q.Skills = append(q.Skills, ExternalSkill{Manifest: in.Skills[name], Health: in.Health[name]})
+		q.Skills = append(q.Skills, ExternalSkill{SkillManifest: in.Skills[name], Health: in.Health[name]})
 	}
 	data, err := json.Marshal(q)
 	if err != nil {
@@ -296,7 +296,7 @@ func htnBudgetError(be *htn.BudgetError, goal string) *GenError {
 
 // operatorSkills maps an operator to the skill that performs it: a skill
 // whose manifest lists it, else the skill of the same name.
-func operatorSkills(ms map[string]skills.Manifest) func(string) string {
+func operatorSkills(ms map[string]planbus.SkillManifest) func(string) string {
 	bound := map[string]string{}
 	for _, name := range sortedKeys(ms) {
 		for _, op := range ms[name].Operators {
@@ -313,7 +313,7 @@ func operatorSkills(ms map[string]skills.Manifest) func(string) string {
 	}
 }
 
-func hasSkill(ms map[string]skills.Manifest, name string) bool {
+func hasSkill(ms map[string]planbus.SkillManifest, name string) bool {
 	_, ok := ms[name]
 	return ok
 }
@@ -335,7 +335,7 @@ type htnTraceStep struct {
 // htnToPlan turns a plan's operators into a chain of tools: HTN plans are
 // totally ordered. Positional arguments become named input through the
 // skill manifest's parameters, or {"args": [...]} without them.
-func htnToPlan(p htn.Plan, r *HTNRequest, bind func(string) string, ms map[string]skills.Manifest) (*plan.Plan, error) {
+func htnToPlan(p htn.Plan, r *HTNRequest, bind func(string) string, ms map[string]planbus.SkillManifest) (*plan.Plan, error) {
 	type tool struct {
 		ToolID       string         `json:"toolId"`
 		Skill        string         `json:"skill"`

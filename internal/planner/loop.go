@@ -12,9 +12,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/templates"
 )
 
@@ -381,7 +381,7 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 		case err != nil:
 			return nil, fmt.Errorf("%w: skill %s: %v", errStoreUnavailable, t.Skill, err)
 		default:
-			var m skills.Manifest
+			var m planbus.SkillManifest
 			if json.Unmarshal(e.Value(), &m) == nil {
 				in.Skills[t.Skill] = m
 			}
@@ -454,12 +454,12 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, er
 	return checked, nil
 }
 
-func (s *Service) skillManifests(ctx context.Context) (map[string]skills.Manifest, error) {
+func (s *Service) skillManifests(ctx context.Context) (map[string]planbus.SkillManifest, error) {
 	lister, err := s.manifests.ListKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]skills.Manifest{}
+	out := map[string]planbus.SkillManifest{}
 	for k := range lister.Keys() {
 		e, err := s.manifests.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -469,7 +469,7 @@ func (s *Service) skillManifests(ctx context.Context) (map[string]skills.Manifes
 			// A skill that cannot be read now is not an unknown skill.
 			return nil, fmt.Errorf("skill %s: %w", k, err)
 		}
-		var m skills.Manifest
+		var m planbus.SkillManifest
 		if json.Unmarshal(e.Value(), &m) == nil {
 			out[k] = m
 		}

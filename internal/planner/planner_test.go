@@ -24,7 +24,8 @@ import (
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/templates"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 type harness struct {
@@ -34,9 +35,9 @@ type harness struct {
 	cfg  bus.Config
 }
 
-func simulated(t *testing.T, specs ...string) []skills.Skill {
+func simulated(t *testing.T, specs ...string) []skill.Skill {
 	t.Helper()
-	out := []skills.Skill{skills.Echo(), skills.Sleep(), skills.Fail(), skills.Remember()}
+	out := []skill.Skill{skills.Echo(), skills.Sleep(), skills.Fail(), skills.Remember()}
 	for _, s := range specs {
 		sk, err := skills.Simulated(s)
 		if err != nil {
@@ -47,7 +48,7 @@ func simulated(t *testing.T, specs ...string) []skills.Skill {
 	return out
 }
 
-func start(t *testing.T, pc planner.Config, sk []skills.Skill) *harness {
+func start(t *testing.T, pc planner.Config, sk []skill.Skill) *harness {
 	t.Helper()
 	cfg := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

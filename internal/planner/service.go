@@ -16,8 +16,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/session"
-	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/templates"
 )
 
@@ -147,7 +147,7 @@ type Service struct {
 	log        zerolog.Logger
 	requests   jetstream.KeyValue
 	manifests  jetstream.KeyValue
-	health     *skills.HealthBook
+	health     *health.Book
 	states     *session.Store
 	generators map[string]Generator
 	gate       *gate
@@ -189,7 +189,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
 		return fmt.Errorf("planner: skills bucket: %w", err)
 	}
-	if s.health, err = skills.OpenHealthBook(ctx, s.conn.JS); err != nil {
+	if s.health, err = health.Open(ctx, s.conn.JS); err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
 	defer s.health.Close()

@@ -5,47 +5,48 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/skill"
 )
 
 // Echo's output is its input.
-func Echo() Skill {
-	return Skill{
-		Manifest: Manifest{Name: "echo", Description: "Returns its input as its output.", Version: "1"},
-		Handler: HandlerFunc(func(_ context.Context, call *plan.ToolCall) (Result, error) {
-			return Result{Output: call.Input}, nil
+func Echo() skill.Skill {
+	return skill.Skill{
+		Manifest: skill.Manifest{Name: "echo", Description: "Returns its input as its output.", Version: "1"},
+		Handler: skill.HandlerFunc(func(_ context.Context, call *skill.Call) (skill.Result, error) {
+			return skill.Result{Output: call.Input}, nil
 		}),
 	}
 }
 
 // Sleep waits {"ms": N} milliseconds, or until ctx ends, and returns
 // {"sleptMs": N}.
-func Sleep() Skill {
-	return Skill{
-		Manifest: Manifest{
+func Sleep() skill.Skill {
+	return skill.Skill{
+		Manifest: skill.Manifest{
 			Name: "sleep", Description: "Waits the given milliseconds.", Version: "1",
 			Parameters:  []string{"ms"},
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0}},"additionalProperties":false}`),
 		},
-		Handler: HandlerFunc(func(ctx context.Context, call *plan.ToolCall) (Result, error) {
+		Handler: skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
 			var in struct {
 				Ms int64 `json:"ms"`
 			}
-			if err := DecodeInput(call, &in); err != nil {
-				return Result{}, err
+			if err := skill.DecodeInput(call, &in); err != nil {
+				return skill.Result{}, err
 			}
 			if in.Ms < 0 {
-				return Result{}, InvalidInput("sleep: ms is %d, want >= 0", in.Ms)
+				return skill.Result{}, skill.InvalidInput("sleep: ms is %d, want >= 0", in.Ms)
 			}
 			t := time.NewTimer(time.Duration(in.Ms) * time.Millisecond)
 			defer t.Stop()
 			select {
 			case <-t.C:
 			case <-ctx.Done():
-				return Result{}, ctx.Err()
+				return skill.Result{}, ctx.Err()
 			}
 			out, _ := json.Marshal(map[string]int64{"sleptMs": in.Ms})
-			return Result{Output: out}, nil
+			return skill.Result{Output: out}, nil
 		}),
 	}
 }
@@ -53,15 +54,15 @@ func Sleep() Skill {
 // Fail fails with a chosen category, code and message. With "attempts": N
 // it fails only the first N attempts of a call and then succeeds, echoing
 // its input; without it, it always fails. "ms" makes it sleep first.
-func Fail() Skill {
-	return Skill{
-		Manifest: Manifest{
+func Fail() skill.Skill {
+	return skill.Skill{
+		Manifest: skill.Manifest{
 			Name: "fail", Description: "Fails on purpose: the first N attempts, or always.", Version: "1",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
 				"category":{"type":"string"},"code":{"type":"string"},"message":{"type":"string"},
 				"attempts":{"type":"integer","minimum":0},"ms":{"type":"integer","minimum":0}},"additionalProperties":false}`),
 		},
-		Handler: HandlerFunc(func(ctx context.Context, call *plan.ToolCall) (Result, error) {
+		Handler: skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
 			var in struct {
 				Category string `json:"category"`
 				Code     string `json:"code"`
@@ -69,8 +70,8 @@ func Fail() Skill {
 				Attempts *int   `json:"attempts"`
 				Ms       int64  `json:"ms"`
 			}
-			if err := DecodeInput(call, &in); err != nil {
-				return Result{}, err
+			if err := skill.DecodeInput(call, &in); err != nil {
+				return skill.Result{}, err
 			}
 			if in.Ms > 0 {
 				t := time.NewTimer(time.Duration(in.Ms) * time.Millisecond)
@@ -78,17 +79,17 @@ func Fail() Skill {
 				select {
 				case <-t.C:
 				case <-ctx.Done():
-					return Result{}, ctx.Err()
+					return skill.Result{}, ctx.Err()
 				}
 			}
 			if in.Attempts != nil && call.Attempt > *in.Attempts {
-				return Result{Output: call.Input}, nil
+				return skill.Result{Output: call.Input}, nil
 			}
 			if in.Category == "" {
-				in.Category = plan.CategoryTransient
+				in.Category = planbus.CategoryTransient
 			}
 			if !validCategory(in.Category) {
-				return Result{}, InvalidInput("fail: unknown category %q", in.Category)
+				return skill.Result{}, skill.InvalidInput("fail: unknown category %q", in.Category)
 			}
 			if in.Code == "" {
 				in.Code = "INJECTED_FAILURE"
@@ -96,15 +97,15 @@ func Fail() Skill {
 			if in.Message == "" {
 				in.Message = "failed on purpose"
 			}
-			return Result{}, &Error{Code: in.Code, Category: in.Category, Message: in.Message}
+			return skill.Result{}, &skill.Error{Code: in.Code, Category: in.Category, Message: in.Message}
 		}),
 	}
 }
 
 func validCategory(c string) bool {
 	switch c {
-	case plan.CategoryTimeout, plan.CategoryNetwork, plan.CategoryTransient, plan.CategoryInvalidInput,
-		plan.CategoryPermanent, plan.CategoryInternal:
+	case planbus.CategoryTimeout, planbus.CategoryNetwork, planbus.CategoryTransient, planbus.CategoryInvalidInput,
+		planbus.CategoryPermanent, planbus.CategoryInternal:
 		return true
 	}
 	return false

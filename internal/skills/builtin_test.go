@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -14,28 +13,29 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/schemas"
+	"github.com/planbus/planbus/skill"
 )
 
 // guard bounds how long a test waits for something that should happen
 // promptly. It only turns a hang into a failure; no test measures time.
 const guard = 30 * time.Second
 
-// newCall returns attempt 1 of a call of skill with the given input.
-func newCall(skill, input string) *plan.ToolCall {
-	return &plan.ToolCall{PlanID: "p1", RequestID: "r1", ToolID: "t1", Skill: skill,
+// newCall returns attempt 1 of a call of skillName with the given input.
+func newCall(skillName, input string) *skill.Call {
+	return &skill.Call{PlanID: "p1", RequestID: "r1", ToolID: "t1", Skill: skillName,
 		Attempt: 1, MaxAttempts: 3, Input: json.RawMessage(input), IdempotencyKey: "p1/t1/1"}
 }
 
-// wantError fails the test unless err is a *skills.Error of the category
+// wantError fails the test unless err is a *skill.Error of the category
 // and code, and returns it.
-func wantError(t *testing.T, err error, category, code string) *skills.Error {
+func wantError(t *testing.T, err error, category, code string) *skill.Error {
 	t.Helper()
-	var se *skills.Error
+	var se *skill.Error
 	if !errors.As(err, &se) {
-		t.Fatalf("got error %v (%T), want a *skills.Error %s/%s", err, err, category, code)
+		t.Fatalf("got error %v (%T), want a *skill.Error %s/%s", err, err, category, code)
 	}
 	if se.Category != category || se.Code != code {
 		t.Fatalf("got %s/%s (%s), want %s/%s", se.Category, se.Code, se.Message, category, code)
@@ -54,12 +54,12 @@ func wantMessage(t *testing.T, err error, parts ...string) {
 }
 
 type outcome struct {
-	res skills.Result
+	res skill.Result
 	err error
 }
 
 // handleAsync runs h on its own goroutine and delivers its outcome.
-func handleAsync(ctx context.Context, h skills.Handler, call *plan.ToolCall) <-chan outcome {
+func handleAsync(ctx context.Context, h skill.Handler, call *skill.Call) <-chan outcome {
 	done := make(chan outcome, 1)
 	go func() {
 		res, err := h.Handle(ctx, call)
@@ -131,7 +131,7 @@ func TestSleep(t *testing.T) {
 	for _, input := range []string{`{"ms":-1}`, `{"ms":"5"}`, `{"ms":5,"extra":1}`} {
 		t.Run("invalid "+input, func(t *testing.T) {
 			_, err := sleep.Handle(t.Context(), newCall("sleep", input))
-			wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+			wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 		})
 	}
 }
@@ -141,18 +141,18 @@ func TestFail(t *testing.T) {
 		name    string
 		input   string
 		attempt int
-		want    *skills.Error // nil: succeeds, echoing the input
+		want    *skill.Error // nil: succeeds, echoing the input
 	}{
-		{"always by default", `{}`, 1, &skills.Error{Code: "INJECTED_FAILURE", Category: plan.CategoryTransient, Message: "failed on purpose"}},
-		{"always on later attempts", `{}`, 7, &skills.Error{Code: "INJECTED_FAILURE", Category: plan.CategoryTransient, Message: "failed on purpose"}},
+		{"always by default", `{}`, 1, &skill.Error{Code: "INJECTED_FAILURE", Category: planbus.CategoryTransient, Message: "failed on purpose"}},
+		{"always on later attempts", `{}`, 7, &skill.Error{Code: "INJECTED_FAILURE", Category: planbus.CategoryTransient, Message: "failed on purpose"}},
 		{"chosen error", `{"category":"permanent","code":"NO_USER","message":"user 42 does not exist"}`, 1,
-			&skills.Error{Code: "NO_USER", Category: plan.CategoryPermanent, Message: "user 42 does not exist"}},
-		{"first of two failing attempts", `{"attempts":2}`, 1, &skills.Error{Code: "INJECTED_FAILURE", Category: plan.CategoryTransient, Message: "failed on purpose"}},
-		{"last of two failing attempts", `{"attempts":2,"category":"network"}`, 2, &skills.Error{Code: "INJECTED_FAILURE", Category: plan.CategoryNetwork, Message: "failed on purpose"}},
+			&skill.Error{Code: "NO_USER", Category: planbus.CategoryPermanent, Message: "user 42 does not exist"}},
+		{"first of two failing attempts", `{"attempts":2}`, 1, &skill.Error{Code: "INJECTED_FAILURE", Category: planbus.CategoryTransient, Message: "failed on purpose"}},
+		{"last of two failing attempts", `{"attempts":2,"category":"network"}`, 2, &skill.Error{Code: "INJECTED_FAILURE", Category: planbus.CategoryNetwork, Message: "failed on purpose"}},
 		{"attempt after the failing ones", `{"attempts":2}`, 3, nil},
 		{"zero failing attempts", `{"attempts":0}`, 1, nil},
-		{"unknown category", `{"category":"flaky"}`, 1, &skills.Error{Code: plan.CodeInvalidInput, Category: plan.CategoryInvalidInput, Message: `fail: unknown category "flaky"`}},
-		{"unknown field", `{"categroy":"permanent"}`, 1, &skills.Error{Code: plan.CodeInvalidInput, Category: plan.CategoryInvalidInput, Message: `skill fail: input: json: unknown field "categroy"`}},
+		{"unknown category", `{"category":"flaky"}`, 1, &skill.Error{Code: planbus.CodeInvalidInput, Category: planbus.CategoryInvalidInput, Message: `fail: unknown category "flaky"`}},
+		{"unknown field", `{"categroy":"permanent"}`, 1, &skill.Error{Code: planbus.CodeInvalidInput, Category: planbus.CategoryInvalidInput, Message: `skill fail: input: json: unknown field "categroy"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,9 +168,9 @@ func TestFail(t *testing.T) {
 				}
 				return
 			}
-			var got *skills.Error
+			var got *skill.Error
 			if !errors.As(err, &got) {
-				t.Fatalf("got %v (%T), want *skills.Error", err, err)
+				t.Fatalf("got %v (%T), want *skill.Error", err, err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
@@ -182,7 +182,7 @@ func TestFail(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			start := time.Now()
 			_, err := skills.Fail().Handler.Handle(t.Context(), newCall("fail", `{"ms":250}`))
-			wantError(t, err, plan.CategoryTransient, "INJECTED_FAILURE")
+			wantError(t, err, planbus.CategoryTransient, "INJECTED_FAILURE")
 			if got, want := time.Since(start), 250*time.Millisecond; got != want {
 				t.Errorf("waited %v, want %v", got, want)
 			}
@@ -283,73 +283,4 @@ func mustJSON(t *testing.T, s string) any {
 		t.Fatalf("%s: %v", s, err)
 	}
 	return v
-}
-
-func TestErrorInfo(t *testing.T) {
-	skillErr := &skills.Error{Code: "EXIT_NONZERO", Category: plan.CategoryInternal, Message: "ls exited with code 2",
-		Output: json.RawMessage(`{"exitCode":2}`)}
-	tests := []struct {
-		name       string
-		err        error
-		want       *plan.ErrorInfo
-		wantOutput string
-	}{
-		{"skill error", skillErr,
-			&plan.ErrorInfo{Code: "EXIT_NONZERO", Category: plan.CategoryInternal, Message: "ls exited with code 2"}, `{"exitCode":2}`},
-		{"wrapped skill error", fmt.Errorf("attempt 2: %w", skillErr),
-			&plan.ErrorInfo{Code: "EXIT_NONZERO", Category: plan.CategoryInternal, Message: "ls exited with code 2"}, `{"exitCode":2}`},
-		{"deadline", context.DeadlineExceeded,
-			&plan.ErrorInfo{Code: plan.CodeToolTimeout, Category: plan.CategoryTimeout, Message: "context deadline exceeded"}, ""},
-		{"wrapped cancel", fmt.Errorf("query: %w", context.Canceled),
-			&plan.ErrorInfo{Code: plan.CodeCancelled, Category: plan.CategoryCancelled, Message: "query: context canceled"}, ""},
-		{"plain error", errors.New("disk full"),
-			&plan.ErrorInfo{Code: plan.CodeToolFailed, Category: plan.CategoryInternal, Message: "disk full"}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, output := skills.ErrorInfo(tt.err)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("ErrorInfo (-want +got):\n%s", diff)
-			}
-			if string(output) != tt.wantOutput {
-				t.Errorf("got output %s, want %s", output, tt.wantOutput)
-			}
-		})
-	}
-}
-
-func TestDecodeInput(t *testing.T) {
-	type input struct {
-		Name  string `json:"name"`
-		Count int    `json:"count"`
-	}
-	tests := []struct {
-		name    string
-		input   string
-		want    input
-		wantErr string // substring; empty = decodes
-	}{
-		{"valid", `{"name":"a","count":2}`, input{"a", 2}, ""},
-		{"missing fields", `{}`, input{}, ""},
-		{"unknown field", `{"name":"a","cuont":2}`, input{}, `skill demo: input: json: unknown field "cuont"`},
-		{"wrong type", `{"count":"two"}`, input{}, "skill demo: input: json: cannot unmarshal string"},
-		{"not JSON", `{"name":`, input{}, "skill demo: input:"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got input
-			err := skills.DecodeInput(newCall("demo", tt.input), &got)
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("got %v, want no error", err)
-				}
-				if got != tt.want {
-					t.Errorf("got %+v, want %+v", got, tt.want)
-				}
-				return
-			}
-			wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
-			wantMessage(t, err, tt.wantErr)
-		})
-	}
 }

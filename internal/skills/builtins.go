@@ -1,5 +1,7 @@
 package skills
 
+import "github.com/planbus/planbus/skill"
+
 // BuiltinConfig configures the built-in skills that touch the machine.
 type BuiltinConfig struct {
 	Shell ShellConfig
@@ -7,6 +9,6 @@ type BuiltinConfig struct {
 }
 
 // Builtins returns echo, sleep, fail, shell, http and remember.
-func Builtins(cfg BuiltinConfig) []Skill {
-	return []Skill{Echo(), Sleep(), Fail(), Shell(cfg.Shell), HTTP(cfg.HTTP), Remember()}
+func Builtins(cfg BuiltinConfig) []skill.Skill {
+	return []skill.Skill{Echo(), Sleep(), Fail(), Shell(cfg.Shell), HTTP(cfg.HTTP), Remember()}
 }

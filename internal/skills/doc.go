@@ -1,16 +1,12 @@
-// Package skills holds what tool workers run: the Handler interface and its
-// middleware, skill manifests, and the built-in skills echo, sleep, fail,
-// shell and http.
-//
-// A Handler receives one attempt of one tool call. It must honour ctx: the
-// worker cancels it at the call's deadline, when the plan ends, and on
-// shutdown. The call's IdempotencyKey (planId/toolId/attempt) is the same
-// for every delivery of an attempt, so a handler with side effects can make
-// them idempotent: delivery is at least once.
+// Package skills holds the skills planbus ships: echo, sleep, fail, shell,
+// http and remember (Builtins), and the stand-ins of Simulated for demos
+// and planner tests. They are written against the public skill API, as a
+// user's own skills are, and served by the public worker.
 //
 // The two built-ins that reach outside refuse the dangerous by default: http
 // connects only to public addresses (HTTPConfig.AllowPrivate opens the
 // rest), shell runs only allowed programs, without their dangerous options,
 // paths outside its directory or variables not allowed, under resource
-// limits (ShellConfig, ParseShellAllow, ShellLimits).
+// limits (ShellConfig, ParseShellAllow, ShellLimits; the limits are applied
+// by a re-exec of the running binary, internal/rlimit).
 package skills

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/skill"
 )
 
 func ExampleEcho() {
 	echo := skills.Echo()
-	call := &plan.ToolCall{PlanID: "p1", ToolID: "greet", Skill: "echo", Attempt: 1,
+	call := &skill.Call{PlanID: "p1", ToolID: "greet", Skill: "echo", Attempt: 1,
 		Input: json.RawMessage(`{"greeting":"hello"}`)}
 	res, err := echo.Handler.Handle(context.Background(), call)
 	if err != nil {
@@ -22,14 +23,14 @@ func ExampleEcho() {
 	// Output: {"greeting":"hello"}
 }
 
-// A worker wraps every skill in Recover and Timeout, and reports a failure
-// with ErrorInfo; the category decides whether the call is retried.
-func ExampleErrorInfo() {
-	h := skills.Chain(skills.Fail().Handler, skills.Recover, skills.Timeout)
-	call := &plan.ToolCall{PlanID: "p1", ToolID: "lookup", Skill: "fail", Attempt: 1, TimeoutMs: 1000,
+// Fail fails as its input says; a worker reports the failure with
+// skill.ErrorInfo, and the category decides whether the call is retried.
+func ExampleFail() {
+	h := skill.Chain(skills.Fail().Handler, skill.Recover, skill.Timeout)
+	call := &skill.Call{PlanID: "p1", ToolID: "lookup", Skill: "fail", Attempt: 1, TimeoutMs: 1000,
 		Input: json.RawMessage(`{"category":"permanent","code":"NO_USER","message":"user 42 does not exist"}`)}
 	_, err := h.Handle(context.Background(), call)
-	info, _ := skills.ErrorInfo(err)
-	fmt.Printf("%s %s: %s (retry: %v)\n", info.Category, info.Code, info.Message, plan.Retryable(info.Category))
+	info, _ := skill.ErrorInfo(err)
+	fmt.Printf("%s %s: %s (retry: %v)\n", info.Category, info.Code, info.Message, planbus.Retryable(info.Category))
 	// Output: permanent NO_USER: user 42 does not exist (retry: false)
 }

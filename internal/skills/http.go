@@ -18,7 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/skill"
 )
 
 // HTTPConfig configures the http skill.
@@ -116,7 +117,7 @@ const httpInputSchema = `{
 // When ctx is cancelled, HTTP returns ctx.Err().
 //
 // The skill's connections are pooled and shared by its concurrent calls.
-func HTTP(cfg HTTPConfig) Skill {
+func HTTP(cfg HTTPConfig) skill.Skill {
 	s := &httpSkill{allow: parseAllowHosts(cfg.AllowHosts), allowPrivate: cfg.AllowPrivate,
 		bodyCap: cfg.BodyCap, outputCap: cfg.OutputCap}
 	if s.bodyCap <= 0 {
@@ -139,15 +140,15 @@ func HTTP(cfg HTTPConfig) Skill {
 		},
 		CheckRedirect: s.checkRedirect,
 	}
-	return Skill{
-		Manifest: Manifest{
+	return skill.Skill{
+		Manifest: skill.Manifest{
 			Name:        "http",
 			Description: "Makes an HTTP request and returns the status, headers and body.",
 			Version:     "1",
 			Parameters:  []string{"method", "url"},
 			InputSchema: json.RawMessage(httpInputSchema),
 		},
-		Handler: HandlerFunc(s.handle),
+		Handler: skill.HandlerFunc(s.handle),
 	}
 }
 
@@ -233,10 +234,10 @@ func (s *httpSkill) allowList() string {
 
 func (s *httpSkill) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
-		return Failf(plan.CategoryPermanent, CodeHTTPRedirectRefused, "http: %s: stopped after %d redirects", via[0].URL.Redacted(), maxRedirects)
+		return skill.Failf(planbus.CategoryPermanent, CodeHTTPRedirectRefused, "http: %s: stopped after %d redirects", via[0].URL.Redacted(), maxRedirects)
 	}
 	if !s.allowed(req.URL) {
-		return Failf(plan.CategoryPermanent, CodeHTTPRedirectRefused,
+		return skill.Failf(planbus.CategoryPermanent, CodeHTTPRedirectRefused,
 			"http: %s redirected to host %q, which is not allowed (allowed: %s); add it to the worker's --http-allow",
 			via[0].URL.Redacted(), req.URL.Host, s.allowList())
 	}
@@ -258,14 +259,14 @@ type httpOutput struct {
 	Truncated bool              `json:"truncated"`
 }
 
-func (s *httpSkill) handle(ctx context.Context, call *plan.ToolCall) (Result, error) {
+func (s *httpSkill) handle(ctx context.Context, call *skill.Call) (skill.Result, error) {
 	var in httpInput
-	if err := DecodeInput(call, &in); err != nil {
-		return Result{}, err
+	if err := skill.DecodeInput(call, &in); err != nil {
+		return skill.Result{}, err
 	}
 	req, err := s.request(in)
 	if err != nil {
-		return Result{}, err
+		return skill.Result{}, err
 	}
 	reqCtx := ctx
 	if in.TimeoutMs > 0 {
@@ -278,12 +279,12 @@ func (s *httpSkill) handle(ctx context.Context, call *plan.ToolCall) (Result, er
 
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return Result{}, s.failure(ctx, reqCtx, in, what, err)
+		return skill.Result{}, s.failure(ctx, reqCtx, in, what, err)
 	}
 	defer resp.Body.Close()
 	body, truncated, err := readCapped(resp.Body, s.bodyCap)
 	if err != nil {
-		return Result{}, s.failure(ctx, reqCtx, in, what, fmt.Errorf("reading the body: %w", err))
+		return skill.Result{}, s.failure(ctx, reqCtx, in, what, fmt.Errorf("reading the body: %w", err))
 	}
 
 	headers := make(map[string]string, len(resp.Header))
@@ -295,23 +296,23 @@ func (s *httpSkill) handle(ctx context.Context, call *plan.ToolCall) (Result, er
 	jsonBody := !truncated && isJSON(resp.Header.Get("Content-Type")) && json.Valid(body)
 	b, err := s.encode(httpOutput{Status: resp.StatusCode, Headers: headers, Truncated: truncated}, body, jsonBody)
 	if err != nil {
-		return Result{}, err
+		return skill.Result{}, err
 	}
 
 	var category string
 	switch code := resp.StatusCode; {
 	case code < 400:
-		return Result{Output: b}, nil
+		return skill.Result{Output: b}, nil
 	case code == http.StatusTooManyRequests || code >= 500:
-		category = plan.CategoryTransient
+		category = planbus.CategoryTransient
 	default:
-		category = plan.CategoryPermanent
+		category = planbus.CategoryPermanent
 	}
 	msg := fmt.Sprintf("http: %s: %s", what, resp.Status)
 	if line := firstLine(body, 200); line != "" {
 		msg += ": " + line
 	}
-	return Result{}, &Error{Code: fmt.Sprintf("HTTP_%d", resp.StatusCode), Category: category, Message: msg, Output: b}
+	return skill.Result{}, &skill.Error{Code: fmt.Sprintf("HTTP_%d", resp.StatusCode), Category: category, Message: msg, Output: b}
 }
 
 // encode returns out with body as its body, as JSON of at most
@@ -396,30 +397,30 @@ func jsonPrefix(b []byte, room int) int {
 // request checks the input and builds the request, without its context.
 func (s *httpSkill) request(in httpInput) (*http.Request, error) {
 	if in.URL == "" {
-		return nil, InvalidInput("http: url is required, as in {\"url\": \"https://example.com/\"}")
+		return nil, skill.InvalidInput("http: url is required, as in {\"url\": \"https://example.com/\"}")
 	}
 	u, err := url.Parse(in.URL)
 	if err != nil {
-		return nil, InvalidInput("http: url: %v", err)
+		return nil, skill.InvalidInput("http: url: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, InvalidInput("http: url %q: scheme %q is not supported; use http or https", u.Redacted(), u.Scheme)
+		return nil, skill.InvalidInput("http: url %q: scheme %q is not supported; use http or https", u.Redacted(), u.Scheme)
 	}
 	if u.Host == "" {
-		return nil, InvalidInput("http: url %q has no host", u.Redacted())
+		return nil, skill.InvalidInput("http: url %q has no host", u.Redacted())
 	}
 	if !s.allowed(u) {
-		return nil, InvalidInput("http: host %q is not allowed (allowed: %s); add it to the worker's --http-allow", u.Host, s.allowList())
+		return nil, skill.InvalidInput("http: host %q is not allowed (allowed: %s); add it to the worker's --http-allow", u.Host, s.allowList())
 	}
 	if in.TimeoutMs < 0 {
-		return nil, InvalidInput("http: timeoutMs is %d, want >= 0", in.TimeoutMs)
+		return nil, skill.InvalidInput("http: timeoutMs is %d, want >= 0", in.TimeoutMs)
 	}
 	method := strings.ToUpper(in.Method)
 	if method == "" {
 		method = http.MethodGet
 	}
 	if !isToken(method) {
-		return nil, InvalidInput("http: method %q is not a valid HTTP method", in.Method)
+		return nil, skill.InvalidInput("http: method %q is not a valid HTTP method", in.Method)
 	}
 
 	var body io.Reader
@@ -429,7 +430,7 @@ func (s *httpSkill) request(in httpInput) (*http.Request, error) {
 	case raw[0] == '"':
 		var text string
 		if err := json.Unmarshal(raw, &text); err != nil {
-			return nil, InvalidInput("http: body: %v", err)
+			return nil, skill.InvalidInput("http: body: %v", err)
 		}
 		body = strings.NewReader(text)
 	default:
@@ -439,18 +440,18 @@ func (s *httpSkill) request(in httpInput) (*http.Request, error) {
 
 	req, err := http.NewRequest(method, u.String(), body)
 	if err != nil {
-		return nil, InvalidInput("http: %v", err)
+		return nil, skill.InvalidInput("http: %v", err)
 	}
 	for k, v := range in.Headers {
 		if !isToken(k) {
-			return nil, InvalidInput("http: header name %q is not valid", k)
+			return nil, skill.InvalidInput("http: header name %q is not valid", k)
 		}
 		if !validHeaderValue(v) {
-			return nil, InvalidInput("http: header %s: value has control characters", k)
+			return nil, skill.InvalidInput("http: header %s: value has control characters", k)
 		}
 		if strings.EqualFold(k, "Host") {
 			if !validHost(v) {
-				return nil, InvalidInput("http: header Host: %q is not a host", v)
+				return nil, skill.InvalidInput("http: header Host: %q is not a host", v)
 			}
 			req.Host = v
 			continue
@@ -469,13 +470,13 @@ func (s *httpSkill) request(in httpInput) (*http.Request, error) {
 // failure classifies an error from sending the request or reading its
 // response.
 func (s *httpSkill) failure(ctx, reqCtx context.Context, in httpInput, what string, err error) error {
-	var se *Error
+	var se *skill.Error
 	if errors.As(err, &se) {
 		return se // refused by checkRedirect
 	}
 	var re *addrRefusedError
 	if errors.As(err, &re) {
-		return Failf(plan.CategoryPermanent, CodeHTTPAddressRefused, "http: %s: %v", what, re)
+		return skill.Failf(planbus.CategoryPermanent, CodeHTTPAddressRefused, "http: %s: %v", what, re)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err()
@@ -487,15 +488,15 @@ func (s *httpSkill) failure(ctx, reqCtx context.Context, in httpInput, what stri
 	var ne net.Error
 	if reqCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		if in.TimeoutMs > 0 && ctx.Err() == nil {
-			return Failf(plan.CategoryTimeout, plan.CodeToolTimeout, "http: %s: no response within timeoutMs %d: %v", what, in.TimeoutMs, err)
+			return skill.Failf(planbus.CategoryTimeout, planbus.CodeToolTimeout, "http: %s: no response within timeoutMs %d: %v", what, in.TimeoutMs, err)
 		}
-		return Failf(plan.CategoryTimeout, plan.CodeToolTimeout, "http: %s: timed out: %v", what, err)
+		return skill.Failf(planbus.CategoryTimeout, planbus.CodeToolTimeout, "http: %s: timed out: %v", what, err)
 	}
 	var cve *tls.CertificateVerificationError
 	if errors.As(err, &cve) {
-		return Failf(plan.CategoryPermanent, CodeHTTPTLS, "http: %s: %v", what, err)
+		return skill.Failf(planbus.CategoryPermanent, CodeHTTPTLS, "http: %s: %v", what, err)
 	}
-	return Failf(plan.CategoryNetwork, CodeHTTPNetwork, "http: %s: %v", what, err)
+	return skill.Failf(planbus.CategoryNetwork, CodeHTTPNetwork, "http: %s: %v", what, err)
 }
 
 func isJSON(contentType string) bool {

@@ -16,8 +16,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/skill"
 )
 
 type httpOutput struct {
@@ -52,7 +53,7 @@ func hostPort(srv *httptest.Server) string { return strings.TrimPrefix(srv.URL, 
 var local = skills.HTTPConfig{AllowPrivate: true}
 
 // callHTTP calls the http skill with input, which is marshalled to JSON.
-func callHTTP(ctx context.Context, t *testing.T, cfg skills.HTTPConfig, input any) (skills.Result, error) {
+func callHTTP(ctx context.Context, t *testing.T, cfg skills.HTTPConfig, input any) (skill.Result, error) {
 	t.Helper()
 	b, err := json.Marshal(input)
 	if err != nil {
@@ -170,12 +171,12 @@ func TestHTTPStatus(t *testing.T) {
 		{http.StatusOK, ""},
 		{http.StatusNoContent, ""},
 		{http.StatusNotModified, ""},
-		{http.StatusBadRequest, plan.CategoryPermanent},
-		{http.StatusNotFound, plan.CategoryPermanent},
-		{http.StatusConflict, plan.CategoryPermanent},
-		{http.StatusTooManyRequests, plan.CategoryTransient},
-		{http.StatusInternalServerError, plan.CategoryTransient},
-		{http.StatusServiceUnavailable, plan.CategoryTransient},
+		{http.StatusBadRequest, planbus.CategoryPermanent},
+		{http.StatusNotFound, planbus.CategoryPermanent},
+		{http.StatusConflict, planbus.CategoryPermanent},
+		{http.StatusTooManyRequests, planbus.CategoryTransient},
+		{http.StatusInternalServerError, planbus.CategoryTransient},
+		{http.StatusServiceUnavailable, planbus.CategoryTransient},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
@@ -215,7 +216,7 @@ func TestHTTPConnectionRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	_, err = callHTTP(t.Context(), t, local, map[string]any{"url": "http://" + addr + "/"})
-	wantError(t, err, plan.CategoryNetwork, skills.CodeHTTPNetwork)
+	wantError(t, err, planbus.CategoryNetwork, skills.CodeHTTPNetwork)
 	wantMessage(t, err, "connection refused")
 }
 
@@ -234,7 +235,7 @@ func TestHTTPTimeout(t *testing.T) {
 	t.Run("timeoutMs", func(t *testing.T) {
 		srv, _ := slowServer(t)
 		_, err := callHTTP(t.Context(), t, local, map[string]any{"url": srv.URL, "timeoutMs": 20})
-		wantError(t, err, plan.CategoryTimeout, plan.CodeToolTimeout)
+		wantError(t, err, planbus.CategoryTimeout, planbus.CodeToolTimeout)
 		wantMessage(t, err, "no response within timeoutMs 20")
 	})
 
@@ -243,7 +244,7 @@ func TestHTTPTimeout(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 		defer cancel()
 		_, err := callHTTP(ctx, t, local, map[string]any{"url": srv.URL, "timeoutMs": 60_000})
-		wantError(t, err, plan.CategoryTimeout, plan.CodeToolTimeout)
+		wantError(t, err, planbus.CategoryTimeout, planbus.CodeToolTimeout)
 	})
 
 	t.Run("cancelled", func(t *testing.T) {
@@ -257,8 +258,8 @@ func TestHTTPTimeout(t *testing.T) {
 		if !errors.Is(o.err, context.Canceled) {
 			t.Fatalf("got %v, want context.Canceled", o.err)
 		}
-		if info, _ := skills.ErrorInfo(o.err); info.Category != plan.CategoryCancelled {
-			t.Errorf("got category %s, want %s", info.Category, plan.CategoryCancelled)
+		if info, _ := skill.ErrorInfo(o.err); info.Category != planbus.CategoryCancelled {
+			t.Errorf("got category %s, want %s", info.Category, planbus.CategoryCancelled)
 		}
 	})
 }
@@ -284,7 +285,7 @@ func TestHTTPAllowHosts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := callHTTP(t.Context(), t, skills.HTTPConfig{AllowHosts: tt.allow, AllowPrivate: true}, map[string]any{"url": tt.url})
 			if !tt.ok {
-				wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+				wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 				wantMessage(t, err, `host "`+host+`" is not allowed`, "--http-allow")
 				return
 			}
@@ -321,7 +322,7 @@ func TestHTTPInvalidInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := skills.HTTP(skills.HTTPConfig{}).Handler.Handle(t.Context(), newCall("http", tt.input))
-			wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+			wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 			wantMessage(t, err, tt.want)
 		})
 	}
@@ -399,7 +400,7 @@ func TestHTTPRedirect(t *testing.T) {
 
 	t.Run("to a host not allowed", func(t *testing.T) {
 		_, err := callHTTP(t.Context(), t, cfg, map[string]any{"url": srv.URL + "/away"})
-		wantError(t, err, plan.CategoryPermanent, skills.CodeHTTPRedirectRefused)
+		wantError(t, err, planbus.CategoryPermanent, skills.CodeHTTPRedirectRefused)
 		wantMessage(t, err, `redirected to host "`+hostPort(elsewhere)+`", which is not allowed`, "--http-allow")
 		if n := elsewhereHits.Load(); n != 0 {
 			t.Errorf("the host not allowed got %d requests, want 0", n)
@@ -408,7 +409,7 @@ func TestHTTPRedirect(t *testing.T) {
 
 	t.Run("in a loop", func(t *testing.T) {
 		_, err := callHTTP(t.Context(), t, cfg, map[string]any{"url": srv.URL + "/loop"})
-		wantError(t, err, plan.CategoryPermanent, skills.CodeHTTPRedirectRefused)
+		wantError(t, err, planbus.CategoryPermanent, skills.CodeHTTPRedirectRefused)
 		wantMessage(t, err, "stopped after 10 redirects")
 	})
 }
@@ -425,16 +426,16 @@ func FuzzHTTPInput(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	sk := skills.HTTP(skills.HTTPConfig{AllowHosts: []string{"127.0.0.1:1"}, AllowPrivate: true})
-	known := map[string]bool{plan.CategoryInvalidInput: true, plan.CategoryNetwork: true, plan.CategoryTimeout: true,
-		plan.CategoryPermanent: true, plan.CategoryTransient: true}
+	known := map[string]bool{planbus.CategoryInvalidInput: true, planbus.CategoryNetwork: true, planbus.CategoryTimeout: true,
+		planbus.CategoryPermanent: true, planbus.CategoryTransient: true}
 	f.Fuzz(func(t *testing.T, input []byte) {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
-		_, err := sk.Handler.Handle(ctx, &plan.ToolCall{Skill: "http", Attempt: 1, Input: input})
+		_, err := sk.Handler.Handle(ctx, &skill.Call{Skill: "http", Attempt: 1, Input: input})
 		if err == nil {
 			return // something answered on 127.0.0.1:1
 		}
-		if info, _ := skills.ErrorInfo(err); !known[info.Category] {
+		if info, _ := skill.ErrorInfo(err); !known[info.Category] {
 			t.Fatalf("input %q: got category %s (%s)", input, info.Category, info.Message)
 		}
 	})

@@ -10,12 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 // invoker runs a worker serving the http skill with cfg on a real
@@ -24,7 +23,7 @@ import (
 func invoker(t *testing.T, cfg skills.HTTPConfig) func(input string) plan.ToolResult {
 	t.Helper()
 	bc := bustest.Start(t)
-	w, err := worker.New(bustest.Dial(t, bc), worker.Config{Skills: []skills.Skill{skills.HTTP(cfg)}}, zerolog.Nop())
+	w, err := worker.New(bustest.Dial(t, bc).NC, worker.Config{Skills: []skill.Skill{skills.HTTP(cfg)}})
 	if err != nil {
 		t.Fatal(err)
 	}

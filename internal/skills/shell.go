@@ -15,8 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/rlimit"
+	"github.com/planbus/planbus/skill"
 )
 
 // ShellConfig configures the shell skill.
@@ -125,7 +126,7 @@ const shellInputSchema = `{
 // ctx.Err().
 //
 // The handler keeps no state between calls and is safe for concurrent use.
-func Shell(cfg ShellConfig) Skill {
+func Shell(cfg ShellConfig) skill.Skill {
 	s := &shell{root: cfg.Dir, outputCap: cfg.OutputCap, passEnv: cfg.PassEnv, envAllow: cfg.EnvAllow,
 		limits: cfg.Limits.withDefaults()}
 	for _, entry := range cfg.Allow {
@@ -149,15 +150,15 @@ func Shell(cfg ShellConfig) Skill {
 	} else {
 		s.root, s.rootErr = filepath.Abs(s.root)
 	}
-	return Skill{
-		Manifest: Manifest{
+	return skill.Skill{
+		Manifest: skill.Manifest{
 			Name:        "shell",
 			Description: "Runs an allowed program with arguments, without a shell, and returns its exit code and output.",
 			Version:     "1",
 			Parameters:  []string{"argv"},
 			InputSchema: json.RawMessage(shellInputSchema),
 		},
-		Handler: HandlerFunc(s.handle),
+		Handler: skill.HandlerFunc(s.handle),
 	}
 }
 
@@ -187,48 +188,48 @@ type shellOutput struct {
 	DurationMs int64  `json:"durationMs"`
 }
 
-func (s *shell) handle(ctx context.Context, call *plan.ToolCall) (Result, error) {
+func (s *shell) handle(ctx context.Context, call *skill.Call) (skill.Result, error) {
 	var in shellInput
-	if err := DecodeInput(call, &in); err != nil {
-		return Result{}, err
+	if err := skill.DecodeInput(call, &in); err != nil {
+		return skill.Result{}, err
 	}
 	if err := in.validate(); err != nil {
-		return Result{}, err
+		return skill.Result{}, err
 	}
 	if s.configErr != nil {
-		return Result{}, Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: the worker's configuration: %v", s.configErr)
+		return skill.Result{}, skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: the worker's configuration: %v", s.configErr)
 	}
 	if len(s.rules) == 0 {
-		return Result{}, InvalidInput("shell: no program is allowed on this worker; start it with --shell-allow naming the programs calls may run")
+		return skill.Result{}, skill.InvalidInput("shell: no program is allowed on this worker; start it with --shell-allow naming the programs calls may run")
 	}
 	if err := s.checkEnv(in.Env); err != nil {
-		return Result{}, err
+		return skill.Result{}, err
 	}
 	path, rule, err := s.program(in.Argv[0])
 	if err != nil {
-		return Result{}, err
+		return skill.Result{}, err
 	}
 	root, dir, err := s.workDir(in.Dir)
 	if err != nil {
-		return Result{}, err
+		return skill.Result{}, err
 	}
 	if err := s.checkArgs(rule, in.Argv[0], filepath.Base(path), in.Argv[1:], root, dir); err != nil {
-		return Result{}, err
+		return skill.Result{}, err
 	}
 	return s.run(ctx, path, dir, in)
 }
 
 func (in *shellInput) validate() error {
 	if len(in.Argv) == 0 || in.Argv[0] == "" {
-		return InvalidInput("shell: argv must name a program, as in {\"argv\": [\"ls\", \"-l\"]}")
+		return skill.InvalidInput("shell: argv must name a program, as in {\"argv\": [\"ls\", \"-l\"]}")
 	}
 	for i, a := range in.Argv {
 		if strings.IndexByte(a, 0) >= 0 {
-			return InvalidInput("shell: argv[%d] contains a NUL byte", i)
+			return skill.InvalidInput("shell: argv[%d] contains a NUL byte", i)
 		}
 	}
 	if strings.IndexByte(in.Dir, 0) >= 0 {
-		return InvalidInput("shell: dir contains a NUL byte")
+		return skill.InvalidInput("shell: dir contains a NUL byte")
 	}
 	return nil
 }
@@ -237,7 +238,7 @@ func (in *shellInput) validate() error {
 // allows it, or an invalid-input error if none does or it cannot be found.
 func (s *shell) program(name string) (string, programRule, error) {
 	if !filepath.IsAbs(name) && strings.ContainsRune(name, filepath.Separator) {
-		return "", programRule{}, InvalidInput("shell: program %q: give a bare name to look up in PATH or an absolute path", name)
+		return "", programRule{}, skill.InvalidInput("shell: program %q: give a bare name to look up in PATH or an absolute path", name)
 	}
 	path, lookErr := exec.LookPath(name)
 	if lookErr == nil && !filepath.IsAbs(path) {
@@ -260,11 +261,11 @@ func (s *shell) program(name string) (string, programRule, error) {
 		for i, r := range s.rules {
 			names[i] = r.String()
 		}
-		return "", programRule{}, InvalidInput("shell: program %q is not allowed (allowed: %s); add it to the worker's --shell-allow",
+		return "", programRule{}, skill.InvalidInput("shell: program %q is not allowed (allowed: %s); add it to the worker's --shell-allow",
 			name, strings.Join(names, " "))
 	}
 	if lookErr != nil {
-		return "", programRule{}, InvalidInput("shell: program %q cannot be run: %v", name, lookErr)
+		return "", programRule{}, skill.InvalidInput("shell: program %q cannot be run: %v", name, lookErr)
 	}
 	return path, s.rules[i], nil
 }
@@ -292,10 +293,10 @@ func sameProgram(a, b string) bool {
 // included, and refuses a dir that ends up outside the root.
 func (s *shell) workDir(dir string) (root, real string, err error) {
 	if s.rootErr != nil {
-		return "", "", Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: working directory: %v", s.rootErr)
+		return "", "", skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: working directory: %v", s.rootErr)
 	}
 	if root, err = filepath.EvalSymlinks(s.root); err != nil {
-		return "", "", Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: working directory: %v", err)
+		return "", "", skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: working directory: %v", err)
 	}
 	real, err = subDir(root, dir)
 	return root, real, err
@@ -306,20 +307,20 @@ func subDir(root, dir string) (string, error) {
 		return root, nil
 	}
 	if !filepath.IsLocal(dir) {
-		return "", InvalidInput("shell: dir %q must be a relative path that stays inside the worker's shell directory", dir)
+		return "", skill.InvalidInput("shell: dir %q must be a relative path that stays inside the worker's shell directory", dir)
 	}
 	real, err := filepath.EvalSymlinks(filepath.Join(root, dir))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", InvalidInput("shell: dir %q does not exist", dir)
+		return "", skill.InvalidInput("shell: dir %q does not exist", dir)
 	}
 	if err != nil {
-		return "", InvalidInput("shell: dir %q: %v", dir, err)
+		return "", skill.InvalidInput("shell: dir %q: %v", dir, err)
 	}
 	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
-		return "", InvalidInput("shell: dir %q leads outside the worker's shell directory through a symlink", dir)
+		return "", skill.InvalidInput("shell: dir %q leads outside the worker's shell directory through a symlink", dir)
 	}
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return "", InvalidInput("shell: dir %q is not a directory", dir)
+		return "", skill.InvalidInput("shell: dir %q is not a directory", dir)
 	}
 	return real, nil
 }
@@ -345,7 +346,7 @@ func shellEnv(pass []string, vars map[string]string) []string {
 	return env
 }
 
-func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (Result, error) {
+func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (skill.Result, error) {
 	cmd := exec.CommandContext(ctx, path, in.Argv[1:]...)
 	cmd.Args[0] = in.Argv[0]
 	cmd.Dir = dir
@@ -359,7 +360,7 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (Resul
 	setProcessGroup(cmd)
 	status, err := rlimit.Command(cmd, s.limits.rlimits())
 	if err != nil {
-		return Result{}, Failf(plan.CategoryInternal, plan.CodeToolFailed,
+		return skill.Result{}, skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed,
 			"shell: %v; start the worker with --shell-max-cpu 0 --shell-max-memory 0 --shell-max-file-size 0 --shell-max-procs 0 to run programs without limits", err)
 	}
 
@@ -372,17 +373,17 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (Resul
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return Result{}, ctx.Err()
+			return skill.Result{}, ctx.Err()
 		}
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC) {
-			return Result{}, InvalidInput("shell: program %q cannot be run: %v", in.Argv[0], err)
+			return skill.Result{}, skill.InvalidInput("shell: program %q cannot be run: %v", in.Argv[0], err)
 		}
-		return Result{}, Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: starting %q: %v", in.Argv[0], err)
+		return skill.Result{}, skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: starting %q: %v", in.Argv[0], err)
 	}
 	err = cmd.Wait()
 	killProcessGroup(cmd)
 	if err != nil && ctx.Err() != nil {
-		return Result{}, ctx.Err()
+		return skill.Result{}, ctx.Err()
 	}
 
 	out := shellOutput{
@@ -397,27 +398,27 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (Resul
 		// ErrWaitDelay: the program succeeded but left something holding
 		// its output open, which killProcessGroup has dealt with.
 		b, err := json.Marshal(out)
-		return Result{Output: b}, err
+		return skill.Result{Output: b}, err
 	case errors.As(err, &exitErr):
 		out.ExitCode = exitErr.ExitCode()
 		b, merr := json.Marshal(out)
 		if merr != nil {
-			return Result{}, merr
+			return skill.Result{}, merr
 		}
 		how := fmt.Sprintf("exited with code %d", out.ExitCode)
 		if out.ExitCode < 0 {
 			how = "ended by " + exitErr.String()
 		}
 		if code, what := limitKill(cmd.ProcessState, s.limits); code != "" {
-			return Result{}, &Error{Code: code, Category: plan.CategoryPermanent, Output: b,
+			return skill.Result{}, &skill.Error{Code: code, Category: planbus.CategoryPermanent, Output: b,
 				Message: fmt.Sprintf("shell: %s was killed (%s): %s", in.Argv[0], exitErr, what)}
 		}
 		msg := fmt.Sprintf("shell: %s %s", in.Argv[0], how)
 		if line := firstLine(stderr.buf, 200); line != "" {
 			msg += ": " + line
 		}
-		return Result{}, &Error{Code: CodeExitNonzero, Category: plan.CategoryInternal, Message: msg, Output: b}
+		return skill.Result{}, &skill.Error{Code: CodeExitNonzero, Category: planbus.CategoryInternal, Message: msg, Output: b}
 	default:
-		return Result{}, Failf(plan.CategoryInternal, plan.CodeToolFailed, "shell: running %q: %v", in.Argv[0], err)
+		return skill.Result{}, skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: running %q: %v", in.Argv[0], err)
 	}
 }

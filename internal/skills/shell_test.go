@@ -21,8 +21,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/skill"
 )
 
 // The test binary doubles as a program for the shell skill to run, chosen
@@ -203,7 +204,7 @@ func TestShellEnvRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := runShell(t, skills.ShellConfig{Allow: []string{"env"}, Dir: t.TempDir()},
 				map[string]any{"argv": []string{"env"}, "env": tt.env})
-			wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+			wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 			wantMessage(t, err, tt.want)
 		})
 	}
@@ -259,7 +260,7 @@ func TestShellDir(t *testing.T) {
 			got, err := runShell(t, skills.ShellConfig{Allow: []string{"pwd"}, Dir: root},
 				map[string]any{"argv": []string{"pwd"}, "dir": tt.dir})
 			if tt.want == "" {
-				wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+				wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 				wantMessage(t, err, tt.wantErr)
 				return
 			}
@@ -321,7 +322,7 @@ func TestShellAllow(t *testing.T) {
 			got, err := runShell(t, skills.ShellConfig{Allow: tt.allow, Dir: t.TempDir()},
 				map[string]any{"argv": []string{tt.argv0, "ran"}})
 			if tt.wantErr != nil {
-				wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+				wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 				wantMessage(t, err, tt.wantErr...)
 				return
 			}
@@ -354,7 +355,7 @@ func TestShellInvalidInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sk := skills.Shell(skills.ShellConfig{Allow: []string{"printf"}, Dir: t.TempDir()})
 			_, err := sk.Handler.Handle(t.Context(), newCall("shell", tt.input))
-			wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+			wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 			wantMessage(t, err, tt.want)
 		})
 	}
@@ -401,12 +402,12 @@ func TestShellExitNonzero(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := runShell(t, skills.ShellConfig{Allow: []string{tt.argv[0]}, Dir: t.TempDir()}, map[string]any{"argv": tt.argv})
-			se := wantError(t, err, plan.CategoryInternal, skills.CodeExitNonzero)
+			se := wantError(t, err, planbus.CategoryInternal, skills.CodeExitNonzero)
 			wantMessage(t, err, tt.wantMsg)
-			if !plan.Retryable(se.Category) {
+			if !planbus.Retryable(se.Category) {
 				t.Errorf("category %s is not retried, want it retried", se.Category)
 			}
-			info, output := skills.ErrorInfo(err)
+			info, output := skill.ErrorInfo(err)
 			if info.Code != skills.CodeExitNonzero {
 				t.Errorf("got result code %s, want %s", info.Code, skills.CodeExitNonzero)
 			}
@@ -421,8 +422,8 @@ func TestShellExitMessageIsShort(t *testing.T) {
 	needPrograms(t, "cat")
 	long := "nonexistent/" + strings.Repeat("a", 1000)
 	_, err := runShell(t, skills.ShellConfig{Allow: []string{"cat"}, Dir: t.TempDir()}, map[string]any{"argv": []string{"cat", long}})
-	wantError(t, err, plan.CategoryInternal, skills.CodeExitNonzero)
-	msg := err.(*skills.Error).Message
+	wantError(t, err, planbus.CategoryInternal, skills.CodeExitNonzero)
+	msg := err.(*skill.Error).Message
 	if len(msg) > 300 || !strings.HasSuffix(msg, "...") {
 		t.Errorf("got a %d-byte message %q, want at most 300 bytes ending in \"...\"", len(msg), msg)
 	}
@@ -462,10 +463,10 @@ func TestShellContextEnds(t *testing.T) {
 	t.Run("behind Timeout", func(t *testing.T) {
 		call := newCall("shell", `{"argv":["sleep","30"]}`)
 		call.TimeoutMs = 20
-		h := skills.Chain(sk.Handler, skills.Recover, skills.Timeout)
+		h := skill.Chain(sk.Handler, skill.Recover, skill.Timeout)
 		done := handleAsync(t.Context(), h, call)
 		o := await(t, done, "shell to time out")
-		wantError(t, o.err, plan.CategoryTimeout, plan.CodeToolTimeout)
+		wantError(t, o.err, planbus.CategoryTimeout, planbus.CodeToolTimeout)
 	})
 }
 
@@ -504,7 +505,7 @@ func startFIFOReader(t *testing.T) (path string, ready, gone <-chan error) {
 	return path, readyc, gonec
 }
 
-func helperCall(t *testing.T, mode, fifo string) (*plan.ToolCall, skills.Skill) {
+func helperCall(t *testing.T, mode, fifo string) (*skill.Call, skill.Skill) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -579,11 +580,11 @@ func FuzzShellInput(f *testing.F) {
 	}
 	sk := skills.Shell(skills.ShellConfig{})
 	f.Fuzz(func(t *testing.T, input []byte) {
-		_, err := sk.Handler.Handle(t.Context(), &plan.ToolCall{Skill: "shell", Attempt: 1, Input: input})
+		_, err := sk.Handler.Handle(t.Context(), &skill.Call{Skill: "shell", Attempt: 1, Input: input})
 		if err == nil {
 			t.Fatalf("input %q: ran, want it refused", input)
 		}
-		if info, _ := skills.ErrorInfo(err); info.Category != plan.CategoryInvalidInput {
+		if info, _ := skill.ErrorInfo(err); info.Category != planbus.CategoryInvalidInput {
 			t.Fatalf("input %q: got %s %s, want category invalid_input", input, info.Category, info.Message)
 		}
 	})

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/planbus/planbus/skill"
 )
 
 // checkArgs refuses arguments that would let a call escape the program
@@ -17,11 +19,11 @@ import (
 func (s *shell) checkArgs(rule programRule, name, base string, args []string, root, dir string) error {
 	if rule.subcommands != nil {
 		if len(args) == 0 {
-			return InvalidInput("shell: %s may only run the subcommands %s, and none was given; the worker's --shell-allow limits it",
+			return skill.InvalidInput("shell: %s may only run the subcommands %s, and none was given; the worker's --shell-allow limits it",
 				name, strings.Join(rule.subcommands, ", "))
 		}
 		if !slices.Contains(rule.subcommands, args[0]) {
-			return InvalidInput("shell: %s subcommand %q is not allowed (allowed: %s); the worker's --shell-allow limits it",
+			return skill.InvalidInput("shell: %s subcommand %q is not allowed (allowed: %s); the worker's --shell-allow limits it",
 				name, clip(args[0]), strings.Join(rule.subcommands, ", "))
 		}
 	}
@@ -32,7 +34,7 @@ func (s *shell) checkArgs(rule programRule, name, base string, args []string, ro
 	}
 	for i, a := range args {
 		if err := checkPathArg(a, root, dir); err != nil {
-			return InvalidInput("shell: argv[%d] %q: %v", i+1, clip(a), err)
+			return skill.InvalidInput("shell: argv[%d] %q: %v", i+1, clip(a), err)
 		}
 	}
 	return nil
@@ -167,7 +169,7 @@ func checkOptions(name string, args []string, dangers []optionDanger) error {
 			return nil
 		}
 		if d, ok := matchOption(a, dangers); ok {
-			return InvalidInput("shell: %s option %q is refused: %s", name, clip(a), d.why)
+			return skill.InvalidInput("shell: %s option %q is refused: %s", name, clip(a), d.why)
 		}
 	}
 	return nil
@@ -259,21 +261,21 @@ func checkGit(name string, rule programRule, args []string) error {
 		if why == "" {
 			why = "only " + strings.Join(gitGlobalSafe, ", ") + " are allowed before the subcommand"
 		}
-		return InvalidInput("shell: %s option %q before the subcommand is refused: %s", name, clip(a), why)
+		return skill.InvalidInput("shell: %s option %q before the subcommand is refused: %s", name, clip(a), why)
 	}
 	if i == len(args) {
 		return nil
 	}
 	sub, rest := args[i], args[i+1:]
 	if why, bad := gitDangerousSubcommands[sub]; bad && !slices.Contains(rule.subcommands, sub) {
-		return InvalidInput("shell: %s %s is refused: %s; name it in the worker's --shell-allow (as in %s=%s) to allow it",
+		return skill.InvalidInput("shell: %s %s is refused: %s; name it in the worker's --shell-allow (as in %s=%s) to allow it",
 			name, sub, why, rule.name, sub)
 	}
 	switch {
 	case sub == "bisect" && slices.Contains(rest, "run"):
-		return InvalidInput("shell: %s bisect run is refused: it runs the command it is given", name)
+		return skill.InvalidInput("shell: %s bisect run is refused: it runs the command it is given", name)
 	case sub == "submodule" && slices.Contains(rest, "foreach"):
-		return InvalidInput("shell: %s submodule foreach is refused: it runs the command it is given", name)
+		return skill.InvalidInput("shell: %s submodule foreach is refused: it runs the command it is given", name)
 	}
 	dangers := gitOptionDangers
 	if d, ok := gitShortDangers[sub]; ok {
@@ -286,7 +288,7 @@ func checkFind(name string, _ programRule, args []string) error {
 	for _, a := range args {
 		switch a {
 		case "-exec", "-execdir", "-ok", "-okdir":
-			return InvalidInput("shell: %s option %q is refused: it runs commands", name, clip(a))
+			return skill.InvalidInput("shell: %s option %q is refused: it runs commands", name, clip(a))
 		}
 	}
 	return nil
@@ -303,7 +305,7 @@ func checkTar(name string, _ programRule, args []string) error {
 	// a dash: "xIf".
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		if d, ok := matchOption("-"+args[0], tarDangers); ok {
-			return InvalidInput("shell: %s option %q is refused: %s", name, clip(args[0]), d.why)
+			return skill.InvalidInput("shell: %s option %q is refused: %s", name, clip(args[0]), d.why)
 		}
 	}
 	return checkOptions(name, args, tarDangers)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/planbus/planbus/internal/rlimit"
+	"github.com/planbus/planbus/skill"
 )
 
 // envDanger is a group of environment variables that let whoever sets
@@ -95,19 +96,19 @@ func (s *shell) checkEnv(env map[string]string) error {
 		v := env[k]
 		switch {
 		case k == "" || strings.ContainsAny(k, "=\x00"):
-			return InvalidInput("shell: env name %q is not valid: it must be non-empty without '=' or NUL", clip(k))
+			return skill.InvalidInput("shell: env name %q is not valid: it must be non-empty without '=' or NUL", clip(k))
 		case strings.IndexByte(v, 0) >= 0:
-			return InvalidInput("shell: env %s contains a NUL byte", clip(k))
+			return skill.InvalidInput("shell: env %s contains a NUL byte", clip(k))
 		}
 		if why := envRefusal(k); why != "" {
-			return InvalidInput("shell: env may not set %s: %s; no flag allows it", clip(k), why)
+			return skill.InvalidInput("shell: env may not set %s: %s; no flag allows it", clip(k), why)
 		}
 		if !envAllowed(s.envAllow, k) {
 			allowed := "none"
 			if len(s.envAllow) > 0 {
 				allowed = strings.Join(s.envAllow, ", ")
 			}
-			return InvalidInput("shell: env %s is not allowed (allowed: %s); add it to the worker's --shell-env-allow", clip(k), allowed)
+			return skill.InvalidInput("shell: env %s is not allowed (allowed: %s); add it to the worker's --shell-env-allow", clip(k), allowed)
 		}
 	}
 	return nil

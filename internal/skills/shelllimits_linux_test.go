@@ -20,8 +20,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/skill"
 )
 
 func init() {
@@ -82,10 +83,10 @@ func shellWorker() int {
 		return 2
 	}
 	in, _ := json.Marshal(req.Input)
-	res, err := skills.Shell(req.Config).Handler.Handle(context.Background(), &plan.ToolCall{Skill: "shell", Attempt: 1, Input: in})
+	res, err := skills.Shell(req.Config).Handler.Handle(context.Background(), &skill.Call{Skill: "shell", Attempt: 1, Input: in})
 	reply := workerReply{Output: res.Output}
 	if err != nil {
-		info, output := skills.ErrorInfo(err)
+		info, output := skill.ErrorInfo(err)
 		reply = workerReply{Output: output, Code: info.Code, Msg: info.Message}
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(reply); err != nil {
@@ -150,7 +151,7 @@ func TestShellFileSizeLimit(t *testing.T) {
 	dir := t.TempDir()
 	_, err := runShell(t, skills.ShellConfig{Allow: []string{"dd"}, Dir: dir, Limits: skills.ShellLimits{FileSize: 1 << 20}},
 		map[string]any{"argv": []string{"dd", "if=/dev/zero", "of=big", "bs=65536", "count=64"}})
-	se := wantError(t, err, plan.CategoryPermanent, skills.CodeShellFileSizeLimit)
+	se := wantError(t, err, planbus.CategoryPermanent, skills.CodeShellFileSizeLimit)
 	wantMessage(t, err, "shell: dd was killed", "file size limit of 1048576 bytes", "--shell-max-file-size")
 	if len(se.Output) == 0 {
 		t.Error("the error carries no output")
@@ -169,7 +170,7 @@ func TestShellCPULimit(t *testing.T) {
 		needPrograms(t, "sh")
 		_, err := runShell(t, skills.ShellConfig{Allow: []string{"sh"}, Dir: t.TempDir(), Limits: skills.ShellLimits{CPU: time.Second}},
 			map[string]any{"argv": []string{"sh", "-c", "while :; do :; done"}})
-		wantError(t, err, plan.CategoryPermanent, skills.CodeShellCPULimit)
+		wantError(t, err, planbus.CategoryPermanent, skills.CodeShellCPULimit)
 		wantMessage(t, err, "shell: sh was killed", "CPU time", "--shell-max-cpu")
 	})
 	t.Run("a Go program, which ignores SIGXCPU, killed by SIGKILL", func(t *testing.T) {
@@ -177,7 +178,7 @@ func TestShellCPULimit(t *testing.T) {
 		_, err := runShell(t, skills.ShellConfig{Allow: []string{exe}, Dir: t.TempDir(), Limits: skills.ShellLimits{CPU: time.Second},
 			EnvAllow: []string{helperEnv}},
 			map[string]any{"argv": []string{exe}, "env": map[string]string{helperEnv: "spin"}})
-		wantError(t, err, plan.CategoryPermanent, skills.CodeShellCPULimit)
+		wantError(t, err, planbus.CategoryPermanent, skills.CodeShellCPULimit)
 		wantMessage(t, err, "killed", "--shell-max-cpu")
 	})
 }
@@ -228,7 +229,7 @@ func TestShellProcessLimitBoundsAForkBomb(t *testing.T) {
 		res, err := skills.Shell(req.Config).Handler.Handle(t.Context(), newCall("shell", string(in)))
 		reply.Output = res.Output
 		if err != nil {
-			info, output := skills.ErrorInfo(err)
+			info, output := skill.ErrorInfo(err)
 			reply = workerReply{Output: output, Code: info.Code, Msg: info.Message}
 		}
 	} else {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/skills"
 )
 
@@ -91,7 +91,7 @@ func TestShellGitEscapes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := runShell(t, cfg, map[string]any{"argv": tt.argv, "env": tt.env})
-			wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+			wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 			wantMessage(t, err, tt.want...)
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatal("the payload ran")
@@ -124,7 +124,7 @@ func TestShellGitEscapes(t *testing.T) {
 			t.Errorf("log: %v", err)
 		}
 		_, err := runShell(t, cfg, map[string]any{"argv": []string{"git", "commit", "--allow-empty", "-m", "x"}})
-		wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+		wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 		wantMessage(t, err, `git subcommand "commit" is not allowed (allowed: status, log)`, "--shell-allow")
 		_, err = runShell(t, cfg, map[string]any{"argv": []string{"git", "-c", "core.fsmonitor=" + payload, "status"}})
 		wantMessage(t, err, `git subcommand "-c" is not allowed`)
@@ -168,7 +168,7 @@ func TestShellWritesStayInside(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := runShell(t, cfg, map[string]any{"argv": []string{"tee", tt.path}, "dir": tt.dir, "stdin": "escaped"})
-			wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+			wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 			wantMessage(t, err, `argv[1] "`+tt.path+`"`, tt.want)
 		})
 	}
@@ -212,7 +212,7 @@ func TestShellEnvAllowList(t *testing.T) {
 			got, err := runShell(t, skills.ShellConfig{Allow: []string{"env"}, Dir: t.TempDir(), EnvAllow: tt.allow},
 				map[string]any{"argv": []string{"env"}, "env": tt.env})
 			if tt.want != "" {
-				wantError(t, err, plan.CategoryInvalidInput, plan.CodeInvalidInput)
+				wantError(t, err, planbus.CategoryInvalidInput, planbus.CodeInvalidInput)
 				wantMessage(t, err, tt.want)
 				return
 			}

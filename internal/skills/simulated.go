@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/skill"
 )
 
 var simulatedSpec = regexp.MustCompile(`^([A-Za-z0-9_-]{1,64})(?:\(([A-Za-z0-9_,\s-]*)\))?(?:=([a-z_]+))?$`)
@@ -16,10 +16,10 @@ var simulatedSpec = regexp.MustCompile(`^([A-Za-z0-9_-]{1,64})(?:\(([A-Za-z0-9_,
 // planners: "name(param1,param2)" succeeds, echoing its input, and
 // "name(params)=network" always fails with an error of that category.
 // The parameters name the positional arguments of HTN operators.
-func Simulated(spec string) (Skill, error) {
+func Simulated(spec string) (skill.Skill, error) {
 	m := simulatedSpec.FindStringSubmatch(strings.TrimSpace(spec))
 	if m == nil {
-		return Skill{}, fmt.Errorf("skills: simulated skill %q: want name, name(p1,p2) or name(p1,p2)=category", spec)
+		return skill.Skill{}, fmt.Errorf("skills: simulated skill %q: want name, name(p1,p2) or name(p1,p2)=category", spec)
 	}
 	name, category := m[1], m[3]
 	var params []string
@@ -29,33 +29,33 @@ func Simulated(spec string) (Skill, error) {
 		}
 	}
 	if category != "" && !validCategory(category) {
-		return Skill{}, fmt.Errorf("skills: simulated skill %q: unknown error category %q", spec, category)
+		return skill.Skill{}, fmt.Errorf("skills: simulated skill %q: unknown error category %q", spec, category)
 	}
 	desc := "Simulated: succeeds, echoing its input."
 	if category != "" {
 		desc = "Simulated: always fails with a " + category + " error."
 	}
-	return Skill{
-		Manifest: Manifest{Name: name, Description: desc, Version: "sim", Parameters: params},
-		Handler: HandlerFunc(func(_ context.Context, call *plan.ToolCall) (Result, error) {
+	return skill.Skill{
+		Manifest: skill.Manifest{Name: name, Description: desc, Version: "sim", Parameters: params},
+		Handler: skill.HandlerFunc(func(_ context.Context, call *skill.Call) (skill.Result, error) {
 			if category != "" {
-				return Result{}, &Error{Code: "SIMULATED_FAILURE", Category: category,
+				return skill.Result{}, &skill.Error{Code: "SIMULATED_FAILURE", Category: category,
 					Message: fmt.Sprintf("%s is down (simulated)", name)}
 			}
 			out, _ := json.Marshal(map[string]any{"skill": name, "input": json.RawMessage(call.Input), "simulated": true})
-			return Result{Output: out}, nil
+			return skill.Result{Output: out}, nil
 		}),
 	}, nil
 }
 
 // Remember stores its input in the session state: its input object is the
 // deep-merge patch (seed 003 §6), and its output is that input.
-func Remember() Skill {
-	return Skill{
-		Manifest: Manifest{Name: "remember", Version: "1",
+func Remember() skill.Skill {
+	return skill.Skill{
+		Manifest: skill.Manifest{Name: "remember", Version: "1",
 			Description: "Deep-merges its input into the session state (null deletes a key) and returns it."},
-		Handler: HandlerFunc(func(_ context.Context, call *plan.ToolCall) (Result, error) {
-			return Result{Output: call.Input, StatePatch: call.Input}, nil
+		Handler: skill.HandlerFunc(func(_ context.Context, call *skill.Call) (skill.Result, error) {
+			return skill.Result{Output: call.Input, StatePatch: call.Input}, nil
 		}),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 )
@@ -21,7 +22,7 @@ func (w *Worker) addService() (micro.Service, error) {
 	for _, s := range w.skills {
 		bySkill[s.skill.Manifest.Name] = s
 	}
-	svc, err := micro.AddService(w.conn.NC, micro.Config{
+	svc, err := micro.AddService(w.nc, micro.Config{
 		Name:        bus.ServiceToolworker,
 		Version:     w.cfg.Version,
 		Description: "planbus tool worker",
@@ -65,7 +66,7 @@ func (w *Worker) invokeHandler(s *served) micro.HandlerFunc {
 			timeout = plan.DefaultToolTimeoutMs
 		}
 		id := nuid.Next()
-		tc := &plan.ToolCall{PlanID: "invoke-" + id, RequestID: "invoke-" + id, ToolID: "invoke", Skill: s.skill.Manifest.Name,
+		tc := &planbus.ToolCall{PlanID: "invoke-" + id, RequestID: "invoke-" + id, ToolID: "invoke", Skill: s.skill.Manifest.Name,
 			Attempt: 1, MaxAttempts: 1, Input: input, TimeoutMs: timeout, IdempotencyKey: "invoke-" + id + "/invoke/1", ReleasedAt: time.Now()}
 		started := time.Now()
 		out, err := s.handler.Handle(w.callCtx, tc)

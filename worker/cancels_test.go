@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/token"
+	"github.com/planbus/planbus/skill"
 )
 
 func TestEndedPlansStaysWithinItsBounds(t *testing.T) {
@@ -70,8 +71,8 @@ func TestEndedPlansActOnlyOnMatchingDigests(t *testing.T) {
 
 // benchWorker is a worker that is never run: enough to drive its cancel
 // bookkeeping directly, with calls of unrelated plans in flight.
-func benchWorker(b *testing.B, running int) *Worker {
-	w, err := New(nil, Config{Skills: []skills.Skill{skills.Echo()}}, zerolog.Nop())
+func benchWorker(b *testing.B, nc *nats.Conn, running int) *Worker {
+	w, err := New(nc, Config{Skills: []skill.Skill{skills.Echo()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func cancelMsg(b *testing.B, k *token.Key, planID string) *nats.Msg {
 // within the memory's TTL: the cost per cancel must not grow with the
 // count (it grew linearly when every cancel scanned what came before).
 //
-//	go test -run XXX -bench Cancel ./internal/worker/
+//	go test -run XXX -bench Cancel ./worker/
 func BenchmarkCancel(b *testing.B) {
 	k, _, err := token.NewKey()
 	if err != nil {
@@ -107,9 +108,10 @@ func BenchmarkCancel(b *testing.B) {
 	for i := range msgs {
 		msgs[i] = cancelMsg(b, k, fmt.Sprintf("measured-%d", i))
 	}
+	nc := bustest.Dial(b, bustest.Start(b)).NC
 	for _, prior := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("prior=%d", prior), func(b *testing.B) {
-			w := benchWorker(b, 256)
+			w := benchWorker(b, nc, 256)
 			for i := range prior {
 				w.onCancel(cancelMsg(b, k, fmt.Sprintf("prior-%d", i)))
 			}
@@ -143,8 +145,10 @@ func FuzzOnCancel(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"planId":"p","cancelToken":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`))
 	f.Add([]byte(`{"planId":"q","cancelToken":"` + k.Cancel("p") + `"}`))
+	// The worker is never run: its connection is only to have one.
+	nc := bustest.Dial(f, bustest.Start(f)).NC
 	f.Fuzz(func(t *testing.T, data []byte) {
-		w, err := New(nil, Config{Skills: []skills.Skill{skills.Echo()}}, zerolog.Nop())
+		w, err := New(nc, Config{Skills: []skill.Skill{skills.Echo()}})
 		if err != nil {
 			t.Fatal(err)
 		}

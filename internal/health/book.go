@@ -1,4 +1,4 @@
-package skills
+package health
 
 import (
 	"context"
@@ -13,29 +13,29 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 )
 
-// HealthBook keeps skill health in the KV bucket planbus-health, one key
+// Book keeps skill health in the KV bucket planbus-health, one key
 // <sessionId>.<skill> per skill and session, shared by every dispatcher and
 // planner. Reads come from a local copy kept current by a KV watch; changes
 // are compare-and-set, so concurrent writers never lose a transition.
 // It is safe for concurrent use.
-type HealthBook struct {
+type Book struct {
 	kv      jetstream.KeyValue
 	watcher jetstream.KeyWatcher
 	mu      sync.RWMutex
-	entries map[string]Health // by key
+	entries map[string]Record // by key
 }
 
-// OpenHealthBook loads the bucket and follows its changes until Close.
-func OpenHealthBook(ctx context.Context, js jetstream.JetStream) (*HealthBook, error) {
+// Open loads the bucket and follows its changes until Close.
+func Open(ctx context.Context, js jetstream.JetStream) (*Book, error) {
 	kv, err := js.KeyValue(ctx, bus.BucketHealth)
 	if err != nil {
-		return nil, fmt.Errorf("skills: health bucket: %w", err)
+		return nil, fmt.Errorf("health: health bucket: %w", err)
 	}
 	w, err := kv.WatchAll(context.Background())
 	if err != nil {
-		return nil, fmt.Errorf("skills: watch health: %w", err)
+		return nil, fmt.Errorf("health: watch health: %w", err)
 	}
-	b := &HealthBook{kv: kv, watcher: w, entries: map[string]Health{}}
+	b := &Book{kv: kv, watcher: w, entries: map[string]Record{}}
 	initial := make(chan struct{})
 	go func() {
 		once := sync.OnceFunc(func() { close(initial) })
@@ -47,7 +47,7 @@ func OpenHealthBook(ctx context.Context, js jetstream.JetStream) (*HealthBook, e
 			}
 			b.mu.Lock()
 			if e.Operation() == jetstream.KeyValuePut {
-				var h Health
+				var h Record
 				if json.Unmarshal(e.Value(), &h) == nil {
 					b.entries[e.Key()] = h
 				}
@@ -67,23 +67,23 @@ func OpenHealthBook(ctx context.Context, js jetstream.JetStream) (*HealthBook, e
 }
 
 // Close stops following the bucket.
-func (b *HealthBook) Close() { _ = b.watcher.Stop() }
+func (b *Book) Close() { _ = b.watcher.Stop() }
 
 // Get returns a skill's health in a session (healthy when never recorded).
-func (b *HealthBook) Get(sessionID, skill string) Health {
+func (b *Book) Get(sessionID, skill string) Record {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if h, ok := b.entries[bus.HealthKey(sessionID, skill)]; ok {
 		return h
 	}
-	return Health{Skill: skill, State: Healthy}
+	return Record{Skill: skill, State: Healthy}
 }
 
 // Session returns the recorded health of every skill in a session.
-func (b *HealthBook) Session(sessionID string) map[string]Health {
+func (b *Book) Session(sessionID string) map[string]Record {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	out := map[string]Health{}
+	out := map[string]Record{}
 	prefix := sessionID + "."
 	for k, h := range b.entries {
 		if strings.HasPrefix(k, prefix) {
@@ -94,7 +94,7 @@ func (b *HealthBook) Session(sessionID string) map[string]Health {
 }
 
 // Disabled returns the skills in permanentFailure in a session.
-func (b *HealthBook) Disabled(sessionID string) []string {
+func (b *Book) Disabled(sessionID string) []string {
 	var out []string
 	for name, h := range b.Session(sessionID) {
 		if !h.Usable() {
@@ -107,16 +107,16 @@ func (b *HealthBook) Disabled(sessionID string) []string {
 // Apply records an outcome and returns the health before and after it. A
 // success of a skill already healthy with no failures counted writes
 // nothing.
-func (b *HealthBook) Apply(ctx context.Context, sessionID, skill string, o Outcome) (before, after Health, err error) {
+func (b *Book) Apply(ctx context.Context, sessionID, skill string, o Outcome) (before, after Record, err error) {
 	key := bus.HealthKey(sessionID, skill)
 	for range 50 {
 		var rev uint64
-		before = Health{Skill: skill, State: Healthy}
+		before = Record{Skill: skill, State: Healthy}
 		e, err := b.kv.Get(ctx, key)
 		switch {
 		case err == nil:
 			if jerr := json.Unmarshal(e.Value(), &before); jerr != nil {
-				before = Health{Skill: skill, State: Healthy}
+				before = Record{Skill: skill, State: Healthy}
 			}
 			rev = e.Revision()
 		case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -143,20 +143,20 @@ func (b *HealthBook) Apply(ctx context.Context, sessionID, skill string, o Outco
 		}
 		return before, after, err
 	}
-	return before, before, fmt.Errorf("skills: health of %s: too many concurrent changes", key)
+	return before, before, fmt.Errorf("health: health of %s: too many concurrent changes", key)
 }
 
 // Quick reports whether applying o could change the recorded health; when
 // it cannot (a success of a skill healthy with no failures), callers skip
 // Apply and its round trip.
-func (b *HealthBook) Quick(sessionID, skill string, o Outcome) bool {
+func (b *Book) Quick(sessionID, skill string, o Outcome) bool {
 	h := b.Get(sessionID, skill)
 	return !(o.Succeeded && h.State == Healthy && h.Failures == 0)
 }
 
 // Reset restarts a session: every skill of it back to healthy. It returns
 // the skills that were not healthy.
-func (b *HealthBook) Reset(ctx context.Context, sessionID string) ([]string, error) {
+func (b *Book) Reset(ctx context.Context, sessionID string) ([]string, error) {
 	var changed []string
 	for name, h := range b.Session(sessionID) {
 		if h.State != Healthy {

@@ -1,4 +1,4 @@
-package skills_test
+package skill_test
 
 import (
 	"context"
@@ -6,31 +6,31 @@ import (
 	"io"
 	"testing"
 
-	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/skill"
 )
 
 func TestRecover(t *testing.T) {
 	tests := []struct {
 		name    string
-		handler skills.HandlerFunc
+		handler skill.HandlerFunc
 		want    []string // parts of the TOOL_PANIC message
 	}{
-		{"string", func(context.Context, *plan.ToolCall) (skills.Result, error) { panic("boom") },
+		{"string", func(context.Context, *skill.Call) (skill.Result, error) { panic("boom") },
 			[]string{"skill demo panicked: boom", "recover_test.go"}},
-		{"error value", func(context.Context, *plan.ToolCall) (skills.Result, error) { panic(io.ErrUnexpectedEOF) },
+		{"error value", func(context.Context, *skill.Call) (skill.Result, error) { panic(io.ErrUnexpectedEOF) },
 			[]string{"skill demo panicked: unexpected EOF"}},
-		{"nil map write", func(context.Context, *plan.ToolCall) (skills.Result, error) {
+		{"nil map write", func(context.Context, *skill.Call) (skill.Result, error) {
 			var m map[string]int
 			//lint:ignore SA5000 the point is a runtime panic
 			m["x"]++
-			return skills.Result{}, nil
+			return skill.Result{}, nil
 		}, []string{"assignment to entry in nil map"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := skills.Recover(tt.handler).Handle(t.Context(), newCall("demo", `{}`))
-			wantError(t, err, plan.CategoryInternal, plan.CodeToolPanic)
+			res, err := skill.Recover(tt.handler).Handle(t.Context(), newCall("demo", `{}`))
+			wantError(t, err, planbus.CategoryInternal, planbus.CodeToolPanic)
 			wantMessage(t, err, tt.want...)
 			if res.Output != nil {
 				t.Errorf("got output %s, want none", res.Output)
@@ -43,16 +43,16 @@ func TestRecoverPassesThrough(t *testing.T) {
 	failure := errors.New("no such user")
 	tests := []struct {
 		name    string
-		res     skills.Result
+		res     skill.Result
 		err     error
 		wantOut string
 	}{
-		{"result", skills.Result{Output: []byte(`{"ok":true}`)}, nil, `{"ok":true}`},
-		{"error", skills.Result{}, failure, ""},
+		{"result", skill.Result{Output: []byte(`{"ok":true}`)}, nil, `{"ok":true}`},
+		{"error", skill.Result{}, failure, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := skills.Recover(skills.HandlerFunc(func(context.Context, *plan.ToolCall) (skills.Result, error) {
+			h := skill.Recover(skill.HandlerFunc(func(context.Context, *skill.Call) (skill.Result, error) {
 				return tt.res, tt.err
 			}))
 			res, err := h.Handle(t.Context(), newCall("demo", `{}`))

@@ -1,6 +1,6 @@
-package skills
+package health
 
-// Health states of a skill (seed 003 §3).
+// Health states of a skill.
 const (
 	Healthy          = "healthy"
 	Degraded         = "degraded"
@@ -16,11 +16,11 @@ const (
 )
 
 // DegradedTimeoutFactor multiplies the timeout of calls to a degraded skill
-// (§3: "may increase timeout").
+// in the hope that a slow skill still answers.
 const DegradedTimeoutFactor = 2
 
-// Health is a skill's health within one session, as stored in KV.
-type Health struct {
+// Record is a skill's health within one session, as stored in KV.
+type Record struct {
 	Skill string `json:"skill"`
 	State string `json:"state"`
 	// Failures counts consecutive failures in the current state.
@@ -46,9 +46,9 @@ type Outcome struct {
 }
 
 // Usable reports whether planners may select the skill.
-func (h Health) Usable() bool { return h.State != PermanentFailure }
+func (h Record) Usable() bool { return h.State != PermanentFailure }
 
-// Apply returns the health after an outcome, following the §3.1 table:
+// Apply returns the health after an outcome, following this table:
 //
 //	healthy          --timeout/network error-->   temporaryFailure
 //	healthy          --3 consecutive failures-->  degraded
@@ -62,7 +62,7 @@ func (h Health) Usable() bool { return h.State != PermanentFailure }
 // temporarily failed skill (the skill works); a failure in temporaryFailure
 // with retries left keeps it there; other failures in healthy count toward
 // degraded. An outcome whose key was applied before changes nothing.
-func (h Health) Apply(o Outcome) Health {
+func (h Record) Apply(o Outcome) Record {
 	if h.State == "" {
 		h.State = Healthy
 	}
@@ -116,6 +116,6 @@ func (h Health) Apply(o Outcome) Health {
 }
 
 // Reset is the "session restart" edge: every state back to healthy.
-func (h Health) Reset() Health {
-	return Health{Skill: h.Skill, State: Healthy}
+func (h Record) Reset() Record {
+	return Record{Skill: h.Skill, State: Healthy}
 }

@@ -12,14 +12,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/token"
-	"github.com/planbus/planbus/internal/worker"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 // wait bounds every wait for something the worker should do; it is long
@@ -45,7 +44,7 @@ func newEnv(t *testing.T) *env {
 // running is a worker whose Run goroutine the test controls.
 type running struct {
 	*worker.Worker
-	conn   *bus.Conn
+	nc     *nats.Conn
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Run has returned
 	err    error         // Run's error, set before done is closed
@@ -53,16 +52,22 @@ type running struct {
 
 // startWorker runs a worker on a connection of its own, as if it were its
 // own process, and returns once it is ready. t.Cleanup stops it.
-func (e *env) startWorker(cfg worker.Config) *running {
+func (e *env) startWorker(cfg worker.Config, opts ...worker.Option) *running {
+	e.t.Helper()
+	return e.startWorkerOn(bustest.Dial(e.t, e.cfg).NC, cfg, opts...)
+}
+
+// startWorkerOn runs a worker on nc and returns once it is ready.
+// t.Cleanup stops it.
+func (e *env) startWorkerOn(nc *nats.Conn, cfg worker.Config, opts ...worker.Option) *running {
 	t := e.t
 	t.Helper()
-	conn := bustest.Dial(t, e.cfg)
-	w, err := worker.New(conn, cfg, zerolog.Nop())
+	w, err := worker.New(nc, cfg, opts...)
 	if err != nil {
 		t.Fatalf("worker.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{Worker: w, conn: conn, cancel: cancel, done: make(chan struct{})}
+	r := &running{Worker: w, nc: nc, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		r.err = w.Run(ctx)
@@ -337,53 +342,53 @@ type gate struct {
 	open    chan struct{}
 	once    sync.Once
 	starts  atomic.Int64
-	started chan *plan.ToolCall
+	started chan *skill.Call
 	ended   chan ending
 }
 
 type ending struct {
-	call  *plan.ToolCall
+	call  *skill.Call
 	cause error // context.Cause of the call's context when it ended; nil if the gate opened
 }
 
 func newGate(name string) *gate {
-	return &gate{name: name, open: make(chan struct{}), started: make(chan *plan.ToolCall, 64), ended: make(chan ending, 64)}
+	return &gate{name: name, open: make(chan struct{}), started: make(chan *skill.Call, 64), ended: make(chan ending, 64)}
 }
 
 func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
 
-func (g *gate) skill() skills.Skill {
-	return skills.Skill{
-		Manifest: skills.Manifest{Name: g.name},
-		Handler: skills.HandlerFunc(func(ctx context.Context, call *plan.ToolCall) (skills.Result, error) {
+func (g *gate) skill() skill.Skill {
+	return skill.Skill{
+		Manifest: skill.Manifest{Name: g.name},
+		Handler: skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
 			g.starts.Add(1)
 			g.started <- call
 			select {
 			case <-g.open:
 				g.ended <- ending{call: call}
-				return skills.Result{Output: call.Input}, nil
+				return skill.Result{Output: call.Input}, nil
 			case <-ctx.Done():
 				g.ended <- ending{call: call, cause: context.Cause(ctx)}
-				return skills.Result{}, ctx.Err()
+				return skill.Result{}, ctx.Err()
 			}
 		}),
 	}
 }
 
 // counting is a skill that counts its calls and returns its input at once.
-func counting(name string, n *atomic.Int64) skills.Skill {
-	return skills.Skill{
-		Manifest: skills.Manifest{Name: name},
-		Handler: skills.HandlerFunc(func(_ context.Context, call *plan.ToolCall) (skills.Result, error) {
+func counting(name string, n *atomic.Int64) skill.Skill {
+	return skill.Skill{
+		Manifest: skill.Manifest{Name: name},
+		Handler: skill.HandlerFunc(func(_ context.Context, call *skill.Call) (skill.Result, error) {
 			n.Add(1)
-			return skills.Result{Output: call.Input}, nil
+			return skill.Result{Output: call.Input}, nil
 		}),
 	}
 }
 
 // skillOf adapts a function to a skill named name.
-func skillOf(name string, f func(context.Context, *plan.ToolCall) (skills.Result, error)) skills.Skill {
-	return skills.Skill{Manifest: skills.Manifest{Name: name}, Handler: skills.HandlerFunc(f)}
+func skillOf(name string, f func(context.Context, *skill.Call) (skill.Result, error)) skill.Skill {
+	return skill.Skill{Manifest: skill.Manifest{Name: name}, Handler: skill.HandlerFunc(f)}
 }
 
 func errorCode(res plan.ToolResult) string {

@@ -11,22 +11,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/token"
-	"github.com/planbus/planbus/internal/worker"
 	"github.com/planbus/planbus/schemas"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 func TestCallIsRunReportedAndAcknowledged(t *testing.T) {
 	e := newEnv(t)
 	events := e.subscribe(bus.SubjectEventsAll)
-	w := e.startWorker(worker.Config{ID: "w-1", Skills: []skills.Skill{skills.Echo()}})
+	w := e.startWorker(worker.Config{ID: "w-1", Skills: []skill.Skill{skills.Echo()}})
 
 	tc := newCall("p1", "greet", "echo", `{"greeting":"hello"}`)
 	e.publish(tc)
@@ -101,7 +103,7 @@ func TestInvalidCallIsTerminatedAndTheWorkerServesOn(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			terminated := e.subscribe(advisoryTerminated + "." + bus.StreamTools + "." + bus.SkillConsumer("echo"))
-			e.startWorker(worker.Config{Skills: []skills.Skill{skills.Echo()}})
+			e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}})
 
 			e.publishRaw("echo", tt.data)
 			e.publish(newCall("good", "t", "echo", `{"n":1}`))
@@ -139,16 +141,16 @@ func TestCallDeliveredTooOftenFailsWithWorkerCrash(t *testing.T) {
 	cfg := worker.Config{AckWait: 300 * time.Millisecond, MaxDeliver: 1, DrainTimeout: 100 * time.Millisecond}
 
 	cfgA := cfg
-	cfgA.ID, cfgA.Skills = "dies", []skills.Skill{doomed.skill()}
+	cfgA.ID, cfgA.Skills = "dies", []skill.Skill{doomed.skill()}
 	a := e.startWorker(cfgA)
 	e.publish(newCall("p1", "t", "doomed", `{}`))
 	receive(t, doomed.started, "the call starting on the first worker")
 
 	var ranOnB atomic.Int64
 	cfgB := cfg
-	cfgB.ID, cfgB.Skills = "survives", []skills.Skill{counting("doomed", &ranOnB)}
+	cfgB.ID, cfgB.Skills = "survives", []skill.Skill{counting("doomed", &ranOnB)}
 	e.startWorker(cfgB)
-	a.conn.NC.Close() // the first worker dies mid-call: no ack, no heartbeat
+	a.nc.Close() // the first worker dies mid-call: no ack, no heartbeat
 
 	res, _ := e.result("p1")
 	if res.State != plan.ToolFailed || res.Error == nil || res.Error.Code != plan.CodeWorkerCrash || res.Error.Category != plan.CategoryInternal {
@@ -168,19 +170,19 @@ func TestCallDeliveredTooOftenFailsWithWorkerCrash(t *testing.T) {
 func TestLongCallIsNotRedelivered(t *testing.T) {
 	e := newEnv(t)
 	var starts atomic.Int64
-	slow := skillOf("slow", func(ctx context.Context, call *plan.ToolCall) (skills.Result, error) {
+	slow := skillOf("slow", func(ctx context.Context, call *skill.Call) (skill.Result, error) {
 		starts.Add(1)
 		select {
 		case <-time.After(3 * time.Second): // the call's work, three times AckWait
 		case <-ctx.Done():
-			return skills.Result{}, ctx.Err()
+			return skill.Result{}, ctx.Err()
 		}
-		return skills.Result{Output: call.Input}, nil
+		return skill.Result{Output: call.Input}, nil
 	})
 	for range 2 {
 		// An AckWait long enough that a loaded machine still gets a
 		// heartbeat (every third of it) out in time.
-		e.startWorker(worker.Config{Skills: []skills.Skill{slow}, AckWait: time.Second})
+		e.startWorker(worker.Config{Skills: []skill.Skill{slow}, AckWait: time.Second})
 	}
 	e.publish(newCall("p1", "t", "slow", `{}`))
 	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
@@ -201,17 +203,17 @@ func TestStopLetsRunningCallsFinish(t *testing.T) {
 	e := newEnv(t)
 	stopping := make(chan struct{})
 	started := make(chan struct{}, 1)
-	work := skillOf("work", func(ctx context.Context, call *plan.ToolCall) (skills.Result, error) {
+	work := skillOf("work", func(ctx context.Context, call *skill.Call) (skill.Result, error) {
 		started <- struct{}{}
 		<-stopping
 		select { // the call's work, which goes on after the stop is asked for
 		case <-time.After(300 * time.Millisecond):
 		case <-ctx.Done():
-			return skills.Result{}, ctx.Err()
+			return skill.Result{}, ctx.Err()
 		}
-		return skills.Result{Output: json.RawMessage(`{"done":true}`)}, nil
+		return skill.Result{Output: json.RawMessage(`{"done":true}`)}, nil
 	})
-	w := e.startWorker(worker.Config{Skills: []skills.Skill{work}, DrainTimeout: wait})
+	w := e.startWorker(worker.Config{Skills: []skill.Skill{work}, DrainTimeout: wait})
 	e.publish(newCall("p1", "t", "work", `{}`))
 	receive(t, started, "the call starting")
 
@@ -234,12 +236,12 @@ func TestStopLetsRunningCallsFinish(t *testing.T) {
 func TestDrainTimeoutHandsCallsBack(t *testing.T) {
 	e := newEnv(t)
 	stuck := newGate("job")
-	a := e.startWorker(worker.Config{ID: "leaving", Skills: []skills.Skill{stuck.skill()}, DrainTimeout: 200 * time.Millisecond})
+	a := e.startWorker(worker.Config{ID: "leaving", Skills: []skill.Skill{stuck.skill()}, DrainTimeout: 200 * time.Millisecond})
 	e.publish(newCall("p1", "t", "job", `{"n":7}`))
 	receive(t, stuck.started, "the call starting on the leaving worker")
 
 	var ranOnB atomic.Int64
-	e.startWorker(worker.Config{ID: "staying", Skills: []skills.Skill{counting("job", &ranOnB)}})
+	e.startWorker(worker.Config{ID: "staying", Skills: []skill.Skill{counting("job", &ranOnB)}})
 	if err := a.stop(t, wait); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -264,7 +266,7 @@ func TestDrainTimeoutHandsCallsBack(t *testing.T) {
 func TestCancelStopsOnlyThatPlansCalls(t *testing.T) {
 	e := newEnv(t)
 	g := newGate("block")
-	e.startWorker(worker.Config{Skills: []skills.Skill{g.skill()}})
+	e.startWorker(worker.Config{Skills: []skill.Skill{g.skill()}})
 	e.publish(newCall("doomed", "t", "block", `{}`))
 	e.publish(newCall("other", "t", "block", `{"plan":"other"}`))
 	for range 2 {
@@ -298,7 +300,7 @@ func TestCancelStopsOnlyThatPlansCalls(t *testing.T) {
 func TestForgedCancelsStopNothing(t *testing.T) {
 	e := newEnv(t)
 	g := newGate("block")
-	e.startWorker(worker.Config{Skills: []skills.Skill{g.skill()}})
+	e.startWorker(worker.Config{Skills: []skill.Skill{g.skill()}})
 	e.publish(newCall("victim", "t", "block", `{}`))
 	e.publish(newCall("sentinel", "t", "block", `{}`))
 	for range 2 {
@@ -362,7 +364,7 @@ func TestCancelBeforeTheCallDropsIt(t *testing.T) {
 	e := newEnv(t)
 	var ran atomic.Int64
 	g := newGate("block")
-	e.startWorker(worker.Config{Skills: []skills.Skill{counting("count", &ran), g.skill()}})
+	e.startWorker(worker.Config{Skills: []skill.Skill{counting("count", &ran), g.skill()}})
 	e.publish(newCall("sentinel", "t", "block", `{}`))
 	receive(t, g.started, "the sentinel's call starting")
 
@@ -394,7 +396,7 @@ func TestCancelBeforeTheCallDropsIt(t *testing.T) {
 
 func TestOutputCap(t *testing.T) {
 	e := newEnv(t)
-	e.startWorker(worker.Config{Skills: []skills.Skill{skills.Echo()}, OutputCap: 64})
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}, OutputCap: 64})
 	tests := []struct {
 		plan        string
 		size        int
@@ -424,10 +426,10 @@ func TestOutputCap(t *testing.T) {
 
 func TestOutputThatIsNotJSONFails(t *testing.T) {
 	e := newEnv(t)
-	garbled := skillOf("garbled", func(context.Context, *plan.ToolCall) (skills.Result, error) {
-		return skills.Result{Output: json.RawMessage(`{"half":`)}, nil
+	garbled := skillOf("garbled", func(context.Context, *skill.Call) (skill.Result, error) {
+		return skill.Result{Output: json.RawMessage(`{"half":`)}, nil
 	})
-	e.startWorker(worker.Config{Skills: []skills.Skill{garbled}})
+	e.startWorker(worker.Config{Skills: []skill.Skill{garbled}})
 	e.publish(newCall("p1", "t", "garbled", `{}`))
 	if res, _ := e.result("p1"); res.State != plan.ToolFailed || errorCode(res) != "OUTPUT_NOT_JSON" {
 		t.Errorf("result %s %s, want failed OUTPUT_NOT_JSON", res.State, errorCode(res))
@@ -436,10 +438,10 @@ func TestOutputThatIsNotJSONFails(t *testing.T) {
 
 func TestPanickingSkillFailsTheCallAndTheWorkerSurvives(t *testing.T) {
 	e := newEnv(t)
-	boom := skillOf("boom", func(context.Context, *plan.ToolCall) (skills.Result, error) {
+	boom := skillOf("boom", func(context.Context, *skill.Call) (skill.Result, error) {
 		panic("the skill blew up")
 	})
-	w := e.startWorker(worker.Config{Skills: []skills.Skill{boom, skills.Echo()}})
+	w := e.startWorker(worker.Config{Skills: []skill.Skill{boom, skills.Echo()}})
 	e.publish(newCall("p1", "t", "boom", `{}`))
 	res, _ := e.result("p1")
 	if res.State != plan.ToolFailed || errorCode(res) != plan.CodeToolPanic || res.Error.Category != plan.CategoryInternal {
@@ -458,7 +460,7 @@ func TestPanickingSkillFailsTheCallAndTheWorkerSurvives(t *testing.T) {
 
 func TestMicroService(t *testing.T) {
 	e := newEnv(t)
-	w := e.startWorker(worker.Config{ID: "svc-worker", Skills: []skills.Skill{skills.Echo(), skills.Sleep()}, Version: "1.2.3"})
+	w := e.startWorker(worker.Config{ID: "svc-worker", Skills: []skill.Skill{skills.Echo(), skills.Sleep()}, Version: "1.2.3"})
 	e.waitService(w.ID())
 	request := func(t *testing.T, subject, data string) ([]byte, string) {
 		t.Helper()
@@ -572,25 +574,34 @@ func TestMicroService(t *testing.T) {
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {
+	nc := bustest.Dial(t, bustest.Start(t)).NC
 	echo := skills.Echo()
-	badSchema := skills.Skill{Manifest: skills.Manifest{Name: "broken", InputSchema: json.RawMessage(`{"type":5}`)}, Handler: echo.Handler}
+	badSchema := skill.Skill{Manifest: skill.Manifest{Name: "broken", InputSchema: json.RawMessage(`{"type":5}`)}, Handler: echo.Handler}
+	badName := skill.Skill{Manifest: skill.Manifest{Name: "word count"}, Handler: echo.Handler}
+	badManifest := skill.Skill{Manifest: skill.Manifest{Name: "neg", TimeoutMs: -5}, Handler: echo.Handler}
 	tests := []struct {
 		name  string
+		nc    *nats.Conn
 		cfg   worker.Config
 		field string
 	}{
-		{"no skills", worker.Config{}, "Skills"},
-		{"unnamed skill", worker.Config{Skills: []skills.Skill{{Handler: echo.Handler}}}, "Skills"},
-		{"skill without handler", worker.Config{Skills: []skills.Skill{{Manifest: echo.Manifest}}}, "Skills"},
-		{"skill twice", worker.Config{Skills: []skills.Skill{echo, echo}}, `Skills: skill "echo" listed twice`},
-		{"concurrency", worker.Config{Skills: []skills.Skill{echo}, Concurrency: -1}, "Concurrency: -1"},
-		{"ack wait", worker.Config{Skills: []skills.Skill{echo}, AckWait: 50 * time.Millisecond}, "AckWait: 50ms"},
-		{"max deliver", worker.Config{Skills: []skills.Skill{echo}, MaxDeliver: -2}, "MaxDeliver: -2"},
-		{"input schema", worker.Config{Skills: []skills.Skill{badSchema}}, "Skills: skills: broken: input schema"},
+		{"no skills", nc, worker.Config{}, "Skills"},
+		{"unnamed skill", nc, worker.Config{Skills: []skill.Skill{echo, {Handler: echo.Handler}}}, "Skills[1]: a skill has no name"},
+		{"skill without handler", nc, worker.Config{Skills: []skill.Skill{{Manifest: echo.Manifest}}}, "Skills[0]: a skill has no name or no handler"},
+		{"skill twice", nc, worker.Config{Skills: []skill.Skill{echo, echo}}, `Skills: skill "echo" listed twice`},
+		{"name that is not a subject token", nc, worker.Config{Skills: []skill.Skill{badName}}, `Skills[0]: skill "word count": manifest at /name`},
+		{"manifest against its schema", nc, worker.Config{Skills: []skill.Skill{echo, badManifest}}, `Skills[1]: skill "neg": manifest at /timeoutMs`},
+		{"concurrency", nc, worker.Config{Skills: []skill.Skill{echo}, Concurrency: -1}, "Concurrency: -1"},
+		{"ack wait", nc, worker.Config{Skills: []skill.Skill{echo}, AckWait: 50 * time.Millisecond}, "AckWait: 50ms"},
+		{"max deliver", nc, worker.Config{Skills: []skill.Skill{echo}, MaxDeliver: -2}, "MaxDeliver: -2"},
+		{"drain timeout", nc, worker.Config{Skills: []skill.Skill{echo}, DrainTimeout: -time.Second}, "DrainTimeout: -1s"},
+		{"output cap", nc, worker.Config{Skills: []skill.Skill{echo}, OutputCap: -1}, "OutputCap: -1"},
+		{"input schema", nc, worker.Config{Skills: []skill.Skill{badSchema}}, "Skills: skill: broken: input schema"},
+		{"no connection", nil, worker.Config{Skills: []skill.Skill{echo}}, "no NATS connection"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := worker.New(nil, tt.cfg, zerolog.Nop())
+			_, err := worker.New(tt.nc, tt.cfg)
 			if err == nil {
 				t.Fatalf("no error, want one naming %s", tt.field)
 			}
@@ -600,7 +611,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		})
 	}
 	t.Run("defaults", func(t *testing.T) {
-		w, err := worker.New(nil, worker.Config{Skills: []skills.Skill{echo}}, zerolog.Nop())
+		w, err := worker.New(nc, worker.Config{Skills: []skill.Skill{echo}})
 		if err != nil {
 			t.Fatalf("a config with just skills: %v", err)
 		}
@@ -615,7 +626,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 func TestServiceAnswersOnceReady(t *testing.T) {
 	for range 8 {
 		e := newEnv(t)
-		e.startWorker(worker.Config{Skills: []skills.Skill{skills.Echo()}})
+		e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}})
 		if _, err := e.conn.NC.Request("planbus.invoke.echo", []byte(`{}`), wait); err != nil {
 			t.Fatalf("request right after Ready: %v", err)
 		}
@@ -627,7 +638,7 @@ func TestServiceAnswersOnceReady(t *testing.T) {
 func TestConcurrencyBoundsCallsHeld(t *testing.T) {
 	e := newEnv(t)
 	g := newGate("held")
-	e.startWorker(worker.Config{Skills: []skills.Skill{g.skill()}, Concurrency: 2})
+	e.startWorker(worker.Config{Skills: []skill.Skill{g.skill()}, Concurrency: 2})
 	for i := range 5 {
 		e.publish(newCall(fmt.Sprintf("p%d", i), "t", "held", `{}`))
 	}
@@ -650,7 +661,7 @@ func TestConcurrencyBoundsCallsHeld(t *testing.T) {
 func TestCallTimeout(t *testing.T) {
 	e := newEnv(t)
 	g := newGate("stuck")
-	e.startWorker(worker.Config{Skills: []skills.Skill{g.skill()}})
+	e.startWorker(worker.Config{Skills: []skill.Skill{g.skill()}})
 	tc := newCall("p1", "t", "stuck", `{}`)
 	tc.TimeoutMs = 100
 	e.publish(tc)
@@ -669,7 +680,7 @@ func TestCallTimeout(t *testing.T) {
 func TestRepeatedCallHasOneResult(t *testing.T) {
 	e := newEnv(t)
 	var runs atomic.Int64
-	e.startWorker(worker.Config{Skills: []skills.Skill{counting("count", &runs)}})
+	e.startWorker(worker.Config{Skills: []skill.Skill{counting("count", &runs)}})
 	tc := newCall("p1", "t", "count", `{}`)
 	data, err := json.Marshal(tc)
 	if err != nil {
@@ -690,7 +701,7 @@ func TestRepeatedCallHasOneResult(t *testing.T) {
 
 func TestSkillsAreAdvertised(t *testing.T) {
 	e := newEnv(t)
-	e.startWorker(worker.Config{Skills: []skills.Skill{skills.Sleep()}})
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Sleep()}})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	kv, err := e.conn.JS.KeyValue(ctx, bus.BucketSkills)
@@ -701,7 +712,7 @@ func TestSkillsAreAdvertised(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sleep is not advertised: %v", err)
 	}
-	var m skills.Manifest
+	var m skill.Manifest
 	if err := json.Unmarshal(entry.Value(), &m); err != nil {
 		t.Fatal(err)
 	}
@@ -717,7 +728,7 @@ func TestRunFailsWithoutTheSkillsBucket(t *testing.T) {
 	if err := e.conn.JS.DeleteKeyValue(ctx, bus.BucketSkills); err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(e.conn, worker.Config{Skills: []skills.Skill{skills.Echo()}}, zerolog.Nop())
+	w, err := worker.New(e.conn.NC, worker.Config{Skills: []skill.Skill{skills.Echo()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -733,7 +744,7 @@ func TestInputIsCheckedAgainstTheSkillsSchema(t *testing.T) {
 	var runs atomic.Int64
 	typed := counting("typed", &runs)
 	typed.Manifest.InputSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
-	e.startWorker(worker.Config{Skills: []skills.Skill{typed}})
+	e.startWorker(worker.Config{Skills: []skill.Skill{typed}})
 
 	e.publish(newCall("bad", "t", "typed", `{"n":"seven"}`))
 	res, _ := e.result("bad")

@@ -16,14 +16,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/schemas"
+	"github.com/planbus/planbus/skill"
 )
 
 var (
+	// ErrRunTwice is returned by a second call of Run: a worker serves
+	// once; make another with New.
+	ErrRunTwice = errors.New("worker: Run called twice")
 	// errShutdown cancels calls still running when the drain time is up;
 	// they are handed back to JetStream for another worker.
 	errShutdown = errors.New("worker: shutting down")
@@ -35,12 +38,22 @@ var (
 // fetchWait is how long one pull request waits for calls.
 const fetchWait = 5 * time.Second
 
-// Worker serves skills. Create it with New and start it with Run.
+// flushTimeout bounds the round trip that makes sure the server has the
+// worker's subscriptions before it says it is ready.
+const flushTimeout = 10 * time.Second
+
+// Worker serves skills. Create it with New and start it with Run; its
+// methods are safe for concurrent use.
 type Worker struct {
-	cfg    Config
-	conn   *bus.Conn
-	log    zerolog.Logger
-	skills []*served
+	cfg     Config
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	log     zerolog.Logger
+	skills  []*served
+	started atomic.Bool
+	// flush makes sure the server has every subscription made so far;
+	// tests replace it to make it fail.
+	flush func() error
 
 	mu       sync.Mutex
 	inflight map[string]map[*call]struct{} // by plan id
@@ -58,8 +71,8 @@ type Worker struct {
 }
 
 type served struct {
-	skill   skills.Skill
-	handler skills.Handler
+	skill   skill.Skill
+	handler skill.Handler
 	stats   stats
 }
 
@@ -84,27 +97,53 @@ type call struct {
 	cancel context.CancelCauseFunc
 }
 
-// New checks the config and prepares a worker on conn.
-func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Worker, error) {
+// New checks the config and prepares a worker that serves on nc, through
+// JetStream on nc's account. The worker does not own nc: the caller closes
+// it after Run has returned. Errors from a bad config match
+// ErrInvalidConfig and name the field.
+//
+// Each skill's handler runs wrapped in skill.Recover, skill.Logger, the
+// middleware given WithMiddleware, the skill's skill.InputSchema check and
+// skill.Timeout, in that order.
+func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if nc == nil {
+		return nil, fmt.Errorf("%w: no NATS connection", ErrInvalidConfig)
+	}
+	o := options{log: zerolog.Nop()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("worker: jetstream: %w", err)
+	}
 	w := &Worker{
 		cfg:      cfg,
-		conn:     conn,
-		log:      log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
+		nc:       nc,
+		js:       js,
+		log:      o.log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
 		inflight: map[string]map[*call]struct{}{},
 		ended:    newEndedPlans(cancelMemoryTTL, cancelMemoryMax),
 		ready:    make(chan struct{}),
 	}
+	w.flush = func() error { return w.nc.FlushTimeout(flushTimeout) }
 	w.rejectLog = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: 10 * time.Second})
+	if nc.AuthRequired() && nc.Opts.InboxPrefix != bus.RoleWorker.InboxPrefix() {
+		w.log.Warn().Str("inbox_prefix", nc.Opts.InboxPrefix).
+			Msg("this connection needs authorization but does not use the worker role's inbox prefix; a planbus server refuses its JetStream requests (connect with worker.RoleInbox())")
+	}
 	for _, s := range cfg.Skills {
-		check, err := skills.InputSchema(s.Manifest)
+		check, err := skill.InputSchema(s.Manifest)
 		if err != nil {
 			return nil, fmt.Errorf("%w: Skills: %v", ErrInvalidConfig, err)
 		}
-		w.skills = append(w.skills, &served{skill: s, handler: skills.Chain(s.Handler, skills.Recover, check, skills.Timeout)})
+		mw := append([]skill.Middleware{skill.Recover, skill.Logger(w.log)}, o.middleware...)
+		mw = append(mw, check, skill.Timeout)
+		w.skills = append(w.skills, &served{skill: s, handler: skill.Chain(s.Handler, mw...)})
 	}
 	return w, nil
 }
@@ -118,24 +157,85 @@ func (w *Worker) ID() string { return w.cfg.ID }
 
 // Run serves until ctx ends, then drains: it stops pulling, lets running
 // calls finish for up to DrainTimeout and hands the rest back. It returns
-// an error only if it could not start.
-func (w *Worker) Run(ctx context.Context) error {
-	kv, err := w.conn.JS.KeyValue(ctx, bus.BucketSkills)
+// nil after a drain, and an error if it could not start (the skills bucket
+// or the tools stream missing, permissions refused, the server not
+// answering); then nothing it started is left running. A panic in Run
+// becomes an error. Run may be called once; a second call returns
+// ErrRunTwice.
+func (w *Worker) Run(ctx context.Context) (err error) {
+	if !w.started.CompareAndSwap(false, true) {
+		return ErrRunTwice
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("worker: panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	consumers, err := w.advertise(ctx)
 	if err != nil {
-		return fmt.Errorf("worker: skills bucket: %w", err)
+		return err
+	}
+	sub, err := w.nc.Subscribe(bus.SubjectCancelAll, w.onCancel)
+	if err != nil {
+		return fmt.Errorf("worker: subscribe to cancels: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	w.callCtx, w.callCancel = context.WithCancelCause(context.Background())
+	defer w.callCancel(nil)
+	svc, err := w.addService()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = svc.Stop() }()
+	// Nothing runs before the server has the subscriptions: a worker that
+	// cannot start must leave no pull loop or heartbeat behind.
+	if err := w.flush(); err != nil {
+		return fmt.Errorf("worker: flush: %w", err)
+	}
+
+	var loops sync.WaitGroup
+	for i, s := range w.skills {
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			w.pull(ctx, s, consumers[i])
+		}()
+	}
+	hbDone := make(chan struct{})
+	var hb sync.WaitGroup
+	hb.Go(func() { w.heartbeats(hbDone) })
+	w.log.Info().Strs("skills", w.skillNames()).Int("concurrency", w.cfg.Concurrency).Msg("tool worker serving")
+	close(w.ready)
+
+	<-ctx.Done()
+	loops.Wait()
+	w.drain()
+	w.runners.Wait()
+	close(hbDone)
+	hb.Wait()
+	w.log.Info().Msg("tool worker stopped")
+	return nil
+}
+
+// advertise puts each skill's manifest in the skills bucket and creates or
+// updates its consumer.
+func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
+	kv, err := w.js.KeyValue(ctx, bus.BucketSkills)
+	if err != nil {
+		return nil, fmt.Errorf("worker: skills bucket %s: %w (is planbus running on this server?)", bus.BucketSkills, err)
 	}
 	consumers := make([]jetstream.Consumer, len(w.skills))
 	for i, s := range w.skills {
 		m := s.skill.Manifest
 		b, _ := json.Marshal(m)
 		if _, err := kv.Put(ctx, m.Name, b); err != nil {
-			return fmt.Errorf("worker: advertise skill %s: %w", m.Name, err)
+			return nil, fmt.Errorf("worker: advertise skill %s: %w", m.Name, err)
 		}
 		maxAck := 100000
 		if m.Concurrency > 0 {
 			maxAck = m.Concurrency
 		}
-		cons, err := w.conn.JS.CreateOrUpdateConsumer(ctx, bus.StreamTools, jetstream.ConsumerConfig{
+		cons, err := w.js.CreateOrUpdateConsumer(ctx, bus.StreamTools, jetstream.ConsumerConfig{
 			Durable:       bus.SkillConsumer(m.Name),
 			Description:   "planbus: calls of skill " + m.Name + ", shared by its workers",
 			FilterSubject: bus.ToolSubject(m.Name),
@@ -149,45 +249,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			MaxWaiting:    4096,
 		})
 		if err != nil {
-			return fmt.Errorf("worker: consumer for skill %s: %w", m.Name, err)
+			return nil, fmt.Errorf("worker: consumer for skill %s: %w", m.Name, err)
 		}
 		consumers[i] = cons
 	}
-	sub, err := w.conn.NC.Subscribe(bus.SubjectCancelAll, w.onCancel)
-	if err != nil {
-		return fmt.Errorf("worker: subscribe to cancels: %w", err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	w.callCtx, w.callCancel = context.WithCancelCause(context.Background())
-	defer w.callCancel(nil)
-	svc, err := w.addService()
-	if err != nil {
-		return err
-	}
-	defer func() { _ = svc.Stop() }()
-	var loops sync.WaitGroup
-	for i, s := range w.skills {
-		loops.Add(1)
-		go func() {
-			defer loops.Done()
-			w.pull(ctx, &loops, s, consumers[i])
-		}()
-	}
-	hbDone := make(chan struct{})
-	go w.heartbeats(hbDone)
-	if err := w.conn.NC.FlushTimeout(10 * time.Second); err != nil {
-		return fmt.Errorf("worker: flush: %w", err)
-	}
-	w.log.Info().Strs("skills", w.skillNames()).Int("concurrency", w.cfg.Concurrency).Msg("tool worker serving")
-	close(w.ready)
-
-	<-ctx.Done()
-	loops.Wait()
-	w.drain()
-	w.runners.Wait()
-	close(hbDone)
-	w.log.Info().Msg("tool worker stopped")
-	return nil
+	return consumers, nil
 }
 
 func (w *Worker) skillNames() []string {
@@ -203,7 +269,7 @@ func (w *Worker) skillNames() []string {
 // so no call waits in a client buffer where no heartbeat covers it. A new
 // pull request goes out only when the open ones can take no more calls;
 // until then new calls flow into those, so pull requests are few and large.
-func (w *Worker) pull(ctx context.Context, loops *sync.WaitGroup, s *served, cons jetstream.Consumer) {
+func (w *Worker) pull(ctx context.Context, s *served, cons jetstream.Consumer) {
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	free, unfilled := w.cfg.Concurrency, 0
@@ -337,7 +403,7 @@ const maxCancelSize = 1024
 // plan's calls and an O(1) update of the remembered cancels.
 func (w *Worker) onCancel(m *nats.Msg) {
 	planID := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-	var c plan.Cancel
+	var c planbus.Cancel
 	if len(m.Data) > maxCancelSize {
 		w.rejectLog.Warn().Str("subject", m.Subject).Int("bytes", len(m.Data)).Msg("ignoring a cancel larger than any real one")
 		return
@@ -374,7 +440,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 			_ = msg.NakWithDelay(5 * time.Second)
 		}
 	}()
-	var tc plan.ToolCall
+	var tc planbus.ToolCall
 	if err := schemas.Validate(schemas.ToolCall, msg.Data()); err != nil {
 		log.Error().Err(err).Str("subject", msg.Subject()).Msg("dropping an invalid tool call")
 		_ = msg.TermWithReason("invalid tool call: " + err.Error())
@@ -391,8 +457,8 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	if meta, err := msg.Metadata(); err == nil && int(meta.NumDelivered) > w.cfg.MaxDeliver {
 		log.Error().Uint64("deliveries", meta.NumDelivered).Msg("call delivered too often without a result; reporting it failed")
 		res := w.newResult(&tc, time.Now())
-		res.State = plan.ToolFailed
-		res.Error = &plan.ErrorInfo{Code: plan.CodeWorkerCrash, Category: plan.CategoryInternal,
+		res.State = planbus.ToolFailed
+		res.Error = &planbus.ErrorInfo{Code: planbus.CodeWorkerCrash, Category: planbus.CategoryInternal,
 			Message: fmt.Sprintf("delivered %d times without a result: the workers it went to died, hung or were stopped while running it", meta.NumDelivered-1)}
 		w.finish(log, s, msg, res)
 		return
@@ -408,7 +474,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}
 	s.stats.Running.Add(1)
 	started := time.Now()
-	w.event(plan.Event{Type: plan.EventToolStarted, Time: started, RequestID: tc.RequestID, PlanID: tc.PlanID,
+	w.event(planbus.Event{Type: planbus.EventToolStarted, Time: started, RequestID: tc.RequestID, PlanID: tc.PlanID,
 		ToolID: tc.ToolID, Skill: name, Attempt: tc.Attempt, WorkerID: w.cfg.ID})
 	// Skills see neither token: they are the worker's to echo, not theirs
 	// to pass on.
@@ -464,33 +530,33 @@ func (w *Worker) untrack(c *call) {
 
 // result turns what a handler returned into the call's result, holding
 // outputs to the cap and to JSON.
-func (w *Worker) result(tc *plan.ToolCall, out skills.Result, herr error, started time.Time) *plan.ToolResult {
+func (w *Worker) result(tc *planbus.ToolCall, out skill.Result, herr error, started time.Time) *planbus.ToolResult {
 	res := w.newResult(tc, started)
 	switch {
 	case herr != nil:
-		info, output := skills.ErrorInfo(herr)
+		info, output := skill.ErrorInfo(herr)
 		res.Error, res.Output = info, output
-		res.State = plan.ToolFailed
-		if info.Category == plan.CategoryTimeout {
-			res.State = plan.ToolTimeout
+		res.State = planbus.ToolFailed
+		if info.Category == planbus.CategoryTimeout {
+			res.State = planbus.ToolTimeout
 		}
 	case len(out.Output) > w.cfg.OutputCap:
-		res.State = plan.ToolFailed
-		res.Error = &plan.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: plan.CategoryPermanent,
+		res.State = planbus.ToolFailed
+		res.Error = &planbus.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("output of %d bytes exceeds the worker's cap of %d", len(out.Output), w.cfg.OutputCap)}
 	case len(out.Output) > 0 && !json.Valid(out.Output):
-		res.State = plan.ToolFailed
-		res.Error = &plan.ErrorInfo{Code: "OUTPUT_NOT_JSON", Category: plan.CategoryInternal, Message: "the skill returned output that is not JSON"}
+		res.State = planbus.ToolFailed
+		res.Error = &planbus.ErrorInfo{Code: "OUTPUT_NOT_JSON", Category: planbus.CategoryInternal, Message: "the skill returned output that is not JSON"}
 	default:
-		res.State = plan.ToolSucceeded
+		res.State = planbus.ToolSucceeded
 		res.Output, res.StatePatch = out.Output, out.StatePatch
 	}
 	return res
 }
 
-func (w *Worker) newResult(tc *plan.ToolCall, started time.Time) *plan.ToolResult {
+func (w *Worker) newResult(tc *planbus.ToolCall, started time.Time) *planbus.ToolResult {
 	now := time.Now()
-	return &plan.ToolResult{
+	return &planbus.ToolResult{
 		PlanID: tc.PlanID, RequestID: tc.RequestID, ToolID: tc.ToolID, Skill: tc.Skill, Attempt: tc.Attempt,
 		WorkerID: w.cfg.ID, StartedAt: started, FinishedAt: now,
 		DurationMs: float64(now.Sub(started).Microseconds()) / 1000, Token: tc.Token,
@@ -499,8 +565,8 @@ func (w *Worker) newResult(tc *plan.ToolCall, started time.Time) *plan.ToolResul
 
 // finish publishes the result, waits for JetStream to store it, and only
 // then acknowledges the call.
-func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *plan.ToolResult) {
-	if res.State == plan.ToolSucceeded {
+func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *planbus.ToolResult) {
+	if res.State == planbus.ToolSucceeded {
 		s.stats.Succeeded.Add(1)
 	} else {
 		s.stats.Failed.Add(1)
@@ -511,11 +577,11 @@ func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *p
 		_ = msg.Nak()
 		return
 	}
-	key := token.MsgID(plan.IdempotencyKey(res.PlanID, res.ToolID, res.Attempt), res.Token)
+	key := token.MsgID(planbus.IdempotencyKey(res.PlanID, res.ToolID, res.Attempt), res.Token)
 	publish := func() error {
 		ctx, cancel := context.WithTimeout(w.callCtx, 5*time.Second)
 		defer cancel()
-		_, err := w.conn.JS.Publish(ctx, bus.ResultSubject(res.PlanID), data, jetstream.WithMsgID(key))
+		_, err := w.js.Publish(ctx, bus.ResultSubject(res.PlanID), data, jetstream.WithMsgID(key))
 		return err
 	}
 	b := backoff.NewExponentialBackOff()
@@ -534,10 +600,10 @@ func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *p
 
 // event publishes a progress event. Events are best effort: they are for
 // watching, and nothing depends on them.
-func (w *Worker) event(ev plan.Event) {
+func (w *Worker) event(ev planbus.Event) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return
 	}
-	_ = w.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), data)
+	_ = w.nc.Publish(bus.EventSubject(ev.RequestID, ev.Type), data)
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -8,20 +9,27 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/schemas"
+	"github.com/planbus/planbus/skill"
 )
 
-// ErrInvalidConfig is matched by every error Config.validate returns.
+// ErrInvalidConfig is matched by every error New returns for a bad
+// Config; the error names the field.
 var ErrInvalidConfig = errors.New("worker: invalid config")
 
-// Config of a worker.
+// Config of a worker. Only Skills is required; a zero field takes its
+// default.
 type Config struct {
 	// ID names this worker in results, events and `nats micro info`.
 	// Default <hostname>-<pid>-<n>.
 	ID string
-	// Skills to serve; at least one.
-	Skills []skills.Skill
-	// Concurrency is how many calls of each skill run at once. Default 16.
+	// Skills to serve; at least one. Each needs a handler and a manifest
+	// valid under schemas/skill-manifest.schema.json (a name of 1 to 64
+	// letters, digits, '_' or '-', since it becomes a subject token), and
+	// no two may share a name.
+	Skills []skill.Skill
+	// Concurrency is how many calls of each skill run at once in this
+	// worker. Default 16.
 	Concurrency int
 	// AckWait is how long a call may go without a heartbeat before JetStream
 	// gives it to another worker; it bounds how soon the call of a dead
@@ -35,10 +43,10 @@ type Config struct {
 	// DrainTimeout is how long a stopping worker lets running calls finish;
 	// those still running then are handed back for redelivery. Default 30s.
 	DrainTimeout time.Duration
-	// OutputCap is the largest output a call may return, in bytes.
-	// Default 1 MiB.
+	// OutputCap is the largest output a call may return, in bytes; a larger
+	// one fails the call with OUTPUT_TOO_LARGE. Default 1 MiB.
 	OutputCap int
-	// Version is reported by the micro service. Default "dev".
+	// Version is reported by the micro service. Default "0.0.0-dev".
 	Version string
 }
 
@@ -81,14 +89,21 @@ func (c Config) validate() error {
 		return bad("Skills", "no skills to serve")
 	}
 	seen := map[string]bool{}
-	for _, s := range c.Skills {
+	for i, s := range c.Skills {
 		if s.Manifest.Name == "" || s.Handler == nil {
-			return bad("Skills", "a skill has no name or no handler")
+			return bad(fmt.Sprintf("Skills[%d]", i), "a skill has no name or no handler")
 		}
 		if seen[s.Manifest.Name] {
 			return bad("Skills", "skill %q listed twice", s.Manifest.Name)
 		}
 		seen[s.Manifest.Name] = true
+		b, err := json.Marshal(s.Manifest)
+		if err == nil {
+			err = schemas.Validate(schemas.SkillManifest, b)
+		}
+		if err != nil {
+			return bad(fmt.Sprintf("Skills[%d]", i), "skill %q: manifest %v", s.Manifest.Name, err)
+		}
 	}
 	if c.Concurrency < 1 {
 		return bad("Concurrency", "%d, want at least 1", c.Concurrency)
@@ -98,6 +113,12 @@ func (c Config) validate() error {
 	}
 	if c.MaxDeliver < 1 {
 		return bad("MaxDeliver", "%d, want at least 1", c.MaxDeliver)
+	}
+	if c.DrainTimeout < 0 {
+		return bad("DrainTimeout", "%s, want 0 (the default) or more", c.DrainTimeout)
+	}
+	if c.OutputCap < 0 {
+		return bad("OutputCap", "%d, want 0 (the default) or more", c.OutputCap)
 	}
 	return nil
 }

@@ -1,0 +1,39 @@
+package planbus
+
+import "encoding/json"
+
+// SkillManifest describes a skill (schemas/skill-manifest.schema.json).
+// Workers advertise one per skill they serve in the KV bucket
+// planbus-skills; dispatchers take a skill's default timeout and retries
+// from it, and planners its parameters and operators.
+type SkillManifest struct {
+	// Name is the skill's name: 1 to 64 letters, digits, '_' or '-'. It
+	// becomes a subject token (planbus.tools.<name>) and a consumer name.
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Version     string `json:"version,omitempty"`
+	// InputSchema is a JSON Schema (2020-12) for the tool's input. A
+	// worker checks every call against it before the handler runs.
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// Parameters name the positional arguments of HTN operators, in
+	// order: an operator walk(home, park) calls a skill with parameters
+	// [from, to] with the input {"from": "home", "to": "park"}.
+	Parameters []string `json:"parameters,omitempty"`
+	// TimeoutMs and RetryPolicy are the defaults for plan tools that leave
+	// theirs out.
+	TimeoutMs   int64        `json:"timeoutMs,omitempty"`
+	RetryPolicy *RetryPolicy `json:"retryPolicy,omitempty"`
+	// Concurrency bounds the calls of this skill in flight across all its
+	// workers; 0 means no bound beyond each worker's own.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Operators are the HTN operators this skill performs; empty means the
+	// operator with the skill's own name.
+	Operators []string `json:"operators,omitempty"`
+}
+
+// RetryPolicy says how often a tool is tried and how long to wait between
+// tries: before attempt n+1 the dispatcher waits BackoffMs × 2^(n−1).
+type RetryPolicy struct {
+	MaxAttempts int   `json:"maxAttempts"`
+	BackoffMs   int64 `json:"backoffMs"`
+}

@@ -1,0 +1,47 @@
+// Package skill is the API of planbus tools: a skill is a Handler with a
+// Manifest, served by a worker (package worker) to every plan that calls it.
+//
+// A Handler looks like a net/http handler. It receives one attempt of one
+// tool call and returns the tool's output or an error:
+//
+//	count := skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
+//		var in struct{ Text string `json:"text"` }
+//		if err := skill.DecodeInput(call, &in); err != nil {
+//			return skill.Result{}, err // INVALID_INPUT: never retried
+//		}
+//		n := len(strings.Fields(in.Text))
+//		zerolog.Ctx(ctx).Debug().Int("words", n).Msg("counted")
+//		return skill.Result{Output: json.RawMessage(strconv.Itoa(n))}, nil
+//	})
+//
+// # Calls
+//
+// A Call (planbus.ToolCall) carries the plan and tool it belongs to, the
+// attempt number, the input and the attempt's timeout. Delivery is at least
+// once: a call whose worker died is delivered again, with the same
+// IdempotencyKey (planId/toolId/attempt), so a handler with side effects can
+// make them idempotent.
+//
+// The handler's context ends at the call's deadline, when the plan ends or
+// is cancelled, and when the worker shuts down; handlers must return soon
+// after. It carries a logger for the call (zerolog.Ctx).
+//
+// # Errors
+//
+// An *Error gives a failure a code and a category (planbus.Category...):
+// InvalidInput and Permanent errors are never retried; Transient and Network
+// errors are retried as the tool's retry policy says, and timeout and
+// network errors move the skill's health to temporaryFailure sooner. Any
+// other error counts as category internal, code TOOL_FAILED. ErrorInfo is
+// how a worker turns an error into a result's error.
+//
+// # Middleware
+//
+// Middleware wraps handlers; each is in a file of its own. A worker wraps
+// every skill in Recover (a panic becomes a TOOL_PANIC error), Logger (the
+// call's logger in ctx), InputSchema (input checked against the manifest's
+// schema) and Timeout (the call's deadline enforced), in that order, with
+// the program's own middleware (worker.WithMiddleware) after Logger.
+//
+// Everything here is safe for concurrent use.
+package skill

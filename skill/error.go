@@ -1,0 +1,88 @@
+package skill
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/planbus/planbus"
+)
+
+// Error is a failure a handler reports with a code and a category, so the
+// dispatcher knows whether to retry and how the skill's health changes.
+// Output, if set, is reported along with the error (a command's exit code
+// and stderr, say).
+type Error struct {
+	// Code names the failure for programs, like NO_SUCH_USER.
+	Code string
+	// Category is one of the planbus.Category constants: invalid_input
+	// and permanent failures are never retried, timeout and network ones
+	// count against the skill's health sooner.
+	Category string
+	// Message says what went wrong, for people.
+	Message string
+	Output  json.RawMessage
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (%s): %s", e.Code, e.Category, e.Message) }
+
+// Failf returns an *Error of the given category and code.
+func Failf(category, code, format string, args ...any) *Error {
+	return &Error{Code: code, Category: category, Message: fmt.Sprintf(format, args...)}
+}
+
+// InvalidInput returns an error about the call's input, code
+// INVALID_INPUT: never retried, since the same input fails again.
+func InvalidInput(format string, args ...any) *Error {
+	return Failf(planbus.CategoryInvalidInput, planbus.CodeInvalidInput, format, args...)
+}
+
+// Permanent returns an error that retrying cannot fix (a missing record, a
+// refused permission): never retried.
+func Permanent(code, format string, args ...any) *Error {
+	return Failf(planbus.CategoryPermanent, code, format, args...)
+}
+
+// Transient returns an error that may go away: retried as the tool's
+// retry policy says.
+func Transient(code, format string, args ...any) *Error {
+	return Failf(planbus.CategoryTransient, code, format, args...)
+}
+
+// Network returns an error reaching something over the network: retried,
+// and it moves the skill to temporaryFailure at once.
+func Network(code, format string, args ...any) *Error {
+	return Failf(planbus.CategoryNetwork, code, format, args...)
+}
+
+// ErrorInfo turns any handler error into the error object of a result and
+// the output reported with it. An error that is not an *Error counts as
+// category internal, code TOOL_FAILED, except for context errors: a
+// deadline is a TOOL_TIMEOUT (timeout), a cancellation CANCELLED
+// (cancelled).
+func ErrorInfo(err error) (*planbus.ErrorInfo, json.RawMessage) {
+	var se *Error
+	if errors.As(err, &se) {
+		return &planbus.ErrorInfo{Code: se.Code, Category: se.Category, Message: se.Message}, se.Output
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &planbus.ErrorInfo{Code: planbus.CodeToolTimeout, Category: planbus.CategoryTimeout, Message: err.Error()}, nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return &planbus.ErrorInfo{Code: planbus.CodeCancelled, Category: planbus.CategoryCancelled, Message: err.Error()}, nil
+	}
+	return &planbus.ErrorInfo{Code: planbus.CodeToolFailed, Category: planbus.CategoryInternal, Message: err.Error()}, nil
+}
+
+// DecodeInput unmarshals a call's input into v, strictly: unknown fields,
+// wrong types and malformed JSON are an InvalidInput error naming them.
+func DecodeInput(call *Call, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(call.Input))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return InvalidInput("skill %s: input: %v", call.Skill, err)
+	}
+	return nil
+}

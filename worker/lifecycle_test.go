@@ -1,0 +1,183 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
+)
+
+// workerGoroutines returns the stacks of goroutines running the worker's
+// pull loops, call runners or heartbeats.
+func workerGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "planbus/worker.(*Worker).pull") || strings.Contains(g, "planbus/worker.(*Worker).heartbeats") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// A worker whose last start-up step fails returns the error and leaves
+// nothing behind: no pull loop asking for calls, no heartbeats, no
+// service, and it never says it is ready.
+func TestRunThatCannotStartLeavesNothingRunning(t *testing.T) {
+	e := newEnv(t)
+	e.eventually("no worker goroutines from earlier tests", func(context.Context) (bool, string) {
+		g := workerGoroutines()
+		return len(g) == 0, strings.Join(g, "\n\n")
+	})
+	conn := bustest.Dial(t, e.cfg)
+	w, err := worker.New(conn.NC, worker.Config{Skills: []skill.Skill{skills.Echo()}, AckWait: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unanswered := errors.New("the server did not answer the flush")
+	worker.SetFlush(w, func() error { return unanswered })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // Run's context stays live: whatever it started must stop on its own
+	if err := w.Run(ctx); !errors.Is(err, unanswered) {
+		t.Fatalf("Run: %v, want the flush's error", err)
+	}
+	select {
+	case <-w.Ready():
+		t.Error("Ready is closed, but the worker never served")
+	default:
+	}
+	e.eventually("no pull loop or heartbeat left running", func(context.Context) (bool, string) {
+		g := workerGoroutines()
+		return len(g) == 0, strings.Join(g, "\n\n")
+	})
+	e.waitConsumer("echo", func(ci *jetstream.ConsumerInfo) bool { return ci.NumWaiting == 0 })
+	if _, err := e.conn.NC.Request("$SRV.PING."+bus.ServiceToolworker, nil, wait); !errors.Is(err, nats.ErrNoResponders) {
+		t.Errorf("ping of the service: %v, want no responders", err)
+	}
+	if err := w.Run(ctx); !errors.Is(err, worker.ErrRunTwice) {
+		t.Errorf("Run again: %v, want ErrRunTwice", err)
+	}
+}
+
+// lines is a log writer that hands each line to the test.
+type lines chan []byte
+
+func (l lines) Write(p []byte) (int, error) {
+	l <- bytes.Clone(p)
+	return len(p), nil
+}
+
+// Handlers log through zerolog.Ctx, and each line says which call it was
+// about and which worker ran it.
+func TestHandlersGetTheCallsLogger(t *testing.T) {
+	e := newEnv(t)
+	logs := make(lines, 256)
+	talker := skillOf("talker", func(ctx context.Context, call *skill.Call) (skill.Result, error) {
+		zerolog.Ctx(ctx).Warn().Str("said", "hello").Msg("talking")
+		return skill.Result{Output: call.Input}, nil
+	})
+	e.startWorker(worker.Config{ID: "w-log", Skills: []skill.Skill{talker}}, worker.WithLogger(zerolog.New(logs).Level(zerolog.WarnLevel)))
+	tc := newCall("p-log", "speak", "talker", `{}`)
+	tc.Attempt, tc.MaxAttempts = 2, 3
+	e.publish(tc)
+	if res, _ := e.result("p-log"); res.State != plan.ToolSucceeded {
+		t.Fatalf("result %s %+v", res.State, res.Error)
+	}
+	var line map[string]any
+	for line == nil || line["message"] != "talking" {
+		if err := json.Unmarshal(receive(t, (<-chan []byte)(logs), "the handler's log line"), &line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]any{"plan_id": "p-log", "tool_id": "speak", "skill": "talker", "attempt": 2.0,
+		"worker": "w-log", "component": "toolworker", "said": "hello"}
+	for k, v := range want {
+		if line[k] != v {
+			t.Errorf("log line %v: %s = %v, want %v", line, k, line[k], v)
+		}
+	}
+}
+
+// Middleware given to the worker wraps every call, inside the recovery
+// and the logger and outside the input check.
+func TestWithMiddlewareWrapsEveryCall(t *testing.T) {
+	e := newEnv(t)
+	seen := make(chan string, 16)
+	tag := func(next skill.Handler) skill.Handler {
+		return skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
+			if zerolog.Ctx(ctx).GetLevel() == zerolog.Disabled {
+				seen <- "no logger"
+			}
+			res, err := next.Handle(ctx, call)
+			seen <- call.ToolID + " " + errorOf(err)
+			return res, err
+		})
+	}
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Sleep()}}, worker.WithLogger(zerolog.New(nil).Level(zerolog.InfoLevel)), worker.WithMiddleware(tag))
+	e.publish(newCall("p1", "ok", "sleep", `{"ms":1}`))
+	e.publish(newCall("p2", "bad", "sleep", `{"ms":-1}`))
+	got := map[string]bool{}
+	for range 2 {
+		got[receive(t, (<-chan string)(seen), "the middleware seeing a call")] = true
+	}
+	for _, want := range []string{"ok <nil>", "bad INVALID_INPUT"} {
+		if !got[want] {
+			t.Errorf("middleware saw %v, want %q among them", got, want)
+		}
+	}
+}
+
+func errorOf(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	info, _ := skill.ErrorInfo(err)
+	return info.Code
+}
+
+// With authorization on, a worker connected the way a user's program does
+// (nats.Connect with the worker role's nkey and RoleInbox) serves calls.
+func TestWorkerRoleWithRoleInbox(t *testing.T) {
+	cfg, seeds := bustest.StartAuth(t)
+	nkey, err := nats.NkeyOptionFromSeed(seeds.File(bus.RoleWorker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(cfg.URL, nkey, worker.RoleInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	admin := cfg
+	admin.NKeySeedFile = seeds.File(bus.RoleAdmin)
+	e := &env{t: t, cfg: admin, conn: bustest.Dial(t, admin)}
+	e.startWorkerOn(nc, worker.Config{Skills: []skill.Skill{skills.Echo()}})
+	e.publish(newCall("p-auth", "t", "echo", `{"role":"worker"}`))
+	if res, _ := e.result("p-auth"); res.State != plan.ToolSucceeded || string(res.Output) != `{"role":"worker"}` {
+		t.Errorf("result %s %s %+v, want succeeded", res.State, res.Output, res.Error)
+	}
+}

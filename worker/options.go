@@ -1,0 +1,41 @@
+package worker
+
+import (
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/skill"
+)
+
+// Option is an optional setting of New.
+type Option func(*options)
+
+type options struct {
+	log        zerolog.Logger
+	middleware []skill.Middleware
+}
+
+// WithLogger makes the worker log to log, and hands each handler a logger
+// derived from it (skill.Logger). Default: no logging.
+func WithLogger(log zerolog.Logger) Option {
+	return func(o *options) { o.log = log }
+}
+
+// WithMiddleware wraps every skill's handler in mw, the first outermost,
+// inside the worker's panic recovery and logger and outside the input
+// check and the timeout. Use it for metrics, tracing or rate limits.
+func WithMiddleware(mw ...skill.Middleware) Option {
+	return func(o *options) { o.middleware = append(o.middleware, mw...) }
+}
+
+// RoleInbox is the connection option a worker needs on a planbus server
+// with authorization on (planner serve --auth, the compose stack): the
+// worker role receives replies, JetStream's included, only under its own
+// inbox prefix, _INBOX_worker. Pass it to nats.Connect along with the
+// worker role's credentials:
+//
+//	nc, err := nats.Connect(url, nkeyOpt, worker.RoleInbox())
+func RoleInbox() nats.Option {
+	return nats.CustomInboxPrefix(bus.RoleWorker.InboxPrefix())
+}
