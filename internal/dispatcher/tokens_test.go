@@ -326,7 +326,7 @@ func TestForgedCancelsDoNotStopAPlan(t *testing.T) {
 // starts, and finishes the plan's tool once the plan has started.
 func TestResultBeforeItsPlansStateIsHeldBack(t *testing.T) {
 	hd := newHold()
-	h := start(t, opts{extra: []skills.Skill{hd.skill()}})
+	h := start(t, opts{extra: []skill.Skill{hd.skill()}})
 	const planID = "early-result"
 	key := h.key()
 	r := plan.ToolResult{PlanID: planID, RequestID: planID, ToolID: "slow", Skill: "hold", Attempt: 1,
