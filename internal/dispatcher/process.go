@@ -62,8 +62,7 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 	for try := 0; try < casRetries; try++ {
 		ent, cached, err := d.entry(ctx, s, planID)
 		if errors.Is(err, errNoPlan) {
-			log.Warn().Int("messages", len(rest)).Msg("results or timers for a plan with no state; dropping them")
-			ackAll(rest)
+			d.noPlan(log, rest)
 			return
 		}
 		if err != nil {
@@ -150,6 +149,32 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 	}
 	log.Warn().Int("tries", casRetries).Msg("lost every compare-and-set; messages will be redelivered")
 	d.handBack(log, rest, 100*time.Millisecond, fmt.Errorf("lost %d compare-and-sets on the state of plan %s", casRetries, planID))
+}
+
+// noPlan handles messages of a plan with no stored state. Results and
+// timers are dropped: the plan expired or never started. A cancel may
+// come before its plan: a planner publishes it as soon as the request's
+// plan is out, and the plan may still wait in its stream (or be published
+// again after a planner crash). It is handed back, with a delay that grows
+// with its deliveries, until its plan starts or its delivery limit is
+// reached (a plan that was rejected never starts).
+func (d *Dispatcher) noPlan(log zerolog.Logger, items []item) {
+	var drop []item
+	for _, it := range items {
+		if it.kind != kindTimer || it.timer.Kind != execution.TimerCancel {
+			drop = append(drop, it)
+			continue
+		}
+		if n := bus.Deliveries(it.msg); n < d.cfg.DeliveryLimit {
+			_ = it.msg.NakWithDelay(bus.RetryDelay(n))
+			continue
+		}
+		d.drop(log, it, "a cancel of a plan that never started", nil)
+	}
+	if len(drop) > 0 {
+		log.Warn().Int("messages", len(drop)).Msg("results or timers for a plan with no state; dropping them")
+		ackAll(drop)
+	}
 }
 
 // verify applies the tool's verification gate, if it has one: a succeeded
