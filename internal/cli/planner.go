@@ -12,8 +12,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/htncli"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
@@ -257,9 +258,6 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "planner run: %s: at /tools: the plan has no tools: there is nothing to run\n", name)
 		return ExitUsage
 	}
-	if p.PlanID == "" {
-		p.PlanID = client.NewID()
-	}
 	if wait == 0 {
 		wait = time.Duration(p.TimeoutMs)*time.Millisecond + time.Minute
 	}
@@ -285,31 +283,50 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		defer pr.close()
 		progress, endProgress = pr.event, pr.close
 	}
+	cl, err := client.New(conn.NC, client.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ExitFailed
+	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	var res *plan.ExecutionResult
 	if viaPlanner {
-		var o *planner.Outcome
-		res, o, err = client.RunThroughPlanner(rctx, conn, p, progress)
+		o, err := cl.RunPlan(rctx, doc, progress)
 		endProgress()
 		var rej *client.RejectedError
 		if errors.As(err, &rej) {
 			fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
 			return ExitUsage
 		}
-		if err == nil && res == nil {
-			// No plan ran (a skill disabled in the session, say): the
-			// outcome tells why.
-			return printOutcome(o, io)
+		if err != nil {
+			fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+			return ctxExit(ctx, ExitFailed)
 		}
-	} else {
-		res, err = client.Run(rctx, conn, p, progress)
-		endProgress()
+		return printPlanOutcome("planner run", o, io)
 	}
+	res, err := cl.ExecutePlan(rctx, doc, progress)
+	endProgress()
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
 	}
+	return printExecution("planner run", res, io)
+}
+
+// printPlanOutcome prints what running a bare plan through the planner
+// came to: the plan's execution result, or, when no plan ran (a skill
+// disabled in the session, say), the request's outcome, which tells why.
+// It returns the exit code it means.
+func printPlanOutcome(cmd string, o *planbus.Outcome, io IO) int {
+	if o.Execution == nil {
+		return printOutcome(cmd, o, io)
+	}
+	return printExecution(cmd, o.Execution, io)
+}
+
+// printExecution prints a plan's execution result as the last line on
+// stdout and returns the exit code it means.
+func printExecution(cmd string, res *planbus.ExecutionResult, io IO) int {
 	out, _ := jsonLine(res)
 	fmt.Fprintln(io.Stdout, out)
 	if !res.Success {
@@ -317,7 +334,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		if res.Error != nil {
 			msg += ": " + res.Error.Message
 		}
-		fmt.Fprintf(io.Stderr, "planner run: plan %s %s\n", p.PlanID, msg)
+		fmt.Fprintf(io.Stderr, "%s: plan %s %s\n", cmd, res.PlanID, msg)
 		return ExitFailed
 	}
 	return ExitOK

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/client"
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
@@ -60,13 +60,14 @@ func startAuthNode(t *testing.T, dataDir string, log zerolog.Logger) *node.Node 
 	return n
 }
 
-func decodePlan(t *testing.T, doc string) *plan.Plan {
+// newClient is a planbus client on conn.
+func newClient(t *testing.T, conn *bus.Conn) *client.Client {
 	t.Helper()
-	p, err := plan.Decode([]byte(doc))
+	c, err := client.New(conn.NC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return c
 }
 
 // With Auth, every in-process component connects as its role and the
@@ -88,18 +89,19 @@ func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
 	}
 	defer conn.Close()
 
-	p := decodePlan(t, `{"planId": "auth-ok", "sessionId": "s-auth", "tools": [
+	c := newClient(t, conn)
+	p := []byte(`{"planId": "auth-ok", "sessionId": "s-auth", "tools": [
 		{"toolId": "A", "skill": "echo", "input": {"city": "Lisbon"}},
 		{"toolId": "F", "skill": "fail", "dependencies": ["A"], "input": {"attempts": 1, "category": "network", "message": "reset"},
 		 "retryPolicy": {"maxAttempts": 2, "backoffMs": 50}},
 		{"toolId": "R", "skill": "remember", "dependencies": ["A"], "input": {"seen": "Lisbon"}},
 		{"toolId": "D", "skill": "echo", "dependencies": ["F", "R"], "input": {"a": {"$ref": "A"}}}]}`)
 	var events []string
-	res, out, err := client.RunThroughPlanner(ctx, conn, p, func(ev plan.Event) { events = append(events, ev.Type) })
+	out, err := c.RunPlan(ctx, p, func(ev plan.Event) { events = append(events, ev.Type) })
 	if err != nil {
 		t.Fatalf("run: %v\nlog:\n%s", err, logs.String())
 	}
-	if res == nil || !res.Success || res.PlanID != "auth-ok-1" {
+	if res := out.Execution; res == nil || !res.Success || res.PlanID != "auth-ok-1" {
 		t.Fatalf("outcome %+v, want plan auth-ok-1 to succeed\nlog:\n%s", out, logs.String())
 	}
 	for _, want := range []string{"request.accepted", "tool.started", "tool.retrying", "skill.health", "request.succeeded"} {
@@ -110,13 +112,13 @@ func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
 
 	// A plan that times out while a call runs: its dispatcher cancels
 	// the call on the workers.
-	slow := decodePlan(t, `{"planId": "auth-timeout", "timeoutMs": 300, "tools": [
+	slow := []byte(`{"planId": "auth-timeout", "timeoutMs": 300, "tools": [
 		{"toolId": "S", "skill": "sleep", "input": {"ms": 20000}}]}`)
-	res, _, err = client.RunThroughPlanner(ctx, conn, slow, nil)
+	out, err = c.RunPlan(ctx, slow, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != plan.PlanTimeout || res.Tools[0].State != plan.ToolCancelled {
+	if res := out.Execution; res.State != plan.PlanTimeout || res.Tools[0].State != plan.ToolCancelled {
 		t.Errorf("timed out plan: %s, tool %s; want timeout and cancelled", res.State, res.Tools[0].State)
 	}
 
@@ -145,14 +147,15 @@ func TestAuthNodeKeepsExternalPlannersUnderPlanners(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_, err = client.Request(ctx, conn, []byte(`{"kind": "external", "planner": "planbus.cancel.victim"}`), nil)
+	c := newClient(t, conn)
+	_, err = c.Run(ctx, []byte(`{"kind": "external", "planner": "planbus.cancel.victim"}`), nil)
 	var rej *client.RejectedError
 	if !errors.As(err, &rej) || rej.Reply.Error.Field != "/planner" || !strings.Contains(rej.Reply.Error.Message, "planners.") {
 		t.Fatalf("err = %v, want a rejection at /planner naming planners.", err)
 	}
 	// One under planners. is taken (and, with nobody answering, ends
 	// in the fallback).
-	out, err := client.Request(ctx, conn, []byte(`{"kind": "external", "planner": "planners.nobody", "maxAttempts": 1}`), nil)
+	out, err := c.Run(ctx, []byte(`{"kind": "external", "planner": "planners.nobody", "maxAttempts": 1}`), nil)
 	if err != nil || out.Status != "fallback" {
 		t.Fatalf("outcome %+v, %v; want the fallback", out, err)
 	}

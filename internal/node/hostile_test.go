@@ -16,7 +16,6 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
@@ -157,7 +156,7 @@ func TestHostileInput(t *testing.T) {
 	victim := make(chan error, 1)
 	var outcome json.RawMessage
 	go func() {
-		o, err := client.Request(ctx, conn, []byte(`{"requestId":"victim","kind":"plan","plan":{"tools":[
+		o, err := newClient(t, conn).Run(ctx, []byte(`{"requestId":"victim","kind":"plan","plan":{"tools":[
 			{"toolId":"slow","skill":"sleep","input":{"ms":3000}},
 			{"toolId":"after","skill":"echo","dependencies":["slow"],"input":{"got":{"$ref":"slow"}}}]}}`), nil)
 		if err == nil {
@@ -257,7 +256,7 @@ func TestHostileInput(t *testing.T) {
 			t.Errorf("%s does not answer after the hostile input: %v", svc, err)
 		}
 	}
-	o, err := client.Request(ctx, conn, []byte(`{"kind":"plan","plan":{"tools":[
+	o, err := newClient(t, conn).Run(ctx, []byte(`{"kind":"plan","plan":{"tools":[
 		{"toolId":"A","skill":"echo","input":{"n":1}},
 		{"toolId":"B","skill":"echo","dependencies":["A"],"input":{"a":{"$ref":"A"}}},
 		{"toolId":"C","skill":"sleep","dependencies":["A"],"input":{"ms":10}},
