@@ -18,6 +18,17 @@ import (
 
 func jetstreamMsgID(id string) jetstream.PublishOpt { return jetstream.WithMsgID(id) }
 
+// flush makes sure the server has processed what was sent before, within
+// ctx or, if ctx has no deadline, the request timeout.
+func (c *Client) flush(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opt.requestTimeout)
+		defer cancel()
+	}
+	return c.nc.FlushWithContext(ctx)
+}
+
 // Await waits for a request's outcome. It returns at once for a request
 // that has ended. It does not check that the request exists: Status does.
 func (c *Client) Await(ctx context.Context, requestID string) (*planbus.Outcome, error) {
@@ -269,7 +280,7 @@ func (c *Client) await(ctx context.Context, stream, subject string) (<-chan []by
 	}
 	// The subscription must be in place at the server before the stream
 	// is read, or a message published in between would be missed by both.
-	if err := c.nc.FlushWithContext(ctx); err != nil {
+	if err := c.flush(ctx); err != nil {
 		_ = sub.Unsubscribe()
 		return nil, nil, fmt.Errorf("client: follow %s: %w", subject, err)
 	}

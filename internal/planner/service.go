@@ -190,19 +190,10 @@ func (s *Service) Ready() <-chan struct{} { return s.ready }
 // back to another planner, or to this one when it runs again.
 func (s *Service) Run(ctx context.Context) error {
 	s.stopping = ctx
+	if err := s.open(ctx); err != nil {
+		return err
+	}
 	var err error
-	if s.requests, err = s.conn.JS.KeyValue(ctx, bus.BucketRequests); err != nil {
-		return fmt.Errorf("planner: requests bucket: %w", err)
-	}
-	if s.plans, err = s.conn.JS.KeyValue(ctx, bus.BucketPlans); err != nil {
-		return fmt.Errorf("planner: plans bucket: %w", err)
-	}
-	if s.accepted, err = s.conn.JS.Stream(ctx, bus.StreamRequests); err != nil {
-		return fmt.Errorf("planner: requests stream: %w", err)
-	}
-	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
-		return fmt.Errorf("planner: skills bucket: %w", err)
-	}
 	if s.health, err = skills.OpenHealthBook(ctx, s.conn.JS); err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
@@ -262,6 +253,24 @@ func (s *Service) Run(ctx context.Context) error {
 	s.log.Info().Str("domains", s.cfg.DomainsDir).Msg("planner running")
 	close(s.ready)
 	<-ctx.Done()
+	return nil
+}
+
+// open binds the buckets and streams the service reads and writes.
+func (s *Service) open(ctx context.Context) error {
+	var err error
+	if s.requests, err = s.conn.JS.KeyValue(ctx, bus.BucketRequests); err != nil {
+		return fmt.Errorf("planner: requests bucket: %w", err)
+	}
+	if s.plans, err = s.conn.JS.KeyValue(ctx, bus.BucketPlans); err != nil {
+		return fmt.Errorf("planner: plans bucket: %w", err)
+	}
+	if s.accepted, err = s.conn.JS.Stream(ctx, bus.StreamRequests); err != nil {
+		return fmt.Errorf("planner: requests stream: %w", err)
+	}
+	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
+		return fmt.Errorf("planner: skills bucket: %w", err)
+	}
 	return nil
 }
 
