@@ -9,8 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/worker"

@@ -13,8 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
-	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/htncli"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"

@@ -11,8 +11,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
-	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 )
