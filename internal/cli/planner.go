@@ -25,17 +25,22 @@ import (
 const plannerUsage = `Usage: planner <command> [flags]
 
 Commands:
-  run FILE     run a plan end to end and print its execution result
+  run FILE     run a plan or a request end to end and print its result
   serve        keep a planbus node up (embedded NATS, planner, dispatcher, workers)
+  submit FILE  send a plan or a request to a running system; print its requestId
+  watch ID     follow a request (running or ended) to its end, as run shows it
+  cancel ID    cancel a request or a plan
+  ls           list recent requests
   status ID    show a plan's or a request's state in a running system
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
   auth init D  write a seed per role and a nats-server auth block to directory D
   version      print the version
 
-Without --nats-url, planner starts an embedded NATS JetStream server with
-the planner service, a dispatcher and tool workers in-process. 'planner <command> -h' shows the
-flags of a command.`
+Without --nats-url, run and serve start an embedded NATS JetStream server
+with the planner service, a dispatcher and tool workers in-process; submit,
+watch, cancel, ls and status work on a running system and need --nats-url.
+'planner <command> -h' shows the flags of a command.`
 
 // Planner is the planner command.
 func Planner(ctx context.Context, args []string, io IO) int {
@@ -52,6 +57,14 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerBench(ctx, args[1:], io)
 	case "status":
 		return plannerStatus(ctx, args[1:], io)
+	case "submit":
+		return plannerSubmit(ctx, args[1:], io)
+	case "watch":
+		return plannerWatch(ctx, args[1:], io)
+	case "cancel":
+		return plannerCancel(ctx, args[1:], io)
+	case "ls":
+		return plannerLs(ctx, args[1:], io)
 	case "htn":
 		return htncli.Run(ctx, args[1:], io.Stdout, io.Stderr)
 	case "auth":
