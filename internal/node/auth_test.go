@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/node"
@@ -251,5 +253,74 @@ func TestAuthNeedsTheEmbeddedServer(t *testing.T) {
 	_, err := node.Start(context.Background(), node.Config{Bus: bus.Config{URL: "nats://127.0.0.1:1"}, Auth: true}, zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), "embedded") {
 		t.Fatalf("err = %v, want one saying Auth needs the embedded server", err)
+	}
+}
+
+// With authorization on, a client does everything package client offers
+// within its role: submits, reads a running request's state (queued or
+// not), watches its past and live events, cancels it (the planner hands
+// the cancel to the dispatchers, which stop the call) and lists requests;
+// the server logs no permissions violation on the way.
+func TestAuthClientSubmitsWatchesCancelsAndLists(t *testing.T) {
+	var logs logBuffer
+	log := zerolog.New(&logs).Level(zerolog.WarnLevel)
+	n := startAuthNode(t, t.TempDir(), log)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	conn, err := n.DialAs(ctx, bus.RoleClient, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := newClient(t, conn)
+	acc, err := c.SubmitPlan(ctx, []byte(`{"planId": "auth-nap", "tools": [
+		{"toolId": "S", "skill": "sleep", "input": {"ms": 30000}},
+		{"toolId": "E", "skill": "echo", "dependencies": ["S"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 1)
+	watched := make(chan *planbus.Outcome, 1)
+	var seen []string
+	go func() {
+		o, err := c.Watch(ctx, acc.RequestID, func(ev planbus.Event) {
+			seen = append(seen, ev.Type)
+			if ev.Type == planbus.EventToolStarted {
+				started <- struct{}{}
+			}
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		watched <- o
+	}()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatalf("the sleep never started\nlog:\n%s", logs.String())
+	}
+	st, err := c.Status(ctx, acc.RequestID)
+	if err != nil || st.Request.Status != planbus.RequestExecuting || st.Plan == nil {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	reply, err := c.Cancel(ctx, "auth-nap-1", "as a client")
+	if err != nil || reply.Status != planbus.CancelCancelling {
+		t.Fatalf("cancel: %+v, %v\nlog:\n%s", reply, err, logs.String())
+	}
+	o := <-watched
+	if o == nil || o.Status != planbus.StatusCancelled || o.Execution.Tools[0].State != planbus.ToolCancelled {
+		t.Fatalf("outcome %+v, want cancelled", o)
+	}
+	for _, want := range []string{"request.accepted", "tool.started", "tool.cancelled", "tool.skipped", "plan.cancelled", "request.cancelled"} {
+		if !slices.Contains(seen, want) {
+			t.Errorf("watched events %v: no %s", seen, want)
+		}
+	}
+	list, err := c.List(ctx, planbus.ListRequest{})
+	if err != nil || len(list.Requests) != 1 || list.Requests[0].Status != planbus.StatusCancelled {
+		t.Errorf("list %+v, %v", list, err)
+	}
+	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
+		t.Errorf("the client, planner or dispatcher needed more than their roles allow:\n%s", logs.String())
 	}
 }

@@ -89,6 +89,16 @@ func hostileRequests() []hostile {
 		{name: "session reset: garbage", subject: bus.SubjectSessionReset, data: text(`{"sessionId":`), reply: []string{"sessionId"}},
 		{name: "session reset: wildcard session", subject: bus.SubjectSessionReset, data: text(`{"sessionId":">"}`), reply: []string{"sessionId"}},
 		{name: "skills: garbage", subject: bus.SubjectSkills, data: text(`\x00\x01`), reply: []string{`"sessionId":"default"`}},
+		{name: "cancel: garbage", subject: bus.SubjectPlanCancel, data: text(`{"requestId":`), reply: []string{"INVALID_REQUEST", "malformed JSON"}},
+		{name: "cancel: no id", subject: bus.SubjectPlanCancel, data: text(`{}`), reply: []string{"INVALID_REQUEST", "requestId"}},
+		{name: "cancel: both ids", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"victim","planId":"victim-1"}`), reply: []string{"INVALID_REQUEST"}},
+		{name: "cancel: wildcard id", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"victim.>"}`), reply: []string{"INVALID_REQUEST", "/requestId"}},
+		{name: "cancel: unknown field", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"victim","force":true}`), reply: []string{"INVALID_REQUEST", "force"}},
+		{name: "cancel: reason too long", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"victim","reason":"` + strings.Repeat("x", 1025) + `"}`), reply: []string{"INVALID_REQUEST", "/reason"}},
+		{name: "cancel: unknown request", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"ghost"}`), reply: []string{"NOT_FOUND", "ghost"}},
+		{name: "list: garbage", subject: bus.SubjectPlanList, data: text(`[`), reply: []string{"INVALID_REQUEST", "malformed JSON"}},
+		{name: "list: limit too high", subject: bus.SubjectPlanList, data: text(`{"limit":1000000}`), reply: []string{"INVALID_REQUEST", "/limit"}},
+		{name: "list: unknown status", subject: bus.SubjectPlanList, data: text(`{"status":"sideways"}`), reply: []string{"INVALID_REQUEST", "/status"}},
 	}
 }
 
@@ -113,6 +123,8 @@ func hostilePublishes(planID string) []hostile {
 		p("timer: garbage", bus.TimerSubject(planID), `not json`),
 		p("timer: plan timeout before its deadline", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"timeout","fireAt":1}`, planID)),
 		p("timer: retry of a tool that is not retrying", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"retry","tool":1,"attempt":2,"fireAt":1}`, planID)),
+		p("timer: a cancel on another plan's subject", bus.TimerSubject("elsewhere"), fmt.Sprintf(`{"planId":%q,"kind":"cancel","fireAt":1}`, planID)),
+		p("timer: unknown kind", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"explode","fireAt":1}`, planID)),
 		p("plan: garbage", bus.PlanSubject("hostile-garbage"), `{"tools":`),
 		p("plan: cycle", bus.PlanSubject("hostile-cycle"), `{"planId":"hostile-cycle","tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}`),
 		p("tool call: garbage", bus.ToolSubject("echo"), `{"planId":`),
