@@ -39,39 +39,31 @@ func hold(started, stopped chan<- string) skills.Skill {
 }
 
 // watchEvents follows a request's events in the background until the test
-// ends; the returned channel receives each one.
-func (h *harness) watchEvents(requestID string) (<-chan planbus.Event, *events) {
+// ends.
+func (h *harness) watchEvents(requestID string) *events {
 	h.t.Helper()
-	ch := make(chan planbus.Event, 1024)
 	all := &events{}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.t.Cleanup(cancel)
-	go func() {
-		_, _ = h.c.Watch(ctx, requestID, func(ev planbus.Event) {
-			all.add(ev)
-			select {
-			case ch <- ev:
-			default:
-			}
-		})
-	}()
-	return ch, all
+	go func() { _, _ = h.c.Watch(ctx, requestID, all.add) }()
+	return all
 }
 
-// waitFor waits until an event of type typ (and tool, if not empty)
-// arrives.
-func waitFor(t *testing.T, ch <-chan planbus.Event, typ, tool string) planbus.Event {
+// waitFor waits until an event of type typ (and tool, if not empty) has
+// arrived.
+func (e *events) waitFor(t *testing.T, typ, tool string) {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		select {
-		case ev := <-ch:
-			if ev.Type == typ && (tool == "" || ev.ToolID == tool) {
-				return ev
+		for _, ev := range e.of(typ) {
+			if tool == "" || ev.ToolID == tool {
+				return
 			}
-		case <-deadline:
+		}
+		if time.Now().After(deadline) {
 			t.Fatalf("no %s event of %q within 30s", typ, tool)
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -128,9 +120,9 @@ func TestCancelStopsARunningRequest(t *testing.T) {
 		{"toolId":"S","skill":"hold"},
 		{"toolId":"T","skill":"sleep","input":{"ms":30000}},
 		{"toolId":"D","skill":"echo","dependencies":["S"]}]}}`)
-	evs, all := h.watchEvents(id)
-	waitFor(t, evs, plan.EventToolStarted, "S")
-	waitFor(t, evs, plan.EventToolStarted, "T")
+	all := h.watchEvents(id)
+	all.waitFor(t, plan.EventToolStarted, "S")
+	all.waitFor(t, plan.EventToolStarted, "T")
 
 	reply := h.cancel(id, "changed my mind")
 	if reply.Status != planbus.CancelCancelling || reply.RequestID != "c1" || reply.PlanID != "c1-1" {
@@ -159,7 +151,7 @@ func TestCancelStopsARunningRequest(t *testing.T) {
 	if got := toolStates(res); !maps.Equal(got, want) {
 		t.Errorf("tools %v, want %v", got, want)
 	}
-	waitFor(t, evs, "request.cancelled", "")
+	all.waitFor(t, "request.cancelled", "")
 	for _, typ := range []string{plan.EventPlanCancelled, plan.EventToolCancelled, plan.EventToolSkipped, "request.cancelled"} {
 		if len(all.of(typ)) == 0 {
 			t.Errorf("no %s event", typ)
