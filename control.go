@@ -29,7 +29,8 @@ const (
 type CancelRequest struct {
 	RequestID string `json:"requestId,omitempty"`
 	PlanID    string `json:"planId,omitempty"`
-	// Reason is said in the outcome and the events; at most 1,024 bytes.
+	// Reason is said in the outcome and the events; at most 1,024
+	// characters.
 	Reason string `json:"reason,omitempty"`
 }
 

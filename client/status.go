@@ -228,11 +228,9 @@ func (c *Client) planStatus(ctx context.Context, planID string) (*PlanStatus, er
 // skipped, and the outcome, status cancelled, follows); one that had no
 // plan running yet is cancelled (status cancelled); one that had ended is
 // left as it was (status ended). An id nothing is known of is ErrNotFound.
-// reason, which may be empty, is said in the outcome and the events.
+// reason, which may be empty, is said in the outcome and the events; the
+// planner refuses one of more than 1,024 characters.
 func (c *Client) Cancel(ctx context.Context, id, reason string) (*planbus.CancelReply, error) {
-	if len(reason) > execution.MaxCancelReason {
-		return nil, fmt.Errorf("client: the reason takes %d bytes; at most %d", len(reason), execution.MaxCancelReason)
-	}
 	try := func(q planbus.CancelRequest) (*planbus.CancelReply, error) {
 		body, err := json.Marshal(q)
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 )
@@ -168,7 +170,7 @@ func (c *Client) ExecutePlan(ctx context.Context, plan []byte, onEvent func(plan
 		return nil, err
 	}
 	defer w.stop()
-	if _, err := c.js.Publish(ctx, bus.PlanSubject(planID), doc, jetstreamMsgID(planID)); err != nil {
+	if _, err := c.js.Publish(ctx, bus.PlanSubject(planID), doc, jetstream.WithMsgID(planID)); err != nil {
 		return nil, fmt.Errorf("client: publish plan %s: %w", planID, err)
 	}
 	return w.execution(ctx, false, onEvent, "")

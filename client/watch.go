@@ -16,8 +16,6 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 )
 
-func jetstreamMsgID(id string) jetstream.PublishOpt { return jetstream.WithMsgID(id) }
-
 // flush makes sure the server has processed what was sent before, within
 // ctx or, if ctx has no deadline, the request timeout.
 func (c *Client) flush(ctx context.Context) error {

@@ -222,7 +222,7 @@ func plannerCancel(ctx context.Context, args []string, io IO) int {
 	f := newFlags("planner cancel", io.Stderr, io.Env, cancelUsage)
 	c.register(f, connects)
 	c.registerClient(f)
-	f.String(&reason, "reason", "", "", "why, said in the outcome and the events (at most 1024 bytes)")
+	f.String(&reason, "reason", "", "", "why, said in the outcome and the events (at most 1024 characters)")
 	f.Bool(&asJSON, "json", "", false, "print the planner's answer as JSON")
 	log, code, ok := clientFlags(f, &c, args, io, "planner cancel")
 	if !ok {

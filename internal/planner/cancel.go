@@ -198,14 +198,8 @@ func (s *Service) cancel(ctx context.Context, q *planbus.CancelRequest, now time
 	if r != nil {
 		return s.cancelQueued(ctx, r, mark)
 	}
-	st, err := s.planState(ctx, q.RequestID)
-	if err != nil {
-		return nil, err
-	}
-	if st == nil {
-		return nil, errNotFound
-	}
-	return s.cancelPlan(ctx, q.RequestID, st, mark)
+	// Perhaps a plan's id: cancel what it stands for.
+	return s.cancel(ctx, &planbus.CancelRequest{PlanID: q.RequestID, Reason: q.Reason}, now)
 }
 
 // cancelLoop cancels a request with a loop state, with compare-and-set:
