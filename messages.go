@@ -66,6 +66,8 @@ const (
 	PlanFailed    = "failed"
 	PlanTimeout   = "timeout"
 	PlanRejected  = "rejected"
+	// PlanCancelled: stopped on request (planbus.plan.cancel).
+	PlanCancelled = "cancelled"
 )
 
 // Reasons a tool did not run to its end.
@@ -73,6 +75,9 @@ const (
 	ReasonDependencyFailed = "dependency_failed"
 	ReasonPlanFailed       = "plan_failed"
 	ReasonPlanTimeout      = "plan_timeout"
+	// ReasonCancelled: the plan was cancelled while the tool was pending
+	// (skipped) or running (cancelled).
+	ReasonCancelled = "cancelled"
 )
 
 // ToolCall is one attempt of one tool, as a worker receives it.
@@ -173,6 +178,7 @@ const (
 	EventPlanSucceeded = "plan.succeeded"
 	EventPlanFailed    = "plan.failed"
 	EventPlanTimeout   = "plan.timeout"
+	EventPlanCancelled = "plan.cancelled"
 	EventToolReleased  = "tool.released"
 	EventToolStarted   = "tool.started"
 	EventToolSucceeded = "tool.succeeded"
@@ -182,6 +188,18 @@ const (
 	EventToolSkipped   = "tool.skipped"
 	EventToolCancelled = "tool.cancelled"
 	EventSkillHealth   = "skill.health"
+)
+
+// Event types of a request's loop, published by the planner.
+const (
+	EventRequestAccepted   = "request.accepted"
+	EventRequestGenerating = "request.generating"
+	EventRequestGenerated  = "request.generated"
+	EventRequestReplanning = "request.replanning"
+	EventRequestSucceeded  = "request.succeeded"
+	EventRequestFailed     = "request.failed"
+	EventRequestFallback   = "request.fallback"
+	EventRequestCancelled  = "request.cancelled"
 )
 
 // Event is a progress report for people and tools watching a request.
@@ -209,7 +227,7 @@ type Event struct {
 type Outcome struct {
 	RequestID      string            `json:"requestId"`
 	SessionID      string            `json:"sessionId,omitempty"`
-	Status         string            `json:"status"` // succeeded, failed or fallback
+	Status         string            `json:"status"` // succeeded, failed, fallback or cancelled
 	Success        bool              `json:"success"`
 	Fallback       bool              `json:"fallback"`
 	Narrative      string            `json:"narrative,omitempty"`
@@ -228,6 +246,9 @@ const (
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
 	StatusFallback  = "fallback"
+	// StatusCancelled: the request was cancelled (planbus.plan.cancel)
+	// before it ended; no replan, no fallback.
+	StatusCancelled = "cancelled"
 )
 
 // Attempt is one generation and its execution.

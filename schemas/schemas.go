@@ -32,6 +32,8 @@ const (
 	PlanRequest     = "plan-request.schema.json"
 	Outcome         = "outcome.schema.json"
 	Cancel          = "cancel.schema.json"
+	CancelRequest   = "cancel-request.schema.json"
+	ListRequest     = "list-request.schema.json"
 )
 
 const baseURL = "https://planbus.dev/schemas/"

@@ -57,7 +57,7 @@ func TestToolResultNeedsErrorWhenFailed(t *testing.T) {
 }
 
 func TestAllSchemasCompile(t *testing.T) {
-	for _, n := range []string{Plan, ToolCall, ToolResult, ExecutionResult, Event, SkillManifest, PlanRequest, Outcome, Cancel} {
+	for _, n := range []string{Plan, ToolCall, ToolResult, ExecutionResult, Event, SkillManifest, PlanRequest, Outcome, Cancel, CancelRequest, ListRequest} {
 		if _, err := schema(n); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
@@ -48,7 +48,11 @@ func TestExternalPlannerReplansAroundABrokenSkill(t *testing.T) {
 			t.Fatal("the external planner never answered")
 		}
 	}
-	out, err := client.Request(ctx, conn, []byte(`{"kind":"external","planner":"planners.travel","input":{"to":"park"}}`), nil)
+	c, err := client.New(conn.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Run(ctx, []byte(`{"kind":"external","planner":"planners.travel","input":{"to":"park"}}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,8 +43,12 @@ const (
 // and those the roadmap reserves for it, so that the client role does not
 // change when they arrive.
 const (
-	// SubjectPlanCancel is reserved: cancel a request.
+	// SubjectPlanCancel is the planner's endpoint that cancels a request
+	// or a plan (planbus.CancelRequest).
 	SubjectPlanCancel = "planbus.plan.cancel"
+	// SubjectPlanList is the planner's endpoint that lists recent
+	// requests (planbus.ListRequest).
+	SubjectPlanList = "planbus.plan.list"
 	// SubjectPlanStatus is reserved: a request's or a plan's state.
 	SubjectPlanStatus = "planbus.plan.status"
 	// SubjectAgents is reserved: planbus.agent.<name>, agent endpoints.
@@ -57,8 +61,8 @@ const (
 // planner (or the service that will answer the reserved ones) may
 // subscribe to them; nobody else may.
 func ClientEndpoints() []string {
-	return []string{SubjectPlanRequest, SubjectSessionReset, SubjectSkills,
-		SubjectPlanCancel, SubjectPlanStatus, SubjectAgents, SubjectGuideTurn}
+	return []string{SubjectPlanRequest, SubjectSessionReset, SubjectSkills, SubjectPlanCancel, SubjectPlanList,
+		SubjectPlanStatus, SubjectAgents, SubjectGuideTurn}
 }
 
 // Streams.

@@ -174,6 +174,14 @@ func (r Role) Grants() Grants {
 		// Loop state per request (get, create, compare-and-set).
 		pub(reading(kvStream(BucketRequests))...)
 		pub(writing(BucketRequests))
+		// planbus.plan.list reads the accepted requests newest first by
+		// sequence; planbus.plan.cancel finds a request still queued by
+		// subject.
+		pub(reading(StreamRequests)...)
+		// planbus.plan.cancel by plan id, or of a plan submitted without a
+		// request: the plan's state names its request and says whether it
+		// still runs. Read only: plan state is the dispatchers'.
+		pub(reading(kvStream(BucketPlans))...)
 		// Manifests of advertised skills: read to check and plan.
 		pub(reading(kvStream(BucketSkills))...)
 		pub(watching(BucketSkills)...)
@@ -188,9 +196,16 @@ func (r Role) Grants() Grants {
 		pub(writing(BucketSessions))
 		// request.* progress events.
 		pub(eventsOf("request"))
-		// The planner's own cancel path (a cancelled request stops its
-		// plan's running calls).
-		pub(SubjectCancelAll)
+		// planbus.plan.cancel: the planner hands the dispatchers a
+		// cancelled request's plan as a durable command on
+		// planbus.timers.<planId> (kind cancel), which waits in the TIMERS
+		// stream for a dispatcher across restarts. The dispatcher ends the
+		// plan and alone makes the signed cancel that stops the workers'
+		// calls, so the planner has no grant on planbus.cancel.>. Other
+		// timers it might publish change nothing: a plan timeout before
+		// its deadline and a retry of a tool that is not retrying are
+		// ignored.
+		pub(SubjectTimersAll)
 		// Requests to external planners, which may only live under
 		// planners.>: a client names the subject, and the planner must
 		// not become its way to publish anywhere else.
@@ -286,8 +301,11 @@ func (r Role) Grants() Grants {
 		// whether a dispatcher is up.
 		pub("$SRV.>")
 		// Outcomes, execution results and events, by subject (nats stream
-		// get --last-for, the client's wait for an outcome).
-		for _, s := range []string{StreamOutcomes, StreamExecutions, StreamEvents} {
+		// get --last-for, the client's wait for an outcome, a watch's
+		// reading of past events), and accepted requests (a request not
+		// yet taken up by a planner has no loop state: planner watch and
+		// status find it there).
+		for _, s := range []string{StreamOutcomes, StreamExecutions, StreamEvents, StreamRequests} {
 			pub(reading(s)...)
 		}
 		// The status buckets, by key (nats kv get, planner status). No

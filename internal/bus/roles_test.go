@@ -242,6 +242,22 @@ func lastFor(stream, subject string) func(context.Context, *env, *peer) error {
 	}
 }
 
+// nextFor: the peer reads, by a direct get of the next message on a
+// filter, a message an admin published.
+func nextFor(stream, filter, subject string) func(context.Context, *env, *peer) error {
+	return func(ctx context.Context, e *env, p *peer) error {
+		if _, err := e.admin.js.Publish(ctx, subject, []byte(`{}`)); err != nil {
+			return err
+		}
+		s, err := p.js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		_, err = s.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(filter))
+		return err
+	}
+}
+
 // bySequence: the peer reads a stream's first message by sequence.
 func bySequence(stream, sample string) func(context.Context, *env, *peer) error {
 	return func(ctx context.Context, e *env, p *peer) error {
@@ -284,6 +300,10 @@ func TestRolePermissions(t *testing.T) {
 			allow("reset a session", request(bus.SubjectSessionReset)),
 			allow("list skills", request(bus.SubjectSkills)),
 			allow("call a reserved endpoint", request(bus.SubjectGuideTurn)),
+			allow("cancel a request", request(bus.SubjectPlanCancel)),
+			allow("list requests", request(bus.SubjectPlanList)),
+			allow("read past events by subject", nextFor(bus.StreamEvents, bus.EventsOfRequest("r4"), bus.EventSubject("r4", "plan.started"))),
+			allow("read a queued request by subject", lastFor(bus.StreamRequests, bus.RequestSubject("r5"))),
 			allow("discover services", request("$SRV.PING."+bus.ServicePlanner)),
 			allow("watch events", subscribe(bus.SubjectEventsAll, bus.EventSubject("r1", "tool.started"))),
 			allow("watch outcomes", subscribe(bus.OutcomeSubject("r1"), bus.OutcomeSubject("r1"))),
@@ -368,7 +388,11 @@ func TestRolePermissions(t *testing.T) {
 			allow("consume requests", consume(bus.StreamRequests, bus.ConsumerPlannerRequests, bus.SubjectRequestsAll, bus.RequestSubject("r2"))),
 			allow("write a request's loop", kvPut(bus.BucketRequests, "r1")),
 			allow("reset health", kvPut(bus.BucketHealth, "s1.echo")),
-			allow("cancel a plan's calls", publish(bus.CancelSubject("p1"))),
+			allow("hand dispatchers a cancel", jsPublish(bus.TimerSubject("r1-1"))),
+			allow("list requests by sequence", bySequence(bus.StreamRequests, bus.RequestSubject("r6"))),
+			allow("read a plan's state", kvGet(bus.BucketPlans, bus.StateKey("p1"))),
+			allow("answer cancels", respond(bus.SubjectPlanCancel)),
+			allow("answer lists", respond(bus.SubjectPlanList)),
 			allow("ask an external planner", request("planners.travel")),
 			allow("declare a stream", declareStream(bus.StreamRequests)),
 			deny("ask any other subject", "elsewhere.x", request("elsewhere.x")),
@@ -376,7 +400,7 @@ func TestRolePermissions(t *testing.T) {
 			deny("change planbus-keys", "$JS.API.STREAM.UPDATE.KV_planbus-keys", declareStream("KV_"+bus.BucketKeys)),
 			deny("publish a tool call", bus.ToolSubject("echo"), jsPublish(bus.ToolSubject("echo"))),
 			deny("forge a result", bus.ResultSubject("x"), jsPublish(bus.ResultSubject("x"))),
-			deny("publish a timer", bus.TimerSubject("x"), jsPublish(bus.TimerSubject("x"))),
+			deny("forge a cancel", bus.CancelSubject("x"), publish(bus.CancelSubject("x"))),
 			deny("write plan state", "$KV.planbus-plans.p1.state", kvPut(bus.BucketPlans, bus.StateKey("p1"))),
 			deny("read a dispatcher's replies", "_INBOX_dispatcher.>", subscribe("_INBOX_dispatcher.>", "_INBOX_dispatcher.x")),
 		},

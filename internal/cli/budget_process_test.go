@@ -18,7 +18,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/planner"
 )
 
@@ -79,7 +78,7 @@ func TestRunawayHTNRequestsAreBounded(t *testing.T) {
 	for range 4 {
 		go func() {
 			start := time.Now()
-			out, err := client.Request(ctx, conn, []byte(runawayHTN), nil)
+			out, err := newClient(t, conn).Run(ctx, []byte(runawayHTN), nil)
 			results <- result{out, time.Since(start), err}
 		}()
 	}
@@ -102,7 +101,7 @@ func TestRunawayHTNRequestsAreBounded(t *testing.T) {
 	}
 	// One runaway request on its own ends within 10 s.
 	start := time.Now()
-	one, err := client.Request(ctx, conn, []byte(runawayHTN), nil)
+	one, err := newClient(t, conn).Run(ctx, []byte(runawayHTN), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

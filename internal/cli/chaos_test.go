@@ -13,7 +13,6 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -193,7 +192,7 @@ func TestKillNineOfAnyProcess(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatal("the worker never advertised the sleep skill")
 	}
-	out, err := client.Request(ctx, conn, []byte(doc), onEvent)
+	out, err := newClient(t, conn).Run(ctx, []byte(doc), onEvent)
 	close(kills)
 	if err != nil {
 		t.Fatal(err)

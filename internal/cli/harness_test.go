@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
 )
@@ -18,6 +20,16 @@ import (
 // wait bounds a whole command run in these tests; a run that passes is
 // done in a second or two.
 const wait = time.Minute
+
+// newClient is a planbus client on conn.
+func newClient(t *testing.T, conn *bus.Conn) *client.Client {
+	t.Helper()
+	c, err := client.New(conn.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // repoRoot is the directory holding go.mod, found by walking up from the
 // package directory the test runs in.

@@ -12,8 +12,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/htncli"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
@@ -24,17 +25,22 @@ import (
 const plannerUsage = `Usage: planner <command> [flags]
 
 Commands:
-  run FILE     run a plan end to end and print its execution result
+  run FILE     run a plan or a request end to end and print its result
   serve        keep a planbus node up (embedded NATS, planner, dispatcher, workers)
+  submit FILE  send a plan or a request to a running system; print its requestId
+  watch ID     follow a request (running or ended) to its end, as run shows it
+  cancel ID    cancel a request or a plan
+  ls           list recent requests
   status ID    show a plan's or a request's state in a running system
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
   auth init D  write a seed per role and a nats-server auth block to directory D
   version      print the version
 
-Without --nats-url, planner starts an embedded NATS JetStream server with
-the planner service, a dispatcher and tool workers in-process. 'planner <command> -h' shows the
-flags of a command.`
+Without --nats-url, run and serve start an embedded NATS JetStream server
+with the planner service, a dispatcher and tool workers in-process; submit,
+watch, cancel, ls and status work on a running system and need --nats-url.
+'planner <command> -h' shows the flags of a command.`
 
 // Planner is the planner command.
 func Planner(ctx context.Context, args []string, io IO) int {
@@ -51,6 +57,14 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerBench(ctx, args[1:], io)
 	case "status":
 		return plannerStatus(ctx, args[1:], io)
+	case "submit":
+		return plannerSubmit(ctx, args[1:], io)
+	case "watch":
+		return plannerWatch(ctx, args[1:], io)
+	case "cancel":
+		return plannerCancel(ctx, args[1:], io)
+	case "ls":
+		return plannerLs(ctx, args[1:], io)
 	case "htn":
 		return htncli.Run(ctx, args[1:], io.Stdout, io.Stderr)
 	case "auth":
@@ -257,9 +271,6 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "planner run: %s: at /tools: the plan has no tools: there is nothing to run\n", name)
 		return ExitUsage
 	}
-	if p.PlanID == "" {
-		p.PlanID = client.NewID()
-	}
 	if wait == 0 {
 		wait = time.Duration(p.TimeoutMs)*time.Millisecond + time.Minute
 	}
@@ -285,31 +296,50 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		defer pr.close()
 		progress, endProgress = pr.event, pr.close
 	}
+	cl, err := client.New(conn.NC, client.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ExitFailed
+	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	var res *plan.ExecutionResult
 	if viaPlanner {
-		var o *planner.Outcome
-		res, o, err = client.RunThroughPlanner(rctx, conn, p, progress)
+		o, err := cl.RunPlan(rctx, doc, progress)
 		endProgress()
 		var rej *client.RejectedError
 		if errors.As(err, &rej) {
 			fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
 			return ExitUsage
 		}
-		if err == nil && res == nil {
-			// No plan ran (a skill disabled in the session, say): the
-			// outcome tells why.
-			return printOutcome(o, io)
+		if err != nil {
+			fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+			return ctxExit(ctx, ExitFailed)
 		}
-	} else {
-		res, err = client.Run(rctx, conn, p, progress)
-		endProgress()
+		return printPlanOutcome("planner run", o, io)
 	}
+	res, err := cl.ExecutePlan(rctx, doc, progress)
+	endProgress()
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
 	}
+	return printExecution("planner run", res, io)
+}
+
+// printPlanOutcome prints what running a bare plan through the planner
+// came to: the plan's execution result, or, when no plan ran (a skill
+// disabled in the session, say), the request's outcome, which tells why.
+// It returns the exit code it means.
+func printPlanOutcome(cmd string, o *planbus.Outcome, io IO) int {
+	if o.Execution == nil {
+		return printOutcome(cmd, o, io)
+	}
+	return printExecution(cmd, o.Execution, io)
+}
+
+// printExecution prints a plan's execution result as the last line on
+// stdout and returns the exit code it means.
+func printExecution(cmd string, res *planbus.ExecutionResult, io IO) int {
 	out, _ := jsonLine(res)
 	fmt.Fprintln(io.Stdout, out)
 	if !res.Success {
@@ -317,7 +347,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		if res.Error != nil {
 			msg += ": " + res.Error.Message
 		}
-		fmt.Fprintf(io.Stderr, "planner run: plan %s %s\n", p.PlanID, msg)
+		fmt.Fprintf(io.Stderr, "%s: plan %s %s\n", cmd, res.PlanID, msg)
 		return ExitFailed
 	}
 	return ExitOK

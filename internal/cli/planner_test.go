@@ -12,7 +12,6 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -305,14 +304,11 @@ func TestDispatcherAndToolworkerRunAPlan(t *testing.T) {
 		}
 	}
 
-	var p plan.Plan
-	if err := json.Unmarshal([]byte(`{"tools":[{"toolId":"A","skill":"echo","input":{"n":1}},
-		{"toolId":"B","skill":"sleep","dependencies":["A"],"input":{"ms":10}}]}`), &p); err != nil {
-		t.Fatal(err)
-	}
+	p := []byte(`{"tools":[{"toolId":"A","skill":"echo","input":{"n":1}},
+		{"toolId":"B","skill":"sleep","dependencies":["A"],"input":{"ms":10}}]}`)
 	rctx, rcancel := context.WithTimeout(ctx, wait)
 	defer rcancel()
-	res, err := client.Run(rctx, conn, &p, nil)
+	res, err := newClient(t, conn).ExecutePlan(rctx, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

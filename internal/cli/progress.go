@@ -167,7 +167,8 @@ func (p *progress) show(ev plan.Event) {
 }
 
 func isPlanEnd(t string) bool {
-	return t == plan.EventPlanSucceeded || t == plan.EventPlanFailed || t == plan.EventPlanTimeout || t == plan.EventPlanRejected
+	return t == plan.EventPlanSucceeded || t == plan.EventPlanFailed || t == plan.EventPlanTimeout || t == plan.EventPlanRejected ||
+		t == plan.EventPlanCancelled
 }
 
 // endSummary prints the summary one last time and stops summarising.
@@ -238,7 +239,7 @@ func (p *progress) line(ev plan.Event) {
 	var what string
 	switch ev.Type {
 	case "request.accepted", "request.generating", "request.generated", "request.replanning",
-		"request.succeeded", "request.failed", "request.fallback":
+		"request.succeeded", "request.failed", "request.fallback", "request.cancelled":
 		fmt.Fprintf(p.w, "%8s  %s: %s\n", ms(at), strings.TrimPrefix(ev.Type, "request."), ev.Message)
 		return
 	case plan.EventSkillHealth:
@@ -250,7 +251,7 @@ func (p *progress) line(ev plan.Event) {
 	case plan.EventPlanSucceeded:
 		fmt.Fprintf(p.w, "%8s  plan succeeded in %s\n", ms(at), ms(time.Duration(ev.DurationMs*float64(time.Millisecond))))
 		return
-	case plan.EventPlanFailed, plan.EventPlanTimeout, plan.EventPlanRejected:
+	case plan.EventPlanFailed, plan.EventPlanTimeout, plan.EventPlanRejected, plan.EventPlanCancelled:
 		msg := strings.TrimPrefix(ev.Type, "plan.")
 		if ev.Error != nil {
 			msg += ": " + ev.Error.Message

@@ -10,8 +10,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 )
@@ -46,9 +47,14 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		defer pr.close()
 		progress, endProgress = pr.event, pr.close
 	}
+	cl, err := client.New(conn.NC, client.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ExitFailed
+	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	out, err := client.Request(rctx, conn, doc, progress)
+	out, err := cl.Run(rctx, doc, progress)
 	endProgress()
 	var rej *client.RejectedError
 	if errors.As(err, &rej) {
@@ -59,12 +65,12 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
 	}
-	return printOutcome(out, io)
+	return printOutcome("planner run", out, io)
 }
 
 // printOutcome prints a request's outcome as the last line on stdout and
 // returns the exit code it means.
-func printOutcome(out *planner.Outcome, io IO) int {
+func printOutcome(cmd string, out *planbus.Outcome, io IO) int {
 	line, _ := jsonLine(out)
 	fmt.Fprintln(io.Stdout, line)
 	if !out.Success {
@@ -75,7 +81,7 @@ func printOutcome(out *planner.Outcome, io IO) int {
 		if out.Narrative != "" {
 			msg += " — " + out.Narrative
 		}
-		fmt.Fprintf(io.Stderr, "planner run: request %s %s\n", out.RequestID, msg)
+		fmt.Fprintf(io.Stderr, "%s: request %s %s\n", cmd, out.RequestID, msg)
 		return ExitFailed
 	}
 	return ExitOK

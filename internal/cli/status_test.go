@@ -8,7 +8,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
@@ -25,7 +24,7 @@ func TestStatusShowsARequestAndItsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Stop)
-	out, err := client.Request(ctx, bustest.Dial(t, cfg), []byte(`{"requestId":"st1","kind":"plan","plan":{"tools":[
+	out, err := newClient(t, bustest.Dial(t, cfg)).Run(ctx, []byte(`{"requestId":"st1","kind":"plan","plan":{"tools":[
 		{"toolId":"a","skill":"echo"},{"toolId":"b","skill":"fail","dependencies":["a"],"input":{"category":"permanent"}},
 		{"toolId":"c","skill":"echo","dependencies":["b"]}]}}`), nil)
 	if err != nil {

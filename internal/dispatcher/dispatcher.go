@@ -40,15 +40,6 @@ type item struct {
 	timer       execution.Timer
 }
 
-// timerMsg is the body of a message on planbus.timers.<planId>.
-type timerMsg struct {
-	PlanID  string `json:"planId"`
-	Kind    string `json:"kind"`
-	Tool    int    `json:"tool,omitempty"`
-	Attempt int    `json:"attempt,omitempty"`
-	FireAt  int64  `json:"fireAt"` // Unix ms
-}
-
 type entry struct {
 	eng *execution.Engine
 	rev uint64
@@ -265,20 +256,19 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 	}
 	switch k {
 	case kindTimer:
-		var tm timerMsg
+		var tm execution.TimerMessage
 		if err := json.Unmarshal(m.Data(), &tm); err != nil || tm.PlanID != it.planID {
 			d.stats.Dropped.Add(1)
 			d.log.Error().Str("subject", subj).Msg("dropping an invalid timer")
 			_ = m.TermWithReason("invalid timer")
 			return
 		}
-		fireAt := time.UnixMilli(tm.FireAt)
-		if wait := time.Until(fireAt); wait > 0 {
+		it.timer = tm.Timer()
+		if wait := time.Until(it.timer.FireAt); wait > 0 {
 			// Not due: JetStream holds it and delivers it again when it is.
 			_ = m.NakWithDelay(wait)
 			return
 		}
-		it.timer = execution.Timer{Kind: tm.Kind, Index: tm.Tool, Attempt: tm.Attempt, FireAt: fireAt}
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(it.planID))

@@ -165,12 +165,8 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 		d.stats.Released.Add(1)
 	}
 	for _, tm := range fx.Timers {
-		body := timerMsg{PlanID: p.PlanID, Kind: tm.Kind, Tool: tm.Index, Attempt: tm.Attempt, FireAt: tm.FireAt.UnixMilli()}
-		id := p.PlanID + "/timeout"
-		if tm.Kind == execution.TimerRetry {
-			id = fmt.Sprintf("%s/retry/%d/%d", p.PlanID, tm.Index, tm.Attempt)
-		}
-		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), id); err != nil {
+		body := tm.Message(p.PlanID)
+		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), body.MsgID()); err != nil {
 			return pd, err
 		}
 		if tm.Kind == execution.TimerPlanTimeout {
@@ -226,11 +222,14 @@ func (d *Dispatcher) settle(pd pending) {
 	}
 }
 
-// cancel tells workers to stop the plan's calls. The message reveals the
-// plan's cancel token, whose digest every call of the plan carries, so
-// workers can tell it from a forged one. Best effort, like events: a
-// worker that misses it runs its call to the end, and the result is
-// ignored.
+// cancel tells workers to stop the plan's calls: the plan has ended (it
+// failed, timed out or was cancelled) with calls in flight. The message
+// reveals the plan's cancel token, whose digest every call of the plan
+// carries, so workers can tell it from a forged one. Dispatchers alone make
+// these; a planner asks for a plan's cancel through a durable TimerCancel
+// message, which ends the plan in the engine and so comes here. Best
+// effort, like events: a worker that misses it runs its call to the end,
+// and the result is ignored.
 func (d *Dispatcher) cancel(planID string) {
 	_ = d.conn.NC.Publish(bus.CancelSubject(planID), mustJSON(plan.Cancel{PlanID: planID, Token: d.key.Cancel(planID)}))
 }

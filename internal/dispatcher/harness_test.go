@@ -10,9 +10,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
@@ -130,14 +130,10 @@ func workerConfig(pr *probe, o opts) worker.Config {
 // run submits a plan document and waits for its result, collecting events.
 func (h *harness) run(doc string, timeout time.Duration) (*plan.ExecutionResult, *eventLog) {
 	h.t.Helper()
-	var p plan.Plan
-	if err := json.Unmarshal([]byte(doc), &p); err != nil {
-		h.t.Fatalf("test plan: %v", err)
-	}
 	log := &eventLog{}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	res, err := client.Run(ctx, h.conn, &p, log.add)
+	res, err := h.client().ExecutePlan(ctx, []byte(doc), log.add)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -147,21 +143,28 @@ func (h *harness) run(doc string, timeout time.Duration) (*plan.ExecutionResult,
 // submit starts a plan without waiting; the result arrives on the channel.
 func (h *harness) submit(doc string, timeout time.Duration, onEvent func(plan.Event)) <-chan *plan.ExecutionResult {
 	h.t.Helper()
-	var p plan.Plan
-	if err := json.Unmarshal([]byte(doc), &p); err != nil {
-		h.t.Fatalf("test plan: %v", err)
-	}
+	c := h.client()
 	out := make(chan *plan.ExecutionResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		res, err := client.Run(ctx, h.conn, &p, onEvent)
+		res, err := c.ExecutePlan(ctx, []byte(doc), onEvent)
 		if err != nil {
 			h.t.Error(err)
 		}
 		out <- res
 	}()
 	return out
+}
+
+// client is a planbus client on the harness's connection.
+func (h *harness) client() *client.Client {
+	h.t.Helper()
+	c, err := client.New(h.conn.NC)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return c
 }
 
 type eventLog struct {

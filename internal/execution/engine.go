@@ -2,7 +2,9 @@ package execution
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 
@@ -14,6 +16,10 @@ import (
 const (
 	TimerRetry       = "retry"
 	TimerPlanTimeout = "timeout"
+	// TimerCancel is not a timer but a command that travels the same
+	// durable way: a planner asks the dispatchers to cancel a plan (see
+	// Cancel). It is due at once.
+	TimerCancel = "cancel"
 )
 
 // Release asks for attempt Attempt of tool Index to be published.
@@ -28,13 +34,15 @@ type Timer struct {
 	Index   int // the tool, for retries
 	Attempt int // the attempt to release, for retries
 	FireAt  time.Time
+	Reason  string // why, for cancels
 }
 
 // Effects are what the caller must carry out after an Engine call, in this
-// order: persist State (if Changed), publish Releases and Timers, publish
-// Done and a cancel of running calls (if Cancel), then Events. Applied
-// lists the results that changed the state, for skill health and session
-// state.
+// order: persist State (if Changed); then publish Events, which are best
+// effort and may go first, and Releases, Timers and Done; once those are
+// stored, tell workers to stop the plan's running calls (if Cancel).
+// Applied lists the results that changed the state, for skill health and
+// session state.
 type Effects struct {
 	Changed  bool
 	Releases []Release
@@ -345,8 +353,49 @@ func (e *Engine) OnTimer(t Timer, now time.Time) Effects {
 		}
 		e.finish(plan.PlanTimeout, &plan.ErrorInfo{Code: plan.CodePlanTimeout, Category: plan.CategoryTimeout,
 			Message: fmt.Sprintf("plan exceeded %dms timeout", e.plan.TimeoutMs)}, plan.ReasonPlanTimeout)
+	case TimerCancel:
+		e.cancel(t.Reason)
 	}
 	return e.end()
+}
+
+// MaxCancelReason bounds the reason a cancel carries into the plan's
+// error; a longer one is cut.
+const MaxCancelReason = 1024
+
+// Cancel stops the plan at now, as asked for by a user: the plan ends at
+// once in state cancelled, with code CANCELLED (category cancelled, so
+// nothing replans it); tools in flight (running or waiting to retry)
+// are cancelled and the workers told to stop them (Effects.Cancel); tools
+// not yet released are skipped. Both get reason cancelled. A plan that
+// has ended stays as it is: its effects are empty. Results of the
+// cancelled calls that arrive later change nothing.
+func (e *Engine) Cancel(reason string, now time.Time) Effects {
+	e.begin(now)
+	if !e.Done() {
+		e.cancel(reason)
+	}
+	return e.end()
+}
+
+func (e *Engine) cancel(reason string) {
+	msg := "cancelled on request"
+	if reason = strings.TrimSpace(reason); reason != "" {
+		msg += ": " + clip(reason, MaxCancelReason)
+	}
+	e.finish(plan.PlanCancelled, &plan.ErrorInfo{Code: plan.CodeCancelled, Category: plan.CategoryCancelled, Message: msg},
+		plan.ReasonCancelled)
+}
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // finish ends the plan: tools not yet released are skipped, tools in flight
@@ -362,7 +411,8 @@ func (e *Engine) finish(status string, errInfo *plan.ErrorInfo, reason string) {
 		case inFlight(ts.State):
 			e.leave(i, plan.ToolCancelled)
 			ts.Reason = reason
-			if reason == plan.ReasonPlanTimeout {
+			if reason == plan.ReasonPlanTimeout || reason == plan.ReasonCancelled {
+				// The tool has no result of its own to say why it ended.
 				ts.Error = errInfo
 			}
 			e.fx.Cancel = true
@@ -372,7 +422,7 @@ func (e *Engine) finish(status string, errInfo *plan.ErrorInfo, reason string) {
 	e.st.Status, e.st.Error, e.st.FinishedAt = status, errInfo, e.ms()
 	e.fx.Changed = true
 	evType := map[string]string{plan.PlanSucceeded: plan.EventPlanSucceeded, plan.PlanFailed: plan.EventPlanFailed,
-		plan.PlanTimeout: plan.EventPlanTimeout}[status]
+		plan.PlanTimeout: plan.EventPlanTimeout, plan.PlanCancelled: plan.EventPlanCancelled}[status]
 	ev := plan.Event{Type: evType, Error: errInfo, DurationMs: float64(e.st.FinishedAt - e.st.StartedAt)}
 	e.event(ev)
 	e.fx.Done = e.Result()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
@@ -60,13 +62,14 @@ func startAuthNode(t *testing.T, dataDir string, log zerolog.Logger) *node.Node 
 	return n
 }
 
-func decodePlan(t *testing.T, doc string) *plan.Plan {
+// newClient is a planbus client on conn.
+func newClient(t *testing.T, conn *bus.Conn) *client.Client {
 	t.Helper()
-	p, err := plan.Decode([]byte(doc))
+	c, err := client.New(conn.NC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return c
 }
 
 // With Auth, every in-process component connects as its role and the
@@ -88,18 +91,19 @@ func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
 	}
 	defer conn.Close()
 
-	p := decodePlan(t, `{"planId": "auth-ok", "sessionId": "s-auth", "tools": [
+	c := newClient(t, conn)
+	p := []byte(`{"planId": "auth-ok", "sessionId": "s-auth", "tools": [
 		{"toolId": "A", "skill": "echo", "input": {"city": "Lisbon"}},
 		{"toolId": "F", "skill": "fail", "dependencies": ["A"], "input": {"attempts": 1, "category": "network", "message": "reset"},
 		 "retryPolicy": {"maxAttempts": 2, "backoffMs": 50}},
 		{"toolId": "R", "skill": "remember", "dependencies": ["A"], "input": {"seen": "Lisbon"}},
 		{"toolId": "D", "skill": "echo", "dependencies": ["F", "R"], "input": {"a": {"$ref": "A"}}}]}`)
 	var events []string
-	res, out, err := client.RunThroughPlanner(ctx, conn, p, func(ev plan.Event) { events = append(events, ev.Type) })
+	out, err := c.RunPlan(ctx, p, func(ev plan.Event) { events = append(events, ev.Type) })
 	if err != nil {
 		t.Fatalf("run: %v\nlog:\n%s", err, logs.String())
 	}
-	if res == nil || !res.Success || res.PlanID != "auth-ok-1" {
+	if res := out.Execution; res == nil || !res.Success || res.PlanID != "auth-ok-1" {
 		t.Fatalf("outcome %+v, want plan auth-ok-1 to succeed\nlog:\n%s", out, logs.String())
 	}
 	for _, want := range []string{"request.accepted", "tool.started", "tool.retrying", "skill.health", "request.succeeded"} {
@@ -110,13 +114,13 @@ func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
 
 	// A plan that times out while a call runs: its dispatcher cancels
 	// the call on the workers.
-	slow := decodePlan(t, `{"planId": "auth-timeout", "timeoutMs": 300, "tools": [
+	slow := []byte(`{"planId": "auth-timeout", "timeoutMs": 300, "tools": [
 		{"toolId": "S", "skill": "sleep", "input": {"ms": 20000}}]}`)
-	res, _, err = client.RunThroughPlanner(ctx, conn, slow, nil)
+	out, err = c.RunPlan(ctx, slow, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != plan.PlanTimeout || res.Tools[0].State != plan.ToolCancelled {
+	if res := out.Execution; res.State != plan.PlanTimeout || res.Tools[0].State != plan.ToolCancelled {
 		t.Errorf("timed out plan: %s, tool %s; want timeout and cancelled", res.State, res.Tools[0].State)
 	}
 
@@ -145,14 +149,15 @@ func TestAuthNodeKeepsExternalPlannersUnderPlanners(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_, err = client.Request(ctx, conn, []byte(`{"kind": "external", "planner": "planbus.cancel.victim"}`), nil)
+	c := newClient(t, conn)
+	_, err = c.Run(ctx, []byte(`{"kind": "external", "planner": "planbus.cancel.victim"}`), nil)
 	var rej *client.RejectedError
 	if !errors.As(err, &rej) || rej.Reply.Error.Field != "/planner" || !strings.Contains(rej.Reply.Error.Message, "planners.") {
 		t.Fatalf("err = %v, want a rejection at /planner naming planners.", err)
 	}
 	// One under planners. is taken (and, with nobody answering, ends
 	// in the fallback).
-	out, err := client.Request(ctx, conn, []byte(`{"kind": "external", "planner": "planners.nobody", "maxAttempts": 1}`), nil)
+	out, err := c.Run(ctx, []byte(`{"kind": "external", "planner": "planners.nobody", "maxAttempts": 1}`), nil)
 	if err != nil || out.Status != "fallback" {
 		t.Fatalf("outcome %+v, %v; want the fallback", out, err)
 	}
@@ -248,5 +253,74 @@ func TestAuthNeedsTheEmbeddedServer(t *testing.T) {
 	_, err := node.Start(context.Background(), node.Config{Bus: bus.Config{URL: "nats://127.0.0.1:1"}, Auth: true}, zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), "embedded") {
 		t.Fatalf("err = %v, want one saying Auth needs the embedded server", err)
+	}
+}
+
+// With authorization on, a client does everything package client offers
+// within its role: submits, reads a running request's state (queued or
+// not), watches its past and live events, cancels it (the planner hands
+// the cancel to the dispatchers, which stop the call) and lists requests;
+// the server logs no permissions violation on the way.
+func TestAuthClientSubmitsWatchesCancelsAndLists(t *testing.T) {
+	var logs logBuffer
+	log := zerolog.New(&logs).Level(zerolog.WarnLevel)
+	n := startAuthNode(t, t.TempDir(), log)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	conn, err := n.DialAs(ctx, bus.RoleClient, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := newClient(t, conn)
+	acc, err := c.SubmitPlan(ctx, []byte(`{"planId": "auth-nap", "tools": [
+		{"toolId": "S", "skill": "sleep", "input": {"ms": 30000}},
+		{"toolId": "E", "skill": "echo", "dependencies": ["S"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 1)
+	watched := make(chan *planbus.Outcome, 1)
+	var seen []string
+	go func() {
+		o, err := c.Watch(ctx, acc.RequestID, func(ev planbus.Event) {
+			seen = append(seen, ev.Type)
+			if ev.Type == planbus.EventToolStarted {
+				started <- struct{}{}
+			}
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		watched <- o
+	}()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatalf("the sleep never started\nlog:\n%s", logs.String())
+	}
+	st, err := c.Status(ctx, acc.RequestID)
+	if err != nil || st.Request.Status != planbus.RequestExecuting || st.Plan == nil {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	reply, err := c.Cancel(ctx, "auth-nap-1", "as a client")
+	if err != nil || reply.Status != planbus.CancelCancelling {
+		t.Fatalf("cancel: %+v, %v\nlog:\n%s", reply, err, logs.String())
+	}
+	o := <-watched
+	if o == nil || o.Status != planbus.StatusCancelled || o.Execution.Tools[0].State != planbus.ToolCancelled {
+		t.Fatalf("outcome %+v, want cancelled", o)
+	}
+	for _, want := range []string{"request.accepted", "tool.started", "tool.cancelled", "tool.skipped", "plan.cancelled", "request.cancelled"} {
+		if !slices.Contains(seen, want) {
+			t.Errorf("watched events %v: no %s", seen, want)
+		}
+	}
+	list, err := c.List(ctx, planbus.ListRequest{})
+	if err != nil || len(list.Requests) != 1 || list.Requests[0].Status != planbus.StatusCancelled {
+		t.Errorf("list %+v, %v", list, err)
+	}
+	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
+		t.Errorf("the client, planner or dispatcher needed more than their roles allow:\n%s", logs.String())
 	}
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
@@ -90,6 +89,16 @@ func hostileRequests() []hostile {
 		{name: "session reset: garbage", subject: bus.SubjectSessionReset, data: text(`{"sessionId":`), reply: []string{"sessionId"}},
 		{name: "session reset: wildcard session", subject: bus.SubjectSessionReset, data: text(`{"sessionId":">"}`), reply: []string{"sessionId"}},
 		{name: "skills: garbage", subject: bus.SubjectSkills, data: text(`\x00\x01`), reply: []string{`"sessionId":"default"`}},
+		{name: "cancel: garbage", subject: bus.SubjectPlanCancel, data: text(`{"requestId":`), reply: []string{"INVALID_REQUEST", "malformed JSON"}},
+		{name: "cancel: no id", subject: bus.SubjectPlanCancel, data: text(`{}`), reply: []string{"INVALID_REQUEST", "requestId"}},
+		{name: "cancel: both ids", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"victim","planId":"victim-1"}`), reply: []string{"INVALID_REQUEST"}},
+		{name: "cancel: wildcard id", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"victim.>"}`), reply: []string{"INVALID_REQUEST", "/requestId"}},
+		{name: "cancel: unknown field", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"victim","force":true}`), reply: []string{"INVALID_REQUEST", "force"}},
+		{name: "cancel: reason too long", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"victim","reason":"` + strings.Repeat("x", 1025) + `"}`), reply: []string{"INVALID_REQUEST", "/reason"}},
+		{name: "cancel: unknown request", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"ghost"}`), reply: []string{"NOT_FOUND", "ghost"}},
+		{name: "list: garbage", subject: bus.SubjectPlanList, data: text(`[`), reply: []string{"INVALID_REQUEST", "malformed JSON"}},
+		{name: "list: limit too high", subject: bus.SubjectPlanList, data: text(`{"limit":1000000}`), reply: []string{"INVALID_REQUEST", "/limit"}},
+		{name: "list: unknown status", subject: bus.SubjectPlanList, data: text(`{"status":"sideways"}`), reply: []string{"INVALID_REQUEST", "/status"}},
 	}
 }
 
@@ -114,6 +123,8 @@ func hostilePublishes(planID string) []hostile {
 		p("timer: garbage", bus.TimerSubject(planID), `not json`),
 		p("timer: plan timeout before its deadline", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"timeout","fireAt":1}`, planID)),
 		p("timer: retry of a tool that is not retrying", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"retry","tool":1,"attempt":2,"fireAt":1}`, planID)),
+		p("timer: a cancel on another plan's subject", bus.TimerSubject("elsewhere"), fmt.Sprintf(`{"planId":%q,"kind":"cancel","fireAt":1}`, planID)),
+		p("timer: unknown kind", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"explode","fireAt":1}`, planID)),
 		p("plan: garbage", bus.PlanSubject("hostile-garbage"), `{"tools":`),
 		p("plan: cycle", bus.PlanSubject("hostile-cycle"), `{"planId":"hostile-cycle","tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}`),
 		p("tool call: garbage", bus.ToolSubject("echo"), `{"planId":`),
@@ -157,7 +168,7 @@ func TestHostileInput(t *testing.T) {
 	victim := make(chan error, 1)
 	var outcome json.RawMessage
 	go func() {
-		o, err := client.Request(ctx, conn, []byte(`{"requestId":"victim","kind":"plan","plan":{"tools":[
+		o, err := newClient(t, conn).Run(ctx, []byte(`{"requestId":"victim","kind":"plan","plan":{"tools":[
 			{"toolId":"slow","skill":"sleep","input":{"ms":3000}},
 			{"toolId":"after","skill":"echo","dependencies":["slow"],"input":{"got":{"$ref":"slow"}}}]}}`), nil)
 		if err == nil {
@@ -257,7 +268,7 @@ func TestHostileInput(t *testing.T) {
 			t.Errorf("%s does not answer after the hostile input: %v", svc, err)
 		}
 	}
-	o, err := client.Request(ctx, conn, []byte(`{"kind":"plan","plan":{"tools":[
+	o, err := newClient(t, conn).Run(ctx, []byte(`{"kind":"plan","plan":{"tools":[
 		{"toolId":"A","skill":"echo","input":{"n":1}},
 		{"toolId":"B","skill":"echo","dependencies":["A"],"input":{"a":{"$ref":"A"}}},
 		{"toolId":"C","skill":"sleep","dependencies":["A"],"input":{"ms":10}},

@@ -46,14 +46,17 @@ const (
 	PlanFailed             = planbus.PlanFailed
 	PlanTimeout            = planbus.PlanTimeout
 	PlanRejected           = planbus.PlanRejected
+	PlanCancelled          = planbus.PlanCancelled
 	ReasonDependencyFailed = planbus.ReasonDependencyFailed
 	ReasonPlanFailed       = planbus.ReasonPlanFailed
 	ReasonPlanTimeout      = planbus.ReasonPlanTimeout
+	ReasonCancelled        = planbus.ReasonCancelled
 	EventPlanStarted       = planbus.EventPlanStarted
 	EventPlanRejected      = planbus.EventPlanRejected
 	EventPlanSucceeded     = planbus.EventPlanSucceeded
 	EventPlanFailed        = planbus.EventPlanFailed
 	EventPlanTimeout       = planbus.EventPlanTimeout
+	EventPlanCancelled     = planbus.EventPlanCancelled
 	EventToolReleased      = planbus.EventToolReleased
 	EventToolStarted       = planbus.EventToolStarted
 	EventToolSucceeded     = planbus.EventToolSucceeded

@@ -11,8 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 )
@@ -104,7 +104,7 @@ func TestBudgetsAboveTheMaximumAreRefused(t *testing.T) {
 		{`{"kind":"goap","goap":{"domain":"woodcutter","budget":{"memory":1099511627776}}}`, "/goap/budget/memory", "134217728"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_, err := client.Request(ctx, h.conn, []byte(tc.doc), nil)
+		_, err := h.c.Run(ctx, []byte(tc.doc), nil)
 		cancel()
 		var rej *client.RejectedError
 		if !errors.As(err, &rej) || rej.Reply.Error.Code != "INVALID_REQUEST" || rej.Reply.Error.Field != tc.field ||
@@ -123,7 +123,7 @@ func TestOversizeRequestIsRefusedAndNothingIsPublished(t *testing.T) {
 	doc := `{"requestId":"r5","kind":"plan","input":"` + strings.Repeat("x", 5<<20) + `","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := client.Request(ctx, h.conn, []byte(doc), nil)
+	_, err := h.c.Run(ctx, []byte(doc), nil)
 	var rej *client.RejectedError
 	if !errors.As(err, &rej) || rej.Reply.Error.Code != "INVALID_REQUEST" {
 		t.Fatalf("got %v, want INVALID_REQUEST", err)

@@ -8,6 +8,12 @@
 // bucket planbus-requests, so a planner killed mid-loop is replaced by
 // another without losing the request.
 //
+// It serves the client endpoints besides planbus.plan.request:
+// planbus.plan.cancel stops a request (cancel.go: at once when no plan
+// runs; through a durable command to the dispatchers, and a mark in the
+// loop's state, when one does), planbus.plan.list lists recent requests
+// (list.go), planbus.session.reset and planbus.skills.
+//
 // Generations run within budgets (Config: memory and nodes per kind, the
 // 5 s time budget) through a gate that bounds how many run at once and
 // the memory they may hold together; running out of a budget is a

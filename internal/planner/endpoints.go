@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 )
@@ -117,11 +117,17 @@ func (s *Service) addService() (micro.Service, error) {
 	if err := add("skills", bus.SubjectSkills, s.handleSkills); err != nil {
 		return nil, err
 	}
+	if err := add("cancel", bus.SubjectPlanCancel, s.handleCancel); err != nil {
+		return nil, err
+	}
+	if err := add("list", bus.SubjectPlanList, s.handleList); err != nil {
+		return nil, err
+	}
 	return svc, nil
 }
 
 func (s *Service) handleRequest(req micro.Request) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
 	r, err := s.accept(ctx, req.Data())
 	if err != nil {
@@ -130,7 +136,7 @@ func (s *Service) handleRequest(req micro.Request) {
 		if errors.As(err, &re) {
 			rej.Error.Field, rej.Error.Message = re.Field, re.Error()
 		} else {
-			rej.Error.Code = "UNAVAILABLE"
+			rej.Error.Code = planbus.CodeUnavailable
 		}
 		data, _ := json.Marshal(rej)
 		_ = req.Error("400", rej.Error.Message, data)
@@ -165,7 +171,7 @@ func (s *Service) handleReset(req micro.Request) {
 		reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
 	healed, err := s.health.Reset(ctx, q.SessionID)
 	if err == nil && q.State {
@@ -190,7 +196,7 @@ func (s *Service) handleSkills(req micro.Request) {
 	if q.SessionID == "" {
 		q.SessionID = "default"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
 	ms, err := s.skillManifests(ctx)
 	if err != nil {

@@ -32,6 +32,26 @@ type loop struct {
 	Last     *plan.ExecutionResult `json:"lastExecution,omitempty"`
 	Outcome  *Outcome              `json:"outcome,omitempty"`
 	Updated  time.Time             `json:"updatedAt"`
+	// Cancel is set once a cancel was asked for while a plan ran: the
+	// loop then ends cancelled when the plan ends, whatever it ended with
+	// but success, and the plan's dispatchers get the cancel again
+	// whenever the plan is published again.
+	Cancel *cancelMark `json:"cancel,omitempty"`
+}
+
+// cancelMark records a cancel asked for on planbus.plan.cancel.
+type cancelMark struct {
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// info is the error a loop cancelled this way ends with; c may be nil.
+func (c *cancelMark) info() *plan.ErrorInfo {
+	msg := "cancelled on request"
+	if c != nil && c.Reason != "" {
+		msg += ": " + c.Reason
+	}
+	return &plan.ErrorInfo{Code: plan.CodeCancelled, Category: plan.CategoryCancelled, Message: msg}
 }
 
 const (
@@ -55,9 +75,11 @@ func (s *Service) load(ctx context.Context, requestID string) (*loop, uint64, er
 	return &l, e.Revision(), nil
 }
 
-// save stores the loop with compare-and-set; only the holder of the
-// request's lock writes, and the lock is per process, so a conflict means
-// another planner works on the request: the caller leaves it to that one.
+// save stores the loop with compare-and-set. The holder of the request's
+// lock writes, and the lock is per process, so a conflict means another
+// planner works on the request (the caller leaves it to that one), or the
+// request was cancelled meanwhile: the cancel endpoint writes without the
+// lock, so as not to wait for a generation (see reloadCancelled).
 //
 // A state too large for the store is a *tooLargeError, after its
 // executions were slimmed (encodeLoop).
@@ -216,9 +238,11 @@ func (s *Service) drop(m jetstream.Msg, why string, cause error) {
 	_ = m.TermWithReason(why)
 }
 
-// record notes an execution's end in the loop: success ends it; a failure
-// that can be replanned goes back to generating with the failed skills, and
-// the skills health has disabled, added to disabledSkills (§5.2).
+// record notes an execution's end in the loop: success ends it; a
+// cancelled plan, or any end of a plan whose request was cancelled, ends
+// it cancelled; a failure that can be replanned goes back to generating
+// with the failed skills, and the skills health has disabled, added to
+// disabledSkills (§5.2).
 func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 	l.Last = res
 	a := Attempt{Attempt: l.Attempt, PlanID: res.PlanID, State: res.State, Error: trimmed(res.Error), FailedSkills: res.FailedSkills}
@@ -226,6 +250,15 @@ func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 	case res.Success:
 		l.History = append(l.History, a)
 		s.finish(l, StatusSucceeded, nil)
+	case res.State == plan.PlanCancelled || l.Cancel != nil:
+		l.History = append(l.History, a)
+		info := trimmed(res.Error)
+		if res.State != plan.PlanCancelled || info == nil {
+			// The plan ended otherwise (failed, timed out) before the
+			// cancel reached it: the request still ends as asked.
+			info = l.Cancel.info()
+		}
+		s.finish(l, StatusCancelled, info)
 	case res.CanReplan && l.Attempt < l.Request.MaxAttempts:
 		grown := slices.Clone(l.Disabled)
 		for _, sk := range append(blamedSkills(res), s.health.Disabled(l.Request.SessionID)...) {
@@ -263,6 +296,10 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 				l.Request = slimRequest(l.Request)
 				_, err = s.save(ctx, l, rev)
 			}
+			if nl, nrev, ok := s.reloadCancelled(ctx, l, err); ok {
+				l, rev = nl, nrev
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -273,10 +310,24 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 					s.planTooLarge(l, tl)
 					continue
 				}
+				if nl, nrev, ok := s.reloadCancelled(ctx, l, err); ok {
+					l, rev = nl, nrev
+					continue
+				}
 				return err
 			}
-			_, err := s.conn.JS.Publish(ctx, bus.PlanSubject(l.PlanID), l.Plan, jetstream.WithMsgID(l.PlanID))
-			return err
+			if _, err := s.conn.JS.Publish(ctx, bus.PlanSubject(l.PlanID), l.Plan, jetstream.WithMsgID(l.PlanID)); err != nil {
+				return err
+			}
+			if l.Cancel != nil {
+				// Published again after a crash: so is its cancel.
+				return s.publishCancel(ctx, l.PlanID, l.Cancel)
+			}
+			return nil
+		}
+		if l.Cancel != nil {
+			s.finish(l, StatusCancelled, l.Cancel.info())
+			continue
 		}
 		if l.Attempt >= l.Request.MaxAttempts {
 			last := (*plan.ErrorInfo)(nil)
@@ -289,7 +340,19 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 		l.Attempt++
 		s.event(l, plan.Event{Type: "request.generating", Attempt: l.Attempt,
 			Message: fmt.Sprintf("generating attempt %d of %d (%s)", l.Attempt, l.Request.MaxAttempts, l.Request.Kind)})
-		p, err := s.generate(ctx, l)
+		gctx, stop := s.generating(ctx, l.Request.RequestID)
+		p, err := s.generate(gctx, l)
+		stop()
+		if err != nil && errors.Is(context.Cause(gctx), errCancelled) {
+			// Cancelled by the endpoint, which has ended the loop in the
+			// store: carry on from there.
+			nl, nrev, lerr := s.load(ctx, l.Request.RequestID)
+			if lerr != nil || nl == nil {
+				return fmt.Errorf("cancelled while generating; loop state: %v", lerr)
+			}
+			l, rev = nl, nrev
+			continue
+		}
 		if errors.Is(err, errStoreUnavailable) {
 			// Not the generator's failure: the attempt is not used up, and
 			// the message comes back once the store answers again.

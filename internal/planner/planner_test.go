@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/client"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
@@ -32,6 +32,7 @@ type harness struct {
 	t    *testing.T
 	node *node.Node
 	conn *bus.Conn
+	c    *client.Client
 	cfg  bus.Config
 }
 
@@ -59,7 +60,12 @@ func start(t *testing.T, pc planner.Config, sk []skill.Skill) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Stop)
-	return &harness{t: t, node: n, conn: bustest.Dial(t, cfg), cfg: cfg}
+	conn := bustest.Dial(t, cfg)
+	c, err := client.New(conn.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, node: n, conn: conn, c: c, cfg: cfg}
 }
 
 func (h *harness) request(doc string) (*planner.Outcome, *events) {
@@ -67,7 +73,7 @@ func (h *harness) request(doc string) (*planner.Outcome, *events) {
 	ev := &events{}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := client.Request(ctx, h.conn, []byte(doc), ev.add)
+	out, err := h.c.Run(ctx, []byte(doc), ev.add)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -332,7 +338,7 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			_, err := client.Request(ctx, h.conn, []byte(tt.doc), nil)
+			_, err := h.c.Run(ctx, []byte(tt.doc), nil)
 			var rej *client.RejectedError
 			if !errors.As(err, &rej) {
 				t.Fatalf("err = %v, want a rejection", err)
@@ -415,7 +421,7 @@ func TestTemplateGateFailureFallsBackToAnotherTemplate(t *testing.T) {
 	// No template matches small talk: refused at once, nothing published.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = client.Request(ctx, h.conn, []byte(`{"kind":"template","input":"what is the weather like?","template":{}}`), nil)
+	_, err = h.c.Run(ctx, []byte(`{"kind":"template","input":"what is the weather like?","template":{}}`), nil)
 	var rej *client.RejectedError
 	if !errors.As(err, &rej) || rej.Reply.Error.Field != "/template" {
 		t.Errorf("small talk: %v, want a rejection at /template", err)

@@ -150,4 +150,5 @@ const (
 	StatusSucceeded = planbus.StatusSucceeded
 	StatusFailed    = planbus.StatusFailed
 	StatusFallback  = planbus.StatusFallback
+	StatusCancelled = planbus.StatusCancelled
 )

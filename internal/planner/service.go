@@ -146,14 +146,18 @@ type Service struct {
 	conn       *bus.Conn
 	log        zerolog.Logger
 	requests   jetstream.KeyValue
+	plans      jetstream.KeyValue // read only: which request a plan is of, and whether it runs
+	accepted   jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
 	manifests  jetstream.KeyValue
 	health     *health.Book
 	states     *session.Store
 	generators map[string]Generator
 	gate       *gate
 	stats      counters
-	stopping   context.Context // ends when Run's context does
+	stopping   context.Context // Run's context: every handler's derives from it
 	locks      [256]sync.Mutex // a request's messages are handled one at a time; striped by id
+	gensMu     sync.Mutex
+	gens       map[string]context.CancelCauseFunc // generations running in this process, by request id
 	work       sync.WaitGroup
 	ready      chan struct{}
 }
@@ -165,7 +169,8 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, conn: conn, log: log.With().Str("component", "planner").Str("planner", cfg.ID).Logger(),
-		ready: make(chan struct{}), gate: newGate(cfg.GenConcurrency, cfg.GenMaxMemory), stopping: context.Background()}
+		ready: make(chan struct{}), gate: newGate(cfg.GenConcurrency, cfg.GenMaxMemory), stopping: context.Background(),
+		gens: map[string]context.CancelCauseFunc{}}
 	s.generators = map[string]Generator{
 		KindPlan:     fixedPlan{},
 		KindExternal: external{nc: conn.NC},
@@ -179,16 +184,16 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 // Ready is closed once the service takes requests.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
-// Run serves until ctx ends, then finishes the work in hand.
+// Run serves until ctx ends, then returns once the messages in hand are
+// handled or handed back. Every handler works within ctx, so a handler
+// busy with a generation or a slow store stops with it: its message comes
+// back to another planner, or to this one when it runs again.
 func (s *Service) Run(ctx context.Context) error {
 	s.stopping = ctx
+	if err := s.open(ctx); err != nil {
+		return err
+	}
 	var err error
-	if s.requests, err = s.conn.JS.KeyValue(ctx, bus.BucketRequests); err != nil {
-		return fmt.Errorf("planner: requests bucket: %w", err)
-	}
-	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
-		return fmt.Errorf("planner: skills bucket: %w", err)
-	}
 	if s.health, err = health.Open(ctx, s.conn.JS); err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
@@ -251,6 +256,24 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
+// open binds the buckets and streams the service reads and writes.
+func (s *Service) open(ctx context.Context) error {
+	var err error
+	if s.requests, err = s.conn.JS.KeyValue(ctx, bus.BucketRequests); err != nil {
+		return fmt.Errorf("planner: requests bucket: %w", err)
+	}
+	if s.plans, err = s.conn.JS.KeyValue(ctx, bus.BucketPlans); err != nil {
+		return fmt.Errorf("planner: plans bucket: %w", err)
+	}
+	if s.accepted, err = s.conn.JS.Stream(ctx, bus.StreamRequests); err != nil {
+		return fmt.Errorf("planner: requests stream: %w", err)
+	}
+	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
+		return fmt.Errorf("planner: skills bucket: %w", err)
+	}
+	return nil
+}
+
 // counters are the planner's stats since it started.
 type counters struct {
 	// Dropped counts messages given up after their delivery limit, or
@@ -279,9 +302,14 @@ type handler struct {
 	abandon func(ctx context.Context, m jetstream.Msg, deliveries int, cause error) error
 }
 
-// handleTimeout bounds the handling of one message, waiting for a
-// generation slot included.
-const handleTimeout = 5 * time.Minute
+// Bounds of the work on one message, within Run's context: handling it,
+// waiting for a generation slot included; ending it at its delivery
+// limit; answering an endpoint request.
+const (
+	handleTimeout   = 5 * time.Minute
+	abandonTimeout  = time.Minute
+	endpointTimeout = 10 * time.Second
+)
 
 // handle runs h on m with a deadline, keeps the message from being
 // redelivered while it runs (a request may wait for a generation slot for
@@ -289,7 +317,7 @@ const handleTimeout = 5 * time.Minute
 // back with a growing delay, or takes its terminal path at the delivery
 // limit.
 func (s *Service) handle(m jetstream.Msg, h handler) {
-	ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
+	ctx, cancel := context.WithTimeout(s.stopping, handleTimeout)
 	defer cancel()
 	stop := s.keepAlive(m)
 	err := func() (err error) {
@@ -306,12 +334,14 @@ func (s *Service) handle(m jetstream.Msg, h handler) {
 		return
 	}
 	n := bus.Deliveries(m)
-	if n < s.cfg.DeliveryLimit || errors.Is(err, errHandBack) {
+	if n < s.cfg.DeliveryLimit || errors.Is(err, errHandBack) || s.stopping.Err() != nil {
+		// A planner that stops hands its messages back whatever their
+		// deliveries: they did not fail, they were interrupted.
 		s.log.Warn().Err(err).Str("subject", m.Subject()).Int("deliveries", n).Msg("message handed back")
 		_ = m.NakWithDelay(bus.RetryDelay(n))
 		return
 	}
-	actx, acancel := context.WithTimeout(context.Background(), time.Minute)
+	actx, acancel := context.WithTimeout(s.stopping, abandonTimeout)
 	defer acancel()
 	if aerr := h.abandon(actx, m, n, err); aerr != nil {
 		s.log.Error().Err(aerr).AnErr("cause", err).Str("subject", m.Subject()).Int("deliveries", n).

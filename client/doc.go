@@ -1,0 +1,25 @@
+// Package client talks to a running planbus system the way a user does:
+// it submits plan requests and bare plans to the planner, waits for their
+// outcomes, watches their progress events (those that already happened
+// and those to come), reads a request's or a plan's state, cancels
+// requests and lists recent ones.
+//
+// A Client needs a NATS connection and nothing else. It works within the
+// permissions of planbus's client role: it calls the planner's endpoints
+// (planbus.plan.request, planbus.plan.cancel, planbus.plan.list),
+// subscribes to outcomes and events, and reads streams and buckets by
+// subject or key. It creates no consumer (the client role may not), so it
+// waits for an outcome by subscribing to its subject and reading the
+// stream's last message on it, and reads past events with direct gets.
+//
+//	nc, _ := nats.Connect("nats://127.0.0.1:4222")
+//	c, _ := client.New(nc)
+//	out, err := c.Run(ctx, []byte(`{"kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "echo"}]}}`), nil)
+//
+// Requests and plans are JSON documents (schemas/plan-request.schema.json,
+// schemas/plan.schema.json); what comes back are the message types of
+// package planbus. The Client never changes a document it is given.
+//
+// A Client is safe for concurrent use. Its calls that block take a context
+// and return when it ends.
+package client

@@ -1,0 +1,267 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/schemas"
+)
+
+// Status is what the system holds about a request or a plan now.
+type Status struct {
+	// Request is the request's loop; nil for a plan published on its own.
+	Request *RequestStatus
+	// Plan is the request's latest plan, or the plan asked about; nil
+	// while none has started.
+	Plan *PlanStatus
+}
+
+// RequestStatus is a request's replan loop.
+type RequestStatus struct {
+	RequestID string
+	SessionID string
+	Kind      string
+	// Status is planbus.RequestQueued, RequestGenerating,
+	// RequestExecuting or RequestCancelling while the request runs, then
+	// its outcome's status.
+	Status string
+	// Attempt is the plan generation the loop is at.
+	Attempt int
+	// PlanID is the plan of the latest attempt, if one was generated.
+	PlanID         string
+	DisabledSkills []string
+	History        []planbus.Attempt
+	// Outcome is set once the request has ended.
+	Outcome *planbus.Outcome
+	// BarePlan: the request carries a plan submitted on its own
+	// (SubmitPlan, `planner submit` of a Plan JSON).
+	BarePlan  bool
+	UpdatedAt time.Time
+}
+
+// Ended reports whether the request has ended.
+func (r *RequestStatus) Ended() bool { return r.Outcome != nil }
+
+// PlanStatus is a plan's execution state.
+type PlanStatus struct {
+	PlanID    string
+	RequestID string
+	// State is planbus.PlanRunning or how the plan ended.
+	State      string
+	StartedAt  time.Time
+	FinishedAt time.Time // zero while it runs
+	Error      *planbus.ErrorInfo
+	Tools      []ToolStatus
+}
+
+// ToolStatus is one tool of a plan, in plan order.
+type ToolStatus struct {
+	ToolID string
+	// Skill is the skill of the tool's latest attempt (its fallback's,
+	// once the fallback runs).
+	Skill   string
+	State   string // planbus.ToolPending, ToolRunning, ...
+	Attempt int
+	// At is when the running attempt was released, when a retry is due,
+	// or when the tool ended.
+	At     time.Time
+	Reason string
+	Error  *planbus.ErrorInfo
+}
+
+// storedLoop is what the client reads of a request's loop state (KV
+// planbus-requests, kept by the planner).
+type storedLoop struct {
+	Request struct {
+		RequestID string          `json:"requestId"`
+		SessionID string          `json:"sessionId"`
+		Kind      string          `json:"kind"`
+		Metadata  json.RawMessage `json:"metadata"`
+	} `json:"request"`
+	Status   string            `json:"status"`
+	Attempt  int               `json:"attempt"`
+	PlanID   string            `json:"planId"`
+	Disabled []string          `json:"disabledSkills"`
+	History  []planbus.Attempt `json:"history"`
+	Outcome  *planbus.Outcome  `json:"outcome"`
+	Updated  time.Time         `json:"updatedAt"`
+	Cancel   *struct{}         `json:"cancel"`
+}
+
+// Status reads what the system holds about id, a request id or a plan id:
+// a request's loop and its latest plan, a request accepted but not yet
+// taken up (status queued), or a plan published on its own. It reads
+// buckets and streams by key, as the client role may. An id nothing is
+// known of is ErrNotFound.
+func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
+	if !plan.ValidID(id) {
+		return nil, fmt.Errorf("client: %q is not a request or plan id: 1 to 128 letters, digits, '_' or '-'", id)
+	}
+	var out Status
+	req, err := c.requestStatus(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	planID := id
+	if req != nil {
+		out.Request = req
+		planID = req.PlanID
+	}
+	if planID != "" {
+		if out.Plan, err = c.planStatus(ctx, planID); err != nil {
+			return nil, err
+		}
+	}
+	if out.Request == nil && out.Plan == nil {
+		return nil, fmt.Errorf("%w: no request or plan %q (they are kept for a day)", ErrNotFound, id)
+	}
+	return &out, nil
+}
+
+// requestStatus reads a request's loop, or finds it queued; nil if
+// neither.
+func (c *Client) requestStatus(ctx context.Context, id string) (*RequestStatus, error) {
+	doc, err := c.get(ctx, bus.BucketRequests, id)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return c.queued(ctx, id)
+	}
+	var l storedLoop
+	if err := json.Unmarshal(doc, &l); err != nil {
+		return nil, fmt.Errorf("client: loop state of request %s: %w", id, err)
+	}
+	r := &RequestStatus{RequestID: id, SessionID: l.Request.SessionID, Kind: l.Request.Kind, Status: l.Status,
+		Attempt: l.Attempt, PlanID: l.PlanID, DisabledSkills: l.Disabled, History: l.History, Outcome: l.Outcome,
+		BarePlan: barePlan(l.Request.Metadata), UpdatedAt: l.Updated}
+	switch {
+	case l.Outcome != nil:
+		r.Status = l.Outcome.Status
+		if r.PlanID == "" {
+			r.PlanID = l.Outcome.PlanID
+		}
+	case l.Status == planbus.RequestExecuting && l.Cancel != nil:
+		r.Status = planbus.RequestCancelling
+	}
+	return r, nil
+}
+
+// queued finds a request in the REQUESTS stream that has no loop state
+// yet.
+func (c *Client) queued(ctx context.Context, id string) (*RequestStatus, error) {
+	st, err := c.stream(ctx, bus.StreamRequests)
+	if err != nil {
+		return nil, err
+	}
+	m, err := st.GetLastMsgForSubject(ctx, bus.RequestSubject(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: request %s: %w", id, err)
+	}
+	var r struct {
+		SessionID string          `json:"sessionId"`
+		Kind      string          `json:"kind"`
+		Metadata  json.RawMessage `json:"metadata"`
+	}
+	_ = json.Unmarshal(m.Data, &r)
+	return &RequestStatus{RequestID: id, SessionID: r.SessionID, Kind: r.Kind, Status: planbus.RequestQueued,
+		BarePlan: barePlan(r.Metadata), UpdatedAt: m.Time.UTC()}, nil
+}
+
+func barePlan(meta json.RawMessage) bool {
+	var m map[string]any
+	_ = json.Unmarshal(meta, &m)
+	b, _ := m[BarePlanKey].(bool)
+	return b
+}
+
+// planStatus reads a plan's state and definition; nil if it has none.
+func (c *Client) planStatus(ctx context.Context, planID string) (*PlanStatus, error) {
+	doc, err := c.get(ctx, bus.BucketPlans, bus.StateKey(planID))
+	if err != nil || doc == nil {
+		return nil, err
+	}
+	var st execution.Stored
+	if err := json.Unmarshal(doc, &st); err != nil {
+		return nil, fmt.Errorf("client: state of plan %s: %w", planID, err)
+	}
+	pdoc, err := c.get(ctx, bus.BucketPlans, bus.PlanKey(planID))
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan.Decode(pdoc)
+	if err != nil || len(p.Tools) != len(st.Tools) {
+		return nil, fmt.Errorf("client: plan %s: its stored definition does not match its state (%v)", planID, err)
+	}
+	ps := &PlanStatus{PlanID: planID, RequestID: st.RequestID, State: st.Status, Error: st.Error,
+		StartedAt: time.UnixMilli(st.StartedAt).UTC(), Tools: make([]ToolStatus, len(st.Tools))}
+	if st.FinishedAt > 0 {
+		ps.FinishedAt = time.UnixMilli(st.FinishedAt).UTC()
+	}
+	for i, t := range st.Tools {
+		ts := ToolStatus{ToolID: p.Tools[i].ToolID, Skill: p.Tools[i].Variant(max(t.Attempt, 1)).Skill, State: t.State,
+			Attempt: t.Attempt, Reason: t.Reason, Error: t.Error}
+		if t.At > 0 {
+			ts.At = time.UnixMilli(t.At).UTC()
+		}
+		ps.Tools[i] = ts
+	}
+	return ps, nil
+}
+
+// Cancel cancels a request, or a plan published on its own; id is a
+// request id or a plan id (a plan's id stands for its request). A request
+// whose plan runs is being cancelled when Cancel returns (status
+// cancelling: the plan's running calls are stopped, its pending tools
+// skipped, and the outcome, status cancelled, follows); one that had no
+// plan running yet is cancelled (status cancelled); one that had ended is
+// left as it was (status ended). An id nothing is known of is ErrNotFound.
+// reason, which may be empty, is said in the outcome and the events; the
+// planner refuses one of more than 1,024 characters.
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*planbus.CancelReply, error) {
+	try := func(q planbus.CancelRequest) (*planbus.CancelReply, error) {
+		body, err := json.Marshal(q)
+		if err != nil {
+			return nil, err
+		}
+		var reply planbus.CancelReply
+		if err := c.call(ctx, bus.SubjectPlanCancel, body, &reply); err != nil {
+			return nil, err
+		}
+		return &reply, nil
+	}
+	reply, err := try(planbus.CancelRequest{RequestID: id, Reason: reason})
+	if errors.Is(err, ErrNotFound) {
+		reply, err = try(planbus.CancelRequest{PlanID: id, Reason: reason})
+	}
+	return reply, err
+}
+
+// List asks the planner for recent requests, the most recently accepted
+// first (planbus.ListRequest: every field optional).
+func (c *Client) List(ctx context.Context, q planbus.ListRequest) (*planbus.ListReply, error) {
+	body, err := json.Marshal(q)
+	if err != nil {
+		return nil, err
+	}
+	if err := schemas.Validate(schemas.ListRequest, body); err != nil {
+		return nil, fmt.Errorf("client: list: %w", err)
+	}
+	var reply planbus.ListReply
+	if err := c.call(ctx, bus.SubjectPlanList, body, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}

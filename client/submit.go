@@ -1,0 +1,177 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus"
+)
+
+// BarePlanKey is the member of a request's metadata that SubmitPlan sets
+// to true: the request carries a bare plan, and those who show it (like
+// `planner watch`) show the plan's execution result as for a plan run on
+// its own.
+const BarePlanKey = "barePlan"
+
+// SubmitRequest sends a plan request (schemas/plan-request.schema.json) to
+// the planner and returns once the planner has accepted it, with its
+// requestId, without waiting for the outcome. A request without a
+// requestId is sent with a new one (the document given is not changed). A
+// request the planner refuses is a *RejectedError naming the problem.
+func (c *Client) SubmitRequest(ctx context.Context, request []byte) (*planbus.Accepted, error) {
+	doc, _ := withRequestID(request)
+	var acc planbus.Accepted
+	if err := c.call(ctx, bus.SubjectPlanRequest, doc, &acc); err != nil {
+		return nil, err
+	}
+	return &acc, nil
+}
+
+// SubmitPlan sends a bare Plan JSON (schemas/plan.schema.json) to the
+// planner as a request of kind plan and returns once it is accepted. The
+// request id is the plan's requestId, else its planId, else a new one;
+// the session is the plan's. The planner runs the plan as
+// <requestId>-1. A plan the planner refuses is a *RejectedError naming the
+// problem (its fields under /plan).
+func (c *Client) SubmitPlan(ctx context.Context, plan []byte) (*planbus.Accepted, error) {
+	req, err := planRequest(plan)
+	if err != nil {
+		return nil, err
+	}
+	return c.SubmitRequest(ctx, req)
+}
+
+// withRequestID returns request with a requestId, and that id. A document
+// that is not a JSON object is returned as it is (the planner refuses it
+// and says why), with an empty id; so is one whose requestId is not a
+// string.
+func withRequestID(request []byte) ([]byte, string) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(request, &fields) != nil || fields == nil {
+		return request, ""
+	}
+	if raw, ok := fields["requestId"]; ok {
+		var id string
+		_ = json.Unmarshal(raw, &id)
+		return request, id
+	}
+	id := NewID()
+	fields["requestId"], _ = json.Marshal(id)
+	doc, err := json.Marshal(fields)
+	if err != nil {
+		return request, ""
+	}
+	return doc, id
+}
+
+// planRequest wraps a bare plan into a request of kind plan.
+func planRequest(plan []byte) ([]byte, error) {
+	var ids struct {
+		PlanID    string `json:"planId"`
+		RequestID string `json:"requestId"`
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(plan, &ids); err != nil {
+		return nil, fmt.Errorf("client: the plan is not a JSON object: %w", err)
+	}
+	id := ids.RequestID
+	if id == "" {
+		id = ids.PlanID
+	}
+	if id == "" {
+		id = NewID()
+	}
+	req := map[string]any{"kind": "plan", "requestId": id, "plan": json.RawMessage(plan),
+		"metadata": map[string]any{BarePlanKey: true}}
+	if ids.SessionID != "" {
+		req["sessionId"] = ids.SessionID
+	}
+	doc, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: the plan is not valid JSON: %w", err)
+	}
+	return doc, nil
+}
+
+// Run submits a plan request and waits for its outcome, passing every
+// event of the request to onEvent (which may be nil) as it happens. A
+// request that fails or falls back is not an error: its outcome says so.
+// A request the planner refuses is a *RejectedError.
+func (c *Client) Run(ctx context.Context, request []byte, onEvent func(planbus.Event)) (*planbus.Outcome, error) {
+	doc, id := withRequestID(request)
+	if id == "" {
+		// Not a request the planner will take: let it say why.
+		if _, err := c.SubmitRequest(ctx, doc); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("client: the planner accepted a request without a requestId")
+	}
+	// Follow first, so that nothing the request does is missed.
+	w, err := c.follow(ctx, id, bus.StreamOutcomes, bus.OutcomeSubject(id), onEvent != nil)
+	if err != nil {
+		return nil, err
+	}
+	defer w.stop()
+	var acc planbus.Accepted
+	if err := c.call(ctx, bus.SubjectPlanRequest, doc, &acc); err != nil {
+		return nil, err
+	}
+	return w.outcome(ctx, false, onEvent)
+}
+
+// RunPlan submits a bare plan as SubmitPlan does and waits for the
+// request's outcome; its Execution is the plan's execution result (nil
+// if no plan ran: a skill disabled in the session, say; the outcome says
+// why).
+func (c *Client) RunPlan(ctx context.Context, plan []byte, onEvent func(planbus.Event)) (*planbus.Outcome, error) {
+	req, err := planRequest(plan)
+	if err != nil {
+		return nil, err
+	}
+	return c.Run(ctx, req, onEvent)
+}
+
+// ExecutePlan publishes a plan straight to the dispatchers, on
+// planbus.plans.<planId>, bypassing the planner, and waits for its
+// execution result, passing the events of its request to onEvent (which
+// may be nil). A plan without a planId gets a new one; its requestId
+// defaults to its planId. This needs the right to publish plans, which
+// the client role does not have: with authorization on, use RunPlan. A
+// plan the dispatcher refuses ends in state rejected, which is not an
+// error.
+func (c *Client) ExecutePlan(ctx context.Context, plan []byte, onEvent func(planbus.Event)) (*planbus.ExecutionResult, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(plan, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("client: the plan is not a JSON object: %v", err)
+	}
+	var planID, requestID string
+	_ = json.Unmarshal(fields["planId"], &planID)
+	_ = json.Unmarshal(fields["requestId"], &requestID)
+	doc := plan
+	if planID == "" || requestID == "" {
+		if planID == "" {
+			planID = NewID()
+			fields["planId"], _ = json.Marshal(planID)
+		}
+		if requestID == "" {
+			requestID = planID
+		}
+		var err error
+		if doc, err = json.Marshal(fields); err != nil {
+			return nil, fmt.Errorf("client: the plan is not valid JSON: %w", err)
+		}
+	}
+	w, err := c.follow(ctx, requestID, bus.StreamExecutions, bus.ExecutionSubject(planID), onEvent != nil)
+	if err != nil {
+		return nil, err
+	}
+	defer w.stop()
+	if _, err := c.js.Publish(ctx, bus.PlanSubject(planID), doc, jetstream.WithMsgID(planID)); err != nil {
+		return nil, fmt.Errorf("client: publish plan %s: %w", planID, err)
+	}
+	return w.execution(ctx, false, onEvent, "")
+}

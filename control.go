@@ -1,0 +1,109 @@
+package planbus
+
+import "time"
+
+// The messages of the planner's endpoints besides planbus.plan.request:
+// planbus.plan.cancel stops a request, planbus.plan.list lists recent
+// ones. Each request that is not valid gets a Rejected reply naming the
+// field, with one of the reply codes below.
+
+// Reply codes of Rejected replies.
+const (
+	// CodeInvalidRequest: the request breaks its schema or a rule; Field
+	// names where.
+	CodeInvalidRequest = "INVALID_REQUEST"
+	// CodeNotFound: no request or plan has the id given (they are kept for
+	// a day).
+	CodeNotFound = "NOT_FOUND"
+	// CodeUnavailable: the planner could not read or write its store; try
+	// again.
+	CodeUnavailable = "UNAVAILABLE"
+)
+
+// CancelRequest is the body of a request to planbus.plan.cancel
+// (schemas/cancel-request.schema.json): exactly one of RequestID and
+// PlanID, and optionally why. A plan id stands for the request the plan
+// belongs to; a plan submitted without a request is cancelled alone. A
+// request id with no request is looked up as a plan id, since a plan
+// published directly has its own id as request id.
+type CancelRequest struct {
+	RequestID string `json:"requestId,omitempty"`
+	PlanID    string `json:"planId,omitempty"`
+	// Reason is said in the outcome and the events; at most 1,024
+	// characters.
+	Reason string `json:"reason,omitempty"`
+}
+
+// CancelReply statuses.
+const (
+	// CancelCancelling: the cancel is recorded and the dispatchers were
+	// told to stop the running plan. The plan ends in state cancelled and
+	// the request's outcome follows with status cancelled, unless the plan
+	// ended on its own first (a plan that succeeded stays succeeded).
+	CancelCancelling = "cancelling"
+	// CancelCancelled: no plan was running (the request was queued or
+	// generating one): the request ended cancelled at once and its outcome
+	// is published.
+	CancelCancelled = "cancelled"
+	// CancelEnded: the request or plan had already ended; nothing changed.
+	CancelEnded = "ended"
+)
+
+// CancelReply is the answer to a CancelRequest.
+type CancelReply struct {
+	RequestID string `json:"requestId,omitempty"`
+	PlanID    string `json:"planId,omitempty"`
+	Status    string `json:"status"` // cancelling, cancelled or ended
+	// Ended is, for status ended, how the request or plan ended: its
+	// outcome's status or the plan's state.
+	Ended   string `json:"ended,omitempty"`
+	Message string `json:"message"`
+}
+
+// Request statuses in a RequestSummary, besides the outcome statuses
+// (StatusSucceeded, StatusFailed, StatusFallback, StatusCancelled) of
+// requests that ended.
+const (
+	// RequestQueued: accepted, not yet taken up by a planner.
+	RequestQueued = "queued"
+	// RequestGenerating: a plan is being generated.
+	RequestGenerating = "generating"
+	// RequestExecuting: a plan runs.
+	RequestExecuting = "executing"
+	// RequestCancelling: a plan runs and a cancel has been asked for.
+	RequestCancelling = "cancelling"
+)
+
+// ListRequest is the body of a request to planbus.plan.list
+// (schemas/list-request.schema.json); every field is optional.
+type ListRequest struct {
+	// Status keeps the requests in this status only (a Request* status or
+	// an outcome status).
+	Status string `json:"status,omitempty"`
+	// SessionID keeps the requests of this session only.
+	SessionID string `json:"sessionId,omitempty"`
+	// Limit is the most requests listed: default 50, at most 1,000.
+	Limit int `json:"limit,omitempty"`
+}
+
+// ListReply lists requests, the most recently accepted first.
+type ListReply struct {
+	Requests []RequestSummary `json:"requests"`
+	// More: older requests were not looked at, because Limit were found
+	// or the planner looks at most at 10,000 requests a call.
+	More bool `json:"more,omitempty"`
+}
+
+// RequestSummary is one line of a ListReply.
+type RequestSummary struct {
+	RequestID string `json:"requestId"`
+	SessionID string `json:"sessionId"`
+	Kind      string `json:"kind"`
+	Status    string `json:"status"`
+	// Attempts are the plan generations so far.
+	Attempts int `json:"attempts"`
+	// PlanID is the plan of the latest attempt, if one was generated.
+	PlanID     string    `json:"planId,omitempty"`
+	AcceptedAt time.Time `json:"acceptedAt"`
+	UpdatedAt  time.Time `json:"updatedAt,omitzero"`
+}

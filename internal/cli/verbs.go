@@ -1,0 +1,343 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/planner"
+)
+
+// The verbs that work on a running system as a client: submit, watch,
+// cancel and ls. Each needs --nats-url and takes the credentials flags;
+// with --nkey, the seed is the client role's.
+
+// dialClient connects to the system named by c and returns a client on
+// the connection and a function that closes it.
+func (c *common) dialClient(ctx context.Context, log zerolog.Logger) (*client.Client, func(), error) {
+	conn, err := bus.Dial(ctx, c.bus, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := client.New(conn.NC, client.WithLogger(log))
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return cl, conn.Close, nil
+}
+
+// clientFlags parses the flags of a client verb and checks that a system
+// is named. When the command must end, ok is false and code is its exit
+// code.
+func clientFlags(f *flags, c *common, args []string, io IO, cmd string) (log zerolog.Logger, code int, ok bool) {
+	if err := f.parse(args); err != nil {
+		return zerolog.Nop(), usageErr(io.Stderr, err), false
+	}
+	if c.bus.URL == "" {
+		fmt.Fprintf(io.Stderr, "%s: --nats-url (or $NATS_URL) is required: it works on a running system (planner serve)\n", cmd)
+		return zerolog.Nop(), ExitUsage, false
+	}
+	log, err := c.logger(io.Stderr)
+	if err != nil {
+		return log, usageErr(io.Stderr, err), false
+	}
+	return log, 0, true
+}
+
+const submitUsage = `Usage: planner submit --nats-url URL [flags] FILE
+
+Sends FILE ('-' for stdin) to the planner and does not wait for it to run:
+a plan request ({"kind": "plan" | "external" | "htn" | "goap" |
+"template", ...}) or a bare Plan JSON, which goes as a request of kind plan
+and runs as <requestId>-1 (its requestId being the plan's requestId, else
+its planId, else a new one). Prints the requestId on stdout. Exits 0 when
+the planner accepted it, 2 when FILE is not valid or the planner refused
+it (the reason on stderr), 1 when the planner could not be reached. Follow
+it with 'planner watch ID', stop it with 'planner cancel ID'.`
+
+func plannerSubmit(ctx context.Context, args []string, io IO) int {
+	var c common
+	f := newFlags("planner submit", io.Stderr, io.Env, submitUsage)
+	c.register(f, connects)
+	c.registerClient(f)
+	log, code, ok := clientFlags(f, &c, args, io, "planner submit")
+	if !ok {
+		return code
+	}
+	if f.NArg() != 1 {
+		fmt.Fprintln(io.Stderr, "planner submit: want exactly one FILE (or - for stdin)")
+		return ExitUsage
+	}
+	name := f.Arg(0)
+	doc, err := readInput(name, io.Stdin)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner submit: %v\n", err)
+		return ExitUsage
+	}
+	// Checked here first, so that a bad file is refused as run refuses it,
+	// without a round trip.
+	bare := !isRequest(doc)
+	if bare {
+		p, err := plan.Decode(doc)
+		if err == nil && len(p.Tools) == 0 {
+			err = errors.New("at /tools: the plan has no tools: there is nothing to run")
+		}
+		if err != nil {
+			fmt.Fprintf(io.Stderr, "planner submit: %s: %v\n", name, err)
+			return ExitUsage
+		}
+	} else if _, err := planner.DecodeRequest(doc); err != nil {
+		fmt.Fprintf(io.Stderr, "planner submit: %s: %v\n", name, err)
+		return ExitUsage
+	}
+	cl, closeConn, err := c.dialClient(ctx, log)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner submit: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer closeConn()
+	var acc *planbus.Accepted
+	if bare {
+		acc, err = cl.SubmitPlan(ctx, doc)
+	} else {
+		acc, err = cl.SubmitRequest(ctx, doc)
+	}
+	var rej *client.RejectedError
+	if errors.As(err, &rej) {
+		fmt.Fprintf(io.Stderr, "planner submit: %s: %v\n", name, err)
+		return ExitUsage
+	}
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner submit: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	fmt.Fprintln(io.Stdout, acc.RequestID)
+	return ExitOK
+}
+
+const watchUsage = `Usage: planner watch --nats-url URL [flags] ID
+
+Attaches to a request (or a plan published on its own), running or ended,
+and shows its progress as 'planner run' does: the events that already
+happened (they are kept for an hour), then the ones to come, until it
+ends. Then prints what run prints as the last line on stdout: the
+request's outcome, or for a bare Plan JSON (planner submit FILE, planner
+run) the plan's execution result. Exits as run does: 0 when it succeeded,
+1 when it failed, timed out, fell back or was cancelled, or when nothing
+has the id; 2 on bad usage.`
+
+func plannerWatch(ctx context.Context, args []string, io IO) int {
+	var c common
+	var quiet, verbose bool
+	var wait time.Duration
+	f := newFlags("planner watch", io.Stderr, io.Env, watchUsage)
+	c.register(f, connects)
+	c.registerClient(f)
+	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
+	f.Bool(&verbose, "v", "", false, "a progress line for every event, even for plans of more than 50 tools (which otherwise get one summary line)")
+	f.Duration(&wait, "wait", "", 0, "how long to wait for the end (0: until it ends)")
+	log, code, ok := clientFlags(f, &c, args, io, "planner watch")
+	if !ok {
+		return code
+	}
+	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
+		fmt.Fprintln(io.Stderr, "planner watch: want one request or plan id")
+		return ExitUsage
+	}
+	id := f.Arg(0)
+	cl, closeConn, err := c.dialClient(ctx, log)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer closeConn()
+	sctx, scancel := context.WithTimeout(ctx, 15*time.Second)
+	st, err := cl.Status(sctx, id)
+	scancel()
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	var progress func(planbus.Event)
+	endProgress := func() {}
+	if !quiet {
+		pr := newProgress(io.Stderr, verbose)
+		defer pr.close()
+		progress, endProgress = pr.event, pr.close
+	}
+	wctx := ctx
+	if wait > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	if st.Request == nil {
+		res, err := cl.WatchPlan(wctx, id, progress)
+		endProgress()
+		if err != nil {
+			fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
+			return ctxExit(ctx, ExitFailed)
+		}
+		return printExecution("planner watch", res, io)
+	}
+	o, err := cl.Watch(wctx, st.Request.RequestID, progress)
+	endProgress()
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	if st.Request.BarePlan {
+		return printPlanOutcome("planner watch", o, io)
+	}
+	return printOutcome("planner watch", o, io)
+}
+
+const cancelUsage = `Usage: planner cancel --nats-url URL [flags] ID
+
+Cancels a request, by its id or the id of one of its plans, or a plan
+published on its own. A running plan ends in state cancelled: its running
+calls are stopped, its tools not yet released skipped; the request ends
+with outcome status cancelled, without replan or fallback. A request still
+queued or generating ends cancelled at once. Prints the planner's answer.
+Exits 0 when the request is cancelled or being cancelled, or had already
+ended (nothing changes; the answer says so), 1 when nothing has the id or
+the planner cannot be reached, 2 on bad usage.`
+
+func plannerCancel(ctx context.Context, args []string, io IO) int {
+	var c common
+	var reason string
+	var asJSON bool
+	f := newFlags("planner cancel", io.Stderr, io.Env, cancelUsage)
+	c.register(f, connects)
+	c.registerClient(f)
+	f.String(&reason, "reason", "", "", "why, said in the outcome and the events (at most 1024 characters)")
+	f.Bool(&asJSON, "json", "", false, "print the planner's answer as JSON")
+	log, code, ok := clientFlags(f, &c, args, io, "planner cancel")
+	if !ok {
+		return code
+	}
+	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
+		fmt.Fprintln(io.Stderr, "planner cancel: want one request or plan id")
+		return ExitUsage
+	}
+	cl, closeConn, err := c.dialClient(ctx, log)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner cancel: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer closeConn()
+	reply, err := cl.Cancel(ctx, f.Arg(0), reason)
+	var rej *client.RejectedError
+	switch {
+	case errors.Is(err, client.ErrNotFound):
+		fmt.Fprintf(io.Stderr, "planner cancel: %v\n", err)
+		return ExitFailed
+	case errors.As(err, &rej) && rej.Reply.Error.Code == planbus.CodeInvalidRequest:
+		fmt.Fprintf(io.Stderr, "planner cancel: %v\n", err)
+		return ExitUsage
+	case err != nil:
+		fmt.Fprintf(io.Stderr, "planner cancel: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	if asJSON {
+		line, _ := jsonLine(reply)
+		fmt.Fprintln(io.Stdout, line)
+	} else {
+		fmt.Fprintln(io.Stdout, reply.Message)
+	}
+	return ExitOK
+}
+
+const lsUsage = `Usage: planner ls --nats-url URL [flags]
+
+Lists recent requests, the most recently accepted first: id, kind, status,
+attempts and age (since it was accepted). Status is queued, generating,
+executing or cancelling while a request runs, then how it ended:
+succeeded, failed, fallback or cancelled. --json prints the planner's
+answer as one JSON document, {"requests": [...], "more": bool}.`
+
+func plannerLs(ctx context.Context, args []string, io IO) int {
+	var c common
+	var q planbus.ListRequest
+	var asJSON bool
+	f := newFlags("planner ls", io.Stderr, io.Env, lsUsage)
+	c.register(f, connects)
+	c.registerClient(f)
+	f.String(&q.Status, "status", "", "", "only requests in this status")
+	f.String(&q.SessionID, "session", "", "", "only requests of this session")
+	f.Int(&q.Limit, "limit", "", planner.DefaultListLimit, fmt.Sprintf("the most requests listed (at most %d)", planner.MaxListLimit))
+	f.Bool(&asJSON, "json", "", false, "print JSON")
+	log, code, ok := clientFlags(f, &c, args, io, "planner ls")
+	if !ok {
+		return code
+	}
+	if f.NArg() != 0 {
+		fmt.Fprintln(io.Stderr, "planner ls: takes no arguments; filter with --status and --session")
+		return ExitUsage
+	}
+	if q.Limit < 1 || q.Limit > planner.MaxListLimit {
+		fmt.Fprintf(io.Stderr, "planner ls: --limit %d: want 1 to %d\n", q.Limit, planner.MaxListLimit)
+		return ExitUsage
+	}
+	body, _ := json.Marshal(q)
+	if _, err := planner.DecodeList(body); err != nil {
+		fmt.Fprintf(io.Stderr, "planner ls: %v\n", strings.NewReplacer("/status", "--status", "/sessionId", "--session", "/limit", "--limit").Replace(err.Error()))
+		return ExitUsage
+	}
+	cl, closeConn, err := c.dialClient(ctx, log)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner ls: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer closeConn()
+	reply, err := cl.List(ctx, q)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner ls: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	if asJSON {
+		line, _ := jsonLine(reply)
+		fmt.Fprintln(io.Stdout, line)
+		return ExitOK
+	}
+	printList(io.Stdout, reply, time.Now())
+	return ExitOK
+}
+
+// printList shows a list of requests as a table.
+func printList(w io.Writer, reply *planbus.ListReply, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tATTEMPTS\tAGE")
+	for _, r := range reply.Requests {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.RequestID, r.Kind, r.Status, r.Attempts, age(now.Sub(r.AcceptedAt)))
+	}
+	_ = tw.Flush()
+	if reply.More {
+		fmt.Fprintln(w, "(more, older requests not shown: raise --limit or filter)")
+	}
+}
+
+// age shows a duration the way a listing does: 45s, 12m, 3h, 2d.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(int(d.Seconds()), 0))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

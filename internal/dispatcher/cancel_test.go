@@ -1,0 +1,82 @@
+package dispatcher_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// publishCancel puts the durable cancel of a plan on its timers subject,
+// as a planner does.
+func (h *harness) publishCancel(planID, reason string) {
+	h.t.Helper()
+	m := execution.CancelMessage(planID, reason, time.Now())
+	data, _ := json.Marshal(m)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := h.conn.JS.Publish(ctx, bus.TimerSubject(planID), data, jetstream.WithMsgID(m.MsgID())); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// A cancel ends a running plan in the dispatcher: the running call is
+// stopped on its worker, the tool cancelled, the pending one skipped.
+func TestCancelCommandEndsARunningPlan(t *testing.T) {
+	h := start(t, opts{})
+	res := h.submit(`{"planId":"cx1","tools":[{"toolId":"P","skill":"probe","input":{"ms":60000}},
+		{"toolId":"Q","skill":"echo","dependencies":["P"]}]}`, time.Minute, nil)
+	<-h.probe.started
+	h.publishCancel("cx1", "enough")
+	select {
+	case <-h.probe.finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running call was not stopped")
+	}
+	r := <-res
+	if r == nil || r.State != plan.PlanCancelled || r.Error == nil || r.Error.Message != "cancelled on request: enough" {
+		t.Fatalf("result %+v, want cancelled with the reason", r)
+	}
+	if r.Tools[0].State != plan.ToolCancelled || r.Tools[1].State != plan.ToolSkipped || r.Tools[1].Reason != plan.ReasonCancelled {
+		t.Errorf("tools %+v", r.Tools)
+	}
+}
+
+// A cancel that arrives before its plan has started waits for it: the
+// plan, once it starts, is cancelled.
+func TestCancelCommandBeforeItsPlanWaitsForIt(t *testing.T) {
+	h := start(t, opts{})
+	h.publishCancel("early", "")
+	// The cancel is delivered with no plan to apply it to, and handed
+	// back: wait until it has been delivered at least once.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := h.conn.JS.Consumer(ctx, bus.StreamTimers, bus.ConsumerDispatcherTimers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Delivered.Stream >= 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the cancel was never delivered")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	r, _ := h.run(`{"planId":"early","tools":[{"toolId":"P","skill":"probe","input":{"ms":60000}}]}`, time.Minute)
+	if r.State != plan.PlanCancelled || r.Tools[0].State != plan.ToolCancelled {
+		t.Fatalf("result %s, tool %s: want the plan cancelled once it started", r.State, r.Tools[0].State)
+	}
+}

@@ -1,0 +1,144 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/schemas"
+)
+
+// Listing (planbus.plan.list). Clients may not list a bucket's keys (that
+// takes a consumer), so the planner lists for them: it reads the REQUESTS
+// stream backwards from its last message, one accepted request a message
+// in the order they were accepted, and looks up each one's loop state.
+
+// List limits.
+const (
+	// DefaultListLimit is how many requests a list shows when it does not
+	// say.
+	DefaultListLimit = 50
+	// MaxListLimit is the most a list may ask for.
+	MaxListLimit = 1000
+	// maxListScan bounds the accepted requests one list looks at, so a
+	// filter that matches nothing costs a bounded number of reads.
+	maxListScan = 10000
+)
+
+// DecodeList validates a list request against its schema and decodes it;
+// an empty body is the default list. An error is a *RequestError naming
+// the field.
+func DecodeList(doc []byte) (*planbus.ListRequest, error) {
+	var q planbus.ListRequest
+	if len(doc) == 0 {
+		doc = []byte(`{}`)
+	}
+	if err := schemas.Validate(schemas.ListRequest, doc); err != nil {
+		return nil, schemaError(err, `want {"status": "...", "sessionId": "...", "limit": n}, each optional`)
+	}
+	if err := json.Unmarshal(doc, &q); err != nil {
+		return nil, &RequestError{Msg: err.Error()}
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultListLimit
+	}
+	return &q, nil
+}
+
+func (s *Service) handleList(req micro.Request) {
+	q, err := DecodeList(req.Data())
+	if err != nil {
+		rejectErr(req, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
+	defer cancel()
+	reply, err := s.list(ctx, q)
+	if err != nil {
+		s.log.Warn().Err(err).Msg("cannot list requests")
+		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		return
+	}
+	_ = req.RespondJSON(reply)
+}
+
+// listedLoop is what a list reads of a loop state.
+type listedLoop struct {
+	Status  string      `json:"status"`
+	Attempt int         `json:"attempt"`
+	PlanID  string      `json:"planId"`
+	Cancel  *cancelMark `json:"cancel"`
+	Outcome *struct {
+		Status   string `json:"status"`
+		Attempts int    `json:"attempts"`
+	} `json:"outcome"`
+	Updated time.Time `json:"updatedAt"`
+}
+
+// list answers q, the most recently accepted requests first.
+func (s *Service) list(ctx context.Context, q *planbus.ListRequest) (*planbus.ListReply, error) {
+	info, err := s.accepted.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &planbus.ListReply{Requests: []planbus.RequestSummary{}}
+	seen := map[string]bool{}
+	seq, first := info.State.LastSeq, info.State.FirstSeq
+	for scanned := 0; seq >= first && seq > 0; seq, scanned = seq-1, scanned+1 {
+		if scanned == maxListScan || len(out.Requests) == q.Limit {
+			out.More = true
+			break
+		}
+		m, err := s.accepted.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // expired or removed since Info
+		}
+		if err != nil {
+			return nil, err
+		}
+		var r struct {
+			RequestID string `json:"requestId"`
+			SessionID string `json:"sessionId"`
+			Kind      string `json:"kind"`
+		}
+		if json.Unmarshal(m.Data, &r) != nil || r.RequestID == "" || seen[r.RequestID] {
+			continue
+		}
+		seen[r.RequestID] = true
+		if r.SessionID == "" {
+			r.SessionID = "default"
+		}
+		if q.SessionID != "" && r.SessionID != q.SessionID {
+			continue
+		}
+		sum := planbus.RequestSummary{RequestID: r.RequestID, SessionID: r.SessionID, Kind: r.Kind,
+			Status: planbus.RequestQueued, AcceptedAt: m.Time.UTC()}
+		e, err := s.requests.Get(ctx, r.RequestID)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			var l listedLoop
+			if json.Unmarshal(e.Value(), &l) == nil {
+				sum.Status, sum.Attempts, sum.PlanID, sum.UpdatedAt = l.Status, l.Attempt, l.PlanID, l.Updated
+				switch {
+				case l.Outcome != nil:
+					sum.Status, sum.Attempts = l.Outcome.Status, l.Outcome.Attempts
+				case l.Status == loopExecuting && l.Cancel != nil:
+					sum.Status = planbus.RequestCancelling
+				}
+			}
+		}
+		if q.Status != "" && sum.Status != q.Status {
+			continue
+		}
+		out.Requests = append(out.Requests, sum)
+	}
+	return out, nil
+}
