@@ -18,8 +18,8 @@ import (
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/worker"
 	"github.com/planbus/planbus/schemas"
+	"github.com/planbus/planbus/worker"
 )
 
 // startSystem runs a planbus node on a test server and returns its URL.

@@ -336,9 +336,16 @@ func (s *Service) handle(m jetstream.Msg, h handler) {
 	n := bus.Deliveries(m)
 	if n < s.cfg.DeliveryLimit || errors.Is(err, errHandBack) || s.stopping.Err() != nil {
 		// A planner that stops hands its messages back whatever their
-		// deliveries: they did not fail, they were interrupted.
-		s.log.Warn().Err(err).Str("subject", m.Subject()).Int("deliveries", n).Msg("message handed back")
-		_ = m.NakWithDelay(bus.RetryDelay(n))
+		// deliveries: they did not fail, they were interrupted, which is
+		// no news to the person who stopped it.
+		ev := s.log.Warn()
+		if s.stopping.Err() != nil {
+			ev = s.log.Debug()
+			_ = m.Nak()
+		} else {
+			_ = m.NakWithDelay(bus.RetryDelay(n))
+		}
+		ev.Err(err).Str("subject", m.Subject()).Int("deliveries", n).Msg("message handed back")
 		return
 	}
 	actx, acancel := context.WithTimeout(s.stopping, abandonTimeout)
