@@ -221,6 +221,7 @@ type Event struct {
 	To         string     `json:"to,omitempty"`   // skill.health: the state after
 	Attempts   int        `json:"attempts,omitempty"`
 	Tools      int        `json:"tools,omitempty"` // plan.started: the plan's size
+	Goal       string     `json:"goal,omitempty"`  // agent.*: the goal concerned
 }
 
 // Outcome is a request's final outcome (schemas/outcome.schema.json).

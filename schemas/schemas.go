@@ -34,6 +34,10 @@ const (
 	Cancel          = "cancel.schema.json"
 	CancelRequest   = "cancel-request.schema.json"
 	ListRequest     = "list-request.schema.json"
+	// The agent endpoints' requests, and the status they answer with.
+	AgentStopRequest   = "agent-stop-request.schema.json"
+	AgentStatusRequest = "agent-status-request.schema.json"
+	AgentStatus        = "agent-status.schema.json"
 )
 
 const baseURL = "https://planbus.dev/schemas/"

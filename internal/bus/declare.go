@@ -60,6 +60,11 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			Subjects: []string{SubjectOutcomesAll}, Retention: jetstream.LimitsPolicy,
 			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, MaxMsgsPerSubject: 1,
 		},
+		{
+			Name: StreamAgents, Description: "planbus: wake-ups of GOAP agents, due now or at a time",
+			Subjects: []string{SubjectAgentsAll}, Retention: jetstream.WorkQueuePolicy,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+		},
 	}
 }
 
@@ -73,6 +78,7 @@ func (c Config) Buckets() []jetstream.KeyValueConfig {
 		{Bucket: BucketSessions, Description: "planbus: session state documents", History: 5},
 		{Bucket: BucketRequests, Description: "planbus: replan loop state per request", TTL: c.Retention, History: 1},
 		{Bucket: BucketKeys, Description: "planbus: dispatcher secrets (result signing key)", History: 1},
+		{Bucket: BucketAgents, Description: "planbus: GOAP agent state per session", History: 1},
 	}
 }
 

@@ -1,5 +1,7 @@
 package bus
 
+import "strings"
+
 // Subjects. Tokens in angle brackets are filled by the functions below.
 const (
 	// SubjectPlanRequest is the planner's request/reply endpoint.
@@ -22,6 +24,9 @@ const (
 	SubjectRequestsAll = "planbus.requests.>"
 	// planbus.outcomes.<requestId>: each request's final outcome (stream OUTCOMES).
 	SubjectOutcomesAll = "planbus.outcomes.>"
+	// planbus.agents.<sessionId>: wake-ups of a session's GOAP agent, due
+	// now or at a time (stream AGENTS); planners only.
+	SubjectAgentsAll = "planbus.agents.>"
 	// SubjectSessionReset is the planner's endpoint that restarts a session.
 	SubjectSessionReset = "planbus.session.reset"
 	// SubjectSkills is the planner's endpoint that lists skills and their health.
@@ -51,8 +56,17 @@ const (
 	SubjectPlanList = "planbus.plan.list"
 	// SubjectPlanStatus is reserved: a request's or a plan's state.
 	SubjectPlanStatus = "planbus.plan.status"
-	// SubjectAgents is reserved: planbus.agent.<name>, agent endpoints.
+	// SubjectAgents is planbus.agent.<name>, the agent endpoints:
+	// SubjectAgentStart, SubjectAgentStop, SubjectAgentStatus.
 	SubjectAgents = "planbus.agent.*"
+	// SubjectAgentStart starts a session's GOAP agent (a plan request of
+	// kind goap; goap.agent is implied).
+	SubjectAgentStart = "planbus.agent.start"
+	// SubjectAgentStop stops a session's agent (planbus.AgentStopRequest).
+	SubjectAgentStop = "planbus.agent.stop"
+	// SubjectAgentStatus reports a session's agent and its goals
+	// (planbus.AgentStatusRequest, planbus.AgentStatus).
+	SubjectAgentStatus = "planbus.agent.status"
 	// SubjectGuideTurn is reserved: one turn of a guided session.
 	SubjectGuideTurn = "planbus.guide.turn"
 )
@@ -75,6 +89,7 @@ const (
 	StreamEvents     = "PLANBUS_EVENTS"
 	StreamRequests   = "PLANBUS_REQUESTS"
 	StreamOutcomes   = "PLANBUS_OUTCOMES"
+	StreamAgents     = "PLANBUS_AGENTS"
 )
 
 // Durable consumers. Every dispatcher shares the dispatcher ones; every
@@ -85,7 +100,13 @@ const (
 	ConsumerDispatcherTimers  = "dispatcher-timers"
 	ConsumerPlannerRequests   = "planner-requests"
 	ConsumerPlannerExecutions = "planner-executions"
-	consumerSkillPrefix       = "skill-"
+	// ConsumerPlannerAgents takes agent wake-ups (PLANBUS_AGENTS);
+	// ConsumerPlannerSessions takes every change of a session's state
+	// (the stream of the planbus-sessions bucket), which an agent of the
+	// session perceives.
+	ConsumerPlannerAgents   = "planner-agents"
+	ConsumerPlannerSessions = "planner-sessions"
+	consumerSkillPrefix     = "skill-"
 )
 
 // KV buckets.
@@ -104,6 +125,10 @@ const (
 	// BucketKeys holds secrets only dispatchers (and operators) may read:
 	// the key that signs tool calls so their results cannot be forged.
 	BucketKeys = "planbus-keys"
+	// BucketAgents holds, per session id, the state of the session's GOAP
+	// agent (arbiter, tracker, step in flight, goal stats), changed with
+	// compare-and-set by the planners.
+	BucketAgents = "planbus-agents"
 )
 
 // Micro service names.
@@ -161,6 +186,22 @@ func OutcomeSubject(requestID string) string { return "planbus.outcomes." + requ
 
 // HealthKey is a key of BucketHealth.
 func HealthKey(sessionID, skill string) string { return sessionID + "." + skill }
+
+// AgentSubject carries the wake-ups of a session's agent.
+func AgentSubject(sessionID string) string { return "planbus.agents." + sessionID }
+
+// SessionChanges selects every change of the session state bucket, as
+// subjects of its stream; SessionOfChange is the session id a change's
+// subject names.
+const SessionChanges = "$KV." + BucketSessions + ".>"
+
+// SessionsStream is the stream that holds the planbus-sessions bucket.
+const SessionsStream = "KV_" + BucketSessions
+
+// SessionOfChange returns the session id of a subject of SessionChanges.
+func SessionOfChange(subject string) string {
+	return strings.TrimPrefix(subject, "$KV."+BucketSessions+".")
+}
 
 // PlanKey and StateKey are keys of BucketPlans.
 func PlanKey(planID string) string  { return planID + ".plan" }

@@ -196,6 +196,18 @@ func (r Role) Grants() Grants {
 		pub(writing(BucketSessions))
 		// request.* progress events.
 		pub(eventsOf("request"))
+		// GOAP agents: their wake-ups on planbus.agents.<sessionId>
+		// (published and consumed through the shared planner-agents),
+		// every change of a session's state (a durable consumer on the
+		// sessions bucket's stream: what an agent perceives), their state
+		// in planbus-agents (get, create, compare-and-set) and agent.*
+		// events.
+		pub(SubjectAgentsAll)
+		pub(consuming(StreamAgents, ConsumerPlannerAgents, SubjectAgentsAll)...)
+		pub(consuming(kvStream(BucketSessions), ConsumerPlannerSessions, SessionChanges)...)
+		pub(reading(kvStream(BucketAgents))...)
+		pub(writing(BucketAgents))
+		pub(eventsOf("agent"))
 		// planbus.plan.cancel: the planner hands the dispatchers a
 		// cancelled request's plan as a durable command on
 		// planbus.timers.<planId> (kind cancel), which waits in the TIMERS
@@ -312,7 +324,7 @@ func (r Role) Grants() Grants {
 		// watches or listings: they need consumers, and a consumer's
 		// deliver subject is not checked against its creator's
 		// permissions.
-		for _, b := range []string{BucketRequests, BucketPlans, BucketHealth, BucketSessions, BucketSkills} {
+		for _, b := range []string{BucketRequests, BucketPlans, BucketHealth, BucketSessions, BucketSkills, BucketAgents} {
 			pub(reading(kvStream(b))...)
 		}
 		sub(SubjectOutcomesAll, SubjectExecutionsAll, SubjectEventsAll)

@@ -46,6 +46,9 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 				Msg: fmt.Sprintf("external planner %q: with authorization on, external planners answer on subjects under %s", r.Planner, p)}
 		}
 	case KindGOAP:
+		if r.GOAP.Agent {
+			return r, s.startAgent(ctx, r) // no replan loop: the agent is its own (agent.go)
+		}
 		if _, err := (goapPlanner{domains: s.cfg.DomainsDir}).domain(r.GOAP); err != nil {
 			return nil, err
 		}
@@ -123,13 +126,28 @@ func (s *Service) addService() (micro.Service, error) {
 	if err := add("list", bus.SubjectPlanList, s.handleList); err != nil {
 		return nil, err
 	}
+	for _, e := range []struct {
+		name, subject string
+		h             micro.HandlerFunc
+	}{
+		{"agent-start", bus.SubjectAgentStart, s.handleAgentStart},
+		{"agent-stop", bus.SubjectAgentStop, s.handleAgentStop},
+		{"agent-status", bus.SubjectAgentStatus, s.handleAgentStatus},
+	} {
+		if err := add(e.name, e.subject, e.h); err != nil {
+			return nil, err
+		}
+	}
 	return svc, nil
 }
 
-func (s *Service) handleRequest(req micro.Request) {
+func (s *Service) handleRequest(req micro.Request) { s.respondAccept(req, req.Data()) }
+
+// respondAccept accepts the request doc and answers req.
+func (s *Service) respondAccept(req micro.Request, doc []byte) {
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
-	r, err := s.accept(ctx, req.Data())
+	r, err := s.accept(ctx, doc)
 	if err != nil {
 		rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: err.Error()}}
 		var re *RequestError

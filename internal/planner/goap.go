@@ -24,27 +24,37 @@ type goapPlanner struct {
 }
 
 func (g goapPlanner) domain(r *GOAPRequest) (*goap.Domain, error) {
-	doc := []byte(r.Inline)
-	field := "/goap/inline"
-	if r.Domain != "" {
-		field = "/goap/domain"
-		if g.domains == "" {
-			return nil, &RequestError{Field: field, Msg: "this planner has no --domains directory; send the domain inline as goap.inline"}
-		}
-		b, err := os.ReadFile(filepath.Join(g.domains, r.Domain+".goap.json"))
-		if err != nil {
-			return nil, &RequestError{Field: field, Msg: fmt.Sprintf("no GOAP domain %q in the planner's domains directory", r.Domain)}
-		}
-		doc = b
-	}
-	d, err := goap.Decode(doc)
+	_, d, err := g.document(r)
 	if err != nil {
-		return nil, &RequestError{Field: field, Msg: err.Error()}
+		return nil, err
 	}
 	if r.Goal != "" && !slices.ContainsFunc(d.Goals, func(gl *goap.Goal) bool { return gl.Name == r.Goal }) {
 		return nil, &RequestError{Field: "/goap/goal", Msg: fmt.Sprintf("the domain has no goal %q", r.Goal)}
 	}
 	return d, nil
+}
+
+// document reads the request's domain (a file of the domains directory,
+// or inline) and decodes it; errors are *RequestError naming the field.
+func (g goapPlanner) document(r *GOAPRequest) ([]byte, *goap.Domain, error) {
+	doc := []byte(r.Inline)
+	field := "/goap/inline"
+	if r.Domain != "" {
+		field = "/goap/domain"
+		if g.domains == "" {
+			return nil, nil, &RequestError{Field: field, Msg: "this planner has no --domains directory; send the domain inline as goap.inline"}
+		}
+		b, err := os.ReadFile(filepath.Join(g.domains, r.Domain+".goap.json"))
+		if err != nil {
+			return nil, nil, &RequestError{Field: field, Msg: fmt.Sprintf("no GOAP domain %q in the planner's domains directory", r.Domain)}
+		}
+		doc = b
+	}
+	d, err := goap.Decode(doc)
+	if err != nil {
+		return nil, nil, &RequestError{Field: field, Msg: err.Error()}
+	}
+	return doc, d, nil
 }
 
 func (g goapPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, error) {

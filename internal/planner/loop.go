@@ -153,6 +153,12 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 		s.drop(m, "invalid execution result", err)
 		return nil
 	}
+	if taken, err := s.onAgentExecution(ctx, m, &res); taken || err != nil {
+		if err == nil {
+			_ = m.Ack() // an agent's step (agent_service.go)
+		}
+		return err
+	}
 	defer s.lock(res.RequestID)()
 	l, rev, err := s.load(ctx, res.RequestID)
 	if err != nil {

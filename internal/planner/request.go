@@ -60,6 +60,9 @@ type GOAPRequest struct {
 	State  map[string]any  `json:"state,omitempty"`
 	// Budget lowers the planner's limits for this request's generations.
 	Budget *Budget `json:"budget,omitempty"`
+	// Agent starts the session's GOAP agent instead of planning once
+	// (agent.go).
+	Agent bool `json:"agent,omitempty"`
 }
 
 // TemplateRequest names a template or gives text to match.

@@ -160,6 +160,7 @@ type Service struct {
 	gens       map[string]context.CancelCauseFunc // generations running in this process, by request id
 	work       sync.WaitGroup
 	ready      chan struct{}
+	agents     agentRuntime // GOAP agents (agent_service.go)
 }
 
 // New prepares a planner service on conn.
@@ -201,6 +202,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.states, err = session.Open(ctx, s.conn.JS); err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
+	if err := s.openAgents(ctx); err != nil {
+		return err
+	}
 	var consuming []jetstream.ConsumeContext
 	defer func() {
 		for _, cc := range consuming {
@@ -215,12 +219,17 @@ func (s *Service) Run(ctx context.Context) error {
 		stream, durable, filter string
 		maxAck                  int
 		handle                  handler
+		deliver                 jetstream.DeliverPolicy
 	}{
-		{bus.StreamRequests, bus.ConsumerPlannerRequests, bus.SubjectRequestsAll, 256, handler{s.onRequest, s.abandonRequest}},
-		{bus.StreamExecutions, bus.ConsumerPlannerExecutions, bus.SubjectExecutionsAll, 1024, handler{s.onExecution, s.abandonExecution}},
+		{bus.StreamRequests, bus.ConsumerPlannerRequests, bus.SubjectRequestsAll, 256, handler{s.onRequest, s.abandonRequest}, jetstream.DeliverAllPolicy},
+		{bus.StreamExecutions, bus.ConsumerPlannerExecutions, bus.SubjectExecutionsAll, 1024, handler{s.onExecution, s.abandonExecution}, jetstream.DeliverAllPolicy},
+		{bus.StreamAgents, bus.ConsumerPlannerAgents, bus.SubjectAgentsAll, 256, handler{s.onAgentWake, s.abandonAgentMessage}, jetstream.DeliverAllPolicy},
+		// Changes of session states from the consumer's creation on: what
+		// agents perceive (agent_service.go).
+		{bus.SessionsStream, bus.ConsumerPlannerSessions, bus.SessionChanges, 1024, handler{s.onSessionChange, s.abandonAgentMessage}, jetstream.DeliverNewPolicy},
 	} {
 		cons, err := s.conn.JS.CreateOrUpdateConsumer(ctx, src.stream, jetstream.ConsumerConfig{
-			Durable: src.durable, Description: "planbus: shared by every planner", FilterSubject: src.filter,
+			Durable: src.durable, Description: "planbus: shared by every planner", FilterSubject: src.filter, DeliverPolicy: src.deliver,
 			AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.cfg.AckWait,
 			MaxDeliver: bus.ConsumerMaxDeliver(s.cfg.DeliveryLimit), MaxAckPending: src.maxAck,
 		})

@@ -1,0 +1,214 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/schemas"
+)
+
+// The agent endpoints: planbus.agent.start (and planbus.plan.request with
+// kind goap and goap.agent), planbus.agent.stop and planbus.agent.status.
+
+// maxAgentID keeps room in a plan id for the step's "-a<n>" suffix.
+const maxAgentID = 112
+
+// startAgent starts the session's agent for r, a request of kind goap
+// with goap.agent, already checked against its schema and budgets. The
+// agent's state is stored before the answer, then its first wake-up is
+// published; a request with the id of the session's running agent
+// publishes that wake-up again and is accepted (a client that lost the
+// answer may ask again). Errors are *RequestError for the request's
+// faults, else the store's.
+func (s *Service) startAgent(ctx context.Context, r *Request) error {
+	g := r.GOAP
+	switch {
+	case g.Goal != "":
+		return &RequestError{Field: "/goap/goal", Msg: "an agent chooses its goals with its arbiter: leave goal out, or leave agent out to plan for this goal once"}
+	case g.State != nil:
+		return &RequestError{Field: "/goap/state", Msg: "an agent's world is the session state: put these facts there (the remember skill) and leave state out"}
+	case len(r.RequestID) > maxAgentID:
+		return &RequestError{Field: "/requestId", Msg: fmt.Sprintf("an agent's id takes at most %d characters, leaving room for its plans' ids", maxAgentID)}
+	}
+	doc, d, err := goapPlanner{domains: s.cfg.DomainsDir}.document(g)
+	if err != nil {
+		return err
+	}
+	if len(d.Goals) == 0 {
+		return &RequestError{Field: "/goap", Msg: "the domain has no goals: an agent would have nothing to pursue"}
+	}
+	kept := *r
+	kg := *g
+	kg.Inline = nil // kept once, as the agent's domain
+	kept.GOAP = &kg
+	now := time.Now().UTC()
+	a := &agentDoc{Request: &kept, Domain: doc, Status: planbus.AgentRunning, Goals: map[string]*planbus.GoalStats{},
+		Planner: s.cfg.ID, Started: now, Updated: now, Detail: "starting"}
+	for range agentTries {
+		cur, rev, err := s.loadAgent(ctx, r.SessionID)
+		if err != nil {
+			return err
+		}
+		if cur != nil && cur.Status == planbus.AgentRunning {
+			if cur.ID() != r.RequestID {
+				return &RequestError{Field: "/sessionId", Msg: fmt.Sprintf("session %s already has a running agent, %s; stop it first (planner agent stop %s)",
+					r.SessionID, cur.ID(), r.SessionID)}
+			}
+			return s.publishWake(ctx, cur, time.Time{})
+		}
+		if _, err = s.saveAgent(ctx, a, rev); casLost(err) {
+			continue
+		}
+		if tl, ok := isTooLarge(err); ok {
+			return &RequestError{Field: "/goap", Msg: fmt.Sprintf("the agent's state with its domain takes %d bytes, over the store's limit of %d", tl.size, tl.limit)}
+		}
+		if err != nil {
+			return err
+		}
+		s.agentEvent(a, plan.Event{Type: planbus.EventAgentStarted,
+			Message: fmt.Sprintf("agent %s started in session %s with domain %s (%d goals)", a.ID(), a.SessionID(), d.Name, len(d.Goals))})
+		return s.publishWake(ctx, a, time.Time{})
+	}
+	return fmt.Errorf("planner: the agent of session %s changed %d times while starting; try again", r.SessionID, agentTries)
+}
+
+// handleAgentStart takes a plan request of kind goap (kind may be left
+// out; goap.agent is implied) and starts the session's agent.
+func (s *Service) handleAgentStart(req micro.Request) {
+	var doc map[string]any
+	if err := json.Unmarshal(req.Data(), &doc); err != nil || doc == nil {
+		reject(req, "", fmt.Sprintf(`want a plan request of kind goap, e.g. {"sessionId": "s1", "goap": {"domain": "camp"}}: %v`, err))
+		return
+	}
+	if k, ok := doc["kind"]; ok && k != KindGOAP {
+		reject(req, "/kind", fmt.Sprintf("planbus.agent.start starts GOAP agents: kind must be goap or left out, not %v", k))
+		return
+	}
+	doc["kind"] = KindGOAP
+	if g, ok := doc["goap"].(map[string]any); ok {
+		if v, set := g["agent"]; set && v != true {
+			reject(req, "/goap/agent", "planbus.agent.start starts an agent: leave agent out or true")
+			return
+		}
+		g["agent"] = true
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		reject(req, "", err.Error())
+		return
+	}
+	s.respondAccept(req, data)
+}
+
+// DecodeAgentStop validates a request to planbus.agent.stop and decodes
+// it; an error is a *RequestError naming the field.
+func DecodeAgentStop(doc []byte) (*planbus.AgentStopRequest, error) {
+	if err := schemas.Validate(schemas.AgentStopRequest, doc); err != nil {
+		return nil, schemaError(err, `want {"sessionId": "...", "reason": "..."}`)
+	}
+	var q planbus.AgentStopRequest
+	if err := json.Unmarshal(doc, &q); err != nil {
+		return nil, &RequestError{Msg: err.Error()}
+	}
+	q.Reason = strings.TrimSpace(q.Reason)
+	return &q, nil
+}
+
+// DecodeAgentStatus validates a request to planbus.agent.status and
+// decodes it; an error is a *RequestError naming the field.
+func DecodeAgentStatus(doc []byte) (*planbus.AgentStatusRequest, error) {
+	if err := schemas.Validate(schemas.AgentStatusRequest, doc); err != nil {
+		return nil, schemaError(err, `want {"sessionId": "..."}`)
+	}
+	var q planbus.AgentStatusRequest
+	if err := json.Unmarshal(doc, &q); err != nil {
+		return nil, &RequestError{Msg: err.Error()}
+	}
+	return &q, nil
+}
+
+func (s *Service) handleAgentStop(req micro.Request) {
+	q, err := DecodeAgentStop(req.Data())
+	if err != nil {
+		rejectErr(req, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
+	defer cancel()
+	planID, stopped := "", false
+	doc, err := s.agentTurn(ctx, q.SessionID, false, 0, func(a *agent, _, _ uint64) error {
+		if a.doc.Step != nil {
+			planID = a.doc.Step.PlanID
+		}
+		a.stop(clipReason(q.Reason))
+		stopped = true
+		return nil
+	})
+	switch {
+	case err != nil:
+		s.log.Warn().Err(err).Str("session", q.SessionID).Msg("cannot stop an agent")
+		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+	case doc == nil:
+		rejectCode(req, planbus.CodeNotFound, "/sessionId", fmt.Sprintf("session %s has no agent", q.SessionID))
+	case stopped:
+		msg := fmt.Sprintf("the agent %s of session %s is stopped", doc.ID(), q.SessionID)
+		if planID != "" {
+			msg += "; its running plan " + planID + " is being cancelled"
+		}
+		_ = req.RespondJSON(planbus.AgentStopReply{SessionID: q.SessionID, AgentID: doc.ID(), Status: planbus.AgentStopStopped, PlanID: planID, Message: msg})
+	default:
+		_ = req.RespondJSON(planbus.AgentStopReply{SessionID: q.SessionID, AgentID: doc.ID(), Status: planbus.AgentStopEnded, Ended: doc.Status,
+			Message: fmt.Sprintf("the agent %s of session %s had already ended (%s): nothing to stop", doc.ID(), q.SessionID, doc.Status)})
+	}
+}
+
+func (s *Service) handleAgentStatus(req micro.Request) {
+	q, err := DecodeAgentStatus(req.Data())
+	if err != nil {
+		rejectErr(req, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
+	defer cancel()
+	st, err := s.agentStatus(ctx, q.SessionID)
+	switch {
+	case errors.Is(err, errNotFound):
+		rejectCode(req, planbus.CodeNotFound, "/sessionId", fmt.Sprintf("session %s has no agent", q.SessionID))
+	case err != nil:
+		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+	default:
+		_ = req.RespondJSON(st)
+	}
+}
+
+// agentStatus reports the session's agent in the session state now.
+func (s *Service) agentStatus(ctx context.Context, sessionID string) (*planbus.AgentStatus, error) {
+	doc, _, err := s.loadAgent(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, errNotFound
+	}
+	world, _, err := s.world(ctx, sessionID, 0)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.agentDomain(doc.Domain)
+	if err != nil {
+		return nil, fmt.Errorf("planner: agent %s: domain: %w", doc.ID(), err)
+	}
+	a, err := newAgent(doc, d, world, time.Now(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return a.status()
+}

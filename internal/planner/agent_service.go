@@ -1,0 +1,441 @@
+package planner
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/goap"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// The agents' effect shell: it loads a session's agent, lets agent.go
+// decide, stores the result with compare-and-set and carries out the
+// effects. Three kinds of messages drive an agent, each through a durable
+// consumer shared by every planner, and each acknowledged once its turn
+// is stored and carried out:
+//
+//   - a change of the session's state (planner-sessions, on the stream of
+//     the planbus-sessions bucket): perceive, monitor, decide;
+//   - the execution result of the agent's step plan (planner-executions,
+//     with the replan loop's, told apart by the plan's metadata.agent);
+//   - a wake-up on planbus.agents.<sessionId> (planner-agents): the
+//     agent's start, and the end of a cooldown, held back by the server
+//     until it is due.
+//
+// A turn stored by a planner that died before carrying it out is carried
+// out again when its message comes back (the effects are idempotent: the
+// step plan's message id is its plan id, a cancel's is the plan's, an
+// outcome's the agent's).
+
+// agentTries bounds the compare-and-set rounds of one turn.
+const agentTries = 10
+
+// agentRuntime is what the service keeps for agents.
+type agentRuntime struct {
+	store    jetstream.KeyValue // planbus-agents
+	sessions jetstream.KeyValue // planbus-sessions, read with revisions
+	mu       sync.Mutex
+	domains  map[[32]byte]*goap.Domain // decoded domain documents
+}
+
+// maxCachedDomains bounds the decoded domains a planner keeps.
+const maxCachedDomains = 64
+
+// openAgents binds the buckets agents use.
+func (s *Service) openAgents(ctx context.Context) error {
+	var err error
+	if s.agents.store, err = s.conn.JS.KeyValue(ctx, bus.BucketAgents); err != nil {
+		return fmt.Errorf("planner: agents bucket: %w", err)
+	}
+	if s.agents.sessions, err = s.conn.JS.KeyValue(ctx, bus.BucketSessions); err != nil {
+		return fmt.Errorf("planner: sessions bucket: %w", err)
+	}
+	return nil
+}
+
+// agentDomain decodes a domain document, once per document.
+func (s *Service) agentDomain(doc []byte) (*goap.Domain, error) {
+	key := sha256.Sum256(doc)
+	s.agents.mu.Lock()
+	d := s.agents.domains[key]
+	s.agents.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	d, err := goap.Decode(doc)
+	if err != nil {
+		return nil, err
+	}
+	s.agents.mu.Lock()
+	if s.agents.domains == nil || len(s.agents.domains) >= maxCachedDomains {
+		s.agents.domains = map[[32]byte]*goap.Domain{}
+	}
+	s.agents.domains[key] = d
+	s.agents.mu.Unlock()
+	return d, nil
+}
+
+// loadAgent reads a session's agent; nil if it has none.
+func (s *Service) loadAgent(ctx context.Context, sessionID string) (*agentDoc, uint64, error) {
+	e, err := s.agents.store.Get(ctx, sessionID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var doc agentDoc
+	if err := json.Unmarshal(e.Value(), &doc); err != nil || doc.Request == nil {
+		return nil, 0, fmt.Errorf("planner: agent of session %s: unreadable state (%v)", sessionID, err)
+	}
+	return &doc, e.Revision(), nil
+}
+
+// saveAgent stores doc with compare-and-set on rev (0: create).
+func (s *Service) saveAgent(ctx context.Context, doc *agentDoc, rev uint64) (uint64, error) {
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return 0, err
+	}
+	if len(data) > s.storeLimit() {
+		return 0, &tooLargeError{size: len(data), limit: s.storeLimit()}
+	}
+	if rev == 0 {
+		return s.agents.store.Create(ctx, doc.SessionID(), data)
+	}
+	return s.agents.store.Update(ctx, doc.SessionID(), data, rev)
+}
+
+func casLost(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
+}
+
+// world reads the session state and its revision; a session with no
+// state is empty, at revision floor.
+func (s *Service) world(ctx context.Context, sessionID string, floor uint64) (goap.State, uint64, error) {
+	e, err := s.agents.sessions.Get(ctx, sessionID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return goap.State{}, floor, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: session %s: %v", errStoreUnavailable, sessionID, err)
+	}
+	st := goap.State{}
+	if err := json.Unmarshal(e.Value(), &st); err != nil || st == nil {
+		// Not an object (a put by hand): a world with no facts.
+		st = goap.State{}
+	}
+	return st, max(e.Revision(), floor), nil
+}
+
+// turn is one change of an agent, given the revision of the world it
+// sees and the one it saw last.
+type turn func(a *agent, worldRev, seenRev uint64) error
+
+// agentTurn runs f on the session's running agent, stores what f changed
+// with compare-and-set (running f again on the stored state if another
+// planner changed it meanwhile) and carries out its effects. It returns
+// the agent as it found it last (nil: the session has none); f is not
+// called for an agent that has ended. redelivered: the message came
+// before, and its turn may have been stored without its effects being
+// carried out: they are carried out again. floor is the least revision of
+// the session state the message stands for.
+func (s *Service) agentTurn(ctx context.Context, sessionID string, redelivered bool, floor uint64, f turn) (*agentDoc, error) {
+	defer s.lock("agent/" + sessionID)()
+	for range agentTries {
+		doc, rev, err := s.loadAgent(ctx, sessionID)
+		if err != nil || doc == nil {
+			return nil, err
+		}
+		if doc.Status != planbus.AgentRunning {
+			if redelivered {
+				return doc, s.agentEnsure(ctx, doc)
+			}
+			return doc, nil
+		}
+		world, wrev, err := s.world(ctx, sessionID, floor)
+		if err != nil {
+			return doc, err
+		}
+		before, _ := json.Marshal(doc)
+		seen := doc.SessionRev
+		now := time.Now()
+		var a *agent
+		d, err := s.agentDomain(doc.Domain)
+		if err == nil {
+			a, err = newAgent(doc, d, world, now, s.agentPlanner(ctx, doc, d))
+		}
+		if err != nil {
+			// A domain this planner cannot use (it was decoded when the
+			// agent started; a newer planner may read it differently).
+			a = &agent{doc: doc, now: now}
+			a.doc.Status, a.doc.Step, a.doc.Tracker = planbus.AgentFailed, nil, nil
+			a.doc.Error = &plan.ErrorInfo{Code: "INVALID_DOMAIN", Category: plan.CategoryPermanent, Message: truncate(err.Error(), maxErrorMessage)}
+			a.event(planbus.EventAgentIdle, "", "the agent's domain cannot be used: "+err.Error()+"; the agent ends")
+			a.fx.ended = true
+		} else {
+			doc.SessionRev = max(doc.SessionRev, wrev)
+			if err := f(a, wrev, seen); err != nil {
+				return doc, err
+			}
+			a.store()
+		}
+		after, _ := json.Marshal(doc)
+		if bytes.Equal(before, after) {
+			if redelivered {
+				return doc, s.agentEnsure(ctx, doc)
+			}
+			return doc, nil
+		}
+		doc.Planner, doc.Updated = s.cfg.ID, now.UTC()
+		_, err = s.saveAgent(ctx, doc, rev)
+		if casLost(err) {
+			continue
+		}
+		if err != nil {
+			return doc, err
+		}
+		return doc, s.agentEffects(ctx, doc, a.fx)
+	}
+	return nil, fmt.Errorf("planner: the agent of session %s changed %d times during one turn; trying again later", sessionID, agentTries)
+}
+
+// agentEffects carries out a stored turn's effects.
+func (s *Service) agentEffects(ctx context.Context, doc *agentDoc, fx agentEffects) error {
+	for _, ev := range fx.events {
+		s.agentEvent(doc, ev)
+	}
+	for _, id := range fx.cancel {
+		if err := s.publishCancel(ctx, id, &cancelMark{Reason: truncate("the agent dropped the step: "+doc.Detail, 1000), At: time.Now().UTC()}); err != nil {
+			return err
+		}
+	}
+	if st := fx.publish; st != nil {
+		if _, err := s.conn.JS.Publish(ctx, bus.PlanSubject(st.PlanID), st.Plan, jetstream.WithMsgID(st.PlanID)); err != nil {
+			return fmt.Errorf("planner: agent %s: publish step %s: %w", doc.ID(), st.PlanID, err)
+		}
+	}
+	if !fx.wake.IsZero() {
+		if err := s.publishWake(ctx, doc, fx.wake); err != nil {
+			return err
+		}
+	}
+	if fx.ended {
+		return s.publishOutcome(ctx, agentOutcome(doc))
+	}
+	return nil
+}
+
+// agentEnsure carries out again what the stored agent implies, for a turn
+// whose planner may have died before carrying it out.
+func (s *Service) agentEnsure(ctx context.Context, doc *agentDoc) error {
+	fx := agentEffects{publish: doc.Step, wake: doc.WakeAt, ended: doc.Status != planbus.AgentRunning}
+	if doc.Cancelled != "" {
+		fx.cancel = []string{doc.Cancelled}
+	}
+	return s.agentEffects(ctx, doc, fx)
+}
+
+func (s *Service) agentEvent(doc *agentDoc, ev plan.Event) {
+	ev.Time, ev.RequestID, ev.SessionID = time.Now(), doc.ID(), doc.SessionID()
+	if doc.Step != nil && ev.PlanID == "" {
+		ev.PlanID = doc.Step.PlanID
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	_ = s.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), data)
+}
+
+// agentOutcome is the outcome of an agent that ended, on
+// planbus.outcomes.<agentId>: succeeded when no goal was left, cancelled
+// when stopped, failed when its domain could not be used.
+func agentOutcome(doc *agentDoc) *Outcome {
+	o := &Outcome{RequestID: doc.ID(), SessionID: doc.SessionID(), Attempts: doc.Seq, Error: doc.Error, FinishedAt: doc.Updated}
+	if doc.Seq > 0 {
+		o.PlanID = fmt.Sprintf("%s-a%d", doc.ID(), doc.Seq)
+	}
+	switch doc.Status {
+	case planbus.AgentIdle:
+		o.Status, o.Success = StatusSucceeded, true
+	case planbus.AgentStopped:
+		o.Status = StatusCancelled
+		o.Error = &plan.ErrorInfo{Code: plan.CodeCancelled, Category: plan.CategoryCancelled, Message: "agent " + doc.Detail}
+	default:
+		o.Status = StatusFailed
+	}
+	return o
+}
+
+// agentWake is a wake-up message on planbus.agents.<sessionId>.
+type agentWake struct {
+	AgentID   string `json:"agentId"`
+	SessionID string `json:"sessionId"`
+	// FireAt is when it is due, in Unix milliseconds; 0: now.
+	FireAt int64 `json:"fireAt,omitempty"`
+}
+
+// publishWake wakes the agent at t (zero: now). The message id names the
+// time, so asking twice is one wake-up.
+func (s *Service) publishWake(ctx context.Context, doc *agentDoc, at time.Time) error {
+	w := agentWake{AgentID: doc.ID(), SessionID: doc.SessionID()}
+	id := "start-" + doc.ID()
+	if !at.IsZero() {
+		w.FireAt = at.UnixMilli()
+		id = fmt.Sprintf("wake-%s-%d", doc.ID(), w.FireAt)
+	}
+	data, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	if _, err := s.conn.JS.Publish(ctx, bus.AgentSubject(doc.SessionID()), data, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("planner: agent %s: wake-up: %w", doc.ID(), err)
+	}
+	return nil
+}
+
+// onAgentWake handles a wake-up: the server holds it back until it is
+// due; then the agent decides again unless a step runs.
+func (s *Service) onAgentWake(ctx context.Context, m jetstream.Msg) error {
+	var w agentWake
+	if err := json.Unmarshal(m.Data(), &w); err != nil || !plan.ValidID(w.SessionID) || w.AgentID == "" {
+		s.drop(m, "invalid agent wake-up", err)
+		return nil
+	}
+	if wait := time.Until(time.UnixMilli(w.FireAt)); w.FireAt > 0 && wait > 0 {
+		_ = m.NakWithDelay(wait)
+		return nil
+	}
+	_, err := s.agentTurn(ctx, w.SessionID, bus.Deliveries(m) > 1, 0, func(a *agent, _, _ uint64) error {
+		if a.doc.ID() != w.AgentID {
+			return nil // an earlier agent's
+		}
+		return a.onWake()
+	})
+	if err != nil {
+		return fmt.Errorf("agent of session %s: %w", w.SessionID, err)
+	}
+	_ = m.Ack()
+	return nil
+}
+
+// onSessionChange handles a change of a session's state: its agent, if
+// it runs, perceives it.
+func (s *Service) onSessionChange(ctx context.Context, m jetstream.Msg) error {
+	sid := bus.SessionOfChange(m.Subject())
+	if !plan.ValidID(sid) {
+		_ = m.Ack() // a key no session has: written by hand
+		return nil
+	}
+	var floor uint64
+	if meta, err := m.Metadata(); err == nil {
+		floor = meta.Sequence.Stream
+	}
+	_, err := s.agentTurn(ctx, sid, bus.Deliveries(m) > 1, floor, func(a *agent, worldRev, seenRev uint64) error {
+		if worldRev <= seenRev {
+			return nil // acted on already
+		}
+		return a.onWorld()
+	})
+	if err != nil {
+		return fmt.Errorf("agent of session %s: %w", sid, err)
+	}
+	_ = m.Ack()
+	return nil
+}
+
+// onAgentExecution handles the execution result of an agent's step plan
+// and reports whether it did; a result it does not take (no agent's, or
+// no longer the step in flight: a step the agent cancelled) goes the
+// replan loop's way, which drops it.
+func (s *Service) onAgentExecution(ctx context.Context, m jetstream.Msg, res *plan.ExecutionResult) (bool, error) {
+	var meta struct {
+		Agent *agentMeta `json:"agent"`
+	}
+	if len(res.Metadata) == 0 || json.Unmarshal(res.Metadata, &meta) != nil || meta.Agent == nil ||
+		meta.Agent.AgentID != res.RequestID || !plan.ValidID(meta.Agent.SessionID) {
+		return false, nil
+	}
+	taken := false
+	_, err := s.agentTurn(ctx, meta.Agent.SessionID, bus.Deliveries(m) > 1, 0, func(a *agent, _, _ uint64) error {
+		if a.doc.ID() != res.RequestID || a.doc.Step == nil || a.doc.Step.PlanID != res.PlanID {
+			return nil
+		}
+		taken = true
+		return a.onResult(res)
+	})
+	if err != nil {
+		return false, fmt.Errorf("agent of session %s: %w", meta.Agent.SessionID, err)
+	}
+	return taken, nil
+}
+
+// abandonAgentMessage is the terminal path of an agent's message that
+// could not be handled DeliveryLimit times: it is dropped and logged; the
+// agent goes on with the next message.
+func (s *Service) abandonAgentMessage(_ context.Context, m jetstream.Msg, deliveries int, cause error) error {
+	s.drop(m, fmt.Sprintf("agent message: gave up after %d deliveries", deliveries), cause)
+	return nil
+}
+
+// agentPlanner plans for the agent with the planner's budgets, leaving
+// out the skills disabled for the goal, those no worker serves and those
+// whose health in the session is not usable.
+func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domain) agentPlanFunc {
+	var skills map[string]planbus.SkillManifest
+	return func(goal string, world goap.State, disabled []string) (*goap.Result, error) {
+		if skills == nil {
+			var err error
+			if skills, err = s.skillManifests(ctx); err != nil {
+				return nil, fmt.Errorf("%w: skill manifests: %v", errStoreUnavailable, err)
+			}
+		}
+		sid := doc.SessionID()
+		off := func(skill string) bool {
+			return slices.Contains(disabled, skill) || !hasSkill(skills, skill) || !s.health.Get(sid, skill).Usable()
+		}
+		lim := s.cfg.limitsFor(doc.Request)
+		release, err := s.enterGate(ctx, lim.memory)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		gctx, cancel := context.WithTimeout(ctx, GenerationTimeout)
+		defer cancel()
+		res, err := goap.Plan(gctx, d, world, goal, goap.Options{Disabled: off, MaxMemory: lim.memory, MaxNodes: int(lim.nodes)})
+		var ue *goap.UnreachableError
+		var be *goap.BudgetError
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.As(err, &ue):
+			return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+		case errors.Is(err, goap.ErrCanceled) && ctx.Err() == nil:
+			return nil, &GenError{Code: "GOAP" + timeBudgetSuffix, Category: plan.CategoryPermanent,
+				Message: fmt.Sprintf("the goap planner found no plan for %s within the %s generation budget", goal, GenerationTimeout)}
+		case errors.Is(err, goap.ErrCanceled):
+			return nil, ctx.Err()
+		case errors.As(err, &be):
+			code := CodeGOAPNodeBudget
+			if be.Limit == goap.BudgetMemory {
+				code = CodeGOAPMemoryBudget
+			}
+			return nil, &GenError{Code: code, Category: plan.CategoryPermanent, Message: err.Error()}
+		case errors.Is(err, goap.ErrInvalidState), errors.Is(err, goap.ErrEval):
+			return nil, err // the world does not fit: the agent waits for it to change
+		}
+		return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+	}
+}
