@@ -31,7 +31,8 @@ Commands:
   watch ID     follow a request (running or ended) to its end, as run shows it
   cancel ID    cancel a request or a plan
   ls           list recent requests
-  status ID    show a plan's or a request's state in a running system
+  status ID    show a plan's or a request's state, or a session's agent, in a running system
+  agent ...    start, stop or show a session's GOAP agent (planner agent -h)
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
   auth init D  write a seed per role and a nats-server auth block to directory D
@@ -57,6 +58,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerBench(ctx, args[1:], io)
 	case "status":
 		return plannerStatus(ctx, args[1:], io)
+	case "agent":
+		return plannerAgent(ctx, args[1:], io)
 	case "submit":
 		return plannerSubmit(ctx, args[1:], io)
 	case "watch":

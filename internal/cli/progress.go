@@ -245,6 +245,10 @@ func (p *progress) line(ev plan.Event) {
 	case plan.EventSkillHealth:
 		fmt.Fprintf(p.w, "%8s  skill %s: %s -> %s\n", ms(at), ev.Skill, ev.From, ev.To)
 		return
+	case "agent.started", "agent.goal.selected", "agent.goal.succeeded", "agent.goal.failed",
+		"agent.preempted", "agent.replanned", "agent.idle", "agent.stopped":
+		fmt.Fprintf(p.w, "%8s  agent %s: %s\n", ms(at), strings.TrimPrefix(ev.Type, "agent."), ev.Message)
+		return
 	case plan.EventPlanStarted:
 		fmt.Fprintf(p.w, "%8s  plan %s started: %s\n", ms(at), ev.PlanID, ev.Message)
 		return

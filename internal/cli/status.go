@@ -21,7 +21,9 @@ const statusUsage = `Usage: planner status --nats-url URL ID
 
 Shows a plan (by planId) or a request (by requestId) as the system has it
 now: a request's loop and attempts, a plan's state and every tool's state,
-attempt and time. --json prints the stored documents instead.`
+attempt and time. An ID that is neither names a session: its GOAP agent is
+shown as 'planner agent status' shows it. --json prints the stored
+documents (an agent's status) instead.`
 
 // plannerStatus reads a plan's or a request's state from KV.
 func plannerStatus(ctx context.Context, args []string, io IO) int {
@@ -83,7 +85,11 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 		}
 	}
 	if !found {
-		fmt.Fprintf(io.Stderr, "planner status: no plan or request %q (they are kept for a day)\n", id)
+		// A session id: its agent, if it has one.
+		if code, ok := statusOfAgent(ctx, conn, io, id, asJSON); ok {
+			return code
+		}
+		fmt.Fprintf(io.Stderr, "planner status: no plan, request or session with an agent %q (plans and requests are kept for a day)\n", id)
 		return ExitFailed
 	}
 	return ExitOK

@@ -53,7 +53,7 @@ func (w *workerFlags) register(f *flags) {
 	f.Int(&w.shellProcs, "shell-max-procs", "PLANBUS_SHELL_MAX_PROCS", skills.DefaultShellMaxProcs, "processes and threads of the worker's user past which shell programs cannot fork (RLIMIT_NPROC; not applied to root) (0: no limit)")
 	f.String(&w.httpAllow, "http-allow", "PLANBUS_HTTP_ALLOW", "", "hosts the http skill may call, comma-separated, each host or host:port (empty: any host at a public address)")
 	f.Bool(&w.httpPrivate, "http-allow-private", "PLANBUS_HTTP_ALLOW_PRIVATE", false, "let the http skill connect to loopback, private (RFC 1918, CGNAT, unique-local) addresses, and to link-local ones for hosts named in --http-allow (default: refused)")
-	f.String(&w.simulate, "simulate", "PLANBUS_SIMULATE", "", "stand-in skills, space-separated: name(param,...) succeeds, name(param,...)=category always fails")
+	f.String(&w.simulate, "simulate", "PLANBUS_SIMULATE", "", "stand-in skills, space-separated: name(param,...) succeeds, name(param,...)=category always fails, name@3s takes 3s; an input's statePatch object patches the session")
 	f.String(&w.id, "id", "PLANBUS_WORKER_ID", "", "worker id (default hostname-pid-n)")
 }
 
