@@ -21,7 +21,9 @@
 //   - planbus.session.reset: a session's skills back to healthy, and its
 //     state cleared on request;
 //   - planbus.skills: the advertised skills with their health in a
-//     session.
+//     session;
+//   - planbus.agent.start, planbus.agent.stop, planbus.agent.status
+//     (agent_endpoints.go): a session's GOAP agent.
 //
 // # Generators
 //
@@ -61,6 +63,18 @@
 // fallback outcome, a text from Config.FallbackTemplates. A cancelled
 // request ends with status cancelled, neither replanned nor fallen back.
 // store.go keeps a loop state within the store's value limit.
+//
+// # Agents
+//
+// A GOAP agent (agent.go: its decisions; agent_service.go: the effect
+// shell) pursues a domain's goals in one session until it is stopped or
+// no goal is left: it perceives the session state through the shared
+// consumer planner-sessions on the sessions bucket, decides with a
+// goap.Arbiter, runs its plan one step (a plan of one tool) at a time with
+// inputs rendered from the live state, and monitors every result and
+// change with a goap.Tracker. Its state is one document per session in
+// planbus-agents, stored with compare-and-set before it is acted on, so
+// another planner resumes it where it was.
 //
 // # Budgets
 //

@@ -1,0 +1,202 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/goap"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// coreAgent is an agent of the chores or door test domain, its decisions
+// taken without a bus: plans come from goap.Plan with every skill usable.
+func coreAgent(t *testing.T, domain string, world goap.State) (*agent, *agentDoc) {
+	t.Helper()
+	doc, err := os.ReadFile("testdata/agents/" + domain + ".goap.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := goap.Decode(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := &agentDoc{Request: &Request{RequestID: "ag", SessionID: "s", Kind: KindGOAP, GOAP: &GOAPRequest{Domain: domain, Agent: true}},
+		Domain: doc, Status: planbus.AgentRunning}
+	a := turnOf(t, ad, d, world)
+	return a, ad
+}
+
+// turnOf restores a turn of doc in world, as the service does for each
+// message.
+func turnOf(t *testing.T, doc *agentDoc, d *goap.Domain, world goap.State) *agent {
+	t.Helper()
+	pf := func(goal string, w goap.State, disabled []string) (*goap.Result, error) {
+		res, err := goap.Plan(context.Background(), d, w, goal, goap.Options{Disabled: func(s string) bool {
+			for _, x := range disabled {
+				if x == s {
+					return true
+				}
+			}
+			return false
+		}})
+		var ue *goap.UnreachableError
+		if errors.As(err, &ue) {
+			return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+		}
+		return res, err
+	}
+	a, err := newAgent(doc, d, world, time.Unix(1000, 0), pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// A step's own statePatch can reach the world before its result: the
+// plan is kept, whether the step is the first or the last, and the
+// result then advances it.
+func TestAgentKeepsThePlanWhenAStepsPatchComesFirst(t *testing.T) {
+	a, doc := coreAgent(t, "chores", goap.State{})
+	if err := a.start(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if doc.Step == nil || doc.Step.Action != "boil-water" || doc.Tracker.Goal != "clean-dishes" {
+		t.Fatalf("first step %+v of %+v", doc.Step, doc.Tracker)
+	}
+	first := doc.Step.PlanID
+	// boil-water's patch arrives: wash-dishes's precondition now holds
+	// and boil-water's own would still apply; either way the plan goes on.
+	a = turnOf(t, doc, a.d, goap.State{"water": true})
+	if err := a.onWorld(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if doc.Step == nil || doc.Step.PlanID != first || len(a.fx.cancel) != 0 || doc.Tracker.Replans != 0 {
+		t.Fatalf("after the step's own patch: step %+v, cancels %v, tracker %+v", doc.Step, a.fx.cancel, doc.Tracker)
+	}
+	a = turnOf(t, doc, a.d, goap.State{"water": true})
+	if err := a.onResult(&plan.ExecutionResult{PlanID: first, State: plan.PlanSucceeded, Success: true}); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if doc.Step == nil || doc.Step.Action != "wash-dishes" || a.fx.publish == nil {
+		t.Fatalf("after the result: step %+v", doc.Step)
+	}
+	// The last step's patch: the goal holds; the step is let go and the
+	// next goal taken.
+	a = turnOf(t, doc, a.d, goap.State{"water": true, "dishes": true})
+	if err := a.onWorld(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if st := doc.Goals["clean-dishes"]; st == nil || st.Succeeded != 1 || doc.Tracker.Goal != "clean-floor" || doc.Step.Action != "sweep" {
+		t.Fatalf("after the last patch: stats %+v, tracker %+v, step %+v", st, doc.Tracker, doc.Step)
+	}
+}
+
+// A world that does not fit the domain (a fact of the wrong type) drops
+// the plan and leaves the agent waiting, with no error to hand the
+// message back for.
+func TestAgentWaitsOutAWorldThatDoesNotFit(t *testing.T) {
+	a, doc := coreAgent(t, "chores", goap.State{})
+	if err := a.start(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	running := doc.Step.PlanID
+	a = turnOf(t, doc, a.d, goap.State{"water": "lots"})
+	if err := a.onWorld(); err != nil {
+		t.Fatalf("onWorld: %v", err)
+	}
+	a.store()
+	if doc.Step != nil || doc.Tracker != nil || doc.Status != planbus.AgentRunning || !strings.Contains(doc.Waiting, "water") ||
+		len(a.fx.cancel) != 1 || a.fx.cancel[0] != running {
+		t.Fatalf("step %+v tracker %+v status %s waiting %q cancels %v", doc.Step, doc.Tracker, doc.Status, doc.Waiting, a.fx.cancel)
+	}
+	// Fixed: it decides again.
+	a = turnOf(t, doc, a.d, goap.State{"water": true})
+	if err := a.onWorld(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if doc.Step == nil || doc.Step.Action != "wash-dishes" {
+		t.Fatalf("after the fix: step %+v", doc.Step)
+	}
+}
+
+// A step that fails replans without its skill; a goal no plan reaches
+// then cools down.
+func TestAgentLeavesAFailedSkillOut(t *testing.T) {
+	a, doc := coreAgent(t, "door", goap.State{"has_key": false})
+	if err := a.start(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	// The cheapest plan takes the key with remember, then walks and opens.
+	if doc.Step == nil {
+		t.Fatal("no step")
+	}
+	var failed *agentStep
+	for doc.Step != nil && doc.Step.Action != "get-key" {
+		// walk first: let it succeed.
+		a = turnOf(t, doc, a.d, goap.State{"has_key": false, "at_door": true})
+		if err := a.onResult(&plan.ExecutionResult{PlanID: doc.Step.PlanID, Success: true, State: plan.PlanSucceeded}); err != nil {
+			t.Fatal(err)
+		}
+		a.store()
+	}
+	failed = doc.Step
+	a = turnOf(t, doc, a.d, goap.State{"has_key": false, "at_door": true})
+	err := a.onResult(&plan.ExecutionResult{PlanID: failed.PlanID, State: plan.PlanFailed, CanReplan: true,
+		Error: &plan.ErrorInfo{Code: "X", Message: "no key today", Category: plan.CategoryPermanent},
+		Tools: []plan.ToolOutcome{{ToolID: "2-get-key", Skill: "remember", State: plan.ToolFailed}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	st := doc.Goals["open-door"]
+	if st == nil || st.Failed != 1 || doc.Step != nil || doc.Tracker != nil {
+		t.Fatalf("stats %+v, step %+v, tracker %+v: want the goal given up", st, doc.Step, doc.Tracker)
+	}
+	until, ok := doc.Arbiter.Cooldowns["open-door"]
+	if !ok || !until.Equal(time.Unix(1000, 0).Add(5*time.Second)) || !doc.WakeAt.Equal(until) {
+		t.Fatalf("cooldown %v (%v), wake at %v: want 5s after the failure", until, ok, doc.WakeAt)
+	}
+	var failedEv []string
+	for _, ev := range a.fx.events {
+		if ev.Type == planbus.EventAgentGoalFailed {
+			failedEv = append(failedEv, ev.Message)
+		}
+	}
+	if len(failedEv) != 1 || !strings.Contains(failedEv[0], "skill remember") {
+		t.Errorf("goal.failed events %q: want one naming the disabled skill", failedEv)
+	}
+}
+
+func FuzzDecodeAgentRequests(f *testing.F) {
+	for _, s := range []string{`{"sessionId":"s1"}`, `{"sessionId":"s1","reason":"x"}`, `{}`, `{"sessionId":"a b"}`, `[`, ``, `{"sessionId":"s","x":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		stop, err := DecodeAgentStop(doc)
+		if err != nil && !errors.Is(err, ErrInvalidRequest) {
+			t.Fatalf("stop: error %v is not an invalid request", err)
+		}
+		if err == nil && !plan.ValidID(stop.SessionID) {
+			t.Fatalf("stop: decoded session %q", stop.SessionID)
+		}
+		st, err := DecodeAgentStatus(doc)
+		if err != nil && !errors.Is(err, ErrInvalidRequest) {
+			t.Fatalf("status: error %v is not an invalid request", err)
+		}
+		if err == nil && !plan.ValidID(st.SessionID) {
+			t.Fatalf("status: decoded session %q", st.SessionID)
+		}
+	})
+}
