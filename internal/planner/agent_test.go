@@ -1,6 +1,7 @@
 package planner_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/planner"
+	"github.com/planbus/planbus/schemas"
 )
 
 // An agent pursues the most useful goal, then the next once it is
@@ -28,6 +30,9 @@ func TestAgentTakesTheNextGoalAfterSuccess(t *testing.T) {
 	}
 	var order []string
 	for _, e := range ev.snapshot() {
+		if doc, _ := json.Marshal(e); schemas.Validate(schemas.Event, doc) != nil {
+			t.Errorf("event %s breaks its schema: %v", doc, schemas.Validate(schemas.Event, doc))
+		}
 		if strings.HasPrefix(e.Type, "agent.") {
 			order = append(order, strings.TrimPrefix(e.Type, "agent.")+" "+e.Goal)
 		}
