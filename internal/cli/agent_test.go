@@ -89,7 +89,7 @@ func TestAgentVerbs(t *testing.T) {
 		want string
 	}{
 		{[]string{"agent", "status", "--nats-url", url, "nobody"}, ExitFailed, "has no agent"},
-		{[]string{"status", "--nats-url", url, "nobody"}, ExitFailed, "no plan, request or session with an agent"},
+		{[]string{"status", "--nats-url", url, "nobody"}, ExitFailed, "no session of that id has an agent"},
 		{[]string{"agent", "stop", "--nats-url", url}, ExitUsage, "want one session id"},
 		{[]string{"agent", "start", "--nats-url", url}, ExitUsage, "want --domain NAME or one FILE"},
 		{[]string{"agent", "start", "--nats-url", url, "--domain", "nowhere"}, ExitUsage, "/goap/domain"},

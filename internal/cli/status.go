@@ -89,7 +89,7 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 		if code, ok := statusOfAgent(ctx, conn, io, id, asJSON); ok {
 			return code
 		}
-		fmt.Fprintf(io.Stderr, "planner status: no plan, request or session with an agent %q (plans and requests are kept for a day)\n", id)
+		fmt.Fprintf(io.Stderr, "planner status: no plan or request %q (they are kept for a day), and no session of that id has an agent\n", id)
 		return ExitFailed
 	}
 	return ExitOK
