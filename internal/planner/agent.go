@@ -106,8 +106,10 @@ func (doc *agentDoc) stats(goal string) *planbus.GoalStats {
 
 // agentTracker is the tracker configuration of agents: a failed step has
 // already been retried by the dispatcher (its retry policy: three
-// attempts by default, the seed's three consecutive failures), so one
-// failed step replans, and three replans of a goal give it up.
+// attempts, goap.DefaultFailureThreshold, the three consecutive failures
+// after which a plan is made again; errors that are never retried, such
+// as permanent ones, fail at once), so one failed step replans, and
+// three replans of a goal give it up.
 var agentTracker = goap.TrackerConfig{FailureThreshold: 1, MaxReplans: goap.DefaultMaxReplans}
 
 // agentPlanFunc plans goal from the world with the skills in disabled
@@ -333,7 +335,8 @@ func (a *agent) act(i int) error {
 	doc := map[string]any{
 		"planId": planID, "requestId": r.RequestID, "sessionId": r.SessionID,
 		"description": fmt.Sprintf("agent %s: goal %s, step %d of %d (%s)", r.RequestID, st.Goal, i+1, len(st.Plan), name),
-		"tools":       []map[string]any{{"toolId": goap.ToolID(i, name), "skill": act.Skill, "description": desc, "input": input}},
+		"tools": []map[string]any{{"toolId": goap.ToolID(i, name), "skill": act.Skill, "description": desc, "input": input,
+			"retryPolicy": map[string]any{"maxAttempts": goap.DefaultFailureThreshold, "backoffMs": 100}}},
 		"metadata": map[string]any{"generator": "goap-agent", "agent": agentMeta{AgentID: r.RequestID, SessionID: r.SessionID,
 			Goal: st.Goal, Step: i + 1, Steps: len(st.Plan), Action: name}},
 	}
