@@ -54,7 +54,7 @@ func TestPropertyRandomRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := t0
-		e, fx := Start(p, now, 8)
+		e, fx := Start(p, now, 8, nil)
 		type inflight struct{ idx, attempt int }
 		var running []inflight
 		var timers []Timer
