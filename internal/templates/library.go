@@ -18,8 +18,8 @@ import (
 // SchemaName is the library's JSON Schema in package schemas.
 const SchemaName = "template-library.schema.json"
 
-// DefaultMaxTurns is a template's staleness.maxTurns when it gives none,
-// as the seed's stale_after_turns.
+// DefaultMaxTurns is a template's staleness.maxTurns when it gives none:
+// an instance expires after ten turns without progress.
 const DefaultMaxTurns = 10
 
 // InputVar is the variable that holds the request's text. Every template
