@@ -29,8 +29,8 @@ type Release struct {
 	Index   int
 	Attempt int
 	// TimeoutMs is the time the call gets on a worker: the attempt's
-	// timeoutMs, DegradedTimeoutFactor times that (at most a day) when
-	// its skill is degraded.
+	// timeoutMs, or health.DegradedTimeoutFactor times that (at most a
+	// day) when its skill is degraded.
 	TimeoutMs int64
 }
 
