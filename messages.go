@@ -155,7 +155,9 @@ type ToolOutcome struct {
 	ResultSeq uint64 `json:"resultSeq,omitempty"`
 }
 
-// ExecutionResult is a plan's outcome (seed 003 §4.4, §5.2).
+// ExecutionResult is a plan's outcome: its end state, each tool's outcome,
+// the tools and skills that failed and whether a planner may try again
+// (CanReplan).
 type ExecutionResult struct {
 	PlanID       string          `json:"planId"`
 	RequestID    string          `json:"requestId"`

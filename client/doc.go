@@ -4,8 +4,10 @@
 // and those to come), reads a request's or a plan's state, cancels
 // requests and lists recent ones.
 //
-// A Client needs a NATS connection and nothing else. It works within the
-// permissions of planbus's client role: it calls the planner's endpoints
+// A Client needs a NATS connection and nothing else. Apart from
+// ExecutePlan, which publishes a plan straight to the dispatchers and so
+// needs a right the client role lacks, it works within the permissions of
+// planbus's client role: it calls the planner's endpoints
 // (planbus.plan.request, planbus.plan.cancel, planbus.plan.list),
 // subscribes to outcomes and events, and reads streams and buckets by
 // subject or key. It creates no consumer (the client role may not), so it
@@ -19,6 +21,11 @@
 // Requests and plans are JSON documents (schemas/plan-request.schema.json,
 // schemas/plan.schema.json); what comes back are the message types of
 // package planbus. The Client never changes a document it is given.
+// Options set its logger (WithLogger), how long it waits for the
+// planner's replies (WithRequestTimeout), how often a wait reads the outcome's
+// stream again, for one published while the connection was down
+// (WithPollInterval) and how many events it holds for a slow
+// onEvent (WithEventBuffer).
 //
 // A Client is safe for concurrent use. Its calls that block take a context
 // and return when it ends.

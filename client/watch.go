@@ -217,8 +217,19 @@ func (w *follower) wait(ctx context.Context, past bool, onEvent func(planbus.Eve
 		case data := <-w.result:
 			if onEvent != nil {
 				// A round trip to the server makes sure every event it
-				// routed to us before now is queued.
+				// routed to us before now has arrived; draining the
+				// subscription hands each of them to take before it
+				// closes, so none is still on its way to the queue.
 				_ = w.c.nc.FlushTimeout(time.Second)
+				if w.esub != nil {
+					closed := w.esub.StatusChanged(nats.SubscriptionClosed)
+					if w.esub.Drain() == nil {
+						select {
+						case <-closed:
+						case <-time.After(time.Second):
+						}
+					}
+				}
 				drain()
 				w.mu.Lock()
 				dropped := w.dropped

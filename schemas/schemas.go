@@ -1,6 +1,3 @@
-// Package schemas holds the JSON Schemas (draft 2020-12) of every message
-// that crosses the bus, and validates documents against them. The schema
-// files are the contract; the Go types in internal/plan mirror them.
 package schemas
 
 import (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 )
 
 // TestExternalPlannerReplansAroundABrokenSkill runs this planner against a
-// real node: walking is down, so the first plan fails, the walk skill is
+// real node with examples/requests/external.json: walking is down, so the first plan fails, the walk skill is
 // disabled, and the second plan takes a taxi.
 func TestExternalPlannerReplansAroundABrokenSkill(t *testing.T) {
 	cfg := bustest.Start(t)
@@ -52,7 +53,12 @@ func TestExternalPlannerReplansAroundABrokenSkill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.Run(ctx, []byte(`{"kind":"external","planner":"planners.travel","input":{"to":"park"}}`), nil)
+	// The request the README runs against this planner.
+	req, err := os.ReadFile("../requests/external.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Run(ctx, req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,3 @@
-// Package bench runs the system-neutral DAG workloads (one JSON file each)
-// through the whole system on an embedded server and through an in-process
-// goroutine executor with no bus, the floor, and reports makespans, ms per
-// critical-path step, tools/s and, for many-plan workloads, plans/s and
-// latency percentiles.
 package bench
 
 import (

@@ -1,6 +1,3 @@
-// Package cli holds the commands behind cmd/planner, cmd/dispatcher and
-// cmd/toolworker, so their mains stay thin and the commands can be tested:
-// each takes its arguments and streams and returns an exit code.
 package cli
 
 import (

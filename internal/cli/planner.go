@@ -126,7 +126,7 @@ func (p *plannerFlags) register(f *flags) {
 	f.Duration(&p.ackWait, "planner-ack-wait", "PLANBUS_PLANNER_ACK_WAIT", 30*time.Second, "how soon another planner takes over the requests of a dead one")
 	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN (<name>.htn) and GOAP (<name>.goap.json) domains that requests may name")
 	f.String(&p.templates, "templates", "PLANBUS_TEMPLATES", "", "plan template library (JSON) for requests of kind template")
-	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: the seed's three)")
+	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: three built-in texts)")
 	f.Size(&p.htnMaxMemory, "htn-max-memory", "PLANBUS_HTN_MAX_MEMORY", planner.DefaultHTNMaxMemory,
 		"most memory one HTN generation may hold (requests may ask for less in htn.budget.memory)")
 	f.Size(&p.goapMaxMemory, "goap-max-memory", "PLANBUS_GOAP_MAX_MEMORY", planner.DefaultGOAPMaxMemory,
@@ -275,7 +275,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		wait = time.Duration(p.TimeoutMs)*time.Millisecond + time.Minute
 	}
 
-	conn, stop, err := c.connectOrEmbed(ctx, f, &nf, log, true)
+	conn, nctx, stop, err := c.connectOrEmbed(ctx, f, &nf, log, true)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
@@ -301,7 +301,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ExitFailed
 	}
-	rctx, cancel := context.WithTimeout(ctx, wait)
+	rctx, cancel := context.WithTimeout(nctx, wait)
 	defer cancel()
 	if viaPlanner {
 		o, err := cl.RunPlan(rctx, doc, progress)
@@ -312,7 +312,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 			return ExitUsage
 		}
 		if err != nil {
-			fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+			fmt.Fprintf(io.Stderr, "planner run: %v\n", runErr(nctx, err))
 			return ctxExit(ctx, ExitFailed)
 		}
 		return printPlanOutcome("planner run", o, io)
@@ -320,7 +320,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	res, err := cl.ExecutePlan(rctx, doc, progress)
 	endProgress()
 	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", runErr(nctx, err))
 		return ctxExit(ctx, ExitFailed)
 	}
 	return printExecution("planner run", res, io)
@@ -381,21 +381,25 @@ var privateRunSync = bus.Sync{Interval: time.Second}
 
 // connectOrEmbed connects to --nats-url, or starts a node on an embedded
 // server. With private set, the embedded server gets a temporary store and
-// a free port unless --listen or --data-dir were given.
-func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, log zerolog.Logger, private bool) (*bus.Conn, func(), error) {
+// a free port unless --listen or --data-dir were given. The context it
+// returns is ctx, or, with an embedded node, one that also ends when a
+// component of the node dies, with the death as its cause
+// (context.Cause), so that a run does not wait for what can no longer
+// come.
+func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, log zerolog.Logger, private bool) (*bus.Conn, context.Context, func(), error) {
 	if c.bus.URL != "" {
 		conn, err := bus.Dial(ctx, c.bus, log)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return conn, conn.Close, nil
+		return conn, ctx, conn.Close, nil
 	}
 	bc := c.bus
 	cleanup := func() {}
 	if private && bc.DataDir == "" {
 		dir, err := os.MkdirTemp("", "planbus-run-")
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		bc.DataDir = dir
 		cleanup = func() { _ = os.RemoveAll(dir) }
@@ -408,7 +412,7 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 	cfg, err := nf.config(bc, c.auth)
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if private && !c.set(f, "drain-timeout") {
 		// The private server goes away with the run: nothing is gained by
@@ -418,16 +422,42 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 	n, err := node.Start(ctx, cfg, log)
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// The run itself is a client of the node.
 	conn, err := n.DialAs(ctx, bus.RoleClient, log)
 	if err != nil {
 		n.Stop()
 		cleanup()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return conn, func() { conn.Close(); n.Stop(); cleanup() }, nil
+	nctx, cancel := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-n.Done():
+			cancel(n.Err())
+		case <-nctx.Done():
+		}
+	}()
+	stop := func() {
+		cancel(nil)
+		<-watched
+		conn.Close()
+		n.Stop()
+		cleanup()
+	}
+	return conn, nctx, stop, nil
+}
+
+// runErr is the error to show for err, a run's failure: when the node
+// under the run died, the death.
+func runErr(nctx context.Context, err error) error {
+	if cause := context.Cause(nctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return cause
+	}
+	return err
 }
 
 const serveUsage = `Usage: planner serve [flags]
@@ -485,10 +515,24 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	}
 	log.Info().Str("url", n.Bus.URL).Str("data_dir", cfg.Bus.Defaults().DataDir).Int("workers", len(n.Workers)).
 		Bool("auth", n.Seeds != nil).Msg("planbus node up; watch it with: " + watch + " sub 'planbus.events.>'")
-	<-ctx.Done()
-	log.Info().Msg("stopping")
-	n.Stop()
-	return ExitOK
+	return keepNode(ctx, n, log)
+}
+
+// keepNode keeps n up until ctx ends (exit 0) or one of its components
+// dies on its own. A node without one of its parts would go on doing less
+// than it was started for, unnoticed; so the death is logged at error,
+// the rest of the node stopped, and the exit code is 1.
+func keepNode(ctx context.Context, n *node.Node, log zerolog.Logger) int {
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("stopping")
+		n.Stop()
+		return ExitOK
+	case <-n.Done():
+		log.Error().Err(n.Err()).Msg("a component died; stopping the node")
+		n.Stop()
+		return ExitFailed
+	}
 }
 
 func readInput(name string, stdin io.Reader) ([]byte, error) {

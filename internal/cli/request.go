@@ -34,7 +34,7 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 	if wait == 0 {
 		wait = time.Duration(r.MaxAttempts) * (planner.GenerationTimeout + 2*time.Minute)
 	}
-	conn, stop, err := c.connectOrEmbed(ctx, f, nf, log, true)
+	conn, nctx, stop, err := c.connectOrEmbed(ctx, f, nf, log, true)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
@@ -52,7 +52,7 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ExitFailed
 	}
-	rctx, cancel := context.WithTimeout(ctx, wait)
+	rctx, cancel := context.WithTimeout(nctx, wait)
 	defer cancel()
 	out, err := cl.Run(rctx, doc, progress)
 	endProgress()
@@ -62,7 +62,7 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		return ExitUsage
 	}
 	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", runErr(nctx, err))
 		return ctxExit(ctx, ExitFailed)
 	}
 	return printOutcome("planner run", out, io)

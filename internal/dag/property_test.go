@@ -44,7 +44,8 @@ func rangeN(n int) []int {
 	return out
 }
 
-// naiveKahn is the seed's algorithm written as plainly as possible.
+// naiveKahn is Kahn's algorithm over maps of in-degrees and adjacency
+// lists, written as plainly as possible.
 func naiveKahn(ns []Node) ([]string, bool) {
 	graph := map[string][]string{}
 	inDegree := map[string]int{}

@@ -54,7 +54,8 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-// TestLexicalSyntax checks each lexical feature of LANGUAGE.md §1 through
+// TestLexicalSyntax checks each lexical feature of the InductorHtn
+// language (comments, atoms, variables, strings, numbers, lists) through
 // the way terms print back.
 func TestLexicalSyntax(t *testing.T) {
 	prog := `

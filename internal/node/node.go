@@ -1,8 +1,3 @@
-// Package node runs planbus in one process: an embedded JetStream server
-// (unless an external NATS URL is configured), dispatchers and tool
-// workers, each on its own connection as if it were its own process. It is
-// the embedded default of `planner run` and `planner serve`, and the
-// harness of the integration tests.
 package node
 
 import (
@@ -12,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,7 +38,8 @@ type Config struct {
 	Planner   planner.Config
 }
 
-// Node is a running set of components.
+// Node is a running set of components. Its methods may be called from any
+// goroutine, except that Add* and Stop must not run at the same time.
 type Node struct {
 	Bus bus.Config // with the URL of the server in use
 	// Seeds are the roles' seed files when Config.Auth is on, else nil.
@@ -52,28 +49,81 @@ type Node struct {
 	Workers     []*Component
 	Dispatchers []*Component
 	Planners    []*Component
+	// Others are the components started with Add.
+	Others []*Component
+
+	died    chan struct{} // closed when the first component dies
+	dieOnce sync.Once
+	err     error // why; written once, before died is closed
 }
 
-// Component is one dispatcher, worker or planner with its own connection.
+// Runner is what a component is: Run serves until its ctx ends and
+// returns nil then; Ready is closed once it serves. planner.Service,
+// dispatcher.Dispatcher and worker.Worker are Runners.
+type Runner interface {
+	Run(ctx context.Context) error
+	Ready() <-chan struct{}
+}
+
+// Component is one dispatcher, worker, planner or other Runner with its
+// own connection.
 type Component struct {
 	Name   string
 	Conn   *bus.Conn
 	cancel context.CancelFunc
 	done   chan struct{}
+	// asked is set before the component is told to end (Stop, Kill, the
+	// node's Stop), so that its end is not taken for a death.
+	asked atomic.Bool
 }
 
 // Stop ends the component's Run (a graceful stop) and waits for it.
 func (c *Component) Stop() {
+	c.asked.Store(true)
 	c.cancel()
 	<-c.done
 }
 
 // Kill closes the component's connection at once, as if its process died:
 // nothing is acknowledged or drained. Its Run goroutine then winds down on
-// its own.
+// its own. A killed component is not reported by the node's Done and Err.
 func (c *Component) Kill() {
+	c.asked.Store(true)
 	c.Conn.NC.Close()
 	c.cancel()
+}
+
+// Done returns a channel that is closed when a component of the node has
+// died: its Run returned, with an error or without, after it was ready and
+// without being asked to (Stop, Kill or the node's Stop). Whoever runs the
+// node should then stop it: the node goes on without the dead component,
+// doing less than it was configured to. Err tells which and why.
+func (n *Node) Done() <-chan struct{} {
+	return n.died
+}
+
+// Err is nil until Done is closed; then it is the error of the first
+// component that died, naming it (ErrComponentDied when its Run returned
+// nil).
+func (n *Node) Err() error {
+	select {
+	case <-n.died:
+		return n.err
+	default:
+		return nil
+	}
+}
+
+// ErrComponentDied is the cause Err reports for a component whose Run
+// returned nil before it was asked to end.
+var ErrComponentDied = errors.New("node: component ended on its own")
+
+// die records the first component's death and closes Done.
+func (n *Node) die(err error) {
+	n.dieOnce.Do(func() {
+		n.err = err
+		close(n.died)
+	})
 }
 
 // Start brings the node up and returns once every component is ready.
@@ -81,7 +131,7 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 	if cfg.Dispatchers == 0 && !cfg.NoDispatcher {
 		cfg.Dispatchers = 1
 	}
-	n := &Node{Bus: cfg.Bus}
+	n := &Node{Bus: cfg.Bus, died: make(chan struct{})}
 	if cfg.Auth && !cfg.Bus.Embedded() {
 		return nil, fmt.Errorf("node: Auth configures the embedded server; to connect to %s with a role, give its seed (Bus.NKeySeedFile)", cfg.Bus.URL)
 	}
@@ -131,6 +181,25 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 		}
 	}
 	return n, nil
+}
+
+// Add starts one more component, named name, on a connection of its own
+// as role: build makes it from the connection. Add returns once the
+// component is ready, or with the error that kept it from getting there
+// (the connection is then closed). A component that dies later is
+// reported by Done and Err.
+func (n *Node) Add(ctx context.Context, name string, role bus.Role, build func(*bus.Conn) (Runner, error), log zerolog.Logger) (*Component, error) {
+	c, err := n.dial(ctx, name, role, log)
+	if err != nil {
+		return nil, err
+	}
+	r, err := build(c.Conn)
+	if err != nil {
+		c.Conn.Close()
+		return nil, err
+	}
+	n.Others = append(n.Others, c)
+	return c, n.run(ctx, c, r.Run, r.Ready())
 }
 
 // AddPlanner starts one more planner service and waits until it is ready.
@@ -202,7 +271,9 @@ func (n *Node) dial(ctx context.Context, name string, role bus.Role, log zerolog
 	return &Component{Name: name, Conn: conn, done: make(chan struct{})}, nil
 }
 
-// run starts c and waits until it is ready or has failed.
+// run starts c and waits until it is ready or has failed. Once c is
+// ready, its end is the node's business: if nobody asked for it, the node
+// reports it (Done, Err).
 func (n *Node) run(ctx context.Context, c *Component, run func(context.Context) error, ready <-chan struct{}) error {
 	rctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -212,9 +283,24 @@ func (n *Node) run(ctx context.Context, c *Component, run func(context.Context) 
 		defer n.wg.Done()
 		defer close(c.done)
 		defer c.Conn.Close()
-		if err := run(rctx); err != nil && !errors.Is(err, context.Canceled) {
+		err := run(rctx)
+		select {
+		case <-ready:
+		default:
+			// It never served: Add* returns the error to its caller.
+			if err == nil {
+				err = ErrComponentDied
+			}
 			errc <- fmt.Errorf("%s: %w", c.Name, err)
+			return
 		}
+		if c.asked.Load() {
+			return
+		}
+		if err == nil {
+			err = ErrComponentDied
+		}
+		n.die(fmt.Errorf("node: %s died: %w", c.Name, err))
 	}()
 	select {
 	case <-ready:
@@ -222,6 +308,7 @@ func (n *Node) run(ctx context.Context, c *Component, run func(context.Context) 
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+		c.asked.Store(true)
 		cancel()
 		return ctx.Err()
 	}
@@ -229,14 +316,11 @@ func (n *Node) run(ctx context.Context, c *Component, run func(context.Context) 
 
 // Stop stops every component gracefully and then the embedded server.
 func (n *Node) Stop() {
-	for _, c := range n.Planners {
-		c.cancel()
-	}
-	for _, c := range n.Workers {
-		c.cancel()
-	}
-	for _, c := range n.Dispatchers {
-		c.cancel()
+	for _, group := range [][]*Component{n.Others, n.Planners, n.Workers, n.Dispatchers} {
+		for _, c := range group {
+			c.asked.Store(true)
+			c.cancel()
+		}
 	}
 	waited := make(chan struct{})
 	go func() { n.wg.Wait(); close(waited) }()

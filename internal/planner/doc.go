@@ -1,23 +1,74 @@
-// Package planner is the planner service: it takes plan requests on
-// planbus.plan.request, produces Plan JSON with one of its generators
-// (a given plan, an external planner asked over NATS, the HTN planner),
-// publishes the plans for dispatchers, and owns each request's bounded
-// replan loop (seed 003 §5): after a failed execution that can be replanned
-// it generates again with the failed skills disabled, up to maxAttempts,
-// and then publishes a fallback outcome. The loop's state lives in the KV
-// bucket planbus-requests, so a planner killed mid-loop is replaced by
-// another without losing the request.
+// Package planner is the planner service (Service: New, Run, Ready): it
+// takes plan requests, produces Plan JSON with one of its generators,
+// publishes the plans for the dispatchers, and owns each request's bounded
+// replan loop.
 //
-// It serves the client endpoints besides planbus.plan.request:
-// planbus.plan.cancel stops a request (cancel.go: at once when no plan
-// runs; through a durable command to the dispatchers, and a mark in the
-// loop's state, when one does), planbus.plan.list lists recent requests
-// (list.go), planbus.session.reset and planbus.skills.
+// # Endpoints
 //
-// Generations run within budgets (Config: memory and nodes per kind, the
-// 5 s time budget) through a gate that bounds how many run at once and
-// the memory they may hold together; running out of a budget is a
-// permanent failure with a code naming it. Every message has a delivery
-// limit past which it takes a terminal path (an outcome, or a logged and
-// counted drop), and a loop state never outgrows the store.
+// The micro service planbus-planner (endpoints.go) answers:
+//   - planbus.plan.request: a request (Request, DecodeRequest;
+//     schemas/plan-request.schema.json) is checked — its size, the schema,
+//     budgets no higher than this planner's, then what its kind needs —
+//     and queued on the REQUESTS stream before the reply says accepted; a
+//     refused one gets a reply naming the field (RequestError) and nothing
+//     is published;
+//   - planbus.plan.cancel (cancel.go, DecodeCancel): a request, or the
+//     request a plan belongs to, ends cancelled: at once when no plan runs;
+//     through a cancel mark in the loop's state and a durable command to
+//     the dispatchers when one does;
+//   - planbus.plan.list (list.go, DecodeList): the most recently accepted
+//     requests with their status, filtered by status and session;
+//   - planbus.session.reset: a session's skills back to healthy, and its
+//     state cleared on request;
+//   - planbus.skills: the advertised skills with their health in a
+//     session.
+//
+// # Generators
+//
+// A Generator makes one plan from a GenInput: the request, the attempt,
+// the disabled skills, the last plan and its execution result, the
+// session's state, the skill manifests with their health, and the
+// generation's budgets. One per request kind:
+//   - plan: the request's own plan (kind plan runs once);
+//   - external: asks the NATS subject the request names (under planners.>
+//     when authorization is on) with an ExternalRequest, and takes the Plan
+//     JSON it answers (generate.go);
+//   - htn: the first plan of the InductorHtn domain (a file in
+//     Config.DomainsDir or inline) for the goal, with the session's facts
+//     added and operators whose skill is disabled or unserved refused, so
+//     the search backtracks (generate.go, internal/htn);
+//   - goap: A* over a GOAP domain from the session state with the
+//     request's facts over it, towards the request's goal or the one the
+//     arbiter finds most useful; actions whose skill is disabled or
+//     unserved are left out (goap.go, internal/goap);
+//   - template: the template the request names, or the best match of its
+//     text, from Config.Templates; a replan takes the template the failed
+//     step falls back to (template.go, internal/templates).
+//
+// A GenError says why a generation failed; one of category timeout,
+// network or transient uses an attempt and the loop tries again, any
+// other ends the loop at once.
+//
+// # The loop
+//
+// The loop (loop.go) stores every step in the KV bucket planbus-requests
+// with compare-and-set before acting on it, and acts idempotently (plans
+// published as <requestId>-<attempt>), so a planner killed mid-loop is
+// replaced by another without losing or repeating an attempt. After a
+// failed execution that can be replanned it generates again with the
+// failed skills and the session's permanently failed ones disabled, up to
+// the request's maxAttempts (DefaultMaxAttempts); then it publishes a
+// fallback outcome, a text from Config.FallbackTemplates. A cancelled
+// request ends with status cancelled, neither replanned nor fallen back.
+// store.go keeps a loop state within the store's value limit.
+//
+// # Budgets
+//
+// Generations run within budgets (budget.go; Config: memory and nodes per
+// kind, GenerationTimeout) through a gate that bounds how many run at once
+// and the memory they may hold together; a request may lower its budgets
+// (Budget), never raise them. Running out of one is a permanent failure
+// with a code naming it (CodeHTNMemoryBudget and the others). Every
+// message has a delivery limit past which it takes a terminal path (an
+// outcome, or a logged and counted drop).
 package planner

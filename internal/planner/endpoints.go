@@ -155,8 +155,8 @@ func reject(req micro.Request, field, msg string) {
 	_ = req.Error("400", msg, data)
 }
 
-// handleReset restarts a session (the §3.1 "session restart" edge): every
-// skill back to healthy; with "state": true the session's state is
+// handleReset restarts a session, the only way out of permanentFailure
+// besides a new session id: every skill back to healthy; with "state": true the session's state is
 // cleared too.
 func (s *Service) handleReset(req micro.Request) {
 	var q struct {

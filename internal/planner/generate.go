@@ -17,7 +17,7 @@ import (
 	"github.com/planbus/planbus/internal/plan"
 )
 
-// GenInput is what a generator is given for one attempt (§5.2).
+// GenInput is what a generator is given for one attempt.
 type GenInput struct {
 	Request        *Request
 	Attempt        int
@@ -40,7 +40,7 @@ type GenInput struct {
 }
 
 // Generator produces one plan. Generate must honour ctx, whose deadline is
-// the generation budget (§7).
+// the generation budget (GenerationTimeout).
 type Generator interface {
 	Generate(ctx context.Context, in GenInput) (*plan.Plan, error)
 }

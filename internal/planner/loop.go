@@ -241,7 +241,7 @@ func (s *Service) drop(m jetstream.Msg, why string, cause error) {
 // cancelled plan, or any end of a plan whose request was cancelled, ends
 // it cancelled; a failure that can be replanned goes back to generating
 // with the failed skills, and the skills health has disabled, added to
-// disabledSkills (§5.2).
+// disabledSkills.
 func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 	l.Last = res
 	a := Attempt{Attempt: l.Attempt, PlanID: res.PlanID, State: res.State, Error: trimmed(res.Error), FailedSkills: res.FailedSkills}
@@ -555,7 +555,8 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 		Message: fmt.Sprintf("%s after %d attempt(s)", status, o.Attempts)})
 }
 
-// narrate fills a fallback template (§5.3), chosen by the request id so
+// narrate fills a fallback text (Config.FallbackTemplates), chosen by
+// the request id so
 // the same request always gets the same text.
 func (s *Service) narrate(r *Request) string {
 	input := strings.TrimSpace(string(r.Input))

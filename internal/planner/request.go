@@ -20,10 +20,13 @@ const (
 	KindTemplate = "template"
 )
 
-// DefaultMaxAttempts is §5.2's bound on plan generations.
+// DefaultMaxAttempts is a request's maxAttempts when it gives none (kind
+// plan: 1): the plan generations before the loop ends with the fallback.
 const DefaultMaxAttempts = 5
 
-// GenerationTimeout is §7's strict budget for producing one plan.
+// GenerationTimeout is the strict budget for producing one plan, not
+// configurable: an external planner that answers later has failed the
+// attempt, a deterministic generator that runs out ends the loop.
 const GenerationTimeout = 5 * time.Second
 
 // Request is a plan request (schemas/plan-request.schema.json).

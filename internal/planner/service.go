@@ -30,8 +30,9 @@ type Config struct {
 	DomainsDir string
 	// Templates is the plan template library of kind template requests.
 	Templates *templates.Library
-	// FallbackTemplates are the §5.3 texts; {input} is replaced by the
-	// request's input. Default: the seed's three.
+	// FallbackTemplates are the texts of fallback outcomes, one chosen per
+	// request; {input} is replaced by the request's input. Default:
+	// DefaultFallbackTemplates.
 	FallbackTemplates []string
 	// AckWait of the planner consumers: how soon another planner takes
 	// over a dead one's requests. Default 30s.
@@ -72,7 +73,8 @@ type Config struct {
 	DeliveryLimit int
 }
 
-// DefaultFallbackTemplates are seed 003 §5.3's.
+// DefaultFallbackTemplates are the three fallback texts a planner uses
+// when it is given none.
 var DefaultFallbackTemplates = []string{
 	"The narrator pauses, considering your words: '{input}'",
 	"Your action '{input}' echoes in the stillness...",

@@ -1,7 +1,3 @@
-// Package session holds a session's state document and its deep-merge
-// patches (seed 003 §6). The state lives in the KV bucket planbus-sessions,
-// one key per session; tool results carry patches, and planners read the
-// state as their world.
 package session
 
 import (
@@ -9,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Merge applies patch to target following §6: a null removes the key,
+// Merge applies patch to target as a deep merge: a null removes the key,
 // objects merge recursively, arrays and primitives replace. target is
 // modified and returned; a nil target starts empty.
 func Merge(target, patch map[string]any) map[string]any {

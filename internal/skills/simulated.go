@@ -49,7 +49,7 @@ func Simulated(spec string) (skill.Skill, error) {
 }
 
 // Remember stores its input in the session state: its input object is the
-// deep-merge patch (seed 003 §6), and its output is that input.
+// deep-merge patch (package session), and its output is that input.
 func Remember() skill.Skill {
 	return skill.Skill{
 		Manifest: skill.Manifest{Name: "remember", Version: "1",
