@@ -31,6 +31,10 @@ const (
 	CodeToolPanic     = "TOOL_PANIC"
 	CodeCancelled     = "CANCELLED"
 	CodeRequiredTools = "REQUIRED_TOOL_FAILED"
+	// CodeVerifyFailed: the tool succeeded but its verification gate
+	// refused the output; the attempt counts as failed (category
+	// transient, so the tool's retry policy applies).
+	CodeVerifyFailed = "VERIFY_FAILED"
 )
 
 // Retryable reports whether an error of this category is worth retrying.

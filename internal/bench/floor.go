@@ -14,7 +14,7 @@ import (
 // tool's "ms" input (or returns at once), results back over a channel.
 func RunFloor(ctx context.Context, p *plan.Plan) (*plan.ExecutionResult, error) {
 	results := make(chan *plan.ToolResult, len(p.Tools))
-	eng, fx := execution.Start(p, time.Now(), 64)
+	eng, fx := execution.Start(p, time.Now(), 64, nil)
 	launch := func(fx execution.Effects) {
 		for _, r := range fx.Releases {
 			t := p.Tools[r.Index]

@@ -20,7 +20,7 @@ type Config struct {
 	// Shards is how many plans this process works on at once. Default 16.
 	Shards int
 	// DefaultMaxConcurrency applies to plans that set no maxConcurrency.
-	// Default: the number of CPUs (seed 003 §7).
+	// Default: the number of CPUs.
 	DefaultMaxConcurrency int
 	// AckWait of the dispatcher consumers: how soon a message a dead
 	// dispatcher held goes to another. Default 30s.

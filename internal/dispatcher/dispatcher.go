@@ -43,8 +43,6 @@ type item struct {
 type entry struct {
 	eng *execution.Engine
 	rev uint64
-	// gates are the tools' verification gates, nil when there are none.
-	gates gates
 	// timerSeq is the TIMERS stream sequence of the plan's timeout timer,
 	// when this process published it: it is deleted when the plan ends, so
 	// it does not wait in the consumer until it is due. The shard's acker
@@ -86,9 +84,11 @@ type Dispatcher struct {
 	shards  []*shard
 	skills  *skillSet
 	health  *health.Book
-	states  *session.Store
-	stats   counters
-	ready   chan struct{}
+	// engineHealth is the skill health the engines see: the book's.
+	engineHealth execution.Health
+	states       *session.Store
+	stats        counters
+	ready        chan struct{}
 	// key signs calls and checks results; loaded in Run.
 	key *token.Key
 	// rejectLog logs dropped results, a few per period: forged results can
@@ -122,6 +122,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 	d := &Dispatcher{cfg: cfg, conn: conn, log: log.With().Str("component", "dispatcher").Str("dispatcher", cfg.ID).Logger(),
 		ready: make(chan struct{})}
 	d.rejectLog = d.log.Sample(&zerolog.BurstSampler{Burst: rejectLogBurst, Period: rejectLogPeriod})
+	d.engineHealth = d.skillHealth
 	for range cfg.Shards {
 		d.shards = append(d.shards, &shard{in: make(chan item, 1024), acks: make(chan pending, 1024),
 			cache: map[string]*entry{}, plans: map[string]*plan.Plan{}})

@@ -368,20 +368,32 @@ func TestDispatchersShareEveryPlan(t *testing.T) {
 	}
 }
 
-func TestVerificationGatesInToolMetadata(t *testing.T) {
+func TestVerificationGates(t *testing.T) {
 	h := start(t, opts{})
 	res, _ := h.run(`{"tools":[
-		{"toolId":"ok","skill":"echo","input":{"x":"yes"},"metadata":{"verify":{"type":"contains","path":"/x","value":"yes"}}},
+		{"toolId":"ok","skill":"echo","input":{"x":"yes"},"verify":{"type":"contains","path":"/x","value":"yes"}},
 		{"toolId":"refused","skill":"echo","dependencies":["ok"],"input":{"x":"no"},"retryPolicy":{"maxAttempts":2,"backoffMs":10},
+		 "verify":{"type":"contains","path":"/x","value":"yes"}},
+		{"toolId":"legacy","skill":"echo","input":{"x":"no"},"required":false,"retryPolicy":{"maxAttempts":1},
 		 "metadata":{"verify":{"type":"contains","path":"/x","value":"yes"}}}]}`, minute)
-	ok, refused := tool(res, "ok"), tool(res, "refused")
+	ok, refused, legacy := tool(res, "ok"), tool(res, "refused"), tool(res, "legacy")
 	if ok.State != plan.ToolSucceeded || refused.State != plan.ToolFailed || refused.Attempts != 2 ||
-		refused.Error == nil || refused.Error.Code != "VERIFY_FAILED" || string(refused.Output) != `{"x":"no"}` {
+		refused.Error == nil || refused.Error.Code != plan.CodeVerifyFailed || string(refused.Output) != `{"x":"no"}` {
 		t.Fatalf("ok %s, refused %s after %d attempts: %+v output %s", ok.State, refused.State, refused.Attempts, refused.Error, refused.Output)
 	}
-	res, _ = h.run(`{"tools":[{"toolId":"a","skill":"echo","metadata":{"verify":{"type":"matches","pattern":"("}}}]}`, minute)
-	if res.State != plan.PlanRejected || !strings.Contains(res.Error.Message, `tool "a": metadata`) {
-		t.Errorf("a plan with a broken gate: %s %+v", res.State, res.Error)
+	// A gate in metadata.verify, where plans carried them before, is checked too.
+	if legacy.State != plan.ToolFailed || legacy.Error == nil || legacy.Error.Code != plan.CodeVerifyFailed {
+		t.Errorf("legacy %s: %+v", legacy.State, legacy.Error)
+	}
+	for doc, want := range map[string]string{
+		`{"tools":[{"toolId":"a","skill":"echo","verify":{"type":"matches","pattern":"("}}]}`:                         `tool "a": verify: gate: invalid: pattern`,
+		`{"tools":[{"toolId":"a","skill":"echo","fallback":{"skill":"echo","verify":{"type":"expr","expr":"1 +"}}}]}`: `tool "a": fallback.verify: gate: invalid: expr`,
+		`{"tools":[{"toolId":"a","skill":"echo","metadata":{"verify":{"type":"matches","pattern":"("}}}]}`:            `tool "a": metadata.verify: gate: invalid: pattern`,
+	} {
+		res, _ = h.run(doc, minute)
+		if res.State != plan.PlanRejected || !strings.Contains(res.Error.Message, want) {
+			t.Errorf("%s: %s %+v, want rejected naming %q", doc, res.State, res.Error, want)
+		}
 	}
 }
 
@@ -389,7 +401,8 @@ func TestAFallbackRunsInTheFailedToolsPlace(t *testing.T) {
 	h := start(t, opts{})
 	res, log := h.run(`{"tools":[
 		{"toolId":"get","skill":"fail","input":{"category":"network"},"retryPolicy":{"maxAttempts":2,"backoffMs":10},
-		 "fallback":{"skill":"echo","input":{"from":"cache"},"metadata":{"verify":{"type":"equals","path":"/from","value":"cache"}}}},
+		 "verify":{"type":"equals","path":"/from","value":"origin"},
+		 "fallback":{"skill":"echo","input":{"from":"cache"},"verify":{"type":"equals","path":"/from","value":"cache"}}},
 		{"toolId":"use","skill":"echo","dependencies":["get"],"input":{"got":{"$ref":"get#/from"}}}]}`, minute)
 	if !res.Success {
 		t.Fatalf("plan %s %+v", res.State, res.Error)

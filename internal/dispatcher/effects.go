@@ -14,7 +14,6 @@ import (
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/internal/token"
 )
 
@@ -35,7 +34,7 @@ func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *executi
 			Succeeded: r.State == plan.ToolSucceeded, Retry: r.Attempt > 1, Final: a.Final}
 		if r.Error != nil {
 			o.Category, o.Error = r.Error.Category, r.Error.Message
-			if r.Error.Code == templates.CodeVerifyFailed {
+			if r.Error.Code == plan.CodeVerifyFailed {
 				// The skill ran; its output did not pass the step's gate.
 				// That says nothing about the skill's health.
 				continue
@@ -97,7 +96,7 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 	// slot for another.
 	for k := 0; k < len(fx.Releases); k++ {
 		r := fx.Releases[k]
-		t := p.Tools[r.Index]
+		t := &p.Tools[r.Index]
 		v := t.Variant(r.Attempt)
 		input, err := p.ResolveInputFor(r.Index, r.Attempt, outputs)
 		if err != nil {
@@ -106,15 +105,11 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 			d.log.Error().Err(err).Str("plan_id", p.PlanID).Str("tool_id", t.ToolID).Msg("cannot resolve input references")
 			input = v.Input
 		}
-		timeout := v.TimeoutMs
-		if d.health.Get(sessionOf(st), v.Skill).State == health.Degraded {
-			timeout = min(timeout*health.DegradedTimeoutFactor, 86400000)
-		}
 		if ent.cancelDigest == "" {
 			ent.cancelDigest = token.Digest(d.key.Cancel(p.PlanID))
 		}
 		call := plan.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: v.Skill,
-			Attempt: r.Attempt, MaxAttempts: t.Attempts(), Input: input, TimeoutMs: timeout,
+			Attempt: r.Attempt, MaxAttempts: t.Attempts(), Input: input, TimeoutMs: r.TimeoutMs,
 			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC(),
 			Token: d.key.Result(p.PlanID, t.ToolID, r.Attempt), CancelDigest: ent.cancelDigest}
 		data := mustJSON(call)
@@ -245,6 +240,15 @@ func sessionOf(st *execution.State) string {
 		return DefaultSession
 	}
 	return st.SessionID
+}
+
+// skillHealth tells the engines a skill's health in a session, from the
+// health book, which the bucket's watch keeps current in memory.
+func (d *Dispatcher) skillHealth(sessionID, skill string) string {
+	if sessionID == "" {
+		sessionID = DefaultSession
+	}
+	return d.health.Get(sessionID, skill).State
 }
 
 // storedJSON encodes a plan's state for KV. It calls the encoder directly:

@@ -14,7 +14,6 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -29,19 +28,41 @@ const casRetries = 20
 // opTimeout bounds each round of KV and publish calls for one batch.
 const opTimeout = 10 * time.Second
 
+// process handles a batch of one plan's messages: it starts the plan
+// (kindPlan), and applies results and timers to the plan's state. A batch
+// that cannot be carried out ends in fail, the one failure path.
 func (d *Dispatcher) process(s *shard, planID string, items []item) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	log := d.log.With().Str("plan_id", planID).Logger()
 	defer func() {
-		// A bug must not take every plan of the process down with it: log
-		// it, forget the plan's cached engine and hand the messages back.
+		// A bug must not take every plan of the process down with it.
 		if r := recover(); r != nil {
-			log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("dispatcher bug; messages will be redelivered")
-			d.forget(s, planID)
-			d.handBack(log, items, 5*time.Second, fmt.Errorf("dispatcher bug: %v", r))
+			d.fail(s, planID, log, items, &failure{what: "dispatcher bug", err: fmt.Errorf("dispatcher bug: %v", r),
+				delay: 5 * time.Second, stack: debug.Stack()})
 		}
 	}()
+	rest := d.admit(ctx, s, log, items)
+	if len(rest) == 0 {
+		return
+	}
+	for range casRetries {
+		again, f := d.apply(ctx, s, planID, log, rest)
+		if f != nil {
+			d.fail(s, planID, log, rest, f)
+			return
+		}
+		if !again {
+			return
+		}
+	}
+	d.fail(s, planID, log, rest, &failure{what: fmt.Sprintf("lost %d compare-and-sets", casRetries), warn: true,
+		err: fmt.Errorf("lost %d compare-and-sets on the state of plan %s", casRetries, planID), delay: 100 * time.Millisecond})
+}
+
+// admit starts the plans of a batch and checks its results, dropping
+// those that fail; it returns the results and timers to apply.
+func (d *Dispatcher) admit(ctx context.Context, s *shard, log zerolog.Logger, items []item) []item {
 	var rest []item
 	for _, it := range items {
 		switch it.kind {
@@ -56,124 +77,143 @@ func (d *Dispatcher) process(s *shard, planID string, items []item) {
 			rest = append(rest, it)
 		}
 	}
-	if len(rest) == 0 {
-		return
-	}
-	for try := 0; try < casRetries; try++ {
-		ent, cached, err := d.entry(ctx, s, planID)
-		if errors.Is(err, errNoPlan) {
-			// A result carries a dispatcher's token, so its plan was
-			// started: a state not found is on a replica that is behind (a
-			// cluster catching up after a node came back), not gone. Such
-			// messages wait as those ahead of their plan's state do; at the
-			// delivery limit they are dropped (the plan expired, or its
-			// state was lost).
-			d.holdBack(log, rest, "its plan's state was never found")
-			return
-		}
-		if err != nil {
-			log.Error().Err(err).Msg("cannot load plan state; messages will be redelivered")
-			d.handBack(log, rest, time.Second, err)
-			return
-		}
-		// A message that follows from a change this state has not seen
-		// means another dispatcher moved the plan on: a cached state is
-		// reloaded; a state just read may come from a replica that is
-		// behind, so such messages wait a moment and come back.
-		// A redelivered message republishes what the state implies, so it
-		// too wants the state as stored rather than as cached.
-		var ahead, current []item
-		again := false
-		for _, it := range rest {
-			if d.verdict(ent.eng, it) == execution.Ahead {
-				ahead = append(ahead, it)
-			} else {
-				current = append(current, it)
-			}
-			again = again || it.redelivered
-		}
-		if cached && (len(ahead) > 0 || again) {
-			delete(s.cache, planID)
-			continue
-		}
-		now := time.Now()
-		var fx execution.Effects
-		redelivered := false
-		for _, it := range current {
-			switch it.kind {
-			case kindResult:
-				d.stats.Results.Add(1)
-				fx.Merge(ent.eng.OnResultSeq(d.verify(ent, it.result), it.seq, now))
-			case kindTimer:
-				d.stats.Timers.Add(1)
-				fx.Merge(ent.eng.OnTimer(it.timer, now))
-			}
-			redelivered = redelivered || it.redelivered
-		}
-		if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
-			log.Error().Err(err).Msg("cannot record skill health or session state; messages will be redelivered")
-			delete(s.cache, planID)
-			d.handBack(log, rest, time.Second, err)
-			return
-		}
-		if redelivered {
-			// This message may have been handled before by a dispatcher
-			// that died before finishing: redo what the state implies.
-			fx.Merge(ent.eng.Outstanding())
-		}
-		out := d.render(ent, &fx, now)
-		if fx.Changed {
-			rev, err := d.kv.Update(ctx, bus.StateKey(planID), storedJSON(ent.eng), ent.rev)
-			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-				// Another dispatcher changed the plan: start again from its state.
-				d.stats.Conflicts.Add(1)
-				delete(s.cache, planID)
-				continue
-			}
-			if err != nil {
-				log.Error().Err(err).Msg("cannot store plan state; messages will be redelivered")
-				delete(s.cache, planID)
-				d.handBack(log, rest, time.Second, err)
-				return
-			}
-			ent.rev = rev
-		}
-		pd, err := d.send(ent, fx, out)
-		if err != nil {
-			log.Error().Err(err).Msg("cannot publish effects; messages will be redelivered")
-			delete(s.cache, planID)
-			d.handBack(log, rest, time.Second, err)
-			return
-		}
-		pd.ack = append(pd.ack, current...)
-		s.acks <- pd
-		d.holdBack(log, ahead, "still ahead of its plan's state")
-		if ent.eng.Done() {
-			d.forget(s, planID)
-		}
-		return
-	}
-	log.Warn().Int("tries", casRetries).Msg("lost every compare-and-set; messages will be redelivered")
-	d.handBack(log, rest, 100*time.Millisecond, fmt.Errorf("lost %d compare-and-sets on the state of plan %s", casRetries, planID))
+	return rest
 }
 
-// verify applies the tool's verification gate, if it has one: a succeeded
-// result whose output the gate refuses counts as a failed attempt
-// (VERIFY_FAILED), so the tool's retry policy and failure semantics apply.
-func (d *Dispatcher) verify(ent *entry, r *plan.ToolResult) *plan.ToolResult {
-	if ent.gates == nil {
-		return r
+// apply makes one attempt at applying results and timers to their plan's
+// state: it steps the engine, records what the results tell, stores the
+// new state with compare-and-set and sends the effects, whose messages
+// are acknowledged once JetStream has them. again reports that the state
+// was stale (another dispatcher moved the plan on), so the batch is to be
+// applied again to a fresher one; f, why the batch cannot be carried out
+// now.
+func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zerolog.Logger, items []item) (again bool, f *failure) {
+	ent, cached, err := d.entry(ctx, s, planID)
+	if errors.Is(err, errNoPlan) {
+		// A result carries a dispatcher's token, so its plan was
+		// started: a state not found is on a replica that is behind (a
+		// cluster catching up after a node came back), not gone. Such
+		// messages wait as those ahead of their plan's state do; at the
+		// delivery limit they are dropped (the plan expired, or its
+		// state was lost).
+		d.holdBack(log, items, "its plan's state was never found")
+		return false, nil
 	}
-	i, ok := ent.eng.Index(r.ToolID)
-	if !ok {
-		return r
+	if err != nil {
+		return false, failed("cannot load plan state", err)
 	}
-	g := ent.gates.of(ent.eng.Plan(), i, max(r.Attempt, 1))
-	if g == nil {
-		return r
+	// A message that follows from a change this state has not seen
+	// means another dispatcher moved the plan on: a cached state is
+	// reloaded; a state just read may come from a replica that is
+	// behind, so such messages wait a moment and come back.
+	// A redelivered message republishes what the state implies, so it
+	// too wants the state as stored rather than as cached.
+	ahead, current, redelivered := d.sort(ent.eng, items)
+	if cached && (len(ahead) > 0 || redelivered) {
+		delete(s.cache, planID)
+		return true, nil
 	}
-	out, _ := templates.VerifyResult(*r, g)
-	return &out
+	now := time.Now()
+	fx, redo := d.step(ent.eng, current, now)
+	if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
+		return false, failed("cannot record skill health or session state", err)
+	}
+	if redo {
+		// This message may have been handled before by a dispatcher
+		// that died before finishing: redo what the state implies.
+		fx.Merge(ent.eng.Outstanding())
+	}
+	out := d.render(ent, &fx, now)
+	if fx.Changed {
+		rev, err := d.kv.Update(ctx, bus.StateKey(planID), storedJSON(ent.eng), ent.rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			// Another dispatcher changed the plan: start again from its state.
+			d.stats.Conflicts.Add(1)
+			delete(s.cache, planID)
+			return true, nil
+		}
+		if err != nil {
+			return false, failed("cannot store plan state", err)
+		}
+		ent.rev = rev
+	}
+	pd, err := d.send(ent, fx, out)
+	if err != nil {
+		return false, failed("cannot publish effects", err)
+	}
+	pd.ack = append(pd.ack, current...)
+	s.acks <- pd
+	d.holdBack(log, ahead, "still ahead of its plan's state")
+	if ent.eng.Done() {
+		d.forget(s, planID)
+	}
+	return false, nil
+}
+
+// sort splits results and timers into those ahead of the state and the
+// others, and reports whether any was delivered before.
+func (d *Dispatcher) sort(eng *execution.Engine, items []item) (ahead, current []item, redelivered bool) {
+	for _, it := range items {
+		if d.verdict(eng, it) == execution.Ahead {
+			ahead = append(ahead, it)
+		} else {
+			current = append(current, it)
+		}
+		redelivered = redelivered || it.redelivered
+	}
+	return ahead, current, redelivered
+}
+
+// step applies results and timers to the engine at now; redelivered
+// reports whether any of them was delivered before.
+func (d *Dispatcher) step(eng *execution.Engine, items []item, now time.Time) (fx execution.Effects, redelivered bool) {
+	for _, it := range items {
+		switch it.kind {
+		case kindResult:
+			d.stats.Results.Add(1)
+			fx.Merge(eng.OnResultSeq(it.result, it.seq, now))
+		case kindTimer:
+			d.stats.Timers.Add(1)
+			fx.Merge(eng.OnTimer(it.timer, now))
+		}
+		redelivered = redelivered || it.redelivered
+	}
+	return fx, redelivered
+}
+
+// failure is why a batch cannot be carried out now: what could not be
+// done and the error, and the least wait before its messages come back.
+type failure struct {
+	what  string
+	err   error
+	delay time.Duration
+	warn  bool   // log at warn level: nothing is broken
+	stack []byte // a bug's stack
+}
+
+// failed is the failure of an operation on the bus, worth trying again
+// in a second.
+func failed(what string, err error) *failure {
+	return &failure{what: what, err: err, delay: time.Second}
+}
+
+// fail ends a batch that cannot be carried out: it forgets the plan's
+// cached engine and plan (they may be ahead of what is stored; they are
+// rebuilt from KV), logs the failure and hands the messages back, to be
+// handled again after f.delay or given their terminal path at their
+// delivery limit. Whoever handles them again redoes what the stored state
+// implies, so nothing done before the failure is lost or done twice.
+func (d *Dispatcher) fail(s *shard, planID string, log zerolog.Logger, items []item, f *failure) {
+	d.forget(s, planID)
+	ev := log.Error()
+	if f.warn {
+		ev = log.Warn()
+	}
+	if f.stack != nil {
+		ev = ev.Str("stack", string(f.stack))
+	}
+	ev.Err(f.err).Msg(f.what + "; messages will be redelivered")
+	d.handBack(log, items, f.delay, f.err)
 }
 
 // verdict classifies a result or timer against a plan's state.
@@ -288,16 +328,11 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 	if err != nil {
 		return nil, err
 	}
-	eng, err := execution.Restore(p, st)
+	eng, err := execution.Restore(p, st, d.engineHealth)
 	if err != nil {
 		return nil, err
 	}
 	e := &entry{eng: eng, rev: kve.Revision()}
-	if e.gates, err = gatesOf(p); err != nil {
-		// Gates were checked when the plan started; a plan stored by an
-		// older version may hold one that no longer compiles.
-		d.log.Warn().Err(err).Str("plan_id", planID).Msg("plan runs without its verification gates")
-	}
 	d.remember(s, planID, p, e)
 	return e, nil
 }

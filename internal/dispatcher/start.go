@@ -14,7 +14,6 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/templates"
 )
 
 func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger, it item) {
@@ -36,10 +35,6 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		}
 		err = d.checkSkills(ctx, p)
 	}
-	var gs gates
-	if err == nil {
-		gs, err = gatesOf(p)
-	}
 	if err != nil {
 		d.reject(ctx, log, it, err)
 		return
@@ -48,7 +43,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	// rejected, naming its size and the limit.
 	stored := mustJSON(p)
 	now := time.Now()
-	eng, fx := execution.Start(p, now, d.cfg.DefaultMaxConcurrency)
+	eng, fx := execution.Start(p, now, d.cfg.DefaultMaxConcurrency, d.engineHealth)
 	state := storedJSON(eng)
 	if limit := d.storeLimit(); len(stored) > limit || len(state) > limit {
 		d.reject(ctx, log, it, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
@@ -56,11 +51,10 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		return
 	}
 	if _, err := d.kv.Create(ctx, bus.PlanKey(p.PlanID), stored); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		log.Error().Err(err).Msg("cannot store plan; it will be redelivered")
-		d.handBack(log, []item{it}, time.Second, err)
+		d.fail(s, p.PlanID, log, []item{it}, failed("cannot store plan", err))
 		return
 	}
-	ent := &entry{eng: eng, gates: gs}
+	ent := &entry{eng: eng}
 	out := d.render(ent, &fx, now)
 	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), state)
 	switch {
@@ -69,15 +63,13 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		// or the plan was submitted again. Redo what its state implies.
 		var lerr error
 		if ent, lerr = d.load(ctx, s, p.PlanID); lerr != nil {
-			log.Error().Err(lerr).Msg("cannot load plan state; plan will be redelivered")
-			d.handBack(log, []item{it}, time.Second, lerr)
+			d.fail(s, p.PlanID, log, []item{it}, failed("cannot load plan state", lerr))
 			return
 		}
 		fx = ent.eng.Outstanding()
 		out = d.render(ent, &fx, now)
 	case err != nil:
-		log.Error().Err(err).Msg("cannot store plan state; plan will be redelivered")
-		d.handBack(log, []item{it}, time.Second, err)
+		d.fail(s, p.PlanID, log, []item{it}, failed("cannot store plan state", err))
 		return
 	default:
 		d.stats.PlansStarted.Add(1)
@@ -87,9 +79,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	}
 	pd, err := d.send(ent, fx, out)
 	if err != nil {
-		log.Error().Err(err).Msg("cannot publish effects; plan will be redelivered")
-		delete(s.cache, p.PlanID)
-		d.handBack(log, []item{it}, time.Second, err)
+		d.fail(s, p.PlanID, log, []item{it}, failed("cannot publish effects", err))
 		return
 	}
 	pd.ack = []item{it}
@@ -170,53 +160,4 @@ func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item
 		return
 	}
 	_ = it.msg.Ack()
-}
-
-// gates are a plan's verification gates: for each tool, the gate of its
-// own attempts and of its fallback's (templates.ToolMeta.Verify in their
-// metadata). Nil when no tool has one.
-type gates [][2]*templates.Gate
-
-// of returns the gate of attempt n of tool i, or nil.
-func (g gates) of(p *plan.Plan, i, n int) *templates.Gate {
-	if g == nil {
-		return nil
-	}
-	if p.Tools[i].Variant(n).Fallback {
-		return g[i][1]
-	}
-	return g[i][0]
-}
-
-// gatesOf compiles the gates; one that does not compile makes the plan
-// invalid.
-func gatesOf(p *plan.Plan) (gates, error) {
-	var gs gates
-	for i, t := range p.Tools {
-		metas := [2]json.RawMessage{t.Metadata}
-		if t.Fallback != nil {
-			metas[1] = t.Fallback.Metadata
-		}
-		for k, raw := range metas {
-			if len(raw) == 0 {
-				continue
-			}
-			meta, err := templates.ParseToolMeta(raw)
-			if err != nil {
-				where := "metadata"
-				if k == 1 {
-					where = "fallback metadata"
-				}
-				return nil, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: %s: %v", t.ToolID, where, err)}
-			}
-			if meta == nil || meta.Verify == nil {
-				continue
-			}
-			if gs == nil {
-				gs = make(gates, len(p.Tools))
-			}
-			gs[i][k] = meta.Verify
-		}
-	}
-	return gs, nil
 }

@@ -17,7 +17,7 @@ import (
 // can not be replanned.
 func TestCancelEndsThePlanAtOnce(t *testing.T) {
 	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]},
-		{"toolId":"C","skill":"s","dependencies":["A"]},{"toolId":"D","skill":"s","dependencies":["B","C"]}]}`), t0, 8)
+		{"toolId":"C","skill":"s","dependencies":["A"]},{"toolId":"D","skill":"s","dependencies":["B","C"]}]}`), t0, 8, nil)
 	e.OnResult(ok("A", 1), t0)
 	e.OnResult(fail("C", 1, plan.CategoryNetwork), t0) // C waits for its retry
 	at := t0.Add(2 * time.Second)
@@ -74,7 +74,7 @@ func TestCancelEndsThePlanAtOnce(t *testing.T) {
 
 // A cancel of a plan that ended on its own changes nothing.
 func TestCancelOfAnEndedPlanIsANoOp(t *testing.T) {
-	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"}]}`), t0, 8)
+	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"}]}`), t0, 8, nil)
 	e.OnResult(ok("A", 1), t0)
 	before, _ := json.Marshal(e.State())
 	fx := e.Cancel("late", t0.Add(time.Second))
@@ -97,7 +97,7 @@ func TestCancelTimerMessage(t *testing.T) {
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
-	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"}]}`), t0, 8)
+	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"}]}`), t0, 8, nil)
 	fx := e.OnTimer(back.Timer(), t0)
 	if fx.Done == nil || fx.Done.State != plan.PlanCancelled {
 		t.Fatalf("result %+v, want cancelled", fx.Done)
@@ -117,7 +117,7 @@ func TestCancelTimerMessage(t *testing.T) {
 // dispatcher that rebuilds it sees it ended.
 func TestCancelledStateRestores(t *testing.T) {
 	p := mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]}]}`)
-	e, _ := Start(p, t0, 8)
+	e, _ := Start(p, t0, 8, nil)
 	e.Cancel("", t0)
 	data, err := e.State().Store().MarshalJSON()
 	if err != nil {
@@ -131,7 +131,7 @@ func TestCancelledStateRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Restore(p, st)
+	r, err := Restore(p, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/planbus/planbus/internal/dag"
+	"github.com/planbus/planbus/internal/gate"
+	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -26,7 +28,18 @@ const (
 type Release struct {
 	Index   int
 	Attempt int
+	// TimeoutMs is the time the call gets on a worker: the attempt's
+	// timeoutMs, or health.DegradedTimeoutFactor times that (at most a
+	// day) when its skill is degraded.
+	TimeoutMs int64
 }
+
+// Health answers the health state of a skill in a session (one of the
+// health package's states). The engine asks it when it releases a call:
+// a degraded skill's calls get health.DegradedTimeoutFactor times their
+// timeout, in the hope that a slow skill still answers. It must answer
+// from memory, without blocking; a nil Health has every skill healthy.
+type Health func(sessionID, skill string) string
 
 // Timer asks for OnTimer to be called at FireAt.
 type Timer struct {
@@ -42,7 +55,8 @@ type Timer struct {
 // effort and may go first, and Releases, Timers and Done; once those are
 // stored, tell workers to stop the plan's running calls (if Cancel).
 // Applied lists the results that changed the state, for skill health and
-// session state.
+// session state: as the engine applied them, so a succeeded result whose
+// output its gate refused appears failed with code VERIFY_FAILED.
 type Effects struct {
 	Changed  bool
 	Releases []Release
@@ -88,11 +102,13 @@ type Engine struct {
 	finished int // tools in a terminal state
 	fx       Effects
 	now      time.Time
+	health   Health
 }
 
 // Start begins a run of p at now. defaultMaxConcurrency applies when the
-// plan sets none. p must come from plan.Decode or have passed p.Check.
-func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int) (*Engine, Effects) {
+// plan sets none; health (which may be nil) tells which skills are
+// degraded. p must come from plan.Decode or have passed p.Check.
+func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int, health Health) (*Engine, Effects) {
 	mc := p.MaxConcurrency
 	if mc <= 0 {
 		mc = max(defaultMaxConcurrency, 1)
@@ -108,7 +124,7 @@ func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int) (*Engine, Eff
 	for i, t := range p.Tools {
 		st.Tools[i] = ToolState{ID: t.ToolID, State: plan.ToolPending}
 	}
-	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph())}
+	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph()), health: health}
 	e.begin(now)
 	e.fx.Changed = true
 	e.event(plan.Event{Type: plan.EventPlanStarted, Tools: len(p.Tools),
@@ -119,12 +135,12 @@ func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int) (*Engine, Eff
 	return e, e.end()
 }
 
-// Restore rebuilds an engine from a stored state.
-func Restore(p *plan.Plan, st *State) (*Engine, error) {
+// Restore rebuilds an engine from a stored state; health is as for Start.
+func Restore(p *plan.Plan, st *State, health Health) (*Engine, error) {
 	if len(st.Tools) != len(p.Tools) {
 		return nil, fmt.Errorf("execution: plan %s: state has %d tools, plan has %d", p.PlanID, len(st.Tools), len(p.Tools))
 	}
-	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph())}
+	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph()), health: health}
 	for _, i := range e.g.Order() {
 		ts := st.Tools[i]
 		if ts.ID != p.Tools[i].ToolID {
@@ -223,8 +239,37 @@ func (e *Engine) release(i, attempt int) {
 	}
 	ts.State, ts.Attempt, ts.ReleasedAt, ts.RetryAt = plan.ToolRunning, attempt, e.ms(), 0
 	e.fx.Changed = true
-	e.fx.Releases = append(e.fx.Releases, Release{Index: i, Attempt: attempt})
+	e.fx.Releases = append(e.fx.Releases, e.releaseOf(i, attempt))
 	e.toolEvent(plan.EventToolReleased, i, plan.Event{})
+}
+
+// releaseOf is the release of attempt n of tool i, with the timeout its
+// call gets.
+func (e *Engine) releaseOf(i, n int) Release {
+	v := e.plan.Tools[i].Variant(n)
+	timeout := v.TimeoutMs
+	if e.health != nil && e.health(e.st.SessionID, v.Skill) == health.Degraded {
+		timeout = min(timeout*health.DegradedTimeoutFactor, plan.MaxTimeoutMs)
+	}
+	return Release{Index: i, Attempt: n, TimeoutMs: timeout}
+}
+
+// verified is r as the engine applies it: a succeeded result whose output
+// the gate of its attempt refuses is a failed one (see gate.VerifyResult).
+// r itself is not changed.
+func verified(t *plan.Tool, r *plan.ToolResult) *plan.ToolResult {
+	if r.State != plan.ToolSucceeded {
+		return r
+	}
+	g := t.Gate(max(r.Attempt, 1))
+	if g == nil {
+		return r
+	}
+	out, ok := gate.VerifyResult(*r, g)
+	if ok {
+		return r
+	}
+	return &out
 }
 
 // leave frees tool i's slot as it reaches terminal state s.
@@ -248,7 +293,11 @@ func (e *Engine) Index(toolID string) (int, bool) { return e.g.Index(toolID) }
 
 // OnResult applies a worker's result. A result for an attempt that is not
 // running (a duplicate, or one from before a retry or after the plan ended)
-// changes nothing.
+// changes nothing. A succeeded result is first checked against the gate
+// of its attempt (the tool's verify, or its fallback's): an output the
+// gate refuses makes it a failed attempt with code VERIFY_FAILED and
+// category transient, so the retry policy, the fallback and the failure
+// semantics apply as to any failure.
 func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects { return e.OnResultSeq(r, 0, now) }
 
 // OnResultSeq is OnResult for a result stored in the RESULTS stream at seq,
@@ -263,6 +312,8 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 	if ts.State != plan.ToolRunning || ts.Attempt != r.Attempt {
 		return e.end()
 	}
+	t := &e.plan.Tools[i]
+	r = verified(t, r)
 	ts.setResult(r)
 	ts.ResultSeq = seq
 	if r.State == plan.ToolSucceeded {
@@ -279,7 +330,6 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 		errInfo = &plan.ErrorInfo{Code: plan.CodeToolFailed, Category: plan.CategoryInternal, Message: "failed without an error"}
 	}
 	ts.Error = errInfo
-	t := e.plan.Tools[i]
 	v := t.Variant(r.Attempt)
 	retry := plan.Retryable(errInfo.Category) && v.Attempt < v.RetryPolicy.MaxAttempts
 	// Final: this skill gets no more attempts here (its health counts it
@@ -450,7 +500,7 @@ func (e *Engine) Outstanding() Effects {
 	for i, ts := range e.st.Tools {
 		switch ts.State {
 		case plan.ToolRunning:
-			fx.Releases = append(fx.Releases, Release{Index: i, Attempt: ts.Attempt})
+			fx.Releases = append(fx.Releases, e.releaseOf(i, ts.Attempt))
 		case plan.ToolRetrying:
 			fx.Timers = append(fx.Timers, Timer{Kind: TimerRetry, Index: i, Attempt: ts.Attempt + 1, FireAt: time.UnixMilli(ts.RetryAt)})
 		}
@@ -500,7 +550,7 @@ func (e *Engine) Result() *plan.ExecutionResult {
 }
 
 // RetryDelay is the wait before the attempt after failed attempt n
-// (1-based): backoffMs × 2^(n−1) (seed 003 §2.1).
+// (1-based): backoffMs × 2^(n−1), without jitter.
 func RetryDelay(p plan.RetryPolicy, n int) time.Duration {
 	b := &backoff.ExponentialBackOff{
 		InitialInterval:     time.Duration(p.BackoffMs) * time.Millisecond,

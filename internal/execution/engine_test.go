@@ -47,7 +47,7 @@ const diamond = `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s",
 	{"toolId":"C","skill":"s","dependencies":["A"]},{"toolId":"D","skill":"s","dependencies":["B","C"]}]}`
 
 func TestDiamondReleasesEachToolWhenItsDepsFinish(t *testing.T) {
-	e, fx := Start(mustPlan(t, diamond), t0, 8)
+	e, fx := Start(mustPlan(t, diamond), t0, 8, nil)
 	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"A"}) {
 		t.Fatalf("start released %v, want [A]", got)
 	}
@@ -77,7 +77,7 @@ func TestConcurrencyCap(t *testing.T) {
 	for i := range 10 {
 		tools = append(tools, `{"toolId":"t`+string(rune('0'+i))+`","skill":"s"}`)
 	}
-	e, fx := Start(mustPlan(t, `{"maxConcurrency":3,"tools":[`+strings.Join(tools, ",")+`]}`), t0, 8)
+	e, fx := Start(mustPlan(t, `{"maxConcurrency":3,"tools":[`+strings.Join(tools, ",")+`]}`), t0, 8, nil)
 	running := ids(e, fx.Releases)
 	if len(running) != 3 {
 		t.Fatalf("released %d at start, want 3", len(running))
@@ -99,7 +99,7 @@ func TestConcurrencyCap(t *testing.T) {
 }
 
 func TestParallelFalseRunsOneAtATimeInKahnOrder(t *testing.T) {
-	e, fx := Start(mustPlan(t, `{"parallel":false,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s"},{"toolId":"C","skill":"s","dependencies":["A"]}]}`), t0, 8)
+	e, fx := Start(mustPlan(t, `{"parallel":false,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s"},{"toolId":"C","skill":"s","dependencies":["A"]}]}`), t0, 8, nil)
 	var order []string
 	for len(fx.Releases) > 0 {
 		if len(fx.Releases) != 1 {
@@ -115,7 +115,7 @@ func TestParallelFalseRunsOneAtATimeInKahnOrder(t *testing.T) {
 }
 
 func TestSyncToolRunsAlone(t *testing.T) {
-	e, fx := Start(mustPlan(t, `{"tools":[{"toolId":"S","skill":"s","async":false},{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s"}]}`), t0, 8)
+	e, fx := Start(mustPlan(t, `{"tools":[{"toolId":"S","skill":"s","async":false},{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s"}]}`), t0, 8, nil)
 	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"S"}) {
 		t.Fatalf("released %v while S runs, want only S", got)
 	}
@@ -126,7 +126,7 @@ func TestSyncToolRunsAlone(t *testing.T) {
 }
 
 func TestRetryBackoff(t *testing.T) {
-	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":4,"backoffMs":100}}]}`), t0, 8)
+	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":4,"backoffMs":100}}]}`), t0, 8, nil)
 	now := t0
 	var delays []time.Duration
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -159,7 +159,7 @@ func TestRetryBackoff(t *testing.T) {
 }
 
 func TestNonRetryableFailsAtOnce(t *testing.T) {
-	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"}]}`), t0, 8)
+	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"}]}`), t0, 8, nil)
 	fx := e.OnResult(fail("A", 1, plan.CategoryInvalidInput), t0)
 	if fx.Done == nil || fx.Done.Tools[0].Attempts != 1 || len(fx.Timers) != 0 {
 		t.Fatalf("invalid input was retried: %+v", fx)
@@ -170,7 +170,7 @@ func TestRequiredFailureSkipsDependents(t *testing.T) {
 	p := mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"f","dependencies":["A"],"retryPolicy":{"maxAttempts":1}},
 		{"toolId":"C","skill":"s","dependencies":["A"]},{"toolId":"D","skill":"s","dependencies":["B"]},{"toolId":"E","skill":"s","dependencies":["D"]},
 		{"toolId":"F","skill":"s","dependencies":["C"]}]}`)
-	e, _ := Start(p, t0, 8)
+	e, _ := Start(p, t0, 8, nil)
 	e.OnResult(ok("A", 1), t0)
 	fx := e.OnResult(fail("B", 1, plan.CategoryInternal), t0)
 	res := fx.Done
@@ -203,7 +203,7 @@ func TestRequiredFailureSkipsDependents(t *testing.T) {
 
 func TestOptionalFailureContinues(t *testing.T) {
 	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","required":false,"retryPolicy":{"maxAttempts":1}},
-		{"toolId":"B","skill":"s","dependencies":["A"],"input":{"a":{"$ref":"A"}}}]}`), t0, 8)
+		{"toolId":"B","skill":"s","dependencies":["A"],"input":{"a":{"$ref":"A"}}}]}`), t0, 8, nil)
 	fx := e.OnResult(fail("A", 1, plan.CategoryInternal), t0)
 	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"B"}) {
 		t.Fatalf("after optional failure released %v, want [B]", got)
@@ -215,7 +215,7 @@ func TestOptionalFailureContinues(t *testing.T) {
 }
 
 func TestPlanTimeout(t *testing.T) {
-	e, fx := Start(mustPlan(t, `{"timeoutMs":1000,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]}]}`), t0, 8)
+	e, fx := Start(mustPlan(t, `{"timeoutMs":1000,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]}]}`), t0, 8, nil)
 	var timer Timer
 	for _, tm := range fx.Timers {
 		if tm.Kind == TimerPlanTimeout {
@@ -238,7 +238,7 @@ func TestPlanTimeout(t *testing.T) {
 }
 
 func TestToolTimeoutState(t *testing.T) {
-	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":1}}]}`), t0, 8)
+	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":1}}]}`), t0, 8, nil)
 	fx := e.OnResult(&plan.ToolResult{ToolID: "A", Attempt: 1, State: plan.ToolTimeout,
 		Error: &plan.ErrorInfo{Code: plan.CodeToolTimeout, Category: plan.CategoryTimeout, Message: "Tool exceeded 5ms timeout"}}, t0)
 	if fx.Done == nil || fx.Done.Tools[0].State != plan.ToolTimeout || fx.Done.Error.Code != plan.CodeToolTimeout {
@@ -247,7 +247,7 @@ func TestToolTimeoutState(t *testing.T) {
 }
 
 func TestEmptyPlanSucceeds(t *testing.T) {
-	_, fx := Start(mustPlan(t, `{"tools":[]}`), t0, 8)
+	_, fx := Start(mustPlan(t, `{"tools":[]}`), t0, 8, nil)
 	if fx.Done == nil || !fx.Done.Success {
 		t.Fatalf("empty plan: %+v", fx.Done)
 	}
@@ -259,7 +259,7 @@ func TestRestoreContinuesIdentically(t *testing.T) {
 	p := mustPlan(t, `{"maxConcurrency":2,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]},
 		{"toolId":"C","skill":"s","dependencies":["A"],"required":false},{"toolId":"D","skill":"s","dependencies":["A"]},
 		{"toolId":"E","skill":"s","dependencies":["B","C","D"],"async":false},{"toolId":"F","skill":"s"}]}`)
-	e, fx := Start(p, t0, 8)
+	e, fx := Start(p, t0, 8, nil)
 	queue := ids(e, fx.Releases)
 	step := 0
 	for len(queue) > 0 {
@@ -273,7 +273,7 @@ func TestRestoreContinuesIdentically(t *testing.T) {
 		if err := json.Unmarshal(b, &st); err != nil {
 			t.Fatal(err)
 		}
-		r, err := Restore(p, &st)
+		r, err := Restore(p, &st, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestRestoreContinuesIdentically(t *testing.T) {
 }
 
 func TestOutstanding(t *testing.T) {
-	e, _ := Start(mustPlan(t, diamond), t0, 8)
+	e, _ := Start(mustPlan(t, diamond), t0, 8, nil)
 	e.OnResult(ok("A", 1), t0)
 	e.OnResult(fail("B", 1, plan.CategoryNetwork), t0)
 	fx := e.Outstanding()
@@ -319,7 +319,7 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 		{"toolId":"C","skill":"s","dependencies":["A"],"required":false,"retryPolicy":{"maxAttempts":1}},{"toolId":"D","skill":"s","dependencies":["B","C"]}]}`)
 	results := map[uint64]*plan.ToolResult{}
 	var seq uint64
-	e, fx := Start(p, t0, 8)
+	e, fx := Start(p, t0, 8, nil)
 	queue := ids(e, fx.Releases)
 	now := t0
 	failedB := false
@@ -353,7 +353,7 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		restored, err := Restore(p, st)
+		restored, err := Restore(p, st, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,7 +373,7 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restored, _ := Restore(p, st)
+	restored, _ := Restore(p, st, nil)
 	if diff := cmp.Diff(e.Result(), restored.Result()); diff != "" {
 		t.Errorf("execution result from the stored state differs (-orig +restored):\n%s", diff)
 	}
@@ -410,7 +410,7 @@ func TestStoredJSONRoundTrip(t *testing.T) {
 }
 
 func TestVerdicts(t *testing.T) {
-	e, _ := Start(mustPlan(t, diamond), t0, 8)
+	e, _ := Start(mustPlan(t, diamond), t0, 8, nil)
 	if v := e.ResultVerdict(ok("A", 1)); v != Applies {
 		t.Errorf("running A: %v", v)
 	}
@@ -447,7 +447,7 @@ func TestFallbackTakesTheSlotWhenAttemptsRunOut(t *testing.T) {
 	p := mustPlan(t, `{"tools":[{"toolId":"A","skill":"primary","retryPolicy":{"maxAttempts":2,"backoffMs":10},
 		"fallback":{"skill":"backup","input":{"via":"backup"},"retryPolicy":{"maxAttempts":2,"backoffMs":10}}},
 		{"toolId":"B","skill":"s","dependencies":["A"]}]}`)
-	e, _ := Start(p, t0, 8)
+	e, _ := Start(p, t0, 8, nil)
 	fx := e.OnResult(fail("A", 1, plan.CategoryNetwork), t0)
 	if len(fx.Timers) != 1 || fx.Timers[0].Attempt != 2 {
 		t.Fatalf("attempt 1: %+v, want a retry of the tool itself", fx.Timers)
@@ -480,7 +480,7 @@ func TestFallbackTakesTheSlotWhenAttemptsRunOut(t *testing.T) {
 
 	// A permanent error skips the tool's remaining attempts; the fallback's
 	// own failure ends the tool.
-	e, _ = Start(p, t0, 8)
+	e, _ = Start(p, t0, 8, nil)
 	fx = e.OnResult(fail("A", 1, plan.CategoryPermanent), t0)
 	if len(fx.Releases) != 1 || fx.Releases[0].Attempt != 3 {
 		t.Fatalf("permanent error: releases %+v, want the fallback's first attempt (3)", fx.Releases)

@@ -11,7 +11,7 @@ import (
 )
 
 // TestPropertyRandomRuns drives random plans with random outcomes in random
-// order and checks the invariants of §4: the concurrency cap holds, a tool
+// order and checks the invariants of a run: the concurrency cap holds, a tool
 // is only released once its dependencies are satisfied, every attempt is
 // released once, and every run ends with each tool in a terminal state.
 func TestPropertyRandomRuns(t *testing.T) {
@@ -54,7 +54,7 @@ func TestPropertyRandomRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := t0
-		e, fx := Start(p, now, 8)
+		e, fx := Start(p, now, 8, nil)
 		type inflight struct{ idx, attempt int }
 		var running []inflight
 		var timers []Timer

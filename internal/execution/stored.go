@@ -65,7 +65,9 @@ func (st *State) Store() *Stored {
 // Load rebuilds a State from its stored form and the plan. The details
 // that live in results (outputs, errors, workers, times) are filled in by
 // result, called for every tool with a Result sequence; it may return nil
-// for a result that is gone, leaving those details empty.
+// for a result that is gone, leaving those details empty. A result is
+// taken as the engine applied it: checked against its attempt's gate, so
+// an output the gate refused has its VERIFY_FAILED error back.
 func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, error)) (*State, error) {
 	if len(s.Tools) != len(p.Tools) {
 		return nil, fmt.Errorf("execution: plan %s: state has %d tools, plan has %d", p.PlanID, len(s.Tools), len(p.Tools))
@@ -89,7 +91,7 @@ func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, er
 				return nil, err
 			}
 			if r != nil {
-				t.setResult(r)
+				t.setResult(verified(&p.Tools[i], r))
 			}
 		}
 		st.Tools[i] = t

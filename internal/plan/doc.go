@@ -18,4 +18,21 @@
 // other tools, so its output exists when the tool is released. When it was
 // optional and failed, or the pointer names nothing in its output, the
 // reference becomes null.
+//
+// # Verification gates
+//
+// A tool's "verify" is a gate (package gate) that the execution engine
+// checks against the output of each of its attempts that succeeds; its
+// fallback has a gate of its own. Decode compiles them, and takes a gate
+// from metadata.verify for a tool without a verify, where plans carried
+// gates before.
+//
+// # Defaults
+//
+// Decode gives absent fields their defaults and remembers which of a
+// tool's timeoutMs and retryPolicy the document left out (Tool.Defaults),
+// so the dispatcher can give those the skill manifest's. Encoding a Tool
+// leaves them out again while they keep their default values, so a plan
+// decoded and encoded again, as the planner and the client do, still
+// takes its skills' defaults.
 package plan

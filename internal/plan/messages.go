@@ -33,6 +33,7 @@ const (
 	CodeToolPanic          = planbus.CodeToolPanic
 	CodeCancelled          = planbus.CodeCancelled
 	CodeRequiredTools      = planbus.CodeRequiredTools
+	CodeVerifyFailed       = planbus.CodeVerifyFailed
 	ToolPending            = planbus.ToolPending
 	ToolRunning            = planbus.ToolRunning
 	ToolRetrying           = planbus.ToolRetrying

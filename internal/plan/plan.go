@@ -1,22 +1,29 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/dag"
+	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/schemas"
 )
 
-// Defaults of Plan JSON fields, as in seed 003 §2 and §7.
+// Defaults of Plan JSON fields: a plan has a minute, each attempt of a
+// tool half of one, and a tool three attempts 100 ms, then 200 ms apart.
 const (
 	DefaultPlanTimeoutMs = 60000
 	DefaultToolTimeoutMs = 30000
 	DefaultMaxAttempts   = 3
 	DefaultBackoffMs     = 100
 )
+
+// MaxTimeoutMs is the longest timeout Plan JSON accepts, for a plan or a
+// tool: a day.
+const MaxTimeoutMs = 86_400_000
 
 // ErrInvalid is matched by every error Decode returns.
 var ErrInvalid = errors.New("plan: invalid")
@@ -37,9 +44,14 @@ type Tool struct {
 	TimeoutMs    int64           `json:"timeoutMs"`
 	RetryPolicy  RetryPolicy     `json:"retryPolicy"`
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	// Verify, if set, is checked against the output of each attempt that
+	// succeeds; an output it refuses makes the attempt a failed one
+	// (VERIFY_FAILED, retryable). Check compiles it.
+	Verify *gate.Gate `json:"verify,omitempty"`
 	// Fallback, if set, runs in the tool's place when its own attempts
 	// have failed: same toolId and dependencies, its own skill, input,
-	// timeout and retries. Its attempts continue the tool's numbering.
+	// timeout, retries and gate. Its attempts continue the tool's
+	// numbering.
 	Fallback *Fallback `json:"fallback,omitempty"`
 
 	// Which of TimeoutMs and RetryPolicy the document gave; the others may
@@ -55,6 +67,8 @@ type Fallback struct {
 	TimeoutMs   int64           `json:"timeoutMs"`
 	RetryPolicy RetryPolicy     `json:"retryPolicy"`
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	// Verify is the fallback's own gate; the tool's does not apply to it.
+	Verify *gate.Gate `json:"verify,omitempty"`
 }
 
 // Attempts is how many attempts the tool has in all, its fallback's
@@ -74,6 +88,8 @@ type Variant struct {
 	TimeoutMs   int64
 	RetryPolicy RetryPolicy
 	Metadata    json.RawMessage
+	// Verify is the gate of the attempt's output, or nil.
+	Verify *gate.Gate
 	// Fallback: the attempt is one of the fallback's.
 	Fallback bool
 	// Attempt is the attempt's number within its variant, from 1.
@@ -84,16 +100,60 @@ type Variant struct {
 // fallback) runs.
 func (t *Tool) Variant(n int) Variant {
 	if t.Fallback == nil || n <= t.RetryPolicy.MaxAttempts {
-		return Variant{Skill: t.Skill, Input: t.Input, TimeoutMs: t.TimeoutMs, RetryPolicy: t.RetryPolicy, Metadata: t.Metadata, Attempt: n}
+		return Variant{Skill: t.Skill, Input: t.Input, TimeoutMs: t.TimeoutMs, RetryPolicy: t.RetryPolicy, Metadata: t.Metadata,
+			Verify: t.Verify, Attempt: n}
 	}
 	f := t.Fallback
 	return Variant{Skill: f.Skill, Input: f.Input, TimeoutMs: f.TimeoutMs, RetryPolicy: f.RetryPolicy, Metadata: f.Metadata,
-		Fallback: true, Attempt: n - t.RetryPolicy.MaxAttempts}
+		Verify: f.Verify, Fallback: true, Attempt: n - t.RetryPolicy.MaxAttempts}
+}
+
+// Gate returns the gate of attempt n's output (the tool's, or its
+// fallback's for the fallback's attempts), or nil.
+func (t *Tool) Gate(n int) *gate.Gate {
+	if t.Fallback == nil || n <= t.RetryPolicy.MaxAttempts {
+		return t.Verify
+	}
+	return t.Fallback.Verify
 }
 
 // Defaults reports whether the tool's timeoutMs and retryPolicy were left
 // to their defaults in the document it was decoded from.
 func (t *Tool) Defaults() (timeout, retry bool) { return !t.timeoutSet, !t.retrySet }
+
+// MarshalJSON writes the tool as Plan JSON. A timeoutMs or retryPolicy
+// that the tool's document left out, and that still has its default (or
+// zero) value, is left out again: whoever decodes the tool next (the
+// dispatcher) must see it unset, to give it the defaults of the skill's
+// manifest. The value of a field the document gave, or that was changed
+// since, is written.
+func (t Tool) MarshalJSON() ([]byte, error) {
+	j := toolOut{ToolID: t.ToolID, Skill: t.Skill, Description: t.Description, Input: t.Input, Dependencies: t.Dependencies,
+		Required: t.Required, Async: t.Async, Metadata: t.Metadata, Verify: t.Verify, Fallback: t.Fallback}
+	if t.timeoutSet || t.TimeoutMs != 0 && t.TimeoutMs != DefaultToolTimeoutMs {
+		j.TimeoutMs = &t.TimeoutMs
+	}
+	if t.retrySet || t.RetryPolicy != (RetryPolicy{}) && t.RetryPolicy != (RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}) {
+		j.RetryPolicy = &t.RetryPolicy
+	}
+	return json.Marshal(j)
+}
+
+// toolOut is Tool as MarshalJSON writes it, in the order of the schema.
+type toolOut struct {
+	ToolID       string          `json:"toolId"`
+	Skill        string          `json:"skill"`
+	Description  string          `json:"description,omitempty"`
+	Input        json.RawMessage `json:"input"`
+	Dependencies []string        `json:"dependencies"`
+	Required     bool            `json:"required"`
+	Async        bool            `json:"async"`
+	TimeoutMs    *int64          `json:"timeoutMs,omitempty"`
+	RetryPolicy  *RetryPolicy    `json:"retryPolicy,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	Verify       *gate.Gate      `json:"verify,omitempty"`
+	Fallback     *Fallback       `json:"fallback,omitempty"`
+}
 
 // toolJSON is Tool as decoded: pointers tell absent fields from zeros.
 type toolJSON struct {
@@ -110,6 +170,7 @@ type toolJSON struct {
 		BackoffMs   *int64 `json:"backoffMs"`
 	} `json:"retryPolicy"`
 	Metadata json.RawMessage `json:"metadata"`
+	Verify   *gate.Gate      `json:"verify"`
 	Fallback *struct {
 		Skill       string          `json:"skill"`
 		Description string          `json:"description"`
@@ -120,6 +181,7 @@ type toolJSON struct {
 			BackoffMs   *int64 `json:"backoffMs"`
 		} `json:"retryPolicy"`
 		Metadata json.RawMessage `json:"metadata"`
+		Verify   *gate.Gate      `json:"verify"`
 	} `json:"fallback"`
 }
 
@@ -127,7 +189,7 @@ type toolJSON struct {
 func (j *toolJSON) tool() Tool {
 	t := Tool{ToolID: j.ToolID, Skill: j.Skill, Description: j.Description, Input: j.Input, Dependencies: j.Dependencies,
 		Required: true, Async: true, TimeoutMs: DefaultToolTimeoutMs,
-		RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: j.Metadata}
+		RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: j.Metadata, Verify: j.Verify}
 	if t.Input == nil {
 		t.Input = json.RawMessage(`{}`)
 	}
@@ -154,7 +216,7 @@ func (j *toolJSON) tool() Tool {
 	}
 	if fj := j.Fallback; fj != nil {
 		f := &Fallback{Skill: fj.Skill, Description: fj.Description, Input: fj.Input, TimeoutMs: DefaultToolTimeoutMs,
-			RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: fj.Metadata}
+			RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: fj.Metadata, Verify: fj.Verify}
 		if f.Input == nil {
 			f.Input = json.RawMessage(`{}`)
 		}
@@ -184,7 +246,7 @@ func (t *Tool) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Plan is a DAG of tool calls (seed 003 §2).
+// Plan is a DAG of tool calls.
 type Plan struct {
 	PlanID         string          `json:"planId,omitempty"`
 	RequestID      string          `json:"requestId,omitempty"`
@@ -261,8 +323,9 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Decode parses and checks a Plan JSON document: the schema, then the
 // dependency graph (duplicate ids, unknown dependencies, self-dependencies,
-// cycles with their path), then input references. Absent fields take their
-// defaults. Every error is an *Error matching ErrInvalid.
+// cycles with their path), then input references and verification gates.
+// Absent fields take their defaults. Every error is an *Error matching
+// ErrInvalid.
 func Decode(doc []byte) (*Plan, error) {
 	if err := schemas.Validate(schemas.Plan, doc); err != nil {
 		var id struct {
@@ -284,8 +347,11 @@ func Decode(doc []byte) (*Plan, error) {
 	return &p, nil
 }
 
-// Check validates the dependency graph and input references of a plan built
-// in Go, and prepares it for execution. Decode calls it.
+// Check validates the dependency graph, input references and gates of a
+// plan built in Go, and prepares it for execution: it compiles the gates,
+// and gives a tool without a verify of its own the gate in its
+// metadata.verify, where plans carried gates before verify was a field of
+// its own (the same for a fallback). Decode calls it.
 func (p *Plan) Check() error {
 	nodes := make([]dag.Node, len(p.Tools))
 	for i, t := range p.Tools {
@@ -308,9 +374,53 @@ func (p *Plan) Check() error {
 				return err
 			}
 		}
+		if err := p.checkGates(&p.Tools[i]); err != nil {
+			return err
+		}
 	}
 	p.graph, p.refs, p.fallbacks = g, refs, fallbacks
 	return nil
+}
+
+// checkGates compiles a tool's gates, taking each from metadata.verify
+// where verify is absent.
+func (p *Plan) checkGates(t *Tool) error {
+	check := func(g **gate.Gate, metadata json.RawMessage, where string) error {
+		if *g == nil {
+			legacy, err := metadataGate(metadata)
+			if err != nil {
+				return &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: %smetadata.verify: %v", t.ToolID, where, err), Err: err}
+			}
+			*g = legacy
+		} else if err := (*g).Compile(); err != nil {
+			return &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: %sverify: %v", t.ToolID, where, err), Err: err}
+		}
+		return nil
+	}
+	if err := check(&t.Verify, t.Metadata, ""); err != nil {
+		return err
+	}
+	if t.Fallback != nil {
+		return check(&t.Fallback.Verify, t.Fallback.Metadata, "fallback.")
+	}
+	return nil
+}
+
+// metadataGate reads the gate in a tool's metadata.verify, compiled, or
+// nil when there is none.
+func metadataGate(metadata json.RawMessage) (*gate.Gate, error) {
+	if !bytes.Contains(metadata, []byte(`"verify"`)) {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(metadata, &m); err != nil {
+		return nil, nil // the schema makes it an object; this is its author's business
+	}
+	raw, ok := m["verify"]
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	return gate.Parse(raw)
 }
 
 // checkRefs finds the references in one of tool i's inputs and checks

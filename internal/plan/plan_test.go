@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/planbus/planbus/internal/gate"
 )
 
 func TestDecodeDefaults(t *testing.T) {
@@ -108,6 +110,8 @@ func TestResolveInput(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"],"input":{"x":{"$ref":"A#/y"}}}]}`))
 	f.Add([]byte(`{"tools":[{"toolId":"A","skill":"s","dependencies":["B"]},{"toolId":"B","skill":"s","dependencies":["A"]}]}`))
+	f.Add([]byte(`{"tools":[{"toolId":"A","skill":"s","timeoutMs":30000,"verify":{"type":"nonEmpty"},"metadata":{"verify":{"type":"exitCode"}},
+		"fallback":{"skill":"f","retryPolicy":{"maxAttempts":1},"verify":{"type":"all","gates":[{"type":"exists","path":"/a"}]}}}]}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		p, err := Decode(doc)
 		if err != nil {
@@ -121,5 +125,167 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("resolve %d: %v", i, err)
 			}
 		}
+		// What Decode accepts, encoded again, decodes to the same plan.
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s does not decode again: %v", b, err)
+		}
+		gates := cmp.Comparer(func(a, b *gate.Gate) bool { return a.String() == b.String() })
+		if diff := cmp.Diff(p, again, cmpopts.IgnoreUnexported(Plan{}), cmp.AllowUnexported(Tool{}), gates); diff != "" {
+			t.Fatalf("round trip (-want +got):\n%s", diff)
+		}
 	})
+}
+
+func TestDecodeGates(t *testing.T) {
+	p, err := Decode([]byte(`{"planId":"p","tools":[
+		{"toolId":"A","skill":"s","verify":{"type":"contains","path":"/x","value":"yes"},
+		 "fallback":{"skill":"f","retryPolicy":{"maxAttempts":1},"verify":{"type":"exitCode"}}},
+		{"toolId":"B","skill":"s","metadata":{"verify":{"type":"nonEmpty"},"owner":"me"},
+		 "fallback":{"skill":"f","metadata":{"verify":{"type":"equals","path":"/n","value":1}}}},
+		{"toolId":"C","skill":"s","verify":{"type":"exitCode"},"metadata":{"verify":{"type":"nonEmpty"}}},
+		{"toolId":"D","skill":"s","metadata":{"verify":null}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		tool, attempt int
+		want          string // the gate's description, "" for none
+	}{
+		{0, 1, `/x contains "yes"`},
+		{0, 3, `/x contains "yes"`},
+		{0, 4, "exit code 0"}, // the fallback's own
+		{1, 1, "output is not empty"},
+		{1, 4, "/n = 1"}, // from metadata.verify, as plans carried gates before
+		{2, 1, "exit code 0"},
+		{3, 1, ""},
+	}
+	for _, tt := range tests {
+		tool := &p.Tools[tt.tool]
+		g, v := tool.Gate(tt.attempt), tool.Variant(tt.attempt).Verify
+		if g != v {
+			t.Errorf("%s attempt %d: Gate and Variant disagree", tool.ToolID, tt.attempt)
+		}
+		got := ""
+		if g != nil {
+			got = g.String()
+		}
+		if got != tt.want {
+			t.Errorf("%s attempt %d: gate %q, want %q", tool.ToolID, tt.attempt, got, tt.want)
+		}
+	}
+	// Decoded gates are compiled: checking them compiles nothing again.
+	if ok, why := p.Tools[0].Verify.Check(json.RawMessage(`{"x":"no"}`)); ok || why != `/x does not contain "yes"` {
+		t.Errorf("A's gate: %v %q", ok, why)
+	}
+}
+
+func TestDecodeGateErrors(t *testing.T) {
+	tests := []struct{ name, doc, want string }{
+		{"schema", `{"planId":"p","tools":[{"toolId":"A","skill":"s","verify":{"type":"sometimes"}}]}`,
+			`plan p: at /tools/0/verify/type`},
+		{"unknown field", `{"planId":"p","tools":[{"toolId":"A","skill":"s","verify":{"type":"nonEmpty","pattrn":"x"}}]}`,
+			`plan p: at /tools/0/verify: additional properties 'pattrn' not allowed`},
+		{"bad pattern", `{"planId":"p","tools":[{"toolId":"A","skill":"s","verify":{"type":"matches","pattern":"("}}]}`,
+			`plan p: tool "A": verify: gate: invalid: pattern: error parsing regexp`},
+		{"bad fallback expr", `{"planId":"p","tools":[{"toolId":"A","skill":"s","fallback":{"skill":"f","verify":{"type":"expr","expr":"1 +"}}}]}`,
+			`plan p: tool "A": fallback.verify: gate: invalid: expr:`},
+		{"bad metadata gate", `{"planId":"p","tools":[{"toolId":"A","skill":"s","metadata":{"verify":{"type":"matches","pattern":"("}}}]}`,
+			`plan p: tool "A": metadata.verify: gate: invalid: pattern`},
+		{"metadata gate unknown field", `{"planId":"p","tools":[{"toolId":"A","skill":"s","fallback":{"skill":"f","metadata":{"verify":{"type":"exitCode","vaule":0}}}}]}`,
+			`plan p: tool "A": fallback.metadata.verify: gate: invalid: json: unknown field "vaule"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(tt.doc))
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %q, want it to contain %q", err.Error(), tt.want)
+			}
+		})
+	}
+}
+
+// A plan encoded and decoded again says the same, and what its document
+// left to defaults is still left to them: the dispatcher gives those the
+// skill manifest's values.
+func TestEncodeKeepsWhatWasNotSet(t *testing.T) {
+	doc := `{"planId":"p","requestId":"r","sessionId":"s","description":"d","parallel":false,"maxConcurrency":2,"timeoutMs":5000,
+		"metadata":{"m":1},"tools":[
+		{"toolId":"A","skill":"s"},
+		{"toolId":"B","skill":"s","description":"b","input":{"x":{"$ref":"A"}},"dependencies":["A"],"required":false,"async":false,
+		 "timeoutMs":30000,"retryPolicy":{"maxAttempts":3,"backoffMs":100},"metadata":{"k":"v"},"verify":{"type":"nonEmpty"},
+		 "fallback":{"skill":"f","description":"fb","input":{"y":1},"timeoutMs":10,"retryPolicy":{"maxAttempts":1,"backoffMs":0},
+		  "metadata":{"z":true},"verify":{"type":"exitCode","value":3}}},
+		{"toolId":"C","skill":"s","timeoutMs":700},
+		{"toolId":"D","skill":"s","retryPolicy":{}}]}`
+	p, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Decode(b)
+	if err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	gates := cmp.Comparer(func(a, b *gate.Gate) bool { return a.String() == b.String() })
+	if diff := cmp.Diff(p, again, cmpopts.IgnoreUnexported(Plan{}), cmp.AllowUnexported(Tool{}), gates); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	type set struct{ timeout, retry bool }
+	want := []set{{false, false}, {true, true}, {true, false}, {false, true}}
+	for i, tool := range again.Tools {
+		to, rp := tool.Defaults()
+		if got := (set{!to, !rp}); got != want[i] {
+			t.Errorf("%s: set %+v, want %+v", tool.ToolID, got, want[i])
+		}
+	}
+	var raw struct {
+		Tools []map[string]json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := raw.Tools[0]["timeoutMs"]; ok {
+		t.Errorf("A's default timeoutMs written: %s", b)
+	}
+	if _, ok := raw.Tools[0]["retryPolicy"]; ok {
+		t.Errorf("A's default retryPolicy written: %s", b)
+	}
+}
+
+// A tool built in Go writes what differs from the defaults, and leaves
+// out zeros and defaults.
+func TestEncodeToolBuiltInGo(t *testing.T) {
+	tests := []struct {
+		tool Tool
+		want string
+	}{
+		{Tool{ToolID: "a", Skill: "s", Input: json.RawMessage(`{}`), Dependencies: []string{}},
+			`{"toolId":"a","skill":"s","input":{},"dependencies":[],"required":false,"async":false}`},
+		{Tool{ToolID: "a", Skill: "s", Input: json.RawMessage(`{}`), Dependencies: []string{}, TimeoutMs: DefaultToolTimeoutMs,
+			RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}},
+			`{"toolId":"a","skill":"s","input":{},"dependencies":[],"required":false,"async":false}`},
+		{Tool{ToolID: "a", Skill: "s", Input: json.RawMessage(`{}`), Dependencies: []string{}, TimeoutMs: 5,
+			RetryPolicy: RetryPolicy{MaxAttempts: 1}},
+			`{"toolId":"a","skill":"s","input":{},"dependencies":[],"required":false,"async":false,"timeoutMs":5,"retryPolicy":{"maxAttempts":1,"backoffMs":0}}`},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tt.want {
+			t.Errorf("got  %s\nwant %s", b, tt.want)
+		}
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/templates"
 )
 
 // loop is a request's replan loop state, stored under its id in
@@ -604,7 +603,7 @@ func blamedSkills(res *plan.ExecutionResult) []string {
 		if t.State != plan.ToolFailed && t.State != plan.ToolTimeout {
 			continue
 		}
-		if t.Error != nil && t.Error.Code == templates.CodeVerifyFailed {
+		if t.Error != nil && t.Error.Code == plan.CodeVerifyFailed {
 			continue
 		}
 		if !slices.Contains(out, t.Skill) {

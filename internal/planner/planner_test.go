@@ -406,7 +406,7 @@ func TestTemplateGateFailureFallsBackToAnotherTemplate(t *testing.T) {
 		t.Fatalf("outcome %s after %d attempts: %+v", out.Status, out.Attempts, out.History)
 	}
 	first := out.History[0]
-	if first.State != plan.PlanFailed || first.Error == nil || first.Error.Code != templates.CodeVerifyFailed {
+	if first.State != plan.PlanFailed || first.Error == nil || first.Error.Code != plan.CodeVerifyFailed {
 		t.Errorf("attempt 1: %+v, want failed by its gate", first)
 	}
 	if got := string(out.Execution.Tools[0].Output); got != `{"text":"wave at bob"}` {

@@ -1,13 +1,13 @@
-// Package templates is planbus's plan library (seed 001): static plan
-// templates found by domain and trigger phrases, turned into Plan JSON,
+// Package templates is planbus's plan library: static plan templates
+// found by domain and trigger phrases, turned into Plan JSON,
 // with a verification gate and an onFail action on every step, and a step
 // tracker that follows an instance to its end or its expiry.
 //
 // The package is pure: it reads a library from bytes, does no other I/O,
 // starts no goroutines, keeps no global state, and every result is
 // deterministic (time comes in as an argument). A *Library and the
-// *Template, *Instance and compiled *Gate values it hands out are
-// immutable and safe for concurrent use; a *Tracker belongs to one
+// *Template and *Instance values it hands out, with their compiled gates,
+// are immutable and safe for concurrent use; a *Tracker belongs to one
 // goroutine.
 //
 // # Library
@@ -43,28 +43,28 @@
 //
 // ToPlan (Instantiate, then Instance.Plan) makes a plan: one tool per
 // step, each after the step before it or its after list, retryPolicy from
-// onFail's retries, required false when a failure ends in skip, and in
-// each tool's metadata the step's gate ("verify"), its onFail and its
-// fallback step (ToolMeta). The plan comes back from plan.Decode.
+// onFail's retries, required false when a failure ends in skip, the
+// step's gate as the tool's verify (the fallback step's as the fallback's),
+// and in each tool's metadata the step, its onFail and its fallback step
+// (ToolMeta). The plan comes back from plan.Decode.
 //
 // # Gates and onFail
 //
-// A Gate checks one output: nonEmpty, contains, notContains, matches,
-// equals, exists, exitCode (the shell skill's), httpStatus (the http
-// skill's), expr (an expr-lang expression over output and text) and all.
-// Gate.Check returns whether the output passes and why; ParseGate reads one
-// from a tool's metadata and ParseToolMeta the whole of it. A refused
-// output counts as a failed attempt. OnFail.Resolve says what follows a
-// failed attempt: retry while retries last and the failure is retryable,
-// then skip (go on as if the step were optional), abort (stop the plan)
-// or fall back (run a fallback step in the step's place, or switch the
-// request to another template).
+// A step's gate is a gate.Gate (package internal/gate), with {var}
+// placeholders in its values filled in when the template is instantiated.
+// The execution engine checks it against each output of the plan's tool;
+// the tracker does the same for a step. A refused output counts as a
+// failed attempt. ParseToolMeta reads a tool's metadata. OnFail.Resolve
+// says what follows a failed attempt: retry while retries last and the
+// failure is retryable, then skip (go on as if the step were optional),
+// abort (stop the plan) or fall back (run a fallback step in the step's
+// place, or switch the request to another template).
 //
 // # Tracking
 //
 // A Tracker follows an Instance: Observe takes each attempt's Result,
 // checks the gate, applies onFail and returns the Decision; Next lists
-// the steps that may run; Summary prints the seed's plan context ("Step
+// the steps that may run; Summary prints where the plan stands ("Step
 // 2/5: ... → next"). Staleness (maxTurns, maxAgeMs since the last
 // progress) is data with a pure Check; State is JSON to keep between
 // turns, and Resume continues from it.

@@ -49,10 +49,11 @@ func Example() {
 		fmt.Printf("tool %s %s %s deps=%v required=%v attempts=%d\n", t.ToolID, t.Skill, t.Input, t.Dependencies, t.Required, t.RetryPolicy.MaxAttempts)
 	}
 
-	// The dispatcher: check a result against the tool's gate.
+	// The execution engine checks each result against the tool's gate;
+	// the planner reads what follows a failure in the tool's metadata.
+	fmt.Println(p.Tools[0].Verify.Check(json.RawMessage(`{"text":"Hello, Ada!"}`)))
+	fmt.Println(p.Tools[0].Verify.Check(json.RawMessage(`{"text":"Hello!"}`)))
 	meta, _ := templates.ParseToolMeta(p.Tools[0].Metadata)
-	fmt.Println(meta.Verify.Check(json.RawMessage(`{"text":"Hello, Ada!"}`)))
-	fmt.Println(meta.Verify.Check(json.RawMessage(`{"text":"Hello!"}`)))
 	fmt.Println(meta.OnFail.Resolve(1, true).Action, meta.OnFail.Resolve(2, true).Action)
 	// Output:
 	// template: greet score: 4 who: Ada

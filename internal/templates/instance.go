@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -124,14 +125,15 @@ func fill(s *Step, vars map[string]string) (Step, error) {
 	return out, nil
 }
 
-func fillGate(g *Gate, vars map[string]string) *Gate {
+// fillGate returns a copy of g with its placeholders filled in. It is to
+// be compiled again: it may still hold its source's compiled form.
+func fillGate(g *gate.Gate, vars map[string]string) *gate.Gate {
 	out := *g
-	out.c = nil
 	if s, ok := g.Value.(string); ok {
 		out.Value = expand(s, vars)
 	}
 	if g.Gates != nil {
-		out.Gates = make([]*Gate, len(g.Gates))
+		out.Gates = make([]*gate.Gate, len(g.Gates))
 		for i, sub := range g.Gates {
 			out.Gates[i] = fillGate(sub, vars)
 		}
@@ -150,13 +152,10 @@ func ToPlan(t *Template, vars map[string]string) (*plan.Plan, error) {
 }
 
 // ToolMeta is what a templated plan tool carries in its metadata: the
-// step it comes from, its gate and what follows a failure. The dispatcher
-// reads it with ParseToolMeta.
+// step it comes from and what follows a failure. (Its gate is the tool's
+// verify.) ParseToolMeta reads it.
 type ToolMeta struct {
 	Template TemplateStep `json:"template,omitzero"`
-	// Verify is checked against each successful result's output; an
-	// output it refuses counts as a failed attempt.
-	Verify *Gate `json:"verify,omitempty"`
 	// OnFail says what follows the tool's last failed attempt.
 	OnFail OnFail `json:"onFail"`
 	// Fallback, when OnFail falls back to a step, is that step, ready to
@@ -175,8 +174,8 @@ type TemplateStep struct {
 
 // FallbackTool names the fallback step of a tool in its metadata and says
 // what follows the fallback's own failure. What the fallback runs — skill,
-// input, timeout, retries — is the plan tool's "fallback", which the
-// dispatcher executes; its gate is in that fallback's metadata.
+// input, timeout, retries, gate — is the plan tool's "fallback", which the
+// execution engine runs.
 type FallbackTool struct {
 	Step   string `json:"step"`
 	OnFail OnFail `json:"onFail"`
@@ -201,9 +200,10 @@ type MatchMeta struct {
 }
 
 // ParseToolMeta reads a plan tool's metadata. It returns nil and no error
-// when the metadata holds none of verify, onFail and fallback, so any
-// tool, templated or not, may carry a gate. Gates come back compiled.
-// Errors name the field and match ErrInvalidGate where a gate is at fault.
+// when the metadata holds neither onFail nor fallback: the tool does not
+// come from a template step. Errors name the field. A verify member, which
+// plans carried before verify was a field of the tool, is left to
+// plan.Decode.
 func ParseToolMeta(metadata json.RawMessage) (*ToolMeta, error) {
 	if len(bytes.TrimSpace(metadata)) == 0 {
 		return nil, nil
@@ -212,17 +212,16 @@ func ParseToolMeta(metadata json.RawMessage) (*ToolMeta, error) {
 	if err := json.Unmarshal(metadata, &probe); err != nil {
 		return nil, fmt.Errorf("templates: tool metadata: %w", err)
 	}
-	_, v := probe["verify"]
 	_, o := probe["onFail"]
 	_, f := probe["fallback"]
-	if !v && !o && !f {
+	if !o && !f {
 		return nil, nil
 	}
 	m := ToolMeta{OnFail: DefaultOnFail()}
 	fields := []struct {
 		name string
 		dst  any
-	}{{"template", &m.Template}, {"verify", &m.Verify}, {"onFail", &m.OnFail}, {"fallback", &m.Fallback}}
+	}{{"template", &m.Template}, {"onFail", &m.OnFail}, {"fallback", &m.Fallback}}
 	for _, fd := range fields {
 		raw, ok := probe[fd.name]
 		if !ok {
@@ -233,9 +232,6 @@ func ParseToolMeta(metadata json.RawMessage) (*ToolMeta, error) {
 		if err := dec.Decode(fd.dst); err != nil {
 			return nil, fmt.Errorf("templates: tool metadata: %s: %w", fd.name, err)
 		}
-	}
-	if err := m.Verify.compileOrNil(); err != nil {
-		return nil, fmt.Errorf("templates: tool metadata: verify: %w", err)
 	}
 	if err := m.OnFail.check(); err != nil {
 		return nil, fmt.Errorf("templates: tool metadata: onFail: %w", err)
@@ -248,13 +244,6 @@ func ParseToolMeta(metadata json.RawMessage) (*ToolMeta, error) {
 	return &m, nil
 }
 
-func (g *Gate) compileOrNil() error {
-	if g == nil {
-		return nil
-	}
-	return g.Compile()
-}
-
 // toolDoc is a plan tool as ToPlan writes it.
 type toolDoc struct {
 	ToolID       string           `json:"toolId"`
@@ -265,6 +254,7 @@ type toolDoc struct {
 	Required     bool             `json:"required"`
 	TimeoutMs    int64            `json:"timeoutMs,omitempty"`
 	RetryPolicy  plan.RetryPolicy `json:"retryPolicy"`
+	Verify       *gate.Gate       `json:"verify,omitempty"`
 	Metadata     ToolMeta         `json:"metadata"`
 	Fallback     *fallbackDoc     `json:"fallback,omitempty"`
 }
@@ -276,6 +266,7 @@ type fallbackDoc struct {
 	Input       json.RawMessage  `json:"input"`
 	TimeoutMs   int64            `json:"timeoutMs,omitempty"`
 	RetryPolicy plan.RetryPolicy `json:"retryPolicy"`
+	Verify      *gate.Gate       `json:"verify,omitempty"`
 	Metadata    ToolMeta         `json:"metadata"`
 }
 
@@ -287,7 +278,8 @@ type fallbackDoc struct {
 //   - retryPolicy.maxAttempts is 1 + onFail.retries, backoffMs onFail's;
 //   - required is false when the step's failure ends in skip (directly or
 //     through its fallback step), so its dependents still run;
-//   - metadata carries the step, its gate, its onFail and its fallback step
+//   - verify is the step's gate;
+//   - metadata carries the step, its onFail and its fallback step
 //     (ToolMeta); the plan's metadata carries the template (PlanMeta).
 //
 // The plan has no planId: the planner gives it one.
@@ -311,7 +303,7 @@ func (in *Instance) planDoc() ([]byte, error) {
 		s := &in.Steps[i]
 		meta := ToolMeta{
 			Template: TemplateStep{ID: t.ID, Version: t.Version, Step: s.ID, Index: i + 1, Of: len(in.Steps)},
-			Verify:   s.Verify, OnFail: s.OnFail,
+			OnFail:   s.OnFail,
 		}
 		required := s.OnFail.then() != ActionSkip
 		total += stepBudget(s)
@@ -320,8 +312,8 @@ func (in *Instance) planDoc() ([]byte, error) {
 			fb, _ := in.Step(s.OnFail.Step)
 			meta.Fallback = &FallbackTool{Step: fb.ID, OnFail: fb.OnFail}
 			fallback = &fallbackDoc{Skill: fb.Skill, Description: fb.Title(), Input: inputOrEmpty(fb.Input), TimeoutMs: fb.TimeoutMs,
-				RetryPolicy: plan.RetryPolicy{MaxAttempts: fb.OnFail.Attempts(), BackoffMs: fb.OnFail.backoff()},
-				Metadata:    ToolMeta{Template: TemplateStep{ID: t.ID, Version: t.Version, Step: fb.ID, Index: i + 1, Of: len(in.Steps)}, Verify: fb.Verify, OnFail: fb.OnFail}}
+				RetryPolicy: plan.RetryPolicy{MaxAttempts: fb.OnFail.Attempts(), BackoffMs: fb.OnFail.backoff()}, Verify: fb.Verify,
+				Metadata: ToolMeta{Template: TemplateStep{ID: t.ID, Version: t.Version, Step: fb.ID, Index: i + 1, Of: len(in.Steps)}, OnFail: fb.OnFail}}
 			required = fb.OnFail.then() != ActionSkip
 			total += stepBudget(fb)
 		}
@@ -329,7 +321,7 @@ func (in *Instance) planDoc() ([]byte, error) {
 			ToolID: s.ID, Skill: s.Skill, Description: fmt.Sprintf("Step %d/%d: %s", i+1, len(in.Steps), s.Title()),
 			Input: inputOrEmpty(s.Input), Dependencies: t.deps[i], Required: required, TimeoutMs: s.TimeoutMs,
 			RetryPolicy: plan.RetryPolicy{MaxAttempts: s.OnFail.Attempts(), BackoffMs: s.OnFail.backoff()},
-			Metadata:    meta, Fallback: fallback,
+			Verify:      s.Verify, Metadata: meta, Fallback: fallback,
 		}
 	}
 	timeout := t.TimeoutMs
@@ -459,27 +451,4 @@ func FallbackPlan(p *plan.Plan, failedTools []string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// CodeVerifyFailed is the error code of a result whose output its tool's
-// gate refused.
-const CodeVerifyFailed = "VERIFY_FAILED"
-
-// VerifyResult applies a tool's gate to one of its results, for the
-// dispatcher: a succeeded result whose output the gate refuses comes back
-// failed, with code VERIFY_FAILED, category transient (so the tool's retry
-// policy applies) and the output kept; any other result comes back as it
-// is. ok reports whether the result was left alone. The gate is
-// deterministic, so a redelivered result gets the same verdict.
-func VerifyResult(r plan.ToolResult, g *Gate) (out plan.ToolResult, ok bool) {
-	if g == nil || r.State != plan.ToolSucceeded {
-		return r, true
-	}
-	pass, why := g.Check(r.Output)
-	if pass {
-		return r, true
-	}
-	r.State = plan.ToolFailed
-	r.Error = &plan.ErrorInfo{Code: CodeVerifyFailed, Category: plan.CategoryTransient, Message: "verification failed: " + why}
-	return r, false
 }

@@ -11,14 +11,15 @@ import (
 	"strings"
 
 	"github.com/planbus/planbus/internal/dag"
+	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/schemas"
 )
 
 // SchemaName is the library's JSON Schema in package schemas.
 const SchemaName = "template-library.schema.json"
 
-// DefaultMaxTurns is a template's staleness.maxTurns when it gives none,
-// as the seed's stale_after_turns.
+// DefaultMaxTurns is a template's staleness.maxTurns when it gives none:
+// an instance expires after ten turns without progress.
 const DefaultMaxTurns = 10
 
 // InputVar is the variable that holds the request's text. Every template
@@ -156,10 +157,10 @@ type Step struct {
 	Input json.RawMessage `json:"input,omitempty"`
 	// After lists the steps this one runs after. nil means the step
 	// before it (none for the first); an empty list makes it a root.
-	After     []string `json:"after,omitempty"`
-	TimeoutMs int64    `json:"timeoutMs,omitempty"`
-	Verify    *Gate    `json:"verify,omitempty"`
-	OnFail    OnFail   `json:"onFail"`
+	After     []string   `json:"after,omitempty"`
+	TimeoutMs int64      `json:"timeoutMs,omitempty"`
+	Verify    *gate.Gate `json:"verify,omitempty"`
+	OnFail    OnFail     `json:"onFail"`
 }
 
 // UnmarshalJSON gives a step without onFail DefaultOnFail.
@@ -447,10 +448,10 @@ func (t *Template) checkStep(s stepAt) error {
 	}
 	if st.Verify != nil {
 		if err := st.Verify.Compile(); err != nil {
-			return t.stepErr(s, "verify", err, strings.TrimPrefix(err.Error(), ErrInvalidGate.Error()+": "))
+			return t.stepErr(s, "verify", err, strings.TrimPrefix(err.Error(), gate.ErrInvalid.Error()+": "))
 		}
 		var first error
-		walkGates(st.Verify, "verify", func(field string, g *Gate) {
+		walkGates(st.Verify, "verify", func(field string, g *gate.Gate) {
 			if v, ok := g.Value.(string); ok && first == nil {
 				first = declared(field+".value", v)
 			}
@@ -495,7 +496,7 @@ func (t *Template) checkStep(s stepAt) error {
 }
 
 // walkGates calls f on g and every gate nested in it.
-func walkGates(g *Gate, field string, f func(field string, g *Gate)) {
+func walkGates(g *gate.Gate, field string, f func(field string, g *gate.Gate)) {
 	if g == nil {
 		return
 	}

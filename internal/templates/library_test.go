@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -147,8 +148,8 @@ func TestDecodeSchemaErrorUnwraps(t *testing.T) {
 		t.Fatalf("err = %v, want a *schemas.Error inside", err)
 	}
 	_, err = Decode(lib(`{"id":"p","name":"P","steps":[{"id":"s","skill":"echo","verify":{"type":"matches","pattern":"("}}]}`))
-	if !errors.Is(err, ErrInvalidGate) || !errors.Is(err, ErrInvalid) {
-		t.Errorf("gate error %v should match ErrInvalid and ErrInvalidGate", err)
+	if !errors.Is(err, gate.ErrInvalid) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("gate error %v should match ErrInvalid and gate.ErrInvalid", err)
 	}
 }
 

@@ -27,11 +27,11 @@ func TestMatchStarter(t *testing.T) {
 		vars   map[string]string // expected captures, input aside
 		others []string          // further candidates, in order
 	}{
-		{"seed test 1: plan activation", MatchInput{Domain: "bugfix", Text: "I need to fix a bug in the login module"},
+		{"plan activation", MatchInput{Domain: "bugfix", Text: "I need to fix a bug in the login module"},
 			"bugfix_workflow", 3 + DomainBonus, []string{"fix a bug"}, nil, nil},
-		{"seed test 1 without a domain", MatchInput{Text: "I need to fix a bug in the login module"},
+		{"plan activation without a domain", MatchInput{Text: "I need to fix a bug in the login module"},
 			"bugfix_workflow", 3, []string{"fix a bug"}, nil, nil},
-		{"seed test 4: no false trigger", MatchInput{Domain: "conversational", Text: "What's the weather like?"}, "", 0, nil, nil, nil},
+		{"no false trigger", MatchInput{Domain: "conversational", Text: "What's the weather like?"}, "", 0, nil, nil, nil},
 		{"branch with captures", MatchInput{Domain: "git_ops", Text: "Create a new feature branch called feature/login from develop"},
 			"git_feature_branch", 2 + DomainBonus, []string{"feature branch"}, map[string]string{"branch": "feature/login", "base": "develop"}, nil},
 		{"punctuation and case", MatchInput{Text: "FEATURE-BRANCH, please"}, "git_feature_branch", 2, []string{"feature branch"}, nil, nil},
@@ -81,7 +81,7 @@ func TestMatchStarter(t *testing.T) {
 	}
 }
 
-// The seed's "no false triggers": everyday text, and words that only
+// No false triggers: everyday text, and words that only
 // contain a trigger, start nothing.
 func TestMatchNoFalseTriggers(t *testing.T) {
 	l := starter(t)

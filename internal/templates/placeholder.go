@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A placeholder is {name}, name a letter or '_' then letters, digits or
@@ -142,4 +144,24 @@ func expandJSON(v any, at string, vars map[string]string) (any, error) {
 		return out, nil
 	}
 	return v, nil
+}
+
+func escapeToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func clip(s string) string { return clipN(s, 80) }
+
+// clipN shortens s to at most max bytes and an ellipsis, on a rune boundary.
+func clipN(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -21,9 +21,10 @@ var (
 	ErrStateMismatch = errors.New("templates: state does not fit the template")
 )
 
-// Staleness says when a plan instance that makes no progress expires (the
-// seed's stale_after_turns, plus a clock). Progress is the instance's
-// start and each step that resolves: verified, completed or skipped.
+// Staleness says when a plan instance that makes no progress expires:
+// after a number of turns (see Tracker.Turn), or after a time. Progress is
+// the instance's start and each step that resolves: verified, completed
+// or skipped.
 type Staleness struct {
 	// MaxAgeMs: the instance is stale once this long has passed since its
 	// last progress. 0: no limit.
@@ -141,8 +142,8 @@ func ResultOf(r *plan.ToolResult) Result {
 	return res
 }
 
-// Tracker follows one plan instance step by step (the seed's step
-// tracker): it checks each result against the step's gate, applies the
+// Tracker follows one plan instance step by step: it checks each result
+// against the step's gate, applies the
 // step's onFail, knows which steps come next, and says where the plan
 // stands. It is a pure state machine: time comes in with each call. A
 // Tracker belongs to one goroutine.
@@ -350,8 +351,8 @@ func (tr *Tracker) fail(i int, run *Step, why string, retryable bool) (Decision,
 }
 
 // Summary says where the plan stands, one line per step, with the next
-// steps' action, skill, input and gate: the seed's plan context, for
-// events, logs and an external planner's prompt. For example:
+// steps' action, skill, input and gate: the plan's context, for events,
+// logs and an external planner's prompt. For example:
 //
 //	Plan git_feature_branch v1 "Feature branch": 1/5 done
 //	Step 1/5: Check the working tree ✓ verified (/stdout contains "## ")

@@ -216,7 +216,7 @@ func TestStaleness(t *testing.T) {
 	}
 }
 
-// The seed's test 3: a plan whose user moved on expires; progress resets
+// A plan whose user moved on expires; progress resets
 // the count.
 func TestTrackerExpires(t *testing.T) {
 	l := mustDecode(t, lib(`{"id":"p","name":"P","staleness":{"maxTurns":3,"maxAgeMs":600000},

@@ -1,4 +1,4 @@
-package templates
+package gate
 
 import (
 	"bytes"
@@ -18,24 +18,24 @@ import (
 
 // Gate types: what a verification gate checks in a tool's output.
 const (
-	GateNonEmpty    = "nonEmpty"    // the subject is not null, "", blank, [] or {}
-	GateContains    = "contains"    // the subject's text contains value
-	GateNotContains = "notContains" // the subject's text does not contain value
-	GateMatches     = "matches"     // the subject's text matches the RE2 pattern
-	GateEquals      = "equals"      // the subject equals the JSON value
-	GateExists      = "exists"      // something is at path (null counts)
-	GateExitCode    = "exitCode"    // /exitCode (the shell skill's) equals value, default 0
-	GateHTTPStatus  = "httpStatus"  // /status (the http skill's) is value: 404 or a class "2xx"
-	GateExpr        = "expr"        // an expr-lang expression over output and text is true
-	GateAll         = "all"         // every gate of gates passes
+	NonEmpty    = "nonEmpty"    // the subject is not null, "", blank, [] or {}
+	Contains    = "contains"    // the subject's text contains value
+	NotContains = "notContains" // the subject's text does not contain value
+	Matches     = "matches"     // the subject's text matches the RE2 pattern
+	Equals      = "equals"      // the subject equals the JSON value
+	Exists      = "exists"      // something is at path (null counts)
+	ExitCode    = "exitCode"    // /exitCode (the shell skill's) equals value, default 0
+	HTTPStatus  = "httpStatus"  // /status (the http skill's) is value: 404 or a class "2xx"
+	Expr        = "expr"        // an expr-lang expression over output and text is true
+	All         = "all"         // every gate of gates passes
 )
 
-// ErrInvalidGate is matched by the errors of ParseGate and Gate.Compile.
-var ErrInvalidGate = errors.New("templates: invalid gate")
+// ErrInvalid is matched by the errors of Parse and Gate.Compile.
+var ErrInvalid = errors.New("gate: invalid")
 
 // Gate is a verification gate: a check of one tool output, serialisable as
-// JSON so it can ride in a plan tool's metadata ("verify") and be checked
-// by whoever receives the tool's result.
+// JSON so it can ride in a plan tool ("verify") and be checked by whoever
+// receives the tool's result.
 //
 // The subject of a gate is the value at Path (a JSON pointer, RFC 6901)
 // in the output, or the whole output when Path is empty; exitCode and
@@ -43,9 +43,9 @@ var ErrInvalidGate = errors.New("templates: invalid gate")
 // is the string itself, or its compact JSON for other values. Text
 // comparisons ignore case unless CaseSensitive.
 //
-// A Gate built in Go is checked as it is; Compile it once (ParseGate and
-// Decode do) so that Check does not compile its pattern or expression on
-// every call. A compiled Gate is immutable and safe for concurrent use.
+// A Gate built in Go is checked as it is; Compile it once (Parse does)
+// so that Check does not compile its pattern or expression on every call.
+// A compiled Gate is immutable and safe for concurrent use.
 type Gate struct {
 	Type          string  `json:"type"`
 	Path          string  `json:"path,omitempty"`
@@ -81,15 +81,14 @@ type exprEnv struct {
 // zone database, or expose map iteration order.
 var disabledBuiltins = []string{"now", "date", "timezone", "keys", "values", "toPairs"}
 
-// ParseGate decodes and compiles a gate from JSON, e.g. a plan tool's
-// metadata.verify. Unknown fields are an error. Errors match
-// ErrInvalidGate.
-func ParseGate(raw []byte) (*Gate, error) {
+// Parse decodes and compiles a gate from JSON. Unknown fields are an
+// error. Errors match ErrInvalid.
+func Parse(raw []byte) (*Gate, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var g Gate
 	if err := dec.Decode(&g); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidGate, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err := g.Compile(); err != nil {
 		return nil, err
@@ -98,16 +97,26 @@ func ParseGate(raw []byte) (*Gate, error) {
 }
 
 // Compile checks the gate's fields for its type and compiles its pattern
-// and expression. It returns an error matching ErrInvalidGate that names
-// the field at fault. Compile is not safe to call while the gate is being
+// and expression, and those of the gates nested in it. It returns an error
+// matching ErrInvalid that names the field at fault, and then leaves the
+// gate as it was. Compile is not safe to call while the gate is being
 // checked by other goroutines.
 func (g *Gate) Compile() error {
 	c, err := compileGate(g, 0)
 	if err != nil {
 		return err
 	}
-	g.c = c
+	c.attach()
 	return nil
+}
+
+// attach hands each gate of the tree its compiled form, so that a nested
+// gate checked on its own is compiled too.
+func (c *compiledGate) attach() {
+	c.source.c = c
+	for _, sub := range c.gates {
+		sub.attach()
+	}
 }
 
 // maxGateDepth bounds the nesting of all gates.
@@ -118,7 +127,7 @@ func gateErr(field, format string, args ...any) error {
 	if field != "" {
 		msg = field + ": " + msg
 	}
-	return fmt.Errorf("%w: %s", ErrInvalidGate, msg)
+	return fmt.Errorf("%w: %s", ErrInvalid, msg)
 }
 
 func compileGate(g *Gate, depth int) (*compiledGate, error) {
@@ -130,11 +139,11 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 	}
 	c := &compiledGate{path: g.Path, source: g}
 	switch g.Type {
-	case GateExitCode:
+	case ExitCode:
 		if c.path == "" {
 			c.path = "/exitCode"
 		}
-	case GateHTTPStatus:
+	case HTTPStatus:
 		if c.path == "" {
 			c.path = "/status"
 		}
@@ -142,15 +151,15 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 	if err := checkPointer(c.path); err != nil {
 		return nil, gateErr("path", "%v", err)
 	}
-	if g.Type == GateExists && g.Path == "" {
+	if g.Type == Exists && g.Path == "" {
 		return nil, gateErr("path", "exists needs a path")
 	}
 	// Fields that the type does not use are an error, not a silent no-op.
 	uses := map[string][]string{
-		GateNonEmpty: {}, GateExists: {},
-		GateContains: {"value", "caseSensitive"}, GateNotContains: {"value", "caseSensitive"},
-		GateMatches: {"pattern"}, GateEquals: {"value"}, GateExitCode: {"value"}, GateHTTPStatus: {"value"},
-		GateExpr: {"expr"}, GateAll: {"gates"},
+		NonEmpty: {}, Exists: {},
+		Contains: {"value", "caseSensitive"}, NotContains: {"value", "caseSensitive"},
+		Matches: {"pattern"}, Equals: {"value"}, ExitCode: {"value"}, HTTPStatus: {"value"},
+		Expr: {"expr"}, All: {"gates"},
 	}
 	used, known := uses[g.Type]
 	if !known {
@@ -163,11 +172,11 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 			return nil, gateErr(f, "not used by a %s gate", g.Type)
 		}
 	}
-	if g.Type == GateAll && g.Path != "" {
+	if g.Type == All && g.Path != "" {
 		return nil, gateErr("path", "not used by an all gate")
 	}
 	switch g.Type {
-	case GateContains, GateNotContains:
+	case Contains, NotContains:
 		s, ok := g.Value.(string)
 		if !ok || s == "" {
 			return nil, gateErr("value", "a %s gate needs a non-empty string value", g.Type)
@@ -176,7 +185,7 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 		if !g.CaseSensitive {
 			c.text = strings.ToLower(s)
 		}
-	case GateMatches:
+	case Matches:
 		if g.Pattern == "" {
 			return nil, gateErr("pattern", "a matches gate needs a pattern")
 		}
@@ -185,7 +194,7 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 			return nil, gateErr("pattern", "%v", err)
 		}
 		c.re = re
-	case GateEquals:
+	case Equals:
 		if g.Value == nil {
 			return nil, gateErr("value", "an equals gate needs a value (use an expr gate to compare with null)")
 		}
@@ -194,7 +203,7 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 			return nil, gateErr("value", "%v", err)
 		}
 		c.value = v
-	case GateExitCode:
+	case ExitCode:
 		c.code = 0
 		if g.Value != nil {
 			n, ok := integer(g.Value)
@@ -203,7 +212,7 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 			}
 			c.code = int(n)
 		}
-	case GateHTTPStatus:
+	case HTTPStatus:
 		c.code, c.class = 2, true
 		if g.Value != nil {
 			if n, ok := integer(g.Value); ok && n >= 100 && n <= 599 {
@@ -214,7 +223,7 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 				return nil, gateErr("value", "an httpStatus gate needs a status 100..599 or a class \"1xx\"..\"5xx\", got %s", jsonText(g.Value))
 			}
 		}
-	case GateExpr:
+	case Expr:
 		if g.Expr == "" {
 			return nil, gateErr("expr", "an expr gate needs an expression")
 		}
@@ -227,7 +236,7 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 			return nil, gateErr("expr", "%v", err)
 		}
 		c.prog = prog
-	case GateAll:
+	case All:
 		if len(g.Gates) == 0 {
 			return nil, gateErr("gates", "an all gate needs at least one gate")
 		}
@@ -265,15 +274,9 @@ func (g *Gate) Check(output json.RawMessage) (ok bool, reason string) {
 	return c.check(v)
 }
 
-// Verify checks a tool output against a step's gate: the call the
-// dispatcher makes for each successful result of a templated step.
-func Verify(s *Step, output json.RawMessage) (ok bool, reason string) {
-	return s.Verify.Check(output)
-}
-
 func (c *compiledGate) check(out any) (bool, string) {
 	g := c.source
-	if g.Type == GateAll {
+	if g.Type == All {
 		for _, sub := range c.gates {
 			if ok, why := sub.check(out); !ok {
 				return false, why
@@ -283,22 +286,22 @@ func (c *compiledGate) check(out any) (bool, string) {
 	}
 	subject, found := lookupPointer(out, c.path)
 	where := subjectName(c.path)
-	if !found && g.Type != GateExpr {
+	if !found && g.Type != Expr {
 		return false, fmt.Sprintf("output has nothing at %s", c.path)
 	}
 	switch g.Type {
-	case GateNonEmpty:
+	case NonEmpty:
 		if empty(subject) {
 			return false, where + " is empty"
 		}
 		return true, where + " is not empty"
-	case GateContains, GateNotContains:
+	case Contains, NotContains:
 		text := textOf(subject)
 		if !g.CaseSensitive {
 			text = strings.ToLower(text)
 		}
 		has := strings.Contains(text, c.text)
-		want := g.Type == GateContains
+		want := g.Type == Contains
 		if has == want {
 			return true, c.describe()
 		}
@@ -306,19 +309,19 @@ func (c *compiledGate) check(out any) (bool, string) {
 			return false, fmt.Sprintf("%s does not contain %q", where, g.Value)
 		}
 		return false, fmt.Sprintf("%s contains %q", where, g.Value)
-	case GateMatches:
+	case Matches:
 		if c.re.MatchString(textOf(subject)) {
 			return true, c.describe()
 		}
 		return false, fmt.Sprintf("%s does not match /%s/", where, g.Pattern)
-	case GateEquals:
+	case Equals:
 		if reflect.DeepEqual(subject, c.value) {
 			return true, c.describe()
 		}
 		return false, fmt.Sprintf("%s is %s, want %s", where, clip(jsonText(subject)), clip(jsonText(c.value)))
-	case GateExists:
+	case Exists:
 		return true, c.describe()
-	case GateExitCode:
+	case ExitCode:
 		n, ok := integer(subject)
 		if !ok {
 			return false, fmt.Sprintf("%s is %s, not an exit code", where, clip(jsonText(subject)))
@@ -327,7 +330,7 @@ func (c *compiledGate) check(out any) (bool, string) {
 			return false, fmt.Sprintf("exit code %d, want %d", n, c.code)
 		}
 		return true, c.describe()
-	case GateHTTPStatus:
+	case HTTPStatus:
 		n, ok := integer(subject)
 		if !ok {
 			return false, fmt.Sprintf("%s is %s, not an HTTP status", where, clip(jsonText(subject)))
@@ -336,7 +339,7 @@ func (c *compiledGate) check(out any) (bool, string) {
 			return true, c.describe()
 		}
 		return false, fmt.Sprintf("HTTP status %d, want %s", n, c.statusText())
-	case GateExpr:
+	case Expr:
 		res, err := expr.Run(c.prog, exprEnv{Output: out, Text: textOf(subject)})
 		if err != nil {
 			return false, fmt.Sprintf("expr %q: %v", g.Expr, firstLineOf(err.Error()))
@@ -368,31 +371,31 @@ func (c *compiledGate) describe() string {
 	g := c.source
 	where := subjectName(c.path)
 	switch g.Type {
-	case GateNonEmpty:
+	case NonEmpty:
 		return where + " is not empty"
-	case GateContains:
+	case Contains:
 		return fmt.Sprintf("%s contains %q", where, g.Value)
-	case GateNotContains:
+	case NotContains:
 		return fmt.Sprintf("%s does not contain %q", where, g.Value)
-	case GateMatches:
+	case Matches:
 		return fmt.Sprintf("%s matches /%s/", where, g.Pattern)
-	case GateEquals:
+	case Equals:
 		return fmt.Sprintf("%s = %s", where, clip(jsonText(c.value)))
-	case GateExists:
+	case Exists:
 		return c.path + " exists"
-	case GateExitCode:
+	case ExitCode:
 		if c.path != "/exitCode" {
 			return fmt.Sprintf("exit code at %s is %d", c.path, c.code)
 		}
 		return fmt.Sprintf("exit code %d", c.code)
-	case GateHTTPStatus:
+	case HTTPStatus:
 		if c.path != "/status" {
 			return fmt.Sprintf("HTTP status at %s is %s", c.path, c.statusText())
 		}
 		return "HTTP status " + c.statusText()
-	case GateExpr:
+	case Expr:
 		return "expr " + g.Expr
-	case GateAll:
+	case All:
 		parts := make([]string, len(c.gates))
 		for i, s := range c.gates {
 			parts[i] = s.describe()
@@ -543,12 +546,6 @@ func lookupPointer(v any, p string) (any, bool) {
 	}
 	return v, true
 }
-
-func escapeToken(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 func contains(xs []string, x string) bool {
 	for _, y := range xs {

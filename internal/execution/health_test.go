@@ -1,0 +1,91 @@
+package execution
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/planbus/planbus/internal/health"
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// book is a Health of fixed states, keyed session/skill; it records the
+// sessions it was asked about.
+type book struct {
+	states   map[string]string
+	sessions map[string]bool
+}
+
+func (b *book) lookup(sessionID, skill string) string {
+	b.sessions[sessionID] = true
+	if s, ok := b.states[sessionID+"/"+skill]; ok {
+		return s
+	}
+	return health.Healthy
+}
+
+// TestDegradedSkillsGetLongerTimeouts: every release carries the timeout
+// its call gets, twice the attempt's for a degraded skill in the plan's
+// session, and at most a day.
+func TestDegradedSkillsGetLongerTimeouts(t *testing.T) {
+	p := mustPlan(t, `{"sessionId":"s1","tools":[
+		{"toolId":"fast","skill":"ok","timeoutMs":1000},
+		{"toolId":"slow","skill":"slow","timeoutMs":1000,"retryPolicy":{"maxAttempts":1},"fallback":{"skill":"ok","timeoutMs":500}},
+		{"toolId":"day","skill":"slow","timeoutMs":86400000},
+		{"toolId":"other","skill":"other","timeoutMs":700},
+		{"toolId":"late","skill":"late","timeoutMs":300,"retryPolicy":{"maxAttempts":2,"backoffMs":10}}]}`)
+	b := &book{states: map[string]string{
+		"s1/slow": health.Degraded, "s1/other": health.TemporaryFailure, "s2/ok": health.Degraded,
+	}, sessions: map[string]bool{}}
+	e, fx := Start(p, t0, 8, b.lookup)
+	type rel struct {
+		Tool             string
+		Attempt, Timeout int
+	}
+	releases := func(rs []Release) []rel {
+		var out []rel
+		for _, r := range rs {
+			out = append(out, rel{p.Tools[r.Index].ToolID, r.Attempt, int(r.TimeoutMs)})
+		}
+		return out
+	}
+	want := []rel{{"fast", 1, 1000}, {"slow", 1, 2000}, {"day", 1, plan.MaxTimeoutMs}, {"other", 1, 700}, {"late", 1, 300}}
+	if diff := cmp.Diff(want, releases(fx.Releases)); diff != "" {
+		t.Errorf("start (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]bool{"s1": true}, b.sessions); diff != "" {
+		t.Errorf("sessions asked about (-want +got):\n%s", diff)
+	}
+	// The fallback runs skill ok, which is healthy in this session.
+	fx = e.OnResult(fail("slow", 1, plan.CategoryTimeout), t0)
+	if diff := cmp.Diff([]rel{{"slow", 2, 500}}, releases(fx.Releases)); diff != "" {
+		t.Errorf("fallback (-want +got):\n%s", diff)
+	}
+	// Health is read at each release: a skill degraded since its first
+	// attempt has a longer second one.
+	b.states["s1/late"] = health.Degraded
+	fx = e.OnResult(fail("late", 1, plan.CategoryNetwork), t0)
+	fx = e.OnTimer(fx.Timers[0], fx.Timers[0].FireAt)
+	if diff := cmp.Diff([]rel{{"late", 2, 600}}, releases(fx.Releases)); diff != "" {
+		t.Errorf("retry (-want +got):\n%s", diff)
+	}
+	// What a redelivery republishes carries the same timeouts.
+	want = []rel{{"fast", 1, 1000}, {"slow", 2, 500}, {"day", 1, plan.MaxTimeoutMs}, {"other", 1, 700}, {"late", 2, 600}}
+	if diff := cmp.Diff(want, releases(e.Outstanding().Releases)); diff != "" {
+		t.Errorf("outstanding (-want +got):\n%s", diff)
+	}
+	// So does an engine restored with the same health; one without any
+	// has every skill healthy.
+	restored, err := Restore(p, e.State(), b.lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, releases(restored.Outstanding().Releases)); diff != "" {
+		t.Errorf("restored outstanding (-want +got):\n%s", diff)
+	}
+	blind, _ := Restore(p, e.State(), nil)
+	want = []rel{{"fast", 1, 1000}, {"slow", 2, 500}, {"day", 1, plan.MaxTimeoutMs}, {"other", 1, 700}, {"late", 2, 300}}
+	if diff := cmp.Diff(want, releases(blind.Outstanding().Releases)); diff != "" {
+		t.Errorf("outstanding without health (-want +got):\n%s", diff)
+	}
+}
