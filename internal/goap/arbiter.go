@@ -17,11 +17,13 @@ const (
 // ArbiterConfig tunes goal switching. The zero value takes the seed's
 // numbers.
 type ArbiterConfig struct {
-	// Hysteresis is the relative margin a goal's utility must beat the
-	// current goal's by before the arbiter switches to it between plans:
-	// it switches when best > current × (1 + Hysteresis). 0 means
-	// DefaultHysteresis (20%); negative means no margin (any strictly
-	// better goal wins).
+	// Hysteresis is the relative margin by which a goal's utility must
+	// reach past the current goal's before the arbiter switches to it
+	// between plans: it switches when best >= current × (1 + Hysteresis),
+	// the seed's rule (it keeps the current goal while best < current ×
+	// 1.2), so with the default 50 → 60 switches and 50 → 59.9 does not.
+	// 0 means DefaultHysteresis (20%); negative means no margin (any
+	// strictly better goal wins).
 	Hysteresis float64
 	// Preemption is the absolute margin a goal's utility must beat the
 	// current goal's by to interrupt it while its plan runs: best >
@@ -244,7 +246,7 @@ func (a *Arbiter) report(v []value, now time.Time) ([]GoalStatus, error) {
 //   - the current goal is no longer eligible: the best eligible goal
 //     (ReasonReplace);
 //   - the current goal is the best: kept (ReasonCurrent);
-//   - a better goal, between plans: it wins if its utility exceeds the
+//   - a better goal, between plans: it wins if its utility reaches the
 //     current's × (1 + Hysteresis) (ReasonSwitch), else the current is
 //     kept (ReasonHysteresis);
 //   - a better goal while the current goal's plan runs: it wins if its
@@ -312,8 +314,15 @@ func (a *Arbiter) Select(s State, now time.Time) (Selection, error) {
 		}
 		return choose(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat running %s by more than the preemption margin", describe(best), describe(cur))), nil
 	}
-	if bu > cu*(1+a.cfg.Hysteresis) {
-		return choose(best, ReasonSwitch, fmt.Sprintf("%s beats %s by more than %s%%", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
+	if reaches(bu, cu*(1+a.cfg.Hysteresis)) {
+		return choose(best, ReasonSwitch, fmt.Sprintf("%s beats %s by %s%% or more", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
 	}
-	return choose(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat %s by more than %s%%", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
+	return choose(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat %s by %s%%", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
 }
+
+// reaches reports whether utility u reaches threshold t, the product of a
+// utility and 1 + Hysteresis. The product is rounded in binary (3 × 1.2 is
+// 3.5999999999999996), so u may fall short of it by a rounding error and
+// still reach it, as it does in the decimal arithmetic domains are written
+// in.
+func reaches(u, t float64) bool { return u >= t-1e-9*math.Abs(t) }
