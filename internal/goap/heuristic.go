@@ -35,6 +35,10 @@ type heuristic struct {
 	k       int
 	cmin    float64
 	derived bool // some item is a derived fact
+	// single is the only goal item when it is a bool that is always
+	// present or a number, whose bound the search reads off byBool or
+	// memo; the together bound is then cmin.
+	single *goalFact
 }
 
 // goalFact is a goal item: the conditions on one fact or derived fact.
@@ -82,6 +86,11 @@ func (gf *goalFact) numBound(x uint64) float64 {
 
 // place tells the heuristic where its facts are in packed states.
 func (h *heuristic) place(l *layout) {
+	defer func() {
+		if len(h.facts) == 1 && (h.facts[0].memo != nil || h.facts[0].at.kind == bitLoc && !l.presence) {
+			h.single = &h.facts[0]
+		}
+	}()
 	for i := range h.facts {
 		gf := &h.facts[i]
 		if gf.derived {

@@ -274,6 +274,7 @@ type cact struct {
 	// plain: the preconditions are word tests on bools and intervals on
 	// numbers, the effects on bools and numbers, the cost a constant.
 	plain bool
+	cost  float64 // the constant cost, for simple and plain actions
 }
 
 // maxIndex bounds the words of a problem's action index.
@@ -281,6 +282,7 @@ const maxIndex = 1 << 16
 
 func (c *cact) simplify(l *layout) {
 	t, e := &c.pre, &c.eff
+	c.cost = c.a.Cost
 	c.plain = c.a.cost == nil && len(t.nums)+len(t.strs)+len(t.gen)+len(t.slow) == 0 && t.req == nil && len(e.strs) == 0
 	if !c.plain || l.words == 0 || len(t.bits) > 1 || len(t.ivs) > 0 || len(e.bits) > 1 || len(e.nums) > 0 {
 		return
@@ -367,18 +369,64 @@ func (p *Planner) problemFor(g *Goal, opts Options) *problem {
 	return pr
 }
 
-// relevant drops the actions that cannot matter to goal g: an action
-// matters if it changes a relevant fact, and a fact is relevant if a goal
-// condition tests it, or an action that matters tests it in a
-// precondition or reads it in its requires or cost expression, or a
-// relevant derived fact reads it. The actions dropped change no relevant
-// fact, so removing them from any plan leaves a plan that still works and
-// costs no more: the cheapest plan survives, and the search skips the
-// noise. It also returns the state key's facts, in Facts order: the
-// relevant facts the remaining actions change. Other facts either keep
-// their start values or change without consequence, so states that agree
-// on the key have the same futures at the same costs.
+// relevant drops the actions that cannot matter to goal g, and returns
+// the rest in document order with the state key's facts.
+//
+// First relevance: an action matters if it changes a relevant fact, and
+// a fact is relevant if a goal condition tests it, or an action that
+// matters tests it in a precondition or reads it in its requires or cost
+// expression, or a relevant derived fact reads it. The actions dropped
+// change no relevant fact, so removing them from any plan leaves a plan
+// that still works and costs no more: the cheapest plan survives, and the
+// search skips the noise.
+//
+// Then direction: a number fact (one with a default, so never absent)
+// that every condition reading it wants high (gt, gte) or every one wants
+// low (lt, lte), and that no expression reads, only ever helps by moving
+// that way. An action whose every effect on a relevant fact moves such a
+// fact the other way (an eat that only lowers the food the goal wants
+// high) cannot help: removing it from a plan leaves every state at least
+// as good on those facts and equal on the others, so every later
+// condition still holds and the plan costs no more. Dropping actions can
+// make more facts irrelevant or one-directional, so both steps repeat
+// until nothing changes.
+//
+// The key's facts, in Facts order, are the relevant facts the remaining
+// actions change. Other facts either keep their start values or change
+// without consequence, so states that agree on the key have the same
+// futures at the same costs.
 func relevant(d *Domain, g *Goal, usable []*Action) ([]*Action, []int) {
+	for {
+		rel, kept := relevance(d, g, usable)
+		dir := directions(d, g, kept)
+		var out []*Action
+		for _, a := range kept {
+			if !harmful(a, rel, dir) {
+				out = append(out, a)
+			}
+		}
+		if len(out) == len(kept) {
+			changed := make([]bool, len(d.Facts))
+			for _, a := range out {
+				for _, e := range a.Effects {
+					changed[e.fact] = true
+				}
+			}
+			var key []int
+			for i, c := range changed {
+				if c && rel[i] {
+					key = append(key, i)
+				}
+			}
+			return out, key
+		}
+		usable = out
+	}
+}
+
+// relevance is relevant's first step: the relevant slots and the actions
+// that change a relevant fact.
+func relevance(d *Domain, g *Goal, usable []*Action) ([]bool, []*Action) {
 	rel := make([]bool, d.slots())
 	var mark func(i int)
 	mark = func(i int) {
@@ -426,22 +474,97 @@ func relevant(d *Domain, g *Goal, usable []*Action) ([]*Action, []int) {
 		}
 	}
 	var out []*Action
-	changed := make([]bool, len(d.Facts))
 	for i, a := range usable {
 		if keep[i] {
 			out = append(out, a)
-			for _, e := range a.Effects {
-				changed[e.fact] = true
+		}
+	}
+	return rel, out
+}
+
+// The directions a number fact can be wanted in.
+const (
+	dirNone int8 = iota // no condition reads it yet
+	dirUp               // every condition on it is gt or gte
+	dirDown             // every condition on it is lt or lte
+	dirBoth             // anything else: no direction
+)
+
+// directions is the direction each fact is wanted in by goal g's
+// conditions and the preconditions of actions.
+func directions(d *Domain, g *Goal, actions []*Action) []int8 {
+	dir := make([]int8, len(d.Facts))
+	for i, f := range d.Facts {
+		if f.Type != Number || f.Default == nil {
+			dir[i] = dirBoth
+		}
+	}
+	want := func(f int, w int8) {
+		if dir[f] == dirNone {
+			dir[f] = w
+		} else if dir[f] != w {
+			dir[f] = dirBoth
+		}
+	}
+	reads := func(x *expression) {
+		if x != nil {
+			for _, f := range x.reads {
+				if f < len(d.Facts) {
+					dir[f] = dirBoth
+				} else {
+					for _, r := range d.Derived[f-len(d.Facts)].x.reads {
+						if r < len(d.Facts) {
+							dir[r] = dirBoth
+						}
+					}
+				}
 			}
 		}
 	}
-	var key []int
-	for i, c := range changed {
-		if c && rel[i] {
-			key = append(key, i)
+	conds := func(cs []Condition) {
+		for i := range cs {
+			c := &cs[i]
+			switch {
+			case c.fact >= len(d.Facts):
+				reads(d.Derived[c.fact-len(d.Facts)].x)
+			case c.Op == Greater || c.Op == GreaterEq:
+				want(c.fact, dirUp)
+			case c.Op == Less || c.Op == LessEq:
+				want(c.fact, dirDown)
+			default:
+				want(c.fact, dirBoth)
+			}
 		}
 	}
-	return out, key
+	conds(g.Conditions)
+	for _, a := range actions {
+		conds(a.Preconditions)
+		reads(a.cost)
+		reads(a.requires)
+	}
+	return dir
+}
+
+// harmful reports whether every effect of a on a relevant fact moves a
+// number the way no condition wants it.
+func harmful(a *Action, rel []bool, dir []int8) bool {
+	for _, e := range a.Effects {
+		if !rel[e.fact] {
+			continue
+		}
+		delta := e.val.num
+		if e.Op == Dec {
+			delta = -delta
+		}
+		switch {
+		case e.Op == Set:
+			return false
+		case dir[e.fact] == dirUp && delta <= 0, dir[e.fact] == dirDown && delta >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func goalNames(d *Domain) string {

@@ -165,6 +165,18 @@ func (p *Planner) lookup(w []uint64, hash uint32) (r int32, slot int, found bool
 	}
 }
 
+// copyWords copies a packed state, short ones without calling memmove.
+func copyWords(dst, src []uint64) {
+	switch len(src) {
+	case 1:
+		dst[0] = src[0]
+	case 2:
+		dst[0], dst[1] = src[0], src[1]
+	default:
+		copy(dst, src)
+	}
+}
+
 // equal reports whether record r's state is w.
 func (p *Planner) equal(r int32, w []uint64) bool {
 	s := p.arena[int(r)*len(w):]
@@ -291,7 +303,8 @@ func allHold2(cs []*Condition, s []value) bool {
 func (p *Planner) expand(i int32, opts Options) error {
 	pr := p.prob
 	cur, next := p.cur, p.next
-	copy(cur, p.stateWords(i))
+	copyWords(cur, p.stateWords(i))
+	var err error
 	g0 := p.recs[i].g
 	unpacked := false
 	cand := p.cand
@@ -316,29 +329,25 @@ func (p *Planner) expand(i int32, opts Options) error {
 				if cur[c.tw]&c.tm != c.twant {
 					continue
 				}
-				if len(cur) == 1 {
-					next[0] = cur[0]
-				} else {
-					copy(next, cur)
-				}
+				copyWords(next, cur)
 				next[c.ew] = next[c.ew]&^c.eclr | c.eset
-				cost = c.a.Cost
+				cost = c.cost
 			} else if c.plain {
 				if !c.pre.plainHolds(cur) {
 					continue
 				}
-				copy(next, cur)
+				copyWords(next, cur)
 				for _, b := range c.eff.bits {
 					next[b.word] = next[b.word]&^b.clr | b.set
 				}
 				for _, n := range c.eff.nums {
 					next[n.word] = n.apply(next[n.word])
 				}
-				cost = c.a.Cost
+				cost = c.cost
 			} else {
-				ok, x, err := p.applies(c, cur, &unpacked)
-				if err != nil {
-					return err
+				ok, x, aerr := p.applies(c, cur, &unpacked)
+				if aerr != nil {
+					return aerr
 				}
 				if !ok {
 					continue
@@ -353,8 +362,29 @@ func (p *Planner) expand(i int32, opts Options) error {
 			if found && (p.recs[r].closed || p.recs[r].g <= g) {
 				continue
 			}
-			h, err := p.estimate(next)
-			if err != nil {
+			var h float64
+			if gf := pr.h.single; gf != nil {
+				// One goal fact, a bool or a number: read its bound off.
+				x := next[gf.at.word]
+				switch {
+				case gf.memo == nil && x&gf.at.bit != 0:
+					h = gf.byBool[1]
+				case gf.memo == nil:
+					h = gf.byBool[0]
+				case x != absentNum:
+					h = gf.numBound(x)
+				default:
+					h = math.NaN()
+				}
+				switch {
+				case h != h:
+					h, _ = p.estimate(next) // an absent number
+				case h < 0:
+					h = 0
+				case h < pr.h.cmin:
+					h = pr.h.cmin
+				}
+			} else if h, err = p.estimate(next); err != nil {
 				return err
 			}
 			if math.IsInf(h, 1) {
