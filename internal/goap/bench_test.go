@@ -59,6 +59,7 @@ func BenchmarkPlanWorkshop(b *testing.B) {
 	d := mustDecode(b, workshopDomain(4))
 	ctx := context.Background()
 	var r *Result
+	defer cpuPerOp(b)()
 	for b.Loop() {
 		var err error
 		if r, err = Plan(ctx, d, nil, "machine", Options{}); err != nil {
@@ -67,6 +68,20 @@ func BenchmarkPlanWorkshop(b *testing.B) {
 	}
 	b.ReportMetric(float64(r.Stats.Expanded), "expanded/op")
 	b.ReportMetric(float64(len(r.Steps)), "steps")
+}
+
+// BenchmarkSearchWorkshop is BenchmarkPlanWorkshop's search in a warm
+// Planner, which keeps its structures between searches.
+func BenchmarkSearchWorkshop(b *testing.B) {
+	p := NewPlanner(mustDecode(b, workshopDomain(4)))
+	ctx := context.Background()
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		if _, err := p.Search(ctx, nil, "machine", Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func BenchmarkPlanWoodcutter(b *testing.B) {

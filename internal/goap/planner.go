@@ -25,9 +25,10 @@ type Options struct {
 	// MaxMemory caps the bytes the search holds: every state generated
 	// (each expansion may generate one per action, so this bounds what
 	// MaxNodes alone does not) with its record, its open-list entry and
-	// its slot in the table of states, counted at the capacity of the
-	// structures that hold them. 0 means DefaultMaxMemory; negative means
-	// no limit.
+	// its slot in the table of states, counted at 1.5 times the capacity
+	// of the structures that hold them (one that grows leaves its previous
+	// array to the collector). 0 means DefaultMaxMemory; negative means no
+	// limit.
 	MaxMemory int64
 	// MaxCost, if positive, is the most a plan may cost. States that
 	// cannot lead to a cheaper plan are not expanded.
@@ -135,7 +136,7 @@ type Planner struct {
 	cand      []uint64 // set of prob.acts to try in a state
 	recs      []rec
 	open      openList
-	table     []uint64 // gen<<32 | record+1; other generations are empty
+	table     []slot
 	gen       uint64
 	arena     []uint64 // the records' packed states, words apiece
 	words     int
@@ -274,7 +275,8 @@ type cact struct {
 	// plain: the preconditions are word tests on bools and intervals on
 	// numbers, the effects on bools and numbers, the cost a constant.
 	plain bool
-	cost  float64 // the constant cost, for simple and plain actions
+	cost  float64   // the constant cost, for simple and plain actions
+	memo  *costMemo // for an expression cost
 }
 
 // maxIndex bounds the words of a problem's action index.
@@ -355,6 +357,9 @@ func (p *Planner) problemFor(g *Goal, opts Options) *problem {
 	for _, a := range pr.usable {
 		c := cact{a: a, pre: compileTests(d, &pr.lay, a.Preconditions, a.requires), eff: compileEffects(d, &pr.lay, a.Effects)}
 		c.simplify(&pr.lay)
+		if a.cost != nil {
+			c.memo = newCostMemo(d, &pr.lay, a.cost)
+		}
 		pr.acts = append(pr.acts, c)
 	}
 	pr.index()

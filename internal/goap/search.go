@@ -36,48 +36,64 @@ type entry struct {
 // allocate as container/heap's interface would).
 type openList []entry
 
-func (a entry) less(b entry) bool {
-	if a.f != b.f {
-		return a.f < b.f
+func (a *entry) less(f, h float64, seq int32) bool {
+	if a.f != f {
+		return a.f < f
 	}
-	if a.h != b.h {
-		return a.h < b.h
+	if a.h != h {
+		return a.h < h
 	}
-	return a.seq < b.seq
+	return a.seq < seq
 }
 
-func (o *openList) push(e entry) {
-	*o = append(*o, e)
+// push queues an entry. Entries move into the hole the new one leaves,
+// and the new one is written field by field: a struct built on the stack
+// and copied whole stalls on the narrow stores that built it.
+func (o *openList) push(f, hv float64, seq, r int32) {
+	if len(*o) < cap(*o) {
+		*o = (*o)[:len(*o)+1]
+	} else {
+		*o = append(*o, entry{})
+	}
 	h := *o
-	for i := len(h) - 1; i > 0; {
+	i := len(h) - 1
+	for i > 0 {
 		p := (i - 1) / 2
-		if !h[i].less(h[p]) {
+		if q := &h[p]; q.f < f || q.f == f && (q.h < hv || q.h == hv && q.seq < seq) {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	e := &h[i]
+	e.f, e.h, e.seq, e.rec = f, hv, seq, r
 }
 
+// pop takes the least entry off the list.
 func (o *openList) pop() entry {
 	h := *o
 	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h[l].less(h[m]) {
-			m = l
-		}
-		if r < len(h) && h[r].less(h[m]) {
-			m = r
-		}
-		if m == i {
+	n := len(h) - 1
+	lf, lh, lseq, lrec := h[n].f, h[n].h, h[n].seq, h[n].rec
+	h = h[:n]
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
-		i = m
+		if c+1 < n && h[c+1].less(h[c].f, h[c].h, h[c].seq) {
+			c++
+		}
+		if !h[c].less(lf, lh, lseq) {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	if n > 0 {
+		e := &h[i]
+		e.f, e.h, e.seq, e.rec = lf, lh, lseq, lrec
 	}
 	*o = h
 	return top
@@ -86,12 +102,16 @@ func (o *openList) pop() entry {
 var (
 	sizeRec   = int64(unsafe.Sizeof(rec{}))
 	sizeEntry = int64(unsafe.Sizeof(entry{}))
+	sizeSlot  = int64(unsafe.Sizeof(slot{}))
 )
 
-// memBytes is what the Planner's search structures hold, at their
-// capacity: records, open list, table of states and state words.
+// memBytes is what the Planner's search structures hold: records, open
+// list, table of states and state words, at 1.5 times their capacity, as
+// a structure that doubles leaves its previous array, half its size, to
+// the collector.
 func (p *Planner) memBytes() int64 {
-	return int64(cap(p.recs))*sizeRec + int64(cap(p.open))*sizeEntry + int64(cap(p.table))*8 + int64(cap(p.arena))*8
+	b := int64(cap(p.recs))*sizeRec + int64(cap(p.open))*sizeEntry + int64(cap(p.table))*sizeSlot + int64(cap(p.arena))*8
+	return b + b/2
 }
 
 // reset prepares the search structures for a search of p.prob: emptied,
@@ -107,7 +127,7 @@ func (p *Planner) reset(opts Options) {
 		p.gen = 1
 	}
 	if len(p.table) == 0 {
-		p.table = make([]uint64, 64)
+		p.table = make([]slot, 64)
 	}
 	p.words = p.prob.lay.words
 	if cap(p.cur) < p.words {
@@ -149,19 +169,41 @@ func hashWords(w []uint64) uint32 {
 	return uint32(h ^ h>>32)
 }
 
+// slot is an entry of the table of states: the search's generation and
+// the state's hash (so a probe rarely reads a record that is not the
+// state's), and the record. Slots of other generations are empty.
+type slot struct {
+	tag uint64 // gen<<32 | hash
+	rec int32
+}
+
 // lookup finds packed state w in the table: its record, or the slot where
 // it goes.
-func (p *Planner) lookup(w []uint64, hash uint32) (r int32, slot int, found bool) {
+func (p *Planner) lookup(w []uint64, hash uint32) (r int32, at int, found bool) {
 	mask := len(p.table) - 1
+	tag := p.gen<<32 | uint64(hash)
 	for i := int(hash) & mask; ; i = (i + 1) & mask {
-		t := p.table[i]
-		if t>>32 != p.gen {
+		t := &p.table[i]
+		if t.tag>>32 != p.gen {
 			return -1, i, false
 		}
-		r := int32(uint32(t)) - 1
-		if p.recs[r].hash == hash && p.equal(r, w) {
-			return r, i, true
+		if t.tag == tag && p.equal(t.rec, w) {
+			return t.rec, i, true
 		}
+	}
+}
+
+// grow doubles the table and puts every record back.
+func (p *Planner) grow() {
+	p.table = make([]slot, 2*len(p.table))
+	mask := len(p.table) - 1
+	for r := range p.recs {
+		h := p.recs[r].hash
+		i := int(h) & mask
+		for p.table[i].tag>>32 == p.gen {
+			i = (i + 1) & mask
+		}
+		p.table[i] = slot{tag: p.gen<<32 | uint64(h), rec: int32(r)}
 	}
 }
 
@@ -189,40 +231,28 @@ func (p *Planner) equal(r int32, w []uint64) bool {
 	return true
 }
 
-// grow doubles the table and puts every record back.
-func (p *Planner) grow() {
-	p.table = make([]uint64, 2*len(p.table))
-	mask := len(p.table) - 1
-	for r := range p.recs {
-		i := int(p.recs[r].hash) & mask
-		for p.table[i]>>32 == p.gen {
-			i = (i + 1) & mask
-		}
-		p.table[i] = p.gen<<32 | uint64(r+1)
-	}
-}
-
 // add records that packed state w is reached at cost g by action act from
 // record parent, and queues it: a new record (in slot), or record r
 // reached more cheaply.
-func (p *Planner) add(r int32, slot int, found bool, parent, act int32, g, cost, h float64, w []uint64, hash uint32) {
-	if found {
-		p.recs[r] = rec{g: g, cost: cost, parent: parent, act: act, seq: p.seq, hash: hash}
-	} else {
+func (p *Planner) add(r int32, at int, found bool, parent, act int32, g, cost, h float64, w []uint64, hash uint32) {
+	if !found {
 		r = int32(len(p.recs))
 		if len(p.recs) < cap(p.recs) {
 			p.recs = p.recs[:r+1]
-			p.recs[r] = rec{g: g, cost: cost, parent: parent, act: act, seq: p.seq, hash: hash}
 		} else {
-			p.recs = append(p.recs, rec{g: g, cost: cost, parent: parent, act: act, seq: p.seq, hash: hash})
+			p.recs = append(p.recs, rec{})
 		}
 		p.arena = append(p.arena, w...)
-		p.table[slot] = p.gen<<32 | uint64(r+1)
+		p.table[at] = slot{tag: p.gen<<32 | uint64(hash), rec: r}
 		if 2*len(p.recs) > len(p.table) {
 			p.grow()
 		}
 	}
-	p.open.push(entry{f: g + h, h: h, seq: p.seq, rec: r})
+	// Field by field: a struct literal is built on the stack and copied
+	// with wide moves that stall on the narrow stores that built it.
+	rc := &p.recs[r]
+	rc.g, rc.cost, rc.parent, rc.act, rc.seq, rc.hash, rc.closed = g, cost, parent, act, p.seq, hash, false
+	p.open.push(g+h, h, p.seq, r)
 	p.seq++
 	if parent >= 0 {
 		p.stats.Generated++
@@ -251,8 +281,8 @@ func (p *Planner) search(ctx context.Context, opts Options) (*Solution, error) {
 		return nil, p.unreachable(opts)
 	}
 	hash := hashWords(p.next)
-	_, slot, _ := p.lookup(p.next, hash)
-	p.add(-1, slot, false, -1, -1, 0, 0, h0, p.next, hash)
+	_, at, _ := p.lookup(p.next, hash)
+	p.add(-1, at, false, -1, -1, 0, 0, h0, p.next, hash)
 	for len(p.open) > 0 {
 		e := p.open.pop()
 		r := &p.recs[e.rec]
@@ -358,7 +388,7 @@ func (p *Planner) expand(i int32, opts Options) error {
 			}
 			g := g0 + cost
 			hash := hashWords(next)
-			r, slot, found := p.lookup(next, hash)
+			r, at, found := p.lookup(next, hash)
 			if found && (p.recs[r].closed || p.recs[r].g <= g) {
 				continue
 			}
@@ -394,7 +424,7 @@ func (p *Planner) expand(i int32, opts Options) error {
 				p.pruned = true
 				continue
 			}
-			p.add(r, slot, found, i, int32(ai), g, cost, h, next, hash)
+			p.add(r, at, found, i, int32(ai), g, cost, h, next, hash)
 		}
 	}
 	return nil
@@ -409,8 +439,32 @@ func (p *Planner) applies(c *cact, w []uint64, unpacked *bool) (bool, float64, e
 		return false, 0, nil
 	}
 	a := c.a
-	if len(c.pre.slow) == 0 && c.pre.req == nil && a.cost == nil {
+	if len(c.pre.slow) > 0 || c.pre.req != nil {
+		if !*unpacked {
+			if err := p.unpack(w, p.fullA); err != nil {
+				return false, 0, err
+			}
+			*unpacked = true
+		}
+		if !allHold2(c.pre.slow, p.fullA) {
+			return false, 0, nil
+		}
+		if c.pre.req != nil {
+			ok, err := p.ev.boolean(c.pre.req, p.fullA, "action "+a.Name+": requires")
+			if err != nil || !ok {
+				return false, 0, err
+			}
+		}
+	}
+	if a.cost == nil {
 		return true, a.Cost, nil
+	}
+	var slot *costEntry
+	var key [costWords]uint64
+	if c.memo != nil {
+		if slot, key = c.memo.slot(w); slot.gen == p.gen && slot.w == key {
+			return true, slot.cost, nil
+		}
 	}
 	if !*unpacked {
 		if err := p.unpack(w, p.fullA); err != nil {
@@ -418,20 +472,81 @@ func (p *Planner) applies(c *cact, w []uint64, unpacked *bool) (bool, float64, e
 		}
 		*unpacked = true
 	}
-	if !allHold2(c.pre.slow, p.fullA) {
-		return false, 0, nil
+	cost, err := p.cost(a, p.fullA)
+	if err != nil {
+		return false, 0, err
 	}
-	if c.pre.req != nil {
-		ok, err := p.ev.boolean(c.pre.req, p.fullA, "action "+a.Name+": requires")
-		if err != nil || !ok {
-			return false, 0, err
+	if slot != nil {
+		slot.gen, slot.w, slot.cost = p.gen, key, cost
+	}
+	return true, cost, nil
+}
+
+// costMemo remembers an expression cost by the words of the packed
+// state it reads: expressions are pure, so the same words give the same
+// cost within a search (facts outside the key are the search's
+// constants; gen tells searches apart).
+type costMemo struct {
+	words []int32 // at most costWords
+	slots [memoSize]costEntry
+}
+
+const costWords = 4
+
+type costEntry struct {
+	gen  uint64 // the search that wrote it; 0: empty
+	w    [costWords]uint64
+	cost float64
+}
+
+// newCostMemo returns a memo for expression x in layout l, or nil when x
+// reads more than costWords words.
+func newCostMemo(d *Domain, l *layout, x *expression) *costMemo {
+	var words []int32
+	add := func(w int32) {
+		if !slices.Contains(words, w) {
+			words = append(words, w)
 		}
 	}
-	if a.cost == nil {
-		return true, a.Cost, nil
+	var read func(f int)
+	read = func(f int) {
+		if f >= len(d.Facts) {
+			for _, r := range d.Derived[f-len(d.Facts)].x.reads {
+				if r < len(d.Facts) {
+					read(r)
+				}
+			}
+			return
+		}
+		at := l.locs[f]
+		switch at.kind {
+		case notKey:
+		case bitLoc:
+			add(at.word)
+			if l.presence {
+				add(at.word + int32(l.bools))
+			}
+		default:
+			add(at.word)
+		}
 	}
-	cost, err := p.cost(a, p.fullA)
-	return err == nil, cost, err
+	for _, f := range x.reads {
+		read(f)
+	}
+	if len(words) > costWords {
+		return nil
+	}
+	return &costMemo{words: words}
+}
+
+func (m *costMemo) slot(w []uint64) (*costEntry, [costWords]uint64) {
+	var k [costWords]uint64
+	h := uint64(0)
+	for i, wi := range m.words {
+		k[i] = w[wi]
+		h = (h ^ k[i]) * 0x9e3779b97f4a7c15
+	}
+	return &m.slots[h>>58], k
 }
 
 // cost is a's expression cost in state vector s.
