@@ -83,9 +83,11 @@ type Selection struct {
 
 // GoalStatus is one goal as the arbiter sees it in a state.
 type GoalStatus struct {
-	Goal      string
-	Utility   float64 // 0 when the goal is not valid
-	Valid     bool
+	Goal    string
+	Utility float64 // 0 when the goal is not valid
+	Valid   bool
+	// Satisfied: the goal's conditions hold; never for a goal without
+	// conditions, which is always applicable (the seed's Explore).
 	Satisfied bool
 	// CoolingUntil is when the goal's cooldown ends; zero if none.
 	CoolingUntil time.Time
@@ -199,20 +201,28 @@ func (a *Arbiter) Failed(goal string, now time.Time) error {
 }
 
 // Report evaluates every goal in state s at time now, in domain order.
-// Errors: ErrInvalidState for a mistyped fact, *EvalError for a utility
-// or validity expression that fails.
+// Errors: ErrInvalidState for a mistyped fact, *EvalError for a utility,
+// validity or derived fact expression that fails.
 func (a *Arbiter) Report(s State, now time.Time) ([]GoalStatus, error) {
-	v, err := a.d.vector(s)
+	v, err := a.vector(s)
 	if err != nil {
 		return nil, err
 	}
 	return a.report(v, now)
 }
 
+func (a *Arbiter) vector(s State) ([]value, error) {
+	v := make([]value, a.d.slots())
+	if err := a.d.vectorInto(v, s, a.ev); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 func (a *Arbiter) report(v []value, now time.Time) ([]GoalStatus, error) {
 	out := make([]GoalStatus, len(a.d.Goals))
 	for i, g := range a.d.Goals {
-		st := GoalStatus{Goal: g.Name, Valid: true, Satisfied: allHold(g.Conditions, v)}
+		st := GoalStatus{Goal: g.Name, Valid: true, Satisfied: satisfied(g, v)}
 		if until, ok := a.st.Cooldowns[g.Name]; ok && now.Before(until) {
 			st.CoolingUntil = until
 		}
@@ -257,7 +267,7 @@ func (a *Arbiter) report(v []value, now time.Time) ([]GoalStatus, error) {
 // cooldowns are forgotten. Errors are Report's; the arbiter's memory is
 // unchanged on error.
 func (a *Arbiter) Select(s State, now time.Time) (Selection, error) {
-	v, err := a.d.vector(s)
+	v, err := a.vector(s)
 	if err != nil {
 		return Selection{}, err
 	}

@@ -50,6 +50,9 @@ func (d *Domain) parseTemplate(s string) ([]part, error) {
 			if !ok {
 				return nil, fmt.Errorf("{%s} in %q names no declared fact (write {{ for a literal brace)", name, s)
 			}
+			if fi >= len(d.Facts) {
+				return nil, fmt.Errorf("{%s} in %q names a derived fact; templates take the facts it is derived from", name, s)
+			}
 			flush()
 			parts = append(parts, part{fact: fi})
 			i += end + 1
