@@ -87,6 +87,7 @@ func BenchmarkSearchWorkshop(b *testing.B) {
 func BenchmarkPlanWoodcutter(b *testing.B) {
 	d := loadExample(b, "woodcutter")
 	ctx := context.Background()
+	defer cpuPerOp(b)()
 	for b.Loop() {
 		if _, err := Plan(ctx, d, nil, "build-cabin", Options{}); err != nil {
 			b.Fatal(err)

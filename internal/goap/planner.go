@@ -258,6 +258,12 @@ type problem struct {
 	aw     int
 	trig   []uint64
 	untrig []uint64
+	// The facts outside the key that actions' conditions read, and the
+	// last search's enabled actions with those facts' values then.
+	constFacts []int
+	enabled    []uint64
+	enabledFor []value
+	enabledOK  bool
 }
 
 // cact is an action compiled against a problem's layout.
@@ -363,6 +369,13 @@ func (p *Planner) problemFor(g *Goal, opts Options) *problem {
 		pr.acts = append(pr.acts, c)
 	}
 	pr.index()
+	for i := range pr.acts {
+		for _, c := range pr.acts[i].pre.consts {
+			if !slices.Contains(pr.constFacts, c.fact) {
+				pr.constFacts = append(pr.constFacts, c.fact)
+			}
+		}
+	}
 	pr.goalT = compileTests(d, &pr.lay, g.Conditions, nil)
 	pr.h = newHeuristic(d, g, pr.usable)
 	pr.h.place(&pr.lay)

@@ -138,7 +138,6 @@ func (p *Planner) reset(opts Options) {
 		p.enabled, p.cand = make([]uint64, aw), make([]uint64, aw)
 	}
 	p.enabled, p.cand = p.enabled[:p.prob.aw], p.cand[:p.prob.aw]
-	clear(p.enabled)
 	if len(p.xstrs) > 0 {
 		clear(p.xstrID)
 		p.xstrs = p.xstrs[:0]
@@ -243,15 +242,17 @@ func (p *Planner) add(r int32, at int, found bool, parent, act int32, g, cost, h
 			p.recs = append(p.recs, rec{})
 		}
 		p.arena = append(p.arena, w...)
-		p.table[at] = slot{tag: p.gen<<32 | uint64(hash), rec: r}
-		if 2*len(p.recs) > len(p.table) {
-			p.grow()
-		}
 	}
 	// Field by field: a struct literal is built on the stack and copied
 	// with wide moves that stall on the narrow stores that built it.
 	rc := &p.recs[r]
 	rc.g, rc.cost, rc.parent, rc.act, rc.seq, rc.hash, rc.closed = g, cost, parent, act, p.seq, hash, false
+	if !found {
+		p.table[at] = slot{tag: p.gen<<32 | uint64(hash), rec: r}
+		if 2*len(p.recs) > len(p.table) {
+			p.grow() // after the record has its hash
+		}
+	}
 	p.open.push(g+h, h, p.seq, r)
 	p.seq++
 	if parent >= 0 {
@@ -267,11 +268,7 @@ func (p *Planner) search(ctx context.Context, opts Options) (*Solution, error) {
 		limit = DefaultMaxNodes
 	}
 	memLimit := memLimit(opts)
-	for i := range pr.acts {
-		if c := &pr.acts[i]; !c.pre.never && allHold2(c.pre.consts, p.start) {
-			p.enabled[i/64] |= 1 << (i % 64)
-		}
-	}
+	p.enable()
 	p.pack(p.start, p.next)
 	h0, err := p.estimate(p.next)
 	if err != nil {
@@ -317,6 +314,39 @@ func (p *Planner) search(ctx context.Context, opts Options) (*Solution, error) {
 		}
 	}
 	return nil, p.unreachable(opts)
+}
+
+// enable sets p.enabled: the actions whose conditions on facts outside
+// the key hold in the start state. Those facts keep their start values,
+// so when they are what the problem's last search started from, the
+// last answer stands.
+func (p *Planner) enable() {
+	pr := p.prob
+	if pr.enabledOK {
+		same := true
+		for i, f := range pr.constFacts {
+			if p.start[f] != pr.enabledFor[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			copy(p.enabled, pr.enabled)
+			return
+		}
+	}
+	clear(p.enabled)
+	for i := range pr.acts {
+		if c := &pr.acts[i]; !c.pre.never && allHold2(c.pre.consts, p.start) {
+			p.enabled[uint(i)/64] |= 1 << (uint(i) % 64)
+		}
+	}
+	pr.enabled = append(pr.enabled[:0], p.enabled...)
+	pr.enabledFor = pr.enabledFor[:0]
+	for _, f := range pr.constFacts {
+		pr.enabledFor = append(pr.enabledFor, p.start[f])
+	}
+	pr.enabledOK = true
 }
 
 // allHold2 is allHold over pointers to conditions.
