@@ -96,7 +96,8 @@ type Action struct {
 
 	cost     *expression
 	requires *expression
-	input    any // Input decoded with json.Number
+	input    any             // Input decoded with json.Number
+	static   json.RawMessage // the rendered input when it has no templates
 }
 
 // Goal is a world state worth reaching.
@@ -509,6 +510,9 @@ func (d *Domain) decodeAction(i int, r *rawAction) (*Action, error) {
 	}
 	if a.input, err = d.checkInput(a.Input, path+"/input", owner); err != nil {
 		return nil, err
+	}
+	if !hasTemplates(a.input) {
+		a.static = a.render(d, nil)
 	}
 	return a, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -222,6 +223,7 @@ func (s *Solution) Result() *Result {
 	r := &Result{Domain: d.Name, Goal: s.prob.goal.Name, Start: d.state(s.p.start), Steps: make([]Step, 0, s.Len()),
 		Cost: s.cost, Stats: s.stats}
 	v := slices.Clone(s.p.start[:n])
+	prev := r.Start
 	for i := range s.Len() {
 		a := s.Action(i)
 		desc := a.Description
@@ -229,10 +231,16 @@ func (s *Solution) Result() *Result {
 			desc = a.Name
 		}
 		input := a.render(d, v)
+		// The state after the step is the one before with the effects'
+		// facts changed: a copy of the map, not a new one.
+		st := maps.Clone(prev)
 		for k := range a.Effects {
-			a.Effects[k].apply(v)
+			e := &a.Effects[k]
+			e.apply(v)
+			st[e.Fact] = v[e.fact].any()
 		}
-		r.Steps = append(r.Steps, Step{Action: a.Name, Skill: a.Skill, Description: desc, Input: input, Cost: s.StepCost(i), State: d.state(v)})
+		r.Steps = append(r.Steps, Step{Action: a.Name, Skill: a.Skill, Description: desc, Input: input, Cost: s.StepCost(i), State: st})
+		prev = st
 	}
 	return r
 }

@@ -110,6 +110,24 @@ func (d *Domain) checkInput(raw json.RawMessage, path, owner string) (any, error
 	return in, nil
 }
 
+// hasTemplates reports whether a decoded input holds a {fact} template
+// (or a doubled brace, which rendering turns into one).
+func hasTemplates(x any) bool {
+	switch v := x.(type) {
+	case string:
+		return strings.ContainsAny(v, "{}")
+	case []any:
+		return slices.ContainsFunc(v, hasTemplates)
+	case map[string]any:
+		for _, e := range v {
+			if hasTemplates(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func pointerToken(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
@@ -117,6 +135,9 @@ func pointerToken(s string) string {
 // render expands the templates of an action's input in state s and
 // returns it as JSON.
 func (a *Action) render(d *Domain, s []value) json.RawMessage {
+	if a.static != nil {
+		return slices.Clone(a.static) // the caller owns its input
+	}
 	var expand func(x any) any
 	expand = func(x any) any {
 		switch v := x.(type) {
