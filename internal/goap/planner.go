@@ -251,6 +251,7 @@ func (s *Solution) Result() *Result {
 type problem struct {
 	goal     *Goal
 	mask     []bool    // usable actions, by index in Domain.Actions
+	all      bool      // every action is usable
 	usable   []*Action // the usable actions that matter to the goal
 	disabled []*Action
 	key      []int // facts, in Facts order
@@ -345,6 +346,9 @@ const problemsPerGoal = 4
 
 func (p *Planner) problemFor(g *Goal, opts Options) *problem {
 	d := p.d
+	if opts.Disabled == nil && p.prob != nil && p.prob.goal == g && p.prob.all {
+		return p.prob // the common case: the same goal again, nothing disabled
+	}
 	for i, a := range d.Actions {
 		p.mask[i] = opts.Disabled == nil || !opts.Disabled(a.Skill)
 	}
@@ -353,7 +357,7 @@ func (p *Planner) problemFor(g *Goal, opts Options) *problem {
 			return pr
 		}
 	}
-	pr := &problem{goal: g, mask: slices.Clone(p.mask)}
+	pr := &problem{goal: g, mask: slices.Clone(p.mask), all: !slices.Contains(p.mask, false)}
 	var usable []*Action
 	for i, a := range d.Actions {
 		if p.mask[i] {

@@ -368,7 +368,11 @@ func (p *Planner) expand(i int32, opts Options) error {
 	g0 := p.recs[i].g
 	unpacked := false
 	cand := p.cand
-	copy(cand, pr.untrig)
+	if len(cand) == 1 {
+		cand[0] = pr.untrig[0]
+	} else {
+		copy(cand, pr.untrig)
+	}
 	if pr.trig != nil {
 		for wi := range pr.lay.bools {
 			for x := cur[wi]; x != 0; x &= x - 1 {
