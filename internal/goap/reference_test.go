@@ -56,6 +56,9 @@ func BenchmarkReference(b *testing.B) {
 		ctx := context.Background()
 		b.Run(rc.name+"/search", func(b *testing.B) {
 			p := NewPlanner(d)
+			if _, err := p.Search(ctx, nil, rc.goal, Options{}); err != nil { // warm up
+				b.Fatal(err)
+			}
 			b.ReportAllocs()
 			defer cpuPerOp(b)()
 			var sol *Solution
