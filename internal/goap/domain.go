@@ -25,8 +25,9 @@ var factName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 const DefaultCooldown = 5 * time.Second
 
 // Domain is a decoded, checked GOAP domain. Build one with Decode. A
-// Domain is immutable and safe for concurrent use by any number of
-// searches, arbiters and trackers.
+// Domain is immutable (but for a pool of Planners that Plan borrows and
+// gives back) and safe for concurrent use by any number of searches,
+// arbiters and trackers.
 type Domain struct {
 	Name        string
 	Description string
