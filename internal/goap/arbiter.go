@@ -20,10 +20,10 @@ type ArbiterConfig struct {
 	// Hysteresis is the relative margin by which a goal's utility must
 	// reach past the current goal's before the arbiter switches to it
 	// between plans: it switches when best >= current × (1 + Hysteresis),
-	// the seed's rule (it keeps the current goal while best < current ×
-	// 1.2), so with the default 50 → 60 switches and 50 → 59.9 does not.
-	// 0 means DefaultHysteresis (20%); negative means no margin (any
-	// strictly better goal wins).
+	// so with the default the current goal stays while best < current ×
+	// 1.2: 50 → 60 switches and 50 → 59.9 does not. 0 means
+	// DefaultHysteresis (20%); negative means no margin (any strictly
+	// better goal wins).
 	Hysteresis float64
 	// Preemption is the absolute margin a goal's utility must beat the
 	// current goal's by to interrupt it while its plan runs: best >
@@ -87,7 +87,7 @@ type GoalStatus struct {
 	Utility float64 // 0 when the goal is not valid
 	Valid   bool
 	// Satisfied: the goal's conditions hold; never for a goal without
-	// conditions, which is always applicable (the seed's Explore).
+	// conditions, which is always applicable (an explore fallback).
 	Satisfied bool
 	// CoolingUntil is when the goal's cooldown ends; zero if none.
 	CoolingUntil time.Time

@@ -229,7 +229,7 @@ func TestArbiterErrors(t *testing.T) {
 
 func nan() float64 { return math.NaN() }
 
-// TestArbiterBoundaries pins the seed's numbers at their edges: between
+// TestArbiterBoundaries pins the default margins at their edges: between
 // plans a goal takes over when its utility reaches the current one's ×
 // 1.2; while a plan runs, only when it exceeds the current one's + 30.
 func TestArbiterBoundaries(t *testing.T) {

@@ -106,8 +106,8 @@ type Goal struct {
 	Name        string
 	Description string
 	// Conditions are sorted by fact, then comparison. A goal without
-	// conditions is never satisfied (the seed's always applicable Explore
-	// goal): it stays eligible while valid, and its plan is the cheapest
+	// conditions is never satisfied (an always applicable goal such as
+	// explore): it stays eligible while valid, and its plan is the cheapest
 	// single action that applies.
 	Conditions []Condition
 	// Utility is the goal's constant utility, or 0 when UtilityExpr is set.

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// The seed's expressiveness in the tracker and the arbiter: preconditions
-// with or, derived facts and a goal without conditions
+// Preconditions with or, derived facts and a goal without conditions in
+// the tracker and the arbiter
 // (testdata/domains/farmer.goap.json; the planner's scenarios are golden
 // files, see golden_test.go).
 
