@@ -603,3 +603,136 @@ func TestPropertyHeuristic(t *testing.T) {
 		}
 	})
 }
+
+// genMonotone makes domains where direction pruning bites: n0 is only
+// ever wanted high (gt, gte) and n1 only low (lt, lte), and actions move
+// them both ways, so some actions only move them the wrong way. Counters
+// have no bounds, so costs are at least 1 and plans are sought up to
+// monotoneMaxCost.
+func genMonotone(t *rapid.T) nDomain {
+	d := nDomain{defaults: map[string]any{"b0": rapid.Bool().Draw(t, "b0"), "b1": rapid.Bool().Draw(t, "b1"),
+		"n0": float64(rapid.IntRange(0, 3).Draw(t, "n0")), "n1": float64(rapid.IntRange(0, 3).Draw(t, "n1"))}}
+	cond := func(label string) nCond {
+		switch rapid.IntRange(0, 2).Draw(t, label+"-kind") {
+		case 0:
+			return nCond{fact: "n0", op: rapid.SampledFrom([]string{"gt", "gte"}).Draw(t, label+"-op"), val: float64(rapid.IntRange(-1, 5).Draw(t, label+"-val"))}
+		case 1:
+			return nCond{fact: "n1", op: rapid.SampledFrom([]string{"lt", "lte"}).Draw(t, label+"-op"), val: float64(rapid.IntRange(-2, 4).Draw(t, label+"-val"))}
+		}
+		return nCond{fact: rapid.SampledFrom([]string{"b0", "b1"}).Draw(t, label+"-fact"), op: "equals", val: rapid.Bool().Draw(t, label+"-val")}
+	}
+	conds := func(label string, lo, hi int) []nCond {
+		var out []nCond
+		for i := range rapid.IntRange(lo, hi).Draw(t, label+"-n") {
+			c := cond(fmt.Sprintf("%s%d", label, i))
+			if !hasCond(out, c.fact, c.op) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	for i := range rapid.IntRange(1, 6).Draw(t, "actions") {
+		label := fmt.Sprintf("m%d", i)
+		a := nAction{name: label, pre: conds(label+"pre", 0, 2), cost: float64(rapid.IntRange(1, 3).Draw(t, label+"-cost"))}
+		seen := map[string]bool{}
+		for j := range rapid.IntRange(1, 3).Draw(t, label+"-effects") {
+			el := fmt.Sprintf("%se%d", label, j)
+			var e nEffect
+			switch f := rapid.SampledFrom([]string{"n0", "n1", "b0", "b1"}).Draw(t, el+"-fact"); f {
+			case "b0", "b1":
+				e = nEffect{fact: f, op: "set", val: rapid.Bool().Draw(t, el+"-val")}
+			default:
+				op := rapid.SampledFrom([]string{"inc", "dec", "dec", "set"}).Draw(t, el+"-op")
+				e = nEffect{fact: f, op: op, val: float64(rapid.IntRange(1, 2).Draw(t, el+"-val"))}
+			}
+			if !seen[e.fact] {
+				seen[e.fact] = true
+				a.eff = append(a.eff, e)
+			}
+		}
+		d.actions = append(d.actions, a)
+	}
+	d.goal = conds("goal", 1, 2)
+	return d
+}
+
+const monotoneMaxCost = 12
+
+// TestPropertyDirectionPruning checks plans on genMonotone's domains
+// against the naive search over all their actions, so the actions that
+// direction pruning drops are shown never to be needed.
+func TestPropertyDirectionPruning(t *testing.T) {
+	dropped := 0
+	rapid.Check(t, func(t *rapid.T) {
+		nd := genMonotone(t)
+		doc := nd.doc()
+		d, err := Decode(doc)
+		if err != nil {
+			t.Fatalf("generated domain does not decode: %v\n%s", err, doc)
+		}
+		g := d.Goal("g")
+		if _, kept := relevance(d, g, d.Actions); func() bool { out, _ := relevant(d, g, d.Actions); return len(out) < len(kept) }() {
+			dropped++
+		}
+		want, reachable := naiveWithin(nd, maps.Clone(nd.defaults), monotoneMaxCost)
+		r, err := Plan(context.Background(), d, nil, "g", Options{MaxNodes: -1, MaxCost: monotoneMaxCost})
+		switch {
+		case !reachable && !errors.Is(err, ErrUnreachable):
+			t.Fatalf("no plan within %d by the naive search; Plan: %v, %v\n%s", monotoneMaxCost, r, err, doc)
+		case reachable && err != nil:
+			t.Fatalf("the naive search finds a plan of cost %v; Plan: %v\n%s", want, err, doc)
+		case reachable && math.Abs(r.Cost-want) > 1e-9:
+			t.Fatalf("Plan cost %v %v, naive cheapest %v\n%s", r.Cost, actionNames(r), want, doc)
+		}
+	})
+	t.Logf("direction pruning dropped actions in %d domains", dropped)
+	if dropped == 0 {
+		t.Error("no domain had an action dropped: the generator does not test the pruning")
+	}
+}
+
+// naiveWithin is naiveCheapest for spaces without bounds: plans costing
+// at most maxCost, with every action costing at least 1.
+func naiveWithin(d nDomain, start map[string]any, maxCost float64) (float64, bool) {
+	type item struct {
+		s map[string]any
+		g float64
+	}
+	best := map[string]float64{naiveKey(start): 0}
+	done := map[string]bool{}
+	open := []item{{start, 0}}
+	for len(open) > 0 {
+		mi := 0
+		for i := range open {
+			if open[i].g < open[mi].g {
+				mi = i
+			}
+		}
+		it := open[mi]
+		open = slices.Delete(open, mi, mi+1)
+		k := naiveKey(it.s)
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		if naiveAll(d.goal, it.s) {
+			return it.g, true
+		}
+		for _, a := range d.actions {
+			if !d.applies(a, it.s) {
+				continue
+			}
+			next := naiveApply(a, it.s)
+			g := it.g + d.cost(a, it.s)
+			if g > maxCost {
+				continue
+			}
+			if b, ok := best[naiveKey(next)]; ok && b <= g {
+				continue
+			}
+			best[naiveKey(next)] = g
+			open = append(open, item{next, g})
+		}
+	}
+	return 0, false
+}
