@@ -17,9 +17,11 @@ const (
 // ArbiterConfig tunes goal switching. The zero value takes the seed's
 // numbers.
 type ArbiterConfig struct {
-	// Hysteresis is the relative margin a goal's utility must beat the
-	// current goal's by before the arbiter switches to it between plans:
-	// it switches when best > current × (1 + Hysteresis). 0 means
+	// Hysteresis is the relative margin by which a goal's utility must
+	// reach past the current goal's before the arbiter switches to it
+	// between plans: it switches when best >= current × (1 + Hysteresis),
+	// so with the default the current goal stays while best < current ×
+	// 1.2: 50 → 60 switches and 50 → 59.9 does not. 0 means
 	// DefaultHysteresis (20%); negative means no margin (any strictly
 	// better goal wins).
 	Hysteresis float64
@@ -81,9 +83,11 @@ type Selection struct {
 
 // GoalStatus is one goal as the arbiter sees it in a state.
 type GoalStatus struct {
-	Goal      string
-	Utility   float64 // 0 when the goal is not valid
-	Valid     bool
+	Goal    string
+	Utility float64 // 0 when the goal is not valid
+	Valid   bool
+	// Satisfied: the goal's conditions hold; never for a goal without
+	// conditions, which is always applicable (an explore fallback).
 	Satisfied bool
 	// CoolingUntil is when the goal's cooldown ends; zero if none.
 	CoolingUntil time.Time
@@ -197,20 +201,28 @@ func (a *Arbiter) Failed(goal string, now time.Time) error {
 }
 
 // Report evaluates every goal in state s at time now, in domain order.
-// Errors: ErrInvalidState for a mistyped fact, *EvalError for a utility
-// or validity expression that fails.
+// Errors: ErrInvalidState for a mistyped fact, *EvalError for a utility,
+// validity or derived fact expression that fails.
 func (a *Arbiter) Report(s State, now time.Time) ([]GoalStatus, error) {
-	v, err := a.d.vector(s)
+	v, err := a.vector(s)
 	if err != nil {
 		return nil, err
 	}
 	return a.report(v, now)
 }
 
+func (a *Arbiter) vector(s State) ([]value, error) {
+	v := make([]value, a.d.slots())
+	if err := a.d.vectorInto(v, s, a.ev); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 func (a *Arbiter) report(v []value, now time.Time) ([]GoalStatus, error) {
 	out := make([]GoalStatus, len(a.d.Goals))
 	for i, g := range a.d.Goals {
-		st := GoalStatus{Goal: g.Name, Valid: true, Satisfied: allHold(g.Conditions, v)}
+		st := GoalStatus{Goal: g.Name, Valid: true, Satisfied: satisfied(g, v)}
 		if until, ok := a.st.Cooldowns[g.Name]; ok && now.Before(until) {
 			st.CoolingUntil = until
 		}
@@ -244,7 +256,7 @@ func (a *Arbiter) report(v []value, now time.Time) ([]GoalStatus, error) {
 //   - the current goal is no longer eligible: the best eligible goal
 //     (ReasonReplace);
 //   - the current goal is the best: kept (ReasonCurrent);
-//   - a better goal, between plans: it wins if its utility exceeds the
+//   - a better goal, between plans: it wins if its utility reaches the
 //     current's × (1 + Hysteresis) (ReasonSwitch), else the current is
 //     kept (ReasonHysteresis);
 //   - a better goal while the current goal's plan runs: it wins if its
@@ -255,7 +267,7 @@ func (a *Arbiter) report(v []value, now time.Time) ([]GoalStatus, error) {
 // cooldowns are forgotten. Errors are Report's; the arbiter's memory is
 // unchanged on error.
 func (a *Arbiter) Select(s State, now time.Time) (Selection, error) {
-	v, err := a.d.vector(s)
+	v, err := a.vector(s)
 	if err != nil {
 		return Selection{}, err
 	}
@@ -312,8 +324,15 @@ func (a *Arbiter) Select(s State, now time.Time) (Selection, error) {
 		}
 		return choose(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat running %s by more than the preemption margin", describe(best), describe(cur))), nil
 	}
-	if bu > cu*(1+a.cfg.Hysteresis) {
-		return choose(best, ReasonSwitch, fmt.Sprintf("%s beats %s by more than %s%%", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
+	if reaches(bu, cu*(1+a.cfg.Hysteresis)) {
+		return choose(best, ReasonSwitch, fmt.Sprintf("%s beats %s by %s%% or more", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
 	}
-	return choose(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat %s by more than %s%%", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
+	return choose(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat %s by %s%%", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
 }
+
+// reaches reports whether utility u reaches threshold t, the product of a
+// utility and 1 + Hysteresis. The product is rounded in binary (3 × 1.2 is
+// 3.5999999999999996), so u may fall short of it by a rounding error and
+// still reach it, as it does in the decimal arithmetic domains are written
+// in.
+func reaches(u, t float64) bool { return u >= t-1e-9*math.Abs(t) }

@@ -3,6 +3,7 @@ package goap
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -46,10 +47,10 @@ func TestArbiter(t *testing.T) {
 		{"hysteresis between plans", ArbiterConfig{}, []step{
 			{state: State{"ua": 50, "ub": 40}, goal: "a", reason: ReasonBest},
 			{state: State{"ua": 50, "ub": 51}, goal: "a", reason: ReasonHysteresis},
-			{state: State{"ua": 50, "ub": 60}, goal: "a", reason: ReasonHysteresis}, // exactly 20% more is not enough
-			{state: State{"ua": 50, "ub": 61}, goal: "b", reason: ReasonSwitch},
-			{state: State{"ua": 55, "ub": 50}, goal: "b", reason: ReasonHysteresis}, // no thrashing back
-			{state: State{"ua": 49, "ub": 50}, goal: "b", reason: ReasonCurrent},
+			{state: State{"ua": 50, "ub": 59.9}, goal: "a", reason: ReasonHysteresis}, // short of 20% more
+			{state: State{"ua": 50, "ub": 60}, goal: "b", reason: ReasonSwitch},       // exactly 20% more is enough
+			{state: State{"ua": 71.9, "ub": 60}, goal: "b", reason: ReasonHysteresis}, // no thrashing back
+			{state: State{"ua": 59, "ub": 60}, goal: "b", reason: ReasonCurrent},
 		}},
 		{"no hysteresis", ArbiterConfig{Hysteresis: -1}, []step{
 			{state: State{"ua": 50, "ub": 40}, goal: "a", reason: ReasonBest},
@@ -145,7 +146,7 @@ func TestArbiterDetail(t *testing.T) {
 		t.Errorf("got %q utility %v, want %q 50", sel.Detail, sel.Utility, want)
 	}
 	sel, _ = a.Select(State{"ua": 50, "ub": 55}, t0)
-	if want := "b (55) does not beat a (50) by more than 20%"; sel.Detail != want {
+	if want := "b (55) does not beat a (50) by 20%"; sel.Detail != want {
 		t.Errorf("got %q, want %q", sel.Detail, want)
 	}
 	sel, _ = a.Select(State{"ua": 50, "ub": 55, "done_a": true}, t0)
@@ -227,3 +228,77 @@ func TestArbiterErrors(t *testing.T) {
 }
 
 func nan() float64 { return math.NaN() }
+
+// TestArbiterBoundaries pins the default margins at their edges: between
+// plans a goal takes over when its utility reaches the current one's ×
+// 1.2; while a plan runs, only when it exceeds the current one's + 30.
+func TestArbiterBoundaries(t *testing.T) {
+	d := mustDecode(t, arbiterDomain)
+	tests := []struct {
+		current, best float64
+		running       bool
+		goal          string
+		reason        Reason
+	}{
+		{50, 60, false, "b", ReasonSwitch},
+		{50, 59.9, false, "a", ReasonHysteresis},
+		{50, 55, false, "a", ReasonHysteresis},
+		{3, 3.6, false, "b", ReasonSwitch}, // 3 × 1.2 is 3.5999999999999996 in binary
+		{3, 3.59, false, "a", ReasonHysteresis},
+		{0.1, 0.12, false, "b", ReasonSwitch},
+		{80, 111, true, "b", ReasonPreempt},
+		{80, 110, true, "a", ReasonHysteresis},
+		{80, 110.5, true, "b", ReasonPreempt},
+		{80, 96, true, "a", ReasonHysteresis}, // 20% more does not interrupt a running plan
+	}
+	for _, tt := range tests {
+		name := fmt.Sprintf("%v to %v", tt.current, tt.best)
+		if tt.running {
+			name += " running"
+		}
+		t.Run(name, func(t *testing.T) {
+			a, _ := NewArbiter(d, ArbiterConfig{})
+			t0 := time.Unix(0, 0)
+			if sel, _ := a.Select(State{"ua": tt.current}, t0); sel.Goal != "a" {
+				t.Fatalf("first selection %s (%s), want a", sel.Goal, sel.Reason)
+			}
+			a.SetRunning(tt.running)
+			sel, err := a.Select(State{"ua": tt.current, "ub": tt.best}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.Goal != tt.goal || sel.Reason != tt.reason {
+				t.Errorf("got %s (%s: %s), want %s (%s)", sel.Goal, sel.Reason, sel.Detail, tt.goal, tt.reason)
+			}
+		})
+	}
+}
+
+// TestArbiterDefaultCooldown: a goal whose document gives no cooldownMs
+// cools down for 5,000 ms after a failed plan, per goal.
+func TestArbiterDefaultCooldown(t *testing.T) {
+	d := mustDecode(t, `{"name": "d", "facts": {"x": false, "y": false}, "actions": [{"name": "a", "effects": {"x": true, "y": true}}],
+		"goals": [{"name": "gx", "conditions": {"x": true}, "utility": 50}, {"name": "gy", "conditions": {"y": true}, "utility": 10}]}`)
+	a, _ := NewArbiter(d, ArbiterConfig{})
+	t0 := time.Unix(1000, 0)
+	if err := a.Failed("gx", t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		at   time.Duration
+		goal string
+	}{
+		{0, "gy"},
+		{4999 * time.Millisecond, "gy"},
+		{5000 * time.Millisecond, "gx"},
+	} {
+		a.Clear()
+		sel, err := a.Select(State{}, t0.Add(tt.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sel.Goal != tt.goal {
+			t.Errorf("%v after the failure: got %s (%s), want %s", tt.at, sel.Goal, sel.Detail, tt.goal)
+		}
+	}
+}

@@ -81,6 +81,24 @@ func unsatisfied(cs []Condition, s []value) []string {
 	return out
 }
 
+// unmetPreconditions lists what keeps action a from applying in state
+// vector s: its failing preconditions as unsatisfied formats them, and
+// its requires expression when it is false. Errors: *EvalError when the
+// expression fails.
+func unmetPreconditions(ev *evaluator, a *Action, s []value) ([]string, error) {
+	out := unsatisfied(a.Preconditions, s)
+	if a.requires != nil {
+		ok, err := ev.boolean(a.requires, s, "action "+a.Name+": requires")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			out = append(out, fmt.Sprintf("requires %s (is false)", a.Requires))
+		}
+	}
+	return out, nil
+}
+
 // EffectOp is what an Effect does to its fact.
 type EffectOp string
 

@@ -85,6 +85,12 @@ func TestDecodeErrors(t *testing.T) {
 	goal := func(g string) string {
 		return `{"name": "d", ` + facts + `, "actions": [{"name": "a"}], "goals": [` + g + `]}`
 	}
+	derived := func(members string, actions ...string) string {
+		if len(actions) == 0 {
+			actions = []string{`{"name": "a"}`}
+		}
+		return `{"name": "d", ` + facts + `, "derived": {` + members + `}, "actions": [` + strings.Join(actions, ", ") + `]}`
+	}
 	tests := []struct {
 		name, doc string
 		path      string // DomainError.Path
@@ -118,12 +124,29 @@ func TestDecodeErrors(t *testing.T) {
 		{"template stray brace", action(`{"name": "a", "input": {"x": "a}"}}`), "/actions/0/input/x", "unmatched }"},
 		{"input ref", action(`{"name": "a", "input": {"x": {"$ref": "1-a"}}}`), "/actions/0/input/x", "GOAP actions cannot do"},
 		{"input not object", action(`{"name": "a", "input": [1]}`), "", "at /actions/0/input"},
-		{"goal without conditions", goal(`{"name": "g", "conditions": {}}`), "", "at /goals/0/conditions"},
 		{"goal unknown fact", goal(`{"name": "g", "conditions": {"stone": 1}}`), "/goals/0/conditions/stone", `goal g: unknown fact "stone"`},
 		{"duplicate goal", goal(`{"name": "g", "conditions": {"axe": true}}, {"name": "g", "conditions": {"axe": true}}`), "/goals/1/name", `duplicate goal name "g"`},
 		{"utility not number", goal(`{"name": "g", "conditions": {"axe": true}, "utility": "axe"}`), "/goals/0/utility", "goal g: utility: expected float64, but got bool"},
 		{"valid not bool", goal(`{"name": "g", "conditions": {"axe": true}, "valid": "wood + 1"}`), "/goals/0/valid", "goal g: valid: expected bool, but got float64"},
 		{"negative cooldown", goal(`{"name": "g", "conditions": {"axe": true}, "cooldownMs": -1}`), "", "at /goals/0/cooldownMs"},
+		{"derived bad name", derived(`"a/b": "wood"`), "/derived/a~1b", `derived fact name "a/b": want a letter`},
+		{"derived keyword", derived(`"not": "wood"`), "/derived/not", `derived fact name "not" is an expression keyword`},
+		{"derived named like a fact", derived(`"wood": "axe"`), "/derived/wood", "derived fact wood has the name of a fact"},
+		{"derived unknown name", derived(`"x": "stone > 1"`), "/derived/x", "derived fact x: unknown name stone"},
+		{"derived reads derived", derived(`"x": "wood * 2", "y": "x + 1"`), "/derived/y", "derived fact y: unknown name x"},
+		{"derived type mismatch", derived(`"x": {"expr": "wood", "type": "bool"}`), "/derived/x", "derived fact x: expected bool, but got float64"},
+		{"derived not a scalar", derived(`"x": "[wood, 1]"`), "/derived/x", "want a bool, a number or a string, or declare the type"},
+		{"derived unknown type", derived(`"x": {"expr": "wood", "type": "list"}`), "", "at /derived/x"},
+		{"derived empty", derived(`"x": ""`), "", "at /derived/x"},
+		{"effect on derived", derived(`"x": "wood > 2"`, `{"name": "a", "effects": {"x": true}}`), "/actions/0/effects/x", "action a: x is a derived fact; change the facts it reads instead"},
+		{"exists on derived", derived(`"x": "wood > 2"`, `{"name": "a", "preconditions": {"x": {"exists": true}}}`), "/actions/0/preconditions/x", "x is a derived fact, which always exists"},
+		{"derived condition type", derived(`"x": "wood > 2"`, `{"name": "a", "preconditions": {"x": 3}}`), "/actions/0/preconditions/x", "action a: x equals 3: the fact is a bool"},
+		{"derived lt on bool", derived(`"x": "wood > 2"`, `{"name": "a", "preconditions": {"x": {"lt": 3}}}`), "/actions/0/preconditions/x", "lt compares numbers and the fact is a bool"},
+		{"derived in template", derived(`"x": "wood > 2"`, `{"name": "a", "input": {"k": "{x}"}}`), "/actions/0/input/k", "names a derived fact"},
+		{"requires syntax", action(`{"name": "a", "requires": "wood >"}`), "/actions/0/requires", "action a: requires: unexpected token EOF"},
+		{"requires not bool", action(`{"name": "a", "requires": "wood + 1"}`), "/actions/0/requires", "action a: requires: expected bool, but got float64"},
+		{"requires unknown name", action(`{"name": "a", "requires": "stone || axe"}`), "/actions/0/requires", "action a: requires: unknown name stone"},
+		{"requires empty", action(`{"name": "a", "requires": ""}`), "", "at /actions/0/requires"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,5 +195,59 @@ func TestTemplates(t *testing.T) {
 	want := `{"absent":null,"bool":true,"braces":"{n} }","deep":[{"k":"oak-2.5"}],"keep":"no templates here","plain":7,"str":"oak","text":"n=2.5 b=true s=oak x=[]","whole":2.5}`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestDecodeExpressive(t *testing.T) {
+	d := mustDecode(t, `{"name": "d", "facts": {"wood": 0, "axe": false, "tree": "oak"},
+		"derived": {"rich": "wood >= 10", "worth": "wood * 2", "label": "tree + \"-\" + string(wood)",
+			"half": {"expr": "wood / 2", "type": "number", "description": "half the wood"}},
+		"actions": [{"name": "chop", "requires": "axe || wood > 3", "effects": {"wood": {"inc": 1}}, "cost": "rich ? 1 : 2", "minCost": 1}],
+		"goals": [{"name": "explore"}, {"name": "also", "conditions": {}}, {"name": "g", "conditions": {"rich": true, "worth": {"gte": 4}}}]}`)
+	var got []string
+	for _, df := range d.Derived {
+		got = append(got, df.Name+":"+string(df.Type)+":"+df.Expr)
+	}
+	want := []string{"half:number:wood / 2", "label:string:tree + \"-\" + string(wood)", "rich:bool:wood >= 10", "worth:number:wood * 2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("derived facts sorted by name, typed (-want +got):\n%s", diff)
+	}
+	if d.Derived[0].Description != "half the wood" {
+		t.Errorf("half's description = %q", d.Derived[0].Description)
+	}
+	if _, ok := d.Fact("rich"); ok {
+		t.Error("Fact(rich) found a derived fact")
+	}
+	if r := d.Action("chop").Requires; r != "axe || wood > 3" {
+		t.Errorf("chop requires %q", r)
+	}
+	for _, g := range []string{"explore", "also"} {
+		if n := len(d.Goal(g).Conditions); n != 0 {
+			t.Errorf("goal %s has %d conditions, want none", g, n)
+		}
+	}
+	var conds []string
+	for _, c := range d.Goal("g").Conditions {
+		conds = append(conds, c.String())
+	}
+	if diff := cmp.Diff([]string{"rich equals true", "worth gte 4"}, conds); diff != "" {
+		t.Errorf("conditions on derived facts (-want +got):\n%s", diff)
+	}
+	for _, tt := range []struct {
+		state State
+		sat   bool
+	}{
+		{State{"wood": 9}, false},
+		{State{"wood": 10}, true},
+	} {
+		if ok, err := d.Satisfied("g", tt.state); err != nil || ok != tt.sat {
+			t.Errorf("Satisfied(g, %v) = %v, %v; want %v", tt.state, ok, err, tt.sat)
+		}
+		if ok, _ := d.Satisfied("explore", tt.state); ok {
+			t.Errorf("a goal without conditions is satisfied in %v", tt.state)
+		}
+	}
+	if n, _ := d.Normalize(State{"wood": 3}); len(n) != 3 {
+		t.Errorf("Normalize gave %v, want the three facts without derived ones", n)
 	}
 }

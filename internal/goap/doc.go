@@ -11,27 +11,38 @@
 //	r, err := goap.Plan(ctx, d, goap.State{"wood": 2}, "build-cabin", goap.Options{Disabled: off})
 //	p, err := goap.ToPlan(r)     // *plan.Plan: one tool per step, chained
 //
+//	pl := goap.NewPlanner(d)     // reused by one goroutine: a warm Search allocates nothing
+//	sol, err := pl.Search(ctx, s, "build-cabin", goap.Options{})
+//	r = sol.Result()             // the steps' inputs and predicted states, on demand
+//
 // A domain document (schemas/goap-domain.schema.json) declares its facts
-// with a type and usually a default, its actions with preconditions,
-// effects (set, inc, dec), a cost (a number or an expr-lang/expr
-// expression over the facts) and an input whose strings may hold {fact}
-// templates, and its goals with conditions, a utility (number or
-// expression), an optional validity expression and a cooldown. Conditions
-// are structured (equals, ne, lt, lte, gt, gte, exists) so the planner can
-// reason about them; expressions are compiled by Decode, which reports
-// their errors with the action or goal and the field they belong to.
+// with a type and usually a default, derived facts (named expressions
+// over the facts), its actions with preconditions, an optional requires
+// expression (preconditions with or), effects (set, inc, dec), a cost (a
+// number or an expr-lang/expr expression over the facts) and an input
+// whose strings may hold {fact} templates, and its goals with conditions
+// (none: an always applicable goal, never satisfied), a utility (number
+// or expression), an optional validity expression and a cooldown.
+// Conditions are structured (equals, ne, lt, lte, gt, gte, exists) so the
+// planner can reason about them; expressions are compiled by Decode,
+// which reports their errors with the action or goal and the field they
+// belong to.
 //
 // # Planning
 //
 // Plan is A* over world states. Before searching it drops the actions a
-// disabled skill rules out and those that cannot matter to the goal (they
+// disabled skill rules out, those that cannot matter to the goal (they
 // change no fact the goal, or a precondition or cost of an action that
-// matters, depends on), and keys states by the relevant facts the
+// matters, depends on) and those that only move numbers the way no
+// condition wants them, and keys states by the relevant facts the
 // remaining actions change, increments included, as the seed's
-// "Incremental Effects Need State Keys" warns. The heuristic is admissible and consistent (see
-// docs/goap.md), so the plan is the cheapest one; ties between equally
-// cheap plans are broken deterministically by smaller heuristic, then by
-// creation order, which follows the domain's action order. Plan returns
+// "Incremental Effects Need State Keys" warns; states are packed into
+// machine words and compared as such. The heuristic is admissible and
+// consistent (see docs/goap.md), so the plan is the cheapest one; ties
+// between equally cheap plans are broken deterministically by smaller
+// heuristic, then by creation order, which follows the domain's action
+// order. A goal without conditions is planned as the cheapest single
+// action that applies. Plan returns
 // *UnreachableError (ErrUnreachable) naming the unsatisfied conditions and
 // why, a *BudgetError (ErrBudgetExceeded) after Options.MaxNodes
 // expansions or once it holds more than Options.MaxMemory bytes, and
@@ -48,7 +59,8 @@
 // to JSON, so a stateless service can keep it in a KV bucket.
 //
 // The package is pure: no I/O, no goroutines, no clock, no global state.
-// A *Domain is immutable and safe for concurrent use by any number of
-// Plan calls, arbiters and trackers; an Arbiter or a Tracker belongs to
+// A *Domain is immutable (but for the pool of Planners that Plan borrows
+// from) and safe for concurrent use by any number of Plan calls, Planners,
+// arbiters and trackers; a Planner, an Arbiter or a Tracker belongs to
 // one goroutine at a time.
 package goap

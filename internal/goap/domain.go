@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/expr-lang/expr"
@@ -24,19 +25,31 @@ var factName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 const DefaultCooldown = 5 * time.Second
 
 // Domain is a decoded, checked GOAP domain. Build one with Decode. A
-// Domain is immutable and safe for concurrent use by any number of
-// searches, arbiters and trackers.
+// Domain is immutable (but for a pool of Planners that Plan borrows and
+// gives back) and safe for concurrent use by any number of searches,
+// arbiters and trackers.
 type Domain struct {
 	Name        string
 	Description string
 	Facts       []Fact    // sorted by name
+	Derived     []Derived // sorted by name
 	Actions     []*Action // in document order, which breaks ties between plans
 	Goals       []*Goal   // in document order, which breaks ties between utilities
 
-	facts   map[string]int // name → index in Facts
+	// facts maps a name to its slot: an index in Facts, or len(Facts) + an
+	// index in Derived. A state vector holds one value per slot.
+	facts   map[string]int
 	actions map[string]*Action
 	goals   map[string]*Goal
 	env     map[string]any // the facts' types, for compiling expressions
+
+	// The string constants of the document (defaults, conditions, effects)
+	// by number (from 1), so the search compares strings as numbers.
+	strID map[string]uint64
+	strs  []string
+	defs  []value // the facts' defaults
+
+	planners sync.Pool // of *Planner, for Plan
 }
 
 // Fact is a declared fact.
@@ -49,6 +62,18 @@ type Fact struct {
 	def value
 }
 
+// Derived is a derived fact: a named expression over the facts, which
+// conditions, costs, utilities and validity tests read like a fact. No
+// action sets it; it follows the facts it reads.
+type Derived struct {
+	Name        string
+	Type        Type
+	Expr        string
+	Description string
+
+	x *expression
+}
+
 // Action is something the planner may do: a tool call of Skill with Input.
 type Action struct {
 	Name          string
@@ -56,7 +81,10 @@ type Action struct {
 	Description   string
 	Input         json.RawMessage // as written, templates unexpanded; {} if none
 	Preconditions []Condition     // sorted by fact, then comparison
-	Effects       []Effect        // sorted by fact
+	// Requires, if set, is a boolean expression that must hold too: the
+	// form for preconditions with "or", such as "logs >= 2 || planks >= 4".
+	Requires string
+	Effects  []Effect // sorted by fact
 	// Cost is the action's constant cost, or 0 when CostExpr is set.
 	Cost float64
 	// CostExpr is an expression cost, evaluated in the state the action
@@ -67,15 +95,21 @@ type Action struct {
 	// expression that gives less is an error.
 	MinCost float64
 
-	cost  *expression
-	input any // Input decoded with json.Number
+	cost     *expression
+	requires *expression
+	input    any             // Input decoded with json.Number
+	static   json.RawMessage // the rendered input when it has no templates
 }
 
 // Goal is a world state worth reaching.
 type Goal struct {
 	Name        string
 	Description string
-	Conditions  []Condition // sorted by fact, then comparison
+	// Conditions are sorted by fact, then comparison. A goal without
+	// conditions is never satisfied (an always applicable goal such as
+	// explore): it stays eligible while valid, and its plan is the cheapest
+	// single action that applies.
+	Conditions []Condition
 	// Utility is the goal's constant utility, or 0 when UtilityExpr is set.
 	Utility     float64
 	UtilityExpr string
@@ -88,13 +122,41 @@ type Goal struct {
 	valid   *expression
 }
 
-// Fact returns the declared fact with the given name.
+// Fact returns the declared fact with the given name; derived facts are
+// in Derived.
 func (d *Domain) Fact(name string) (Fact, bool) {
 	i, ok := d.facts[name]
-	if !ok {
+	if !ok || i >= len(d.Facts) {
 		return Fact{}, false
 	}
 	return d.Facts[i], true
+}
+
+// slots is the length of a state vector: facts, then derived facts.
+func (d *Domain) slots() int { return len(d.Facts) + len(d.Derived) }
+
+// slotName names a slot of a state vector.
+func (d *Domain) slotName(i int) string {
+	if i < len(d.Facts) {
+		return d.Facts[i].Name
+	}
+	return d.Derived[i-len(d.Facts)].Name
+}
+
+// slotType is the type of a slot's values.
+func (d *Domain) slotType(i int) Type {
+	if i < len(d.Facts) {
+		return d.Facts[i].Type
+	}
+	return d.Derived[i-len(d.Facts)].Type
+}
+
+// intern numbers a string constant of the document.
+func (d *Domain) intern(s string) {
+	if _, ok := d.strID[s]; !ok {
+		d.strID[s] = uint64(len(d.strs))
+		d.strs = append(d.strs, s)
+	}
 }
 
 // Action returns the action with the given name, or nil.
@@ -107,6 +169,7 @@ type rawDomain struct {
 	Name        string                     `json:"name"`
 	Description string                     `json:"description"`
 	Facts       map[string]json.RawMessage `json:"facts"`
+	Derived     map[string]json.RawMessage `json:"derived"`
 	Actions     []rawAction                `json:"actions"`
 	Goals       []rawGoal                  `json:"goals"`
 }
@@ -117,6 +180,7 @@ type rawAction struct {
 	Description   string                     `json:"description"`
 	Input         json.RawMessage            `json:"input"`
 	Preconditions map[string]json.RawMessage `json:"preconditions"`
+	Requires      string                     `json:"requires"`
 	Effects       map[string]json.RawMessage `json:"effects"`
 	Cost          json.RawMessage            `json:"cost"`
 	MinCost       *float64                   `json:"minCost"`
@@ -146,8 +210,12 @@ func Decode(doc []byte) (*Domain, error) {
 		return nil, &DomainError{Msg: err.Error(), Err: err}
 	}
 	d := &Domain{Name: raw.Name, Description: raw.Description,
-		facts: map[string]int{}, actions: map[string]*Action{}, goals: map[string]*Goal{}, env: map[string]any{}}
+		facts: map[string]int{}, actions: map[string]*Action{}, goals: map[string]*Goal{}, env: map[string]any{},
+		strID: map[string]uint64{}, strs: []string{""}}
 	if err := d.decodeFacts(raw.Facts); err != nil {
+		return nil, err
+	}
+	if err := d.decodeDerived(raw.Derived); err != nil {
 		return nil, err
 	}
 	for i := range raw.Actions {
@@ -219,8 +287,12 @@ func (d *Domain) decodeFacts(raw map[string]json.RawMessage) error {
 			f.Type, f.def = v.typ(), v
 		}
 		f.Default = f.def.any()
+		if f.def.k == kString {
+			d.intern(f.def.str)
+		}
 		d.facts[n] = len(d.Facts)
 		d.Facts = append(d.Facts, f)
+		d.defs = append(d.defs, f.def)
 		d.env[n] = value{k: f.Type.kind()}.any()
 	}
 	for _, f := range d.Facts {
@@ -230,6 +302,54 @@ func (d *Domain) decodeFacts(raw map[string]json.RawMessage) error {
 		if !isIdentifier(f.Name) {
 			return &DomainError{Path: "/facts/" + f.Name, Msg: fmt.Sprintf("fact name %q is an expression keyword; choose another name", f.Name)}
 		}
+	}
+	return nil
+}
+
+// decodeDerived reads the derived facts: each an expression over the
+// declared facts (not over other derived facts), written as a string, or
+// an object with the expression, an optional type and a description.
+// Without a type the expression's own decides; it must be a bool, a
+// number or a string.
+func (d *Domain) decodeDerived(raw map[string]json.RawMessage) error {
+	names := slices.Sorted(maps.Keys(raw))
+	for _, n := range names {
+		path := "/derived/" + pointerToken(n)
+		if !factName.MatchString(n) {
+			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact name %q: want a letter or _ followed by up to 127 letters, digits or _", n)}
+		}
+		if !isIdentifier(n) {
+			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact name %q is an expression keyword; choose another name", n)}
+		}
+		if _, ok := d.facts[n]; ok {
+			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact %s has the name of a fact", n)}
+		}
+		df := Derived{Name: n}
+		if isObject(raw[n]) {
+			var decl struct {
+				Expr        string `json:"expr"`
+				Type        Type   `json:"type"`
+				Description string `json:"description"`
+			}
+			if err := json.Unmarshal(raw[n], &decl); err != nil {
+				return &DomainError{Path: path, Msg: err.Error(), Err: err}
+			}
+			df.Expr, df.Type, df.Description = decl.Expr, decl.Type, decl.Description
+		} else if err := json.Unmarshal(raw[n], &df.Expr); err != nil {
+			return &DomainError{Path: path, Msg: err.Error(), Err: err}
+		}
+		x, typ, err := d.compileDerived(df.Expr, df.Type)
+		if err != nil {
+			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact %s: %v", n, err), Err: err}
+		}
+		df.x, df.Type = x, typ
+		d.Derived = append(d.Derived, df)
+	}
+	for i, df := range d.Derived {
+		d.facts[df.Name] = len(d.Facts) + i
+	}
+	for _, df := range d.Derived {
+		d.env[df.Name] = value{k: df.Type.kind()}.any()
 	}
 	return nil
 }
@@ -245,7 +365,7 @@ func (d *Domain) decodeConditions(raw map[string]json.RawMessage, path, owner st
 		if !ok {
 			return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: unknown fact %q; declare it under facts", owner, n)}
 		}
-		f := &d.Facts[fi]
+		typ, hasDefault := d.slotType(fi), fi >= len(d.Facts) || d.Facts[fi].Default != nil
 		tests := map[Op]json.RawMessage{}
 		if isObject(raw[n]) {
 			if err := json.Unmarshal(raw[n], &tests); err != nil {
@@ -265,20 +385,26 @@ func (d *Domain) decodeConditions(raw map[string]json.RawMessage, path, owner st
 			}
 			switch op {
 			case Equals, NotEquals:
-				if v.typ() != f.Type {
-					return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: %s %s %s: the fact is a %s", owner, n, op, v, f.Type)}
+				if v.typ() != typ {
+					return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: %s %s %s: the fact is a %s", owner, n, op, v, typ)}
 				}
 			case Exists:
 				if v.k != kBool {
 					return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: %s exists %s: want true or false", owner, n, v)}
 				}
-				if v.num == 0 && f.Default != nil {
+				if fi >= len(d.Facts) {
+					return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: %s is a derived fact, which always exists", owner, n)}
+				}
+				if v.num == 0 && hasDefault {
 					return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: %s exists false never holds: the fact has a default", owner, n)}
 				}
 			default:
-				if f.Type != Number || v.k != kNumber {
-					return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: %s %s %s: %s compares numbers and the fact is a %s", owner, n, op, v, op, f.Type)}
+				if typ != Number || v.k != kNumber {
+					return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: %s %s %s: %s compares numbers and the fact is a %s", owner, n, op, v, op, typ)}
 				}
+			}
+			if v.k == kString {
+				d.intern(v.str)
 			}
 			out = append(out, Condition{Fact: n, Op: op, Value: v.any(), fact: fi, val: v})
 		}
@@ -294,6 +420,9 @@ func (d *Domain) decodeEffects(raw map[string]json.RawMessage, path, owner strin
 		fi, ok := d.facts[n]
 		if !ok {
 			return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: unknown fact %q; declare it under facts", owner, n)}
+		}
+		if fi >= len(d.Facts) {
+			return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: %s is a derived fact; change the facts it reads instead", owner, n)}
 		}
 		f := &d.Facts[fi]
 		op, rv := Set, raw[n]
@@ -322,6 +451,9 @@ func (d *Domain) decodeEffects(raw map[string]json.RawMessage, path, owner strin
 		default:
 			return nil, &DomainError{Path: at, Msg: fmt.Sprintf("%s: effect on %s: unknown operation %q", owner, n, op)}
 		}
+		if v.k == kString {
+			d.intern(v.str)
+		}
 		out = append(out, Effect{Fact: n, Op: op, Value: v.any(), fact: fi, val: v})
 	}
 	return out, nil
@@ -343,6 +475,12 @@ func (d *Domain) decodeAction(i int, r *rawAction) (*Action, error) {
 	}
 	if a.Effects, err = d.decodeEffects(r.Effects, path+"/effects", owner); err != nil {
 		return nil, err
+	}
+	if r.Requires != "" {
+		a.Requires = r.Requires
+		if a.requires, err = d.compileExpr(a.Requires, expr.AsBool()); err != nil {
+			return nil, &DomainError{Path: path + "/requires", Msg: fmt.Sprintf("%s: requires: %v", owner, err), Err: err}
+		}
 	}
 	if r.Cost != nil {
 		if isString(r.Cost) {
@@ -373,6 +511,9 @@ func (d *Domain) decodeAction(i int, r *rawAction) (*Action, error) {
 	}
 	if a.input, err = d.checkInput(a.Input, path+"/input", owner); err != nil {
 		return nil, err
+	}
+	if !hasTemplates(a.input) {
+		a.static = a.render(d, nil)
 	}
 	return a, nil
 }

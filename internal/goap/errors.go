@@ -110,7 +110,7 @@ func (e *EvalError) Unwrap() error { return e.Err }
 type UnreachableError struct {
 	Goal string
 	// Unsatisfied are the goal's conditions that do not hold in the start
-	// state, as "wood gte 4 (is 0)".
+	// state, as "wood gte 4 (is 0)"; none for a goal without conditions.
 	Unsatisfied []string
 	// Why is the planner's explanation: the facts no usable action
 	// changes, the disabled actions that would, or the size of the space
@@ -119,7 +119,10 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	msg := fmt.Sprintf("goap: goal %s unreachable: unsatisfied %s", e.Goal, strings.Join(e.Unsatisfied, ", "))
+	msg := fmt.Sprintf("goap: goal %s unreachable", e.Goal)
+	if len(e.Unsatisfied) > 0 {
+		msg += ": unsatisfied " + strings.Join(e.Unsatisfied, ", ")
+	}
 	if e.Why != "" {
 		msg += "; " + e.Why
 	}

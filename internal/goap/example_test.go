@@ -94,7 +94,7 @@ func ExampleArbiter() {
 	// Output:
 	// cabin best
 	// firewood best
-	// cabin switch - cabin (60) beats firewood (10) by more than 20%
+	// cabin switch - cabin (60) beats firewood (10) by 20% or more
 }
 
 func ExampleTracker() {

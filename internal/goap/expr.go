@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 
 	"github.com/expr-lang/expr"
@@ -37,6 +38,42 @@ func (d *Domain) compileExpr(src string, kind expr.Option) (*expression, error) 
 	x := &expression{src: src, prog: p}
 	x.reads = x.findReads(d)
 	return x, nil
+}
+
+// compileDerived compiles a derived fact's expression, of type typ or,
+// when typ is "", of the type the expression gives.
+func (d *Domain) compileDerived(src string, typ Type) (*expression, Type, error) {
+	if typ == "" {
+		x, err := d.compileExpr(src, expr.Env(d.env))
+		if err != nil {
+			return nil, "", err
+		}
+		switch t := x.prog.Node().Type(); {
+		case t == nil:
+		case t.Kind() == reflect.Bool:
+			typ = Bool
+		case t.Kind() == reflect.String:
+			typ = String
+		case t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64:
+			typ = Number
+		}
+		if typ == "" {
+			return nil, "", fmt.Errorf("%q gives %v; want a bool, a number or a string, or declare the type", src, x.prog.Node().Type())
+		}
+	}
+	var kind expr.Option
+	switch typ {
+	case Bool:
+		kind = expr.AsBool()
+	case Number:
+		kind = expr.AsFloat64()
+	case String:
+		kind = expr.AsKind(reflect.String)
+	default:
+		return nil, "", fmt.Errorf("type %q: want bool, number or string", typ)
+	}
+	x, err := d.compileExpr(src, kind)
+	return x, typ, err
 }
 
 // firstLine drops the source excerpt expr appends to its messages, so
@@ -74,8 +111,26 @@ func newEvaluator(d *Domain) *evaluator {
 // does not see.
 func (ev *evaluator) fill(x *expression, s []value) {
 	for _, i := range x.reads {
-		ev.env[ev.d.Facts[i].Name] = s[i].any()
+		ev.env[ev.d.slotName(i)] = s[i].any()
 	}
+}
+
+// derive computes the derived facts of state vector s from its facts.
+func (ev *evaluator) derive(s []value) error {
+	n := len(ev.d.Facts)
+	for i := range ev.d.Derived {
+		df := &ev.d.Derived[i]
+		out, err := ev.run(df.x, s, "derived fact "+df.Name)
+		if err != nil {
+			return err
+		}
+		v, err := valueOf(out)
+		if err != nil || v.typ() != df.Type {
+			return &EvalError{Where: "derived fact " + df.Name, Err: fmt.Errorf("%q gave %v, not a %s", df.Expr, out, df.Type)}
+		}
+		s[n+i] = v
+	}
+	return nil
 }
 
 func (ev *evaluator) run(x *expression, s []value, where string) (any, error) {
@@ -129,8 +184,8 @@ func (x *expression) findReads(d *Domain) []int {
 	node := x.prog.Node()
 	ast.Walk(&node, v)
 	var out []int
-	for i, f := range d.Facts {
-		if v[f.Name] || v["$env"] {
+	for i := range d.slots() {
+		if v[d.slotName(i)] || v["$env"] {
 			out = append(out, i)
 		}
 	}

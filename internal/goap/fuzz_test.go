@@ -18,6 +18,15 @@ func FuzzDecode(f *testing.F) {
 			f.Add(doc)
 		}
 	}
+	for _, dir := range []string{filepath.Join("testdata", "domains"), filepath.Join("testdata", "reference")} {
+		docs, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		for _, e := range docs {
+			if doc, err := os.ReadFile(e); err == nil {
+				f.Add(doc)
+			}
+		}
+	}
+	f.Add([]byte(`{"name":"d","facts":{"x":0,"s":"a"},"derived":{"big":"x > 2","n":{"expr":"x * 2","type":"number"}},"actions":[{"name":"a","requires":"big || s == \"b\"","effects":{"x":{"inc":1}},"cost":"n + 1"}],"goals":[{"name":"g","conditions":{"n":{"gte":8}}},{"name":"e"}]}`))
 	f.Add([]byte(signs))
 	f.Add([]byte(travel))
 	f.Add([]byte(arbiterDomain))

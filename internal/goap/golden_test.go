@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // with the plan in brief and the Plan JSON ToPlan makes of it, or the error.
 var goldenCases = []struct {
 	name     string
-	example  string
+	example  string // examples/goap/<example>.goap.json, or testdata/domains/<example>.goap.json
 	goal     string
 	state    State
 	disabled []string
@@ -34,12 +34,31 @@ var goldenCases = []struct {
 	{name: "release-ship-during-incident", example: "release", goal: "ship", state: State{"incident": true}},
 	{name: "release-resolve-incident", example: "release", goal: "resolve-incident", state: State{"incident": true, "deployed": true, "replicas": 3}},
 	{name: "release-scale-out", example: "release", goal: "ship", state: State{"deployed": true, "replicas": 1, "built": true}},
+	// A derived fact (canCraftSign) as a precondition, a requires.
+	{name: "farmer-write-signs", example: "farmer", goal: "write-signs"},
+	// A precondition with or: each branch of craft-hoe's requires, and a
+	// cost over a derived fact (materials >= 8 costs 2, else 4).
+	{name: "farmer-hoe-from-nothing", example: "farmer", goal: "get-hoe"},
+	{name: "farmer-hoe-from-logs", example: "farmer", goal: "get-hoe", state: State{"logs": 2}},
+	{name: "farmer-hoe-from-planks", example: "farmer", goal: "get-hoe", state: State{"planks": 4}},
+	{name: "farmer-hoe-from-planks-and-sticks", example: "farmer", goal: "get-hoe", state: State{"planks": 2, "sticks": 2}},
+	{name: "farmer-hoe-no-wood", example: "farmer", goal: "get-hoe", state: State{"planks": 1, "sticks": 5}, disabled: []string{"chop"}},
+	// A derived fact in a goal condition.
+	{name: "farmer-stock-wood", example: "farmer", goal: "stock-wood", state: State{"planks": 3}},
+	// A goal without conditions: the cheapest single action that applies.
+	{name: "farmer-explore", example: "farmer", goal: "explore", state: State{"idle_ticks": 7}},
+	{name: "farmer-explore-disabled", example: "farmer", goal: "explore", disabled: []string{"explore", "chop", "process-wood", "make-sticks", "craft-hoe", "craft-sign", "write-sign", "collect-drops"}},
 }
 
 func TestGolden(t *testing.T) {
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
-			d := loadExample(t, gc.example)
+			var d *Domain
+			if doc, err := os.ReadFile(filepath.Join("testdata", "domains", gc.example+".goap.json")); err == nil {
+				d = mustDecode(t, string(doc))
+			} else {
+				d = loadExample(t, gc.example)
+			}
 			opts := Options{}
 			if gc.disabled != nil {
 				opts.Disabled = func(skill string) bool {

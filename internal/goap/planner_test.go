@@ -3,6 +3,7 @@ package goap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -326,6 +327,68 @@ func TestPlanConcurrent(t *testing.T) {
 	for err := range errs {
 		if err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestPlannerReuse runs one Planner through a mix of domains' searches
+// (goals, start states, disabled skills, budgets) and checks each result
+// against a fresh Planner's: what a Planner keeps between searches (its
+// compiled problems, records, table, remembered costs and enabled
+// actions) never leaks into the next one.
+func TestPlannerReuse(t *testing.T) {
+	type search struct {
+		goal     string
+		state    State
+		disabled string
+		opts     Options
+	}
+	cases := []struct {
+		d        *Domain
+		searches []search
+	}{
+		{loadExample(t, "woodcutter"), []search{
+			{goal: "build-cabin"},
+			{goal: "build-cabin", state: State{"axe_in_shed": false}},
+			{goal: "build-cabin", state: State{"axe_in_shed": false, "gold": 3}},
+			{goal: "build-cabin", disabled: "fetch"},
+			{goal: "earn-gold", state: State{"has_axe": true, "tree": "pine"}},
+			{goal: "build-cabin", state: State{"has_axe": true, "wood": 5}},
+			{goal: "build-cabin", opts: Options{MaxNodes: 2}},
+			{goal: "build-cabin"},
+		}},
+		{loadFarmer(t), []search{
+			{goal: "get-hoe"},
+			{goal: "get-hoe", state: State{"planks": 2, "sticks": 2}},
+			{goal: "get-hoe", state: State{"has_table": false, "logs": 2}},
+			{goal: "write-signs", state: State{"has_table": false}},
+			{goal: "write-signs"},
+			{goal: "explore", state: State{"logs": 1}},
+			{goal: "explore", disabled: "explore"},
+			{goal: "get-hoe"},
+		}},
+		{mustDecode(t, workshopDomain(2)), []search{
+			{goal: "machine", state: State{"pick": true, "axe": true, "furnace": true}},
+			{goal: "machine", state: State{"ingot": 3, "plank": 2}},
+			{goal: "machine", opts: Options{MaxMemory: 1 << 20}},
+			{goal: "machine", state: State{"ingot": 3, "plank": 2}},
+		}},
+	}
+	for _, tc := range cases {
+		p := NewPlanner(tc.d)
+		for i, s := range tc.searches {
+			opts := s.opts
+			if s.disabled != "" {
+				opts.Disabled = func(skill string) bool { return skill == s.disabled }
+			}
+			got, gotErr := p.Plan(context.Background(), s.state, s.goal, opts)
+			want, wantErr := NewPlanner(tc.d).Plan(context.Background(), s.state, s.goal, opts)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Errorf("%s search %d: error %v, fresh planner %v", tc.d.Name, i, gotErr, wantErr)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s search %d (-fresh +reused):\n%s", tc.d.Name, i, diff)
+			}
 		}
 	}
 }

@@ -50,6 +50,9 @@ func (d *Domain) parseTemplate(s string) ([]part, error) {
 			if !ok {
 				return nil, fmt.Errorf("{%s} in %q names no declared fact (write {{ for a literal brace)", name, s)
 			}
+			if fi >= len(d.Facts) {
+				return nil, fmt.Errorf("{%s} in %q names a derived fact; templates take the facts it is derived from", name, s)
+			}
 			flush()
 			parts = append(parts, part{fact: fi})
 			i += end + 1
@@ -107,6 +110,24 @@ func (d *Domain) checkInput(raw json.RawMessage, path, owner string) (any, error
 	return in, nil
 }
 
+// hasTemplates reports whether a decoded input holds a {fact} template
+// (or a doubled brace, which rendering turns into one).
+func hasTemplates(x any) bool {
+	switch v := x.(type) {
+	case string:
+		return strings.ContainsAny(v, "{}")
+	case []any:
+		return slices.ContainsFunc(v, hasTemplates)
+	case map[string]any:
+		for _, e := range v {
+			if hasTemplates(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func pointerToken(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
@@ -114,6 +135,9 @@ func pointerToken(s string) string {
 // render expands the templates of an action's input in state s and
 // returns it as JSON.
 func (a *Action) render(d *Domain, s []value) json.RawMessage {
+	if a.static != nil {
+		return slices.Clone(a.static) // the caller owns its input
+	}
 	var expand func(x any) any
 	expand = func(x any) any {
 		switch v := x.(type) {

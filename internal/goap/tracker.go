@@ -102,6 +102,7 @@ type Tracker struct {
 	cfg  TrackerConfig
 	plan []*Action
 	st   TrackerState
+	ev   *evaluator
 }
 
 // NewTracker starts tracking the plan r. Errors: ErrUnknownGoal, or an
@@ -125,7 +126,7 @@ func RestoreTracker(d *Domain, st TrackerState, cfg TrackerConfig) (*Tracker, er
 	if cfg.MaxReplans == 0 {
 		cfg.MaxReplans = DefaultMaxReplans
 	}
-	t := &Tracker{d: d, cfg: cfg, goal: d.goals[st.Goal]}
+	t := &Tracker{d: d, cfg: cfg, goal: d.goals[st.Goal], ev: newEvaluator(d)}
 	if t.goal == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownGoal, st.Goal)
 	}
@@ -188,7 +189,7 @@ func (t *Tracker) Succeeded(observed State) (Decision, error) {
 	}
 	t.st.ConsecutiveFailures = 0
 	t.st.Next++
-	return t.check(v, fmt.Sprintf("step %d (%s) succeeded", t.st.Next, t.plan[t.st.Next-1].Name)), nil
+	return t.check(v, fmt.Sprintf("step %d (%s) succeeded", t.st.Next, t.plan[t.st.Next-1].Name))
 }
 
 // Failed reports that the step in progress failed and observed is the
@@ -202,11 +203,15 @@ func (t *Tracker) Failed(observed State) (Decision, error) {
 	t.st.Failures++
 	a := t.plan[t.st.Next]
 	what := fmt.Sprintf("step %d (%s) failed", t.st.Next+1, a.Name)
-	if allHold(t.goal.Conditions, v) {
+	if satisfied(t.goal, v) {
 		return t.end(Done, what+", but the goal holds"), nil
 	}
-	if !allHold(a.Preconditions, v) {
-		return t.replan(fmt.Sprintf("%s and its preconditions no longer hold: %s", what, joinStrings(unsatisfied(a.Preconditions, v)))), nil
+	unmet, err := unmetPreconditions(t.ev, a, v)
+	if err != nil {
+		return Decision{}, err
+	}
+	if len(unmet) > 0 {
+		return t.replan(fmt.Sprintf("%s and its preconditions no longer hold: %s", what, joinStrings(unmet))), nil
 	}
 	if t.st.ConsecutiveFailures < t.cfg.FailureThreshold {
 		return Decision{Verdict: Retry, Step: t.st.Next,
@@ -222,43 +227,65 @@ func (t *Tracker) Observe(observed State) (Decision, error) {
 	if t.st.Over {
 		return Decision{}, ErrNoStep
 	}
-	v, err := t.d.vector(observed)
+	v, err := t.vector(observed)
 	if err != nil {
 		return Decision{}, err
 	}
-	return t.check(v, "world changed"), nil
+	return t.check(v, "world changed")
 }
 
 func (t *Tracker) begin(observed State) ([]value, error) {
 	if t.st.Over || t.st.Next >= len(t.plan) {
 		return nil, ErrNoStep
 	}
-	return t.d.vector(observed)
+	return t.vector(observed)
+}
+
+func (t *Tracker) vector(s State) ([]value, error) {
+	v := make([]value, t.d.slots())
+	if err := t.d.vectorInto(v, s, t.ev); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // check decides from the observed state whether the rest of the plan,
-// from step Next on, still reaches the goal.
-func (t *Tracker) check(v []value, what string) Decision {
-	if allHold(t.goal.Conditions, v) {
-		return t.end(Done, what+"; the goal holds")
+// from step Next on, still reaches the goal. A goal without conditions
+// is reached when its plan has run.
+func (t *Tracker) check(v []value, what string) (Decision, error) {
+	always := len(t.goal.Conditions) == 0
+	if satisfied(t.goal, v) || always && t.st.Next == len(t.plan) && len(t.plan) > 0 {
+		return t.end(Done, what+"; the goal holds"), nil
 	}
 	if t.st.Next == len(t.plan) {
-		return t.replan(fmt.Sprintf("%s; the plan is finished but the goal is unsatisfied: %s", what, joinStrings(unsatisfied(t.goal.Conditions, v))))
+		if always {
+			return t.replan(what + "; the plan is empty"), nil
+		}
+		return t.replan(fmt.Sprintf("%s; the plan is finished but the goal is unsatisfied: %s", what, joinStrings(unsatisfied(t.goal.Conditions, v)))), nil
 	}
 	sim := slices.Clone(v)
 	for i := t.st.Next; i < len(t.plan); i++ {
 		a := t.plan[i]
-		if !allHold(a.Preconditions, sim) {
-			return t.replan(fmt.Sprintf("%s; step %d (%s) would not apply: %s", what, i+1, a.Name, joinStrings(unsatisfied(a.Preconditions, sim))))
+		unmet, err := unmetPreconditions(t.ev, a, sim)
+		if err != nil {
+			return Decision{}, err
+		}
+		if len(unmet) > 0 {
+			return t.replan(fmt.Sprintf("%s; step %d (%s) would not apply: %s", what, i+1, a.Name, joinStrings(unmet))), nil
 		}
 		for k := range a.Effects {
 			a.Effects[k].apply(sim)
 		}
+		if len(t.d.Derived) > 0 {
+			if err := t.ev.derive(sim); err != nil {
+				return Decision{}, err
+			}
+		}
 	}
-	if !allHold(t.goal.Conditions, sim) {
-		return t.replan(fmt.Sprintf("%s; the rest of the plan would leave %s", what, joinStrings(unsatisfied(t.goal.Conditions, sim))))
+	if !always && !satisfied(t.goal, sim) {
+		return t.replan(fmt.Sprintf("%s; the rest of the plan would leave %s", what, joinStrings(unsatisfied(t.goal.Conditions, sim)))), nil
 	}
-	return Decision{Verdict: Continue, Step: t.st.Next, Reason: what}
+	return Decision{Verdict: Continue, Step: t.st.Next, Reason: what}, nil
 }
 
 func (t *Tracker) replan(why string) Decision {

@@ -160,20 +160,3 @@ func (v value) text() string {
 }
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
-// appendKey appends an unambiguous binary encoding of v to b, for state keys.
-func (v value) appendKey(b []byte) []byte {
-	b = append(b, byte(v.k))
-	switch v.k {
-	case kBool:
-		b = append(b, byte(v.num))
-	case kNumber:
-		u := math.Float64bits(v.num)
-		b = append(b, byte(u), byte(u>>8), byte(u>>16), byte(u>>24), byte(u>>32), byte(u>>40), byte(u>>48), byte(u>>56))
-	case kString:
-		n := len(v.str)
-		b = append(b, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
-		b = append(b, v.str...)
-	}
-	return b
-}
