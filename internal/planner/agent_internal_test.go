@@ -200,3 +200,44 @@ func FuzzDecodeAgentRequests(f *testing.F) {
 		}
 	})
 }
+
+// A goal without conditions (an Explore goal, always applicable) keeps an
+// agent busy once the others are reached: each of its plans is one action,
+// done once it has run, and the agent takes it up again.
+func TestAgentKeepsExploring(t *testing.T) {
+	doc := []byte(`{"name": "explorer", "facts": {"tidy": false, "steps": 0},
+		"actions": [{"name": "tidy-up", "skill": "remember", "input": {"tidy": true}, "effects": {"tidy": true}, "cost": 2},
+			{"name": "wander", "skill": "remember", "input": {"steps": "{steps}"}, "effects": {"steps": {"inc": 1}}}],
+		"goals": [{"name": "tidy", "conditions": {"tidy": true}, "utility": 50},
+			{"name": "explore", "utility": 5}]}`)
+	d, err := goap.Decode(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := &agentDoc{Request: &Request{RequestID: "ex", SessionID: "s", Kind: KindGOAP, GOAP: &GOAPRequest{Agent: true}},
+		Domain: doc, Status: planbus.AgentRunning}
+	world := goap.State{}
+	a := turnOf(t, ad, d, world)
+	if err := a.start(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	for i, want := range []string{"tidy-up", "wander", "wander", "wander"} {
+		if ad.Step == nil || ad.Step.Action != want || ad.Status != planbus.AgentRunning {
+			t.Fatalf("turn %d: step %+v, status %s; want %s", i, ad.Step, ad.Status, want)
+		}
+		if want == "tidy-up" {
+			world = goap.State{"tidy": true}
+		} else {
+			world = goap.State{"tidy": true, "steps": float64(i)}
+		}
+		a = turnOf(t, ad, d, world)
+		if err := a.onResult(&plan.ExecutionResult{PlanID: ad.Step.PlanID, Success: true, State: plan.PlanSucceeded}); err != nil {
+			t.Fatal(err)
+		}
+		a.store()
+	}
+	if st := ad.Goals["explore"]; st == nil || st.Succeeded != 3 || ad.Goals["tidy"].Succeeded != 1 {
+		t.Errorf("stats explore %+v, tidy %+v", ad.Goals["explore"], ad.Goals["tidy"])
+	}
+}
