@@ -393,10 +393,16 @@ func TestCLIWorker(t *testing.T) {
 	// AckWait 3s (the script creates the consumer): heartbeats every second.
 	w := startWorker(t, path, n.url, "PLANBUS_ACK_WAIT=3s")
 	nc, js := connect(t, n.url)
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
+	// Each subtest has its own deadline: on a loaded machine the whole
+	// test can outlast one.
+	subCtx := func(t *testing.T) context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		t.Cleanup(cancel)
+		return ctx
+	}
 
 	t.Run("serves the README's plan", func(t *testing.T) {
+		ctx := subCtx(t)
 		doc, err := os.ReadFile("plan.json")
 		if err != nil {
 			t.Fatal(err)
@@ -465,6 +471,7 @@ func TestCLIWorker(t *testing.T) {
 	})
 
 	t.Run("heartbeats keep a call longer than AckWait", func(t *testing.T) {
+		ctx := subCtx(t)
 		id := "heartbeat-" + nuid.Next()
 		events := started(t, nc, id)
 		done := runAsync(t, n.url, `{"planId": "`+id+`", "tools": [{"toolId": "long", "skill": "upper",
@@ -525,6 +532,7 @@ func TestCLIWorker(t *testing.T) {
 	})
 
 	t.Run("stops a call its dispatcher cancels", func(t *testing.T) {
+		ctx := subCtx(t)
 		id := "cancelled-" + nuid.Next()
 		events := started(t, nc, id)
 		// The plan times out after 2s; its dispatcher then cancels the call
