@@ -11,7 +11,10 @@ func FuzzDecode(f *testing.F) {
 	if doc, err := os.ReadFile("../../examples/templates/library.json"); err == nil {
 		f.Add(doc)
 	}
-	f.Add(lib(`{"id":"p","name":"P","triggers":["fix bug*"],"vars":{"a":{"default":"x","pattern":"[a-z]"}},"captures":["(?P<a>[a-z])"],
+	if doc, err := os.ReadFile("testdata/keyed/library.json"); err == nil {
+		f.Add(doc)
+	}
+	f.Add(lib(`{"id":"p","name":"P","triggers":["fix bug*"],"triggerThreshold":1,"vars":{"a":{"default":"x","pattern":"[a-z]"}},"captures":["(?P<a>[a-z])"],
 		"steps":[{"id":"s","skill":"echo","input":{"{a}":"{input}","r":{"$ref":"t"}},"verify":{"type":"contains","value":"{a}"}},
 		{"id":"t","skill":"echo","after":[],"onFail":{"then":"fallback","step":"f"}}],"fallbacks":[{"id":"f","skill":"echo","onFail":"skip"}]}`))
 	f.Add(lib(`{"id":"p","name":"P","steps":[{"id":"a","skill":"echo","after":["b"]},{"id":"b","skill":"echo","after":["a"]}]}`))
@@ -37,11 +40,16 @@ func FuzzDecode(f *testing.F) {
 			if _, err := ToPlan(tmpl, vars); err != nil && !errors.Is(err, ErrVars) {
 				t.Fatalf("%s: ToPlan error %v does not match ErrVars", tmpl.ID, err)
 			}
-			// A text holding every trigger matches the template.
+			// A text holding every trigger matches the template, in its
+			// first domain.
 			if len(tmpl.Triggers) > 0 {
 				text := strings.Join(tmpl.Triggers, " . ")
 				found := false
-				for _, c := range Match(l, MatchInput{Text: text}) {
+				domain := ""
+				if len(tmpl.Domains) > 0 {
+					domain = tmpl.Domains[0]
+				}
+				for _, c := range Match(l, MatchInput{Domain: domain, Text: text}) {
 					found = found || c.Template == tmpl
 				}
 				if !found {
