@@ -153,3 +153,9 @@ type GuideCheck struct {
 	// block, retry, skip, fallback or abort.
 	Action string `json:"action"`
 }
+
+// EventGuidePrefix starts the event types of a guided session:
+// guide.<transition> (guide.activated, guide.advanced, ...), published on
+// planbus.events.<sessionId>.guide.<transition> with the session id as
+// requestId.
+const EventGuidePrefix = "guide."

@@ -226,7 +226,9 @@ type Event struct {
 	From       string     `json:"from,omitempty"` // skill.health: the state before
 	To         string     `json:"to,omitempty"`   // skill.health: the state after
 	Attempts   int        `json:"attempts,omitempty"`
-	Tools      int        `json:"tools,omitempty"` // plan.started: the plan's size
+	Tools      int        `json:"tools,omitempty"`    // plan.started: the plan's size
+	Template   string     `json:"template,omitempty"` // guide.*: the guided plan's template
+	Step       int        `json:"step,omitempty"`     // guide.*: the step, 1-based
 }
 
 // Outcome is a request's final outcome (schemas/outcome.schema.json).

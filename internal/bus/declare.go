@@ -73,6 +73,7 @@ func (c Config) Buckets() []jetstream.KeyValueConfig {
 		{Bucket: BucketSessions, Description: "planbus: session state documents", History: 5},
 		{Bucket: BucketRequests, Description: "planbus: replan loop state per request", TTL: c.Retention, History: 1},
 		{Bucket: BucketKeys, Description: "planbus: dispatcher secrets (result signing key)", History: 1},
+		{Bucket: BucketGuides, Description: "planbus: guided sessions and their active plans", TTL: c.Retention, History: 1},
 	}
 }
 

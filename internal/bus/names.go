@@ -53,7 +53,8 @@ const (
 	SubjectPlanStatus = "planbus.plan.status"
 	// SubjectAgents is reserved: planbus.agent.<name>, agent endpoints.
 	SubjectAgents = "planbus.agent.*"
-	// SubjectGuideTurn is reserved: one turn of a guided session.
+	// SubjectGuideTurn is the planner's endpoint for one turn of a guided
+	// session (planbus.GuideTurn).
 	SubjectGuideTurn = "planbus.guide.turn"
 )
 
@@ -104,6 +105,10 @@ const (
 	// BucketKeys holds secrets only dispatchers (and operators) may read:
 	// the key that signs tool calls so their results cannot be forged.
 	BucketKeys = "planbus-keys"
+	// BucketGuides holds one guided session per session id: its active
+	// plan, updated with compare-and-set by whichever planner answers the
+	// turn.
+	BucketGuides = "planbus-guides"
 )
 
 // Micro service names.

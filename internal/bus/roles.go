@@ -194,8 +194,13 @@ func (r Role) Grants() Grants {
 		// "state": true.
 		pub(reading(kvStream(BucketSessions))...)
 		pub(writing(BucketSessions))
-		// request.* progress events.
-		pub(eventsOf("request"))
+		// Guided sessions: planbus.guide.turn reads and writes a
+		// session's active plan (get, create, compare-and-set).
+		pub(reading(kvStream(BucketGuides))...)
+		pub(writing(BucketGuides))
+		// request.* progress events, and guide.* events of guided
+		// sessions.
+		pub(eventsOf("request"), eventsOf("guide"))
 		// planbus.plan.cancel: the planner hands the dispatchers a
 		// cancelled request's plan as a durable command on
 		// planbus.timers.<planId> (kind cancel), which waits in the TIMERS
