@@ -1,7 +1,9 @@
 package templates
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -232,5 +234,27 @@ func TestSelect(t *testing.T) {
 		if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Select(%+v) = %v; want %v containing %q", tt.sel, err, tt.is, tt.want)
 		}
+	}
+}
+
+// The README's template demo, examples/requests/template.json, matches
+// the plan it means to run.
+func TestExampleRequestMatches(t *testing.T) {
+	doc, err := os.ReadFile("../../examples/requests/template.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		Input    string `json:"input"`
+		Template struct {
+			Domain string `json:"domain"`
+		} `json:"template"`
+	}
+	if err := json.Unmarshal(doc, &req); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Select(starter(t), Selection{Domain: req.Template.Domain, Text: req.Input})
+	if err != nil || in.Template.ID != "codegen_module" || in.Vars["name"] != "greeter" {
+		t.Errorf("selected %v, %v", in, err)
 	}
 }
