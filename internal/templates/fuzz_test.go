@@ -5,6 +5,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/planbus/planbus"
 )
 
 func FuzzDecode(f *testing.F) {
@@ -70,6 +73,38 @@ func FuzzParseToolMeta(f *testing.F) {
 		m, err := ParseToolMeta(meta)
 		if err == nil && m != nil && m.OnFail.check() != nil {
 			t.Fatalf("accepted an invalid onFail: %+v", m.OnFail)
+		}
+	})
+}
+
+// FuzzGuideTurn: any message, domain and tool output on the starter and
+// keyed libraries plays a turn without a panic, and the reply agrees with
+// the session's next state.
+func FuzzGuideTurn(f *testing.F) {
+	f.Add("fix the bug in parser.go", "bugfix", []byte(`{"stdout":"ok  x"}`), 0, true)
+	f.Add("Please debug it", "bugfix", []byte(`"Error: boom"`), 1, false)
+	f.Add("create branch x, a new branch", "git_ops", []byte(`not json`), -1, true)
+	f.Add("", "", []byte(``), 0, false)
+	libs := []*Library{starter(f), keyedTestdata(f)}
+	f.Fuzz(func(t *testing.T, message, domain string, output []byte, exitCode int, withCode bool) {
+		for _, l := range libs {
+			var sess GuideSession
+			res := []planbus.GuideToolResult{{Tool: "t", Output: output}}
+			if withCode {
+				res[0].ExitCode = &exitCode
+			}
+			for turn := range 4 {
+				in := GuideInput{Message: message, Domain: domain, Now: t0.Add(time.Duration(turn) * time.Minute)}
+				if turn > 0 {
+					in.Results = res
+				}
+				next, r := GuideTurn(l, sess, in)
+				active := r.Plan != nil && r.Plan.Status == planbus.GuidePlanActive
+				if active != (next.Plan != nil) || active != strings.Contains(r.Context, "← YOU ARE HERE") {
+					t.Fatalf("turn %d: reply %+v, next %+v", turn, r, next)
+				}
+				sess = next
+			}
 		}
 	})
 }
