@@ -21,7 +21,12 @@
 //   - planbus.session.reset: a session's skills back to healthy, and its
 //     state cleared on request;
 //   - planbus.skills: the advertised skills with their health in a
-//     session.
+//     session;
+//   - planbus.guide.turn (guide.go, DecodeGuideTurn): one turn of a guided
+//     session, played on Config.Templates (templates.GuideTurn) against
+//     the session's state in KV planbus-guides, written with
+//     compare-and-set so that any planner answers any turn; each
+//     transition is a guide.* event on the session's events.
 //
 // # Generators
 //
