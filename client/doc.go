@@ -2,7 +2,8 @@
 // it submits plan requests and bare plans to the planner, waits for their
 // outcomes, watches their progress events (those that already happened
 // and those to come), reads a request's or a plan's state, cancels
-// requests and lists recent ones.
+// requests and lists recent ones. Guide plays one turn of a guided session
+// (planbus.guide.turn), for an agent that runs its tools itself.
 //
 // A Client needs a NATS connection and nothing else. Apart from
 // ExecutePlan, which publishes a plan straight to the dispatchers and so
