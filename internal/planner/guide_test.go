@@ -344,3 +344,46 @@ func TestGuideTurnRefusals(t *testing.T) {
 		t.Errorf("without a library: %s", msg.Data)
 	}
 }
+
+// Turns of one session answered at once by two planners are played one
+// after the other: compare-and-set loses none of them.
+func TestGuidedTurnsRaceThroughCompareAndSet(t *testing.T) {
+	lib := starterLibrary(t)
+	h := start(t, planner.Config{Templates: lib}, simulated(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := h.node.AddPlanner(ctx, planner.Config{Templates: lib}, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	g := newGuideSession(t, h.conn, h.c, "s-race")
+	if r := g.turn(planbus.GuideTurn{Message: "fix the bug in parser.go", Domain: "bugfix"}); r.Transition != planbus.GuideActivated {
+		t.Fatalf("activation: %+v", r)
+	}
+	const turns = 12
+	var wg sync.WaitGroup
+	seen := make(chan int, turns)
+	for range turns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := h.c.Guide(ctx, planbus.GuideTurn{SessionID: "s-race", Message: "still there?"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			seen <- r.Plan.TurnsSinceProgress
+		}()
+	}
+	wg.Wait()
+	close(seen)
+	counts := map[int]bool{}
+	for n := range seen {
+		if counts[n] {
+			t.Errorf("two turns both saw %d turns without progress", n)
+		}
+		counts[n] = true
+	}
+	if r := g.turn(planbus.GuideTurn{Message: "and now?"}); r.Plan == nil || r.Plan.TurnsSinceProgress != turns+1 {
+		t.Errorf("after %d racing turns and one more: %+v, want %d turns without progress", turns, r.Plan, turns+1)
+	}
+}
