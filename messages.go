@@ -226,8 +226,10 @@ type Event struct {
 	From       string     `json:"from,omitempty"` // skill.health: the state before
 	To         string     `json:"to,omitempty"`   // skill.health: the state after
 	Attempts   int        `json:"attempts,omitempty"`
-	Tools      int        `json:"tools,omitempty"` // plan.started: the plan's size
-	Goal       string     `json:"goal,omitempty"`  // agent.*: the goal concerned
+	Tools      int        `json:"tools,omitempty"`    // plan.started: the plan's size
+	Goal       string     `json:"goal,omitempty"`     // agent.*: the goal concerned
+	Template   string     `json:"template,omitempty"` // guide.*: the guided plan's template
+	Step       int        `json:"step,omitempty"`     // guide.*: the step, 1-based
 }
 
 // Outcome is a request's final outcome (schemas/outcome.schema.json).

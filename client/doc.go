@@ -4,6 +4,8 @@
 // and those to come), reads a request's or a plan's state, cancels
 // requests and lists recent ones. It also starts, stops and reports a
 // session's GOAP agent (StartAgent, StopAgent, AgentStatus).
+// Guide plays one turn of a guided session
+// (planbus.guide.turn), for an agent that runs its tools itself.
 //
 // A Client needs a NATS connection and nothing else. Apart from
 // ExecutePlan, which publishes a plan straight to the dispatchers and so

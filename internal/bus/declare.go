@@ -79,6 +79,7 @@ func (c Config) Buckets() []jetstream.KeyValueConfig {
 		{Bucket: BucketRequests, Description: "planbus: replan loop state per request", TTL: c.Retention, History: 1},
 		{Bucket: BucketKeys, Description: "planbus: dispatcher secrets (result signing key)", History: 1},
 		{Bucket: BucketAgents, Description: "planbus: GOAP agent state per session", History: 1},
+		{Bucket: BucketGuides, Description: "planbus: guided sessions and their active plans", TTL: c.Retention, History: 1},
 	}
 }
 

@@ -67,7 +67,8 @@ const (
 	// SubjectAgentStatus reports a session's agent and its goals
 	// (planbus.AgentStatusRequest, planbus.AgentStatus).
 	SubjectAgentStatus = "planbus.agent.status"
-	// SubjectGuideTurn is reserved: one turn of a guided session.
+	// SubjectGuideTurn is the planner's endpoint for one turn of a guided
+	// session (planbus.GuideTurn).
 	SubjectGuideTurn = "planbus.guide.turn"
 )
 
@@ -129,6 +130,10 @@ const (
 	// agent (arbiter, tracker, step in flight, goal stats), changed with
 	// compare-and-set by the planners.
 	BucketAgents = "planbus-agents"
+	// BucketGuides holds one guided session per session id: its active
+	// plan, updated with compare-and-set by whichever planner answers the
+	// turn.
+	BucketGuides = "planbus-guides"
 )
 
 // Micro service names.

@@ -194,8 +194,13 @@ func (r Role) Grants() Grants {
 		// "state": true.
 		pub(reading(kvStream(BucketSessions))...)
 		pub(writing(BucketSessions))
-		// request.* progress events.
-		pub(eventsOf("request"))
+		// Guided sessions: planbus.guide.turn reads and writes a
+		// session's active plan (get, create, compare-and-set).
+		pub(reading(kvStream(BucketGuides))...)
+		pub(writing(BucketGuides))
+		// request.* progress events, and guide.* events of guided
+		// sessions.
+		pub(eventsOf("request"), eventsOf("guide"))
 		// GOAP agents: their wake-ups on planbus.agents.<sessionId>
 		// (published and consumed through the shared planner-agents),
 		// every change of a session's state (a durable consumer on the

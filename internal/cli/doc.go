@@ -14,8 +14,9 @@
 //   - serve (planner.go): a node (embedded NATS, planner, dispatcher,
 //     workers) until interrupted, or, with --nats-url, the planner service
 //     alone; a component that dies stops the node with exit code 1;
-//   - submit, watch, cancel, ls (verbs.go), status (status.go): clients of
-//     a running system, through the public client package;
+//   - submit, watch, cancel, ls (verbs.go), status (status.go), guide
+//     (guide.go): clients of a running system, through the public client
+//     package;
 //   - bench (bench.go), htn (internal/htncli), auth init (auth.go) and
 //     version.
 //

@@ -33,6 +33,7 @@ Commands:
   ls           list recent requests
   status ID    show a plan's or a request's state, or a session's agent, in a running system
   agent ...    start, stop or show a session's GOAP agent (planner agent -h)
+  guide MSG    play one turn of a guided session; print the plan's context
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
   auth init D  write a seed per role and a nats-server auth block to directory D
@@ -40,7 +41,8 @@ Commands:
 
 Without --nats-url, run and serve start an embedded NATS JetStream server
 with the planner service, a dispatcher and tool workers in-process; submit,
-watch, cancel, ls and status work on a running system and need --nats-url.
+watch, cancel, ls, status and guide work on a running system and need
+--nats-url.
 'planner <command> -h' shows the flags of a command.`
 
 // Planner is the planner command.
@@ -68,6 +70,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerCancel(ctx, args[1:], io)
 	case "ls":
 		return plannerLs(ctx, args[1:], io)
+	case "guide":
+		return plannerGuide(ctx, args[1:], io)
 	case "htn":
 		return htncli.Run(ctx, args[1:], io.Stdout, io.Stderr)
 	case "auth":

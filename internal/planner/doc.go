@@ -24,6 +24,11 @@
 //     session;
 //   - planbus.agent.start, planbus.agent.stop, planbus.agent.status
 //     (agent_endpoints.go): a session's GOAP agent.
+//   - planbus.guide.turn (guide.go, DecodeGuideTurn): one turn of a guided
+//     session, played on Config.Templates (templates.GuideTurn) against
+//     the session's state in KV planbus-guides, written with
+//     compare-and-set so that any planner answers any turn; each
+//     transition is a guide.* event on the session's events.
 //
 // # Generators
 //

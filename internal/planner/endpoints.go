@@ -133,6 +133,7 @@ func (s *Service) addService() (micro.Service, error) {
 		{"agent-start", bus.SubjectAgentStart, s.handleAgentStart},
 		{"agent-stop", bus.SubjectAgentStop, s.handleAgentStop},
 		{"agent-status", bus.SubjectAgentStatus, s.handleAgentStatus},
+		{"guide", bus.SubjectGuideTurn, s.handleGuideTurn},
 	} {
 		if err := add(e.name, e.subject, e.h); err != nil {
 			return nil, err

@@ -385,7 +385,7 @@ func TestGOAPReplanFindsAnotherWay(t *testing.T) {
 }
 
 const testLibrary = `{"version":"1","plans":[
- {"id":"primary","name":"Primary","triggers":["say hello"],"steps":[
+ {"id":"primary","name":"Primary","triggers":["say hello"],"triggerThreshold":1,"steps":[
   {"id":"greet","name":"Greet","skill":"echo","input":{"text":"hi {who}"},
    "verify":{"type":"contains","path":"/text","value":"never there"},
    "onFail":{"retries":1,"backoffMs":10,"then":"fallback","plan":"backup"}}],
@@ -430,7 +430,7 @@ func TestTemplateGateFailureFallsBackToAnotherTemplate(t *testing.T) {
 
 func TestTemplateFallbackStepRunsInTheSamePlan(t *testing.T) {
 	lib, err := templates.Decode([]byte(`{"version":"1","plans":[
-	 {"id":"fetch","name":"Fetch","triggers":["fetch it"],"steps":[
+	 {"id":"fetch","name":"Fetch","triggers":["fetch it"],"triggerThreshold":1,"steps":[
 	  {"id":"get","name":"Get","skill":"fail","input":{"category":"network"},"onFail":{"retries":1,"backoffMs":10,"then":"fallback","step":"cached"}},
 	  {"id":"show","name":"Show","skill":"echo","input":{"got":{"$ref":"get#/from"}}}],
 	  "fallbacks":[{"id":"cached","name":"From the cache","skill":"echo","input":{"from":"cache"},

@@ -151,6 +151,7 @@ type Service struct {
 	plans      jetstream.KeyValue // read only: which request a plan is of, and whether it runs
 	accepted   jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
 	manifests  jetstream.KeyValue
+	guides     jetstream.KeyValue // guided sessions (guide.go)
 	health     *health.Book
 	states     *session.Store
 	generators map[string]Generator
@@ -281,6 +282,9 @@ func (s *Service) open(ctx context.Context) error {
 	}
 	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
 		return fmt.Errorf("planner: skills bucket: %w", err)
+	}
+	if s.guides, err = s.conn.JS.KeyValue(ctx, bus.BucketGuides); err != nil {
+		return fmt.Errorf("planner: guides bucket: %w", err)
 	}
 	return nil
 }

@@ -1,7 +1,8 @@
 // Package templates is planbus's plan library: static plan templates
 // found by domain and trigger phrases, turned into Plan JSON,
 // with a verification gate and an onFail action on every step, and a step
-// tracker that follows an instance to its end or its expiry.
+// tracker that follows an instance to its end or its expiry, in a plan or
+// in a guided session (an agent that runs each step itself).
 //
 // The package is pure: it reads a library from bytes, does no other I/O,
 // starts no goroutines, keeps no global state, and every result is
@@ -12,8 +13,11 @@
 //
 // # Library
 //
-// Decode checks a library document against
-// schemas/template-library.schema.json and then its meaning: unique ids,
+// Decode reads a library in the list format (schemas/template-library.schema.json)
+// or in the keyed format agents write (schemas/template-library-keyed.schema.json:
+// _meta, plans keyed by id, snake_case, steps with a tool, a tool_hint, a
+// Check and an on_fail; keyed.go), checks it against its schema and then
+// its meaning: unique ids,
 // after lists without cycles, onFail targets that exist, regular
 // expressions and gate expressions that compile, placeholders that name
 // declared variables, defaults that match their patterns, and that each
@@ -30,12 +34,14 @@
 //
 // # Matching
 //
-// Match ranks the templates that fit a request: a request's domain admits
-// the templates that list it or list none; a trigger phrase matches as
-// whole words, in any case, whatever the punctuation and spacing between
-// them ("debug*" matches "debugging"); a template needs TriggerThreshold
-// different triggers. The score is the number of words of the matched
-// triggers plus DomainBonus; ties go to more triggers, then library order.
+// Match ranks the templates that fit a request: a template that lists
+// domains needs the request's domain to be one of them (a request without
+// a domain matches only templates that list none); a trigger phrase
+// matches as whole words, in any case, whatever the punctuation and
+// spacing between them ("debug*" matches "debugging"); a template needs
+// TriggerThreshold different triggers (default 2). The score is the
+// number of matched triggers plus DomainBonus (1); ties go to library
+// order.
 // Best applies a minimum score; Select picks a template by id or by match
 // and instantiates it with the request's variables.
 //
@@ -65,7 +71,20 @@
 // A Tracker follows an Instance: Observe takes each attempt's Result,
 // checks the gate, applies onFail and returns the Decision; Next lists
 // the steps that may run; Summary prints where the plan stands ("Step
-// 2/5: ... → next"). Staleness (maxTurns, maxAgeMs since the last
-// progress) is data with a pure Check; State is JSON to keep between
-// turns, and Resume continues from it.
+// 2/5: ... → next"). Staleness (more than maxTurns turns, or maxAgeMs,
+// since the last progress) is data with a pure Check; State is JSON to
+// keep between turns, and Resume continues from it.
+//
+// # Guided sessions
+//
+// GuideTurn plays one turn of a guided session (guide.go): with no active
+// plan, the turn's message and domain are matched and the best template
+// is activated (NewGuidedTracker: missing variables read <name>); with
+// one, the turn counts, the plan expires once more than maxTurns turns
+// pass without progress, and the turn's last tool output is checked
+// against the current step (its Check, else its gate), which advances,
+// stays (onFail guided warn or block, or retries left:
+// OnFail.ResolveGuided), is skipped or aborts the plan. The reply carries
+// the transition, the plan's state and its Context, the text for the
+// model ("Step 2 of 5: ... ← YOU ARE HERE").
 package templates

@@ -15,6 +15,7 @@ const library = `{
     "name": "Greet someone",
     "domains": ["chat"],
     "triggers": ["say hello", "greet*"],
+    "triggerThreshold": 1,
     "captures": ["(?i)\\b(?:to|greet)\\s+(?P<who>[A-Z][a-z]+)"],
     "vars": {"who": {"default": "World", "pattern": "[A-Za-z]{1,40}"}},
     "steps": [
@@ -56,7 +57,7 @@ func Example() {
 	meta, _ := templates.ParseToolMeta(p.Tools[0].Metadata)
 	fmt.Println(meta.OnFail.Resolve(1, true).Action, meta.OnFail.Resolve(2, true).Action)
 	// Output:
-	// template: greet score: 4 who: Ada
+	// template: greet score: 2 who: Ada
 	// tool hello echo {"text":"Hello, Ada!"} deps=[] required=true attempts=2
 	// tool note remember {"greeted":{"$ref":"hello#/text"}} deps=[hello] required=false attempts=1
 	// true /text contains "Ada"
@@ -74,7 +75,7 @@ func ExampleTracker() {
 	d, _ := tr.Observe(templates.Result{Step: "hello", Succeeded: true, Output: json.RawMessage(`{"text":"Hello, Ada!"}`), At: start.Add(time.Second)})
 	fmt.Println(d.Action, "-", d.Reason)
 	fmt.Println(tr.Summary())
-	stale, _ := tr.Stale(start.Add(time.Hour)) // 10 turns without progress, no age limit
+	stale, _ := tr.Stale(start.Add(time.Hour)) // no turns without progress, no age limit
 	fmt.Println("stale:", stale)
 	// Output:
 	// advance - step "hello" verified: /text contains "Ada"
@@ -89,7 +90,7 @@ func ExampleTracker() {
 func ExampleMatch() {
 	lib, _ := templates.Decode([]byte(library))
 	for _, text := range []string{"Greetings to Grace", "What's the weather like?"} {
-		cands := templates.Match(lib, templates.MatchInput{Text: text})
+		cands := templates.Match(lib, templates.MatchInput{Domain: "chat", Text: text})
 		fmt.Printf("%q: %d candidates", text, len(cands))
 		for _, c := range cands {
 			fmt.Printf(" %s (score %d, hits %q, who %s)", c.Template.ID, c.Score, c.Hits, c.Vars["who"])
@@ -97,6 +98,6 @@ func ExampleMatch() {
 		fmt.Println()
 	}
 	// Output:
-	// "Greetings to Grace": 1 candidates greet (score 1, hits ["greet*"], who Grace)
+	// "Greetings to Grace": 1 candidates greet (score 2, hits ["greet*"], who Grace)
 	// "What's the weather like?": 0 candidates
 }

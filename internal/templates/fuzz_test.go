@@ -5,13 +5,19 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/planbus/planbus"
 )
 
 func FuzzDecode(f *testing.F) {
 	if doc, err := os.ReadFile("../../examples/templates/library.json"); err == nil {
 		f.Add(doc)
 	}
-	f.Add(lib(`{"id":"p","name":"P","triggers":["fix bug*"],"vars":{"a":{"default":"x","pattern":"[a-z]"}},"captures":["(?P<a>[a-z])"],
+	if doc, err := os.ReadFile("testdata/keyed/library.json"); err == nil {
+		f.Add(doc)
+	}
+	f.Add(lib(`{"id":"p","name":"P","triggers":["fix bug*"],"triggerThreshold":1,"vars":{"a":{"default":"x","pattern":"[a-z]"}},"captures":["(?P<a>[a-z])"],
 		"steps":[{"id":"s","skill":"echo","input":{"{a}":"{input}","r":{"$ref":"t"}},"verify":{"type":"contains","value":"{a}"}},
 		{"id":"t","skill":"echo","after":[],"onFail":{"then":"fallback","step":"f"}}],"fallbacks":[{"id":"f","skill":"echo","onFail":"skip"}]}`))
 	f.Add(lib(`{"id":"p","name":"P","steps":[{"id":"a","skill":"echo","after":["b"]},{"id":"b","skill":"echo","after":["a"]}]}`))
@@ -37,11 +43,16 @@ func FuzzDecode(f *testing.F) {
 			if _, err := ToPlan(tmpl, vars); err != nil && !errors.Is(err, ErrVars) {
 				t.Fatalf("%s: ToPlan error %v does not match ErrVars", tmpl.ID, err)
 			}
-			// A text holding every trigger matches the template.
+			// A text holding every trigger matches the template, in its
+			// first domain.
 			if len(tmpl.Triggers) > 0 {
 				text := strings.Join(tmpl.Triggers, " . ")
 				found := false
-				for _, c := range Match(l, MatchInput{Text: text}) {
+				domain := ""
+				if len(tmpl.Domains) > 0 {
+					domain = tmpl.Domains[0]
+				}
+				for _, c := range Match(l, MatchInput{Domain: domain, Text: text}) {
 					found = found || c.Template == tmpl
 				}
 				if !found {
@@ -62,6 +73,38 @@ func FuzzParseToolMeta(f *testing.F) {
 		m, err := ParseToolMeta(meta)
 		if err == nil && m != nil && m.OnFail.check() != nil {
 			t.Fatalf("accepted an invalid onFail: %+v", m.OnFail)
+		}
+	})
+}
+
+// FuzzGuideTurn: any message, domain and tool output on the starter and
+// keyed libraries plays a turn without a panic, and the reply agrees with
+// the session's next state.
+func FuzzGuideTurn(f *testing.F) {
+	f.Add("fix the bug in parser.go", "bugfix", []byte(`{"stdout":"ok  x"}`), 0, true)
+	f.Add("Please debug it", "bugfix", []byte(`"Error: boom"`), 1, false)
+	f.Add("create branch x, a new branch", "git_ops", []byte(`not json`), -1, true)
+	f.Add("", "", []byte(``), 0, false)
+	libs := []*Library{starter(f), keyedTestdata(f)}
+	f.Fuzz(func(t *testing.T, message, domain string, output []byte, exitCode int, withCode bool) {
+		for _, l := range libs {
+			var sess GuideSession
+			res := []planbus.GuideToolResult{{Tool: "t", Output: output}}
+			if withCode {
+				res[0].ExitCode = &exitCode
+			}
+			for turn := range 4 {
+				in := GuideInput{Message: message, Domain: domain, Now: t0.Add(time.Duration(turn) * time.Minute)}
+				if turn > 0 {
+					in.Results = res
+				}
+				next, r := GuideTurn(l, sess, in)
+				active := r.Plan != nil && r.Plan.Status == planbus.GuidePlanActive
+				if active != (next.Plan != nil) || active != strings.Contains(r.Context, "← YOU ARE HERE") {
+					t.Fatalf("turn %d: reply %+v, next %+v", turn, r, next)
+				}
+				sess = next
+			}
 		}
 	})
 }

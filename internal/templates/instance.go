@@ -54,35 +54,52 @@ func (in *Instance) Step(id string) (*Step, bool) {
 // serve a template and the plan it falls back to. Errors match ErrVars (or
 // ErrNotDecoded).
 func Instantiate(t *Template, vars map[string]string) (*Instance, error) {
+	return instantiate(t, vars, false)
+}
+
+// instantiateGuided is Instantiate for a guided session: a variable
+// without a value, or with one its pattern refuses, is left out of the
+// instance's Vars and reads <name> in the steps, for the agent to fill in.
+func instantiateGuided(t *Template, vars map[string]string) (*Instance, error) {
+	return instantiate(t, vars, true)
+}
+
+func instantiate(t *Template, vars map[string]string, lenient bool) (*Instance, error) {
 	if t.deps == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotDecoded, t.ID)
 	}
 	resolved := map[string]string{InputVar: vars[InputVar]}
+	filled := map[string]string{InputVar: vars[InputVar]}
 	for _, name := range slices.Sorted(maps.Keys(t.Vars)) {
 		v := t.Vars[name]
 		val, ok := vars[name]
-		if !ok {
-			if v.Default == nil {
-				return nil, fmt.Errorf("%w: template %q: variable %q is required (%s); give it in the request's vars or in the text",
-					ErrVars, t.ID, name, orDefault(v.Description, "no default"))
-			}
-			val = *v.Default
+		if !ok && v.Default != nil {
+			val, ok = *v.Default, true
 		}
-		if v.re != nil && !v.re.MatchString(val) {
+		bad := ok && v.re != nil && !v.re.MatchString(val)
+		if lenient && (!ok || bad) {
+			filled[name] = "<" + name + ">"
+			continue
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: template %q: variable %q is required (%s); give it in the request's vars or in the text",
+				ErrVars, t.ID, name, orDefault(v.Description, "no default"))
+		}
+		if bad {
 			return nil, fmt.Errorf("%w: template %q: variable %q: %q does not match the pattern %s", ErrVars, t.ID, name, val, v.Pattern)
 		}
-		resolved[name] = val
+		resolved[name], filled[name] = val, val
 	}
 	in := &Instance{Template: t, Vars: resolved, Steps: make([]Step, len(t.Steps)), Fallbacks: make([]Step, len(t.Fallbacks))}
 	for i := range t.Steps {
-		s, err := fill(&t.Steps[i], resolved)
+		s, err := fill(&t.Steps[i], filled)
 		if err != nil {
 			return nil, fmt.Errorf("%w: template %q: step %q: %v", ErrVars, t.ID, t.Steps[i].ID, err)
 		}
 		in.Steps[i] = s
 	}
 	for i := range t.Fallbacks {
-		s, err := fill(&t.Fallbacks[i], resolved)
+		s, err := fill(&t.Fallbacks[i], filled)
 		if err != nil {
 			return nil, fmt.Errorf("%w: template %q: fallback step %q: %v", ErrVars, t.ID, t.Fallbacks[i].ID, err)
 		}
@@ -101,7 +118,7 @@ func orDefault(s, d string) string {
 // fill returns a copy of s with its placeholders filled in.
 func fill(s *Step, vars map[string]string) (Step, error) {
 	out := *s
-	out.Name, out.Action = expand(s.Name, vars), expand(s.Action, vars)
+	out.Name, out.Action, out.Hint = expand(s.Name, vars), expand(s.Action, vars), expand(s.Hint, vars)
 	out.After = slices.Clone(s.After)
 	if len(s.Input) > 0 {
 		v, err := decodeJSON(s.Input)

@@ -19,8 +19,14 @@ import (
 const SchemaName = "template-library.schema.json"
 
 // DefaultMaxTurns is a template's staleness.maxTurns when it gives none:
-// an instance expires after ten turns without progress.
+// an instance expires once it has gone more than ten turns without
+// progress.
 const DefaultMaxTurns = 10
+
+// DefaultTriggerThreshold is how many different triggers a template needs
+// when it does not say: two, so that one common word does not start a
+// plan. A template that can start on one trigger says triggerThreshold 1.
+const DefaultTriggerThreshold = 2
 
 // InputVar is the variable that holds the request's text. Every template
 // has it; its default is "".
@@ -71,8 +77,12 @@ type Library struct {
 	Description string      `json:"description,omitempty"`
 	Plans       []*Template `json:"plans"`
 
-	byID map[string]*Template
+	byID  map[string]*Template
+	keyed bool // read from the keyed format
 }
+
+// Keyed reports whether the library was written in the keyed format.
+func (l *Library) Keyed() bool { return l.keyed }
 
 // Template returns the template with the given id.
 func (l *Library) Template(id string) (*Template, bool) {
@@ -89,13 +99,15 @@ type Template struct {
 	// Description says what the plan does and what it needs, e.g. the
 	// programs its shell steps run.
 	Description string `json:"description,omitempty"`
-	// Domains the template serves. A request with a domain matches only
-	// templates that list it, or list none.
+	// Domains the template serves. A request matches a template that
+	// lists domains only if its domain is one of them; a template that
+	// lists none serves every request, with a domain or without.
 	Domains []string `json:"domains,omitempty"`
 	// Triggers are phrases matched against the request's text, whole
 	// words, any case; a word ending in '*' matches any word it begins.
 	Triggers []string `json:"triggers,omitempty"`
-	// TriggerThreshold is how many different triggers must match; default 1.
+	// TriggerThreshold is how many different triggers must match; default
+	// DefaultTriggerThreshold (2).
 	TriggerThreshold int `json:"triggerThreshold,omitempty"`
 	// Captures are RE2 patterns whose named groups, matched against the
 	// request's text, give values to variables.
@@ -114,6 +126,7 @@ type Template struct {
 	// onFail names them.
 	Fallbacks []Step `json:"fallbacks,omitempty"`
 
+	keyed    bool // read from the keyed format: field names in errors
 	triggers [][]token
 	captures []*regexp.Regexp
 	deps     [][]string // per step, the steps it runs after
@@ -151,6 +164,10 @@ type Step struct {
 	Name   string `json:"name,omitempty"`
 	Action string `json:"action,omitempty"` // what the step does, for people
 	Skill  string `json:"skill"`
+	// Hint is the command hint a guided session shows the agent for the
+	// step, with {var} placeholders; default: the shell skill's argv, or
+	// the skill and its input.
+	Hint string `json:"hint,omitempty"`
 	// Input is the tool's input: a JSON object whose strings (and keys)
 	// may hold {var} placeholders and which may hold {"$ref": "step#/ptr"}
 	// references to earlier steps' outputs.
@@ -161,6 +178,9 @@ type Step struct {
 	TimeoutMs int64      `json:"timeoutMs,omitempty"`
 	Verify    *gate.Gate `json:"verify,omitempty"`
 	OnFail    OnFail     `json:"onFail"`
+	// Check is the step's verification in the keyed format, which a
+	// guided session checks instead of Verify (its gate in a plan).
+	Check *Check `json:"-"`
 }
 
 // UnmarshalJSON gives a step without onFail DefaultOnFail.
@@ -187,18 +207,32 @@ func (s *Step) Title() string {
 // expressions, gate expressions, variables and their placeholders, and
 // that each template makes a valid plan. Every error is an *Error matching
 // ErrInvalid.
+//
+// A library is in one of two formats: the list format (schema SchemaName:
+// version, plans an array of templates with ids, camelCase fields) or the
+// keyed format (schema KeyedSchemaName: _meta, plans an object keyed by
+// plan id, snake_case fields, steps for an agent that runs its tools). A
+// document whose plans are an object is read in the keyed format.
 func Decode(doc []byte) (*Library, error) {
-	if err := schemas.Validate(SchemaName, doc); err != nil {
-		return nil, schemaError(doc, err)
-	}
-	var l Library
-	if err := json.Unmarshal(doc, &l); err != nil {
-		return nil, &Error{Msg: err.Error(), Err: err}
+	var l *Library
+	if isKeyed(doc) {
+		var err error
+		if l, err = decodeKeyed(doc); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := schemas.Validate(SchemaName, doc); err != nil {
+			return nil, schemaError(doc, err)
+		}
+		l = &Library{}
+		if err := json.Unmarshal(doc, l); err != nil {
+			return nil, &Error{Msg: err.Error(), Err: err}
+		}
 	}
 	if err := l.check(); err != nil {
 		return nil, err
 	}
-	return &l, nil
+	return l, nil
 }
 
 // schemaError names the template of the first issue when it is in one.
@@ -214,6 +248,12 @@ func schemaError(doc []byte, err error) error {
 	}
 	n, _, _ := strings.Cut(rest, "/")
 	n, _, _ = strings.Cut(n, ":")
+	if se.Schema == KeyedSchemaName {
+		if validTemplateID(n) {
+			e.Template = n
+		}
+		return e
+	}
 	i, convErr := strconv.Atoi(n)
 	var ids struct {
 		Plans []struct {
@@ -300,11 +340,19 @@ func (t *Template) stepErr(s stepAt, field string, err error, msg string) *Error
 
 // prepare checks one template on its own and compiles what it needs.
 func (t *Template) prepare() error {
+	field := "triggerThreshold"
+	if t.keyed {
+		field = "trigger_threshold"
+	}
 	if t.TriggerThreshold == 0 {
-		t.TriggerThreshold = 1
+		t.TriggerThreshold = DefaultTriggerThreshold
+		if n := len(t.Triggers); n > 0 && n < t.TriggerThreshold {
+			return t.err(field, nil, fmt.Sprintf("the default is %d, but the plan has only %d trigger%s, so no text would ever match it: give %s %d or more triggers",
+				t.TriggerThreshold, n, plural(n), field, n))
+		}
 	}
 	if len(t.Triggers) > 0 && t.TriggerThreshold > len(t.Triggers) {
-		return t.err("triggerThreshold", nil, fmt.Sprintf("%d, but the plan has only %d triggers", t.TriggerThreshold, len(t.Triggers)))
+		return t.err(field, nil, fmt.Sprintf("%d, but the plan has only %d triggers", t.TriggerThreshold, len(t.Triggers)))
 	}
 	t.triggers = make([][]token, len(t.Triggers))
 	seen := map[string]int{}
@@ -431,6 +479,9 @@ func (t *Template) checkStep(s stepAt) error {
 	if err := declared("action", st.Action); err != nil {
 		return err
 	}
+	if err := declared("hint", st.Hint); err != nil {
+		return err
+	}
 	if len(st.Input) > 0 {
 		in, err := decodeJSON(st.Input)
 		if err != nil {
@@ -504,4 +555,11 @@ func walkGates(g *gate.Gate, field string, f func(field string, g *gate.Gate)) {
 	for i, sub := range g.Gates {
 		walkGates(sub, fmt.Sprintf("%s.gates/%d", field, i), f)
 	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

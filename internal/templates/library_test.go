@@ -36,13 +36,13 @@ func starter(t testing.TB) *Library {
 }
 
 func TestDecodeDefaults(t *testing.T) {
-	l := mustDecode(t, lib(`{"id":"p","name":"P","triggers":["a"],"steps":[{"id":"one","skill":"echo"},{"id":"two","skill":"echo","onFail":{"then":"skip"}},
+	l := mustDecode(t, lib(`{"id":"p","name":"P","triggers":["a","b"],"steps":[{"id":"one","skill":"echo"},{"id":"two","skill":"echo","onFail":{"then":"skip"}},
 		{"id":"three","skill":"echo","after":[]}]}`, `{"id":"q","version":"7","name":"Q","staleness":{"maxAgeMs":5},"steps":[{"id":"one","skill":"echo"}]}`))
 	p, ok := l.Template("p")
 	if !ok {
 		t.Fatal("no template p")
 	}
-	if p.Version != "1" || p.TriggerThreshold != 1 || p.Staleness != (Staleness{MaxTurns: DefaultMaxTurns}) {
+	if p.Version != "1" || p.TriggerThreshold != DefaultTriggerThreshold || p.Staleness != (Staleness{MaxTurns: DefaultMaxTurns}) {
 		t.Errorf("p: version %q threshold %d staleness %+v", p.Version, p.TriggerThreshold, p.Staleness)
 	}
 	if p.Steps[0].OnFail != DefaultOnFail() || p.Steps[1].OnFail != (OnFail{Then: ActionSkip}) {
@@ -80,12 +80,16 @@ func TestDecodeErrors(t *testing.T) {
 		{"schema, naming the template", lib(plan(``, `{"id":"s"}`)), `templates: template "p": at /plans/0/steps/0: missing property 'skill'`},
 		{"schema, typo", lib(plan(`"trigers":["x"]`)), `at /plans/0: additional properties 'trigers' not allowed`},
 		{"schema, bad gate type", lib(plan(``, `{"id":"s","skill":"echo","verify":{"type":"maybe"}}`)), `at /plans/0/steps/0/verify/type`},
-		{"schema, bad onFail", lib(plan(``, `{"id":"s","skill":"echo","onFail":"warn"}`)), `at /plans/0/steps/0/onFail`},
+		{"schema, bad onFail", lib(plan(``, `{"id":"s","skill":"echo","onFail":"maybe"}`)), `at /plans/0/steps/0/onFail`},
+		{"schema, bad guided", lib(plan(``, `{"id":"s","skill":"echo","onFail":{"guided":"skip"}}`)), `at /plans/0/steps/0/onFail`},
 		{"schema, no version", []byte(`{"plans":[]}`), "missing property 'version'"},
 		{"duplicate template", lib(plan(``), plan(``)), `templates: template "p": id: plan #1 repeats the id of an earlier plan`},
 		{"duplicate step", lib(plan(``, ok, ok)), `template "p": step "s": id: repeats the id of an earlier step`},
 		{"step id reused by a fallback", lib(plan(`"fallbacks":[{"id":"s","skill":"echo"}]`)), `fallback step "s": id: repeats the id`},
 		{"threshold above triggers", lib(plan(`"triggers":["a"],"triggerThreshold":2`)), `triggerThreshold: 2, but the plan has only 1 triggers`},
+		{"default threshold above triggers", lib(plan(`"triggers":["a"]`)),
+			`template "p": triggerThreshold: the default is 2, but the plan has only 1 trigger, so no text would ever match it: give triggerThreshold 1 or more triggers`},
+		{"undeclared placeholder in a hint", lib(plan(``, `{"id":"s","skill":"echo","hint":"run {it}"}`)), `step "s": hint: {it} is not a declared variable`},
 		{"trigger without words", lib(plan(`"triggers":["a","--"]`)), `triggers/1: "--" has no words`},
 		{"duplicate trigger", lib(plan(`"triggers":["Fix bug","fix  BUG!"]`)), `triggers/1: "fix  BUG!" is the same phrase as trigger "Fix bug"`},
 		{"input declared", lib(plan(`"vars":{"input":{}}`)), `vars/input: input is the request's text`},

@@ -9,12 +9,13 @@ import (
 
 // DomainBonus is added to the score of a template that lists the request's
 // domain.
-const DomainBonus = 2
+const DomainBonus = 1
 
 // MatchInput is what a request offers the matcher.
 type MatchInput struct {
-	// Domain is the request's domain, such as "git_ops"; empty means the
-	// request has none and no template is filtered out by its domains.
+	// Domain is the request's domain, such as "git_ops". Templates that
+	// list domains match only a request whose domain is one of them, so a
+	// request without a domain matches only templates that list none.
 	Domain string
 	// Text is what the user asked for.
 	Text string
@@ -23,9 +24,8 @@ type MatchInput struct {
 // Candidate is a template that matches a request.
 type Candidate struct {
 	Template *Template
-	// Score is the number of words of the matched triggers, plus
-	// DomainBonus when the template lists the request's domain: longer
-	// phrases are more specific evidence than single words.
+	// Score is the number of matched triggers, plus DomainBonus when the
+	// template lists the request's domain.
 	Score int
 	// Hits are the triggers that matched, in the template's order.
 	Hits []string
@@ -138,11 +138,12 @@ func phraseIn(trigger []token, text []string, present map[string]bool) bool {
 }
 
 // Match returns the templates that match a request, best first. A
-// template matches when its domains admit the request's domain and at
-// least TriggerThreshold of its triggers occur in the text as whole words,
-// ignoring case, punctuation and spacing. Templates without triggers are
-// only chosen by id. Ties go to the template with more matched triggers,
-// then to the one earlier in the library, so the order is deterministic.
+// template matches when it lists no domains or lists the request's
+// domain, and at least TriggerThreshold of its triggers occur in the text
+// as whole words, ignoring case, punctuation and spacing. Templates
+// without triggers are only chosen by id. The score is the number of
+// matched triggers plus DomainBonus for a listed domain; ties go to the
+// template earlier in the library, so the order is deterministic.
 func Match(lib *Library, in MatchInput) []Candidate {
 	text := words(in.Text)
 	if len(text) == 0 {
@@ -155,34 +156,28 @@ func Match(lib *Library, in MatchInput) []Candidate {
 	var out []Candidate
 	for _, t := range lib.Plans {
 		domain := false
-		if in.Domain != "" && len(t.Domains) > 0 {
-			domain = slices.ContainsFunc(t.Domains, func(d string) bool { return strings.EqualFold(d, in.Domain) })
+		if len(t.Domains) > 0 {
+			domain = in.Domain != "" && slices.ContainsFunc(t.Domains, func(d string) bool { return strings.EqualFold(d, in.Domain) })
 			if !domain {
 				continue
 			}
 		}
 		var hits []string
-		score := 0
 		for i, tr := range t.triggers {
 			if phraseIn(tr, text, present) {
 				hits = append(hits, t.Triggers[i])
-				score += len(tr)
 			}
 		}
 		if len(hits) == 0 || len(hits) < t.TriggerThreshold {
 			continue
 		}
+		score := len(hits)
 		if domain {
 			score += DomainBonus
 		}
 		out = append(out, Candidate{Template: t, Score: score, Hits: hits, Domain: domain, Vars: t.vars(in.Text)})
 	}
-	slices.SortStableFunc(out, func(a, b Candidate) int {
-		if a.Score != b.Score {
-			return b.Score - a.Score
-		}
-		return len(b.Hits) - len(a.Hits)
-	})
+	slices.SortStableFunc(out, func(a, b Candidate) int { return b.Score - a.Score })
 	return out
 }
 

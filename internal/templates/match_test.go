@@ -1,7 +1,9 @@
 package templates
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -28,25 +30,28 @@ func TestMatchStarter(t *testing.T) {
 		others []string          // further candidates, in order
 	}{
 		{"plan activation", MatchInput{Domain: "bugfix", Text: "I need to fix a bug in the login module"},
-			"bugfix_workflow", 3 + DomainBonus, []string{"fix a bug"}, nil, nil},
-		{"plan activation without a domain", MatchInput{Text: "I need to fix a bug in the login module"},
-			"bugfix_workflow", 3, []string{"fix a bug"}, nil, nil},
+			"bugfix_workflow", 1 + DomainBonus, []string{"fix a bug"}, nil, nil},
+		{"without a domain, no plan that lists domains", MatchInput{Text: "I need to fix a bug in the login module"}, "", 0, nil, nil, nil},
 		{"no false trigger", MatchInput{Domain: "conversational", Text: "What's the weather like?"}, "", 0, nil, nil, nil},
 		{"branch with captures", MatchInput{Domain: "git_ops", Text: "Create a new feature branch called feature/login from develop"},
-			"git_feature_branch", 2 + DomainBonus, []string{"feature branch"}, map[string]string{"branch": "feature/login", "base": "develop"}, nil},
-		{"punctuation and case", MatchInput{Text: "FEATURE-BRANCH, please"}, "git_feature_branch", 2, []string{"feature branch"}, nil, nil},
-		{"prefix trigger", MatchInput{Text: "I am debugging TestLogin in ./internal/auth"}, "bugfix_workflow", 1, []string{"debug*"},
+			"git_feature_branch", 2 + DomainBonus, []string{"feature branch", "branch called"}, map[string]string{"branch": "feature/login", "base": "develop"}, nil},
+		{"one trigger is not enough", MatchInput{Domain: "git_ops", Text: "create a feature branch"}, "", 0, nil, nil, nil},
+		{"punctuation and case", MatchInput{Domain: "git_ops", Text: "FEATURE-BRANCH, NEW BRANCH please"}, "git_feature_branch", 2 + DomainBonus,
+			[]string{"feature branch", "new branch"}, nil, nil},
+		{"prefix trigger", MatchInput{Domain: "bugfix", Text: "I am debugging TestLogin in ./internal/auth"}, "bugfix_workflow", 1 + DomainBonus, []string{"debug*"},
 			map[string]string{"test": "TestLogin", "pkg": "./internal/auth"}, nil},
-		{"merge", MatchInput{Text: "merge feature/login into develop"}, "git_merge_pr", 2, []string{"merge feature"},
+		{"merge", MatchInput{Domain: "git_ops", Text: "merge feature/login into develop"}, "git_merge_pr", 2 + DomainBonus, []string{"merge feature", "merge"},
 			map[string]string{"branch": "feature/login", "target": "develop"}, nil},
-		{"domain filters out", MatchInput{Domain: "docker_ops", Text: "create a new branch"}, "", 0, nil, nil, nil},
-		{"domain any case", MatchInput{Domain: "GIT_OPS", Text: "create a new branch"}, "git_feature_branch", 2 + DomainBonus, []string{"new branch"}, nil, nil},
-		{"logs", MatchInput{Domain: "log_analysis", Text: "Check the logs of nginx since yesterday"}, "log_investigation", 3 + DomainBonus,
-			[]string{"check the logs"}, map[string]string{"unit": "nginx", "since": "yesterday"}, nil},
-		{"backup", MatchInput{Text: "back up data to archive/2024"}, "file_backup_restore", 2, []string{"back up"},
+		{"domain filters out", MatchInput{Domain: "docker_ops", Text: "create a new branch called topic"}, "", 0, nil, nil, nil},
+		{"domain any case", MatchInput{Domain: "GIT_OPS", Text: "create a new branch called topic"}, "git_feature_branch", 2 + DomainBonus,
+			[]string{"new branch", "branch called"}, map[string]string{"branch": "topic"}, nil},
+		{"logs", MatchInput{Domain: "log_analysis", Text: "Check the logs of nginx since yesterday"}, "log_investigation", 2 + DomainBonus,
+			[]string{"check the logs", "logs"}, map[string]string{"unit": "nginx", "since": "yesterday"}, nil},
+		{"backup", MatchInput{Domain: "file_ops", Text: "back up data to archive/2024"}, "file_backup_restore", 2 + DomainBonus, []string{"back up", "archive*"},
 			map[string]string{"source": "data", "dest": "archive/2024"}, nil},
-		{"several candidates, best first", MatchInput{Text: "investigate why the docker build is broken"}, "docker_build_deploy", 2, []string{"docker build"}, nil,
-			[]string{"bugfix_workflow", "log_investigation"}},
+		{"a tie goes to the earlier plan", MatchInput{Domain: "git_ops", Text: "create a new branch called feature/login, then merge branch feature/login"},
+			"git_feature_branch", 2 + DomainBonus, []string{"new branch", "branch called"}, map[string]string{"branch": "feature/login"},
+			[]string{"git_merge_pr"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,9 +87,13 @@ func TestMatchStarter(t *testing.T) {
 }
 
 // No false triggers: everyday text, and words that only
-// contain a trigger, start nothing.
+// contain a trigger, start nothing, in any domain.
 func TestMatchNoFalseTriggers(t *testing.T) {
 	l := starter(t)
+	domains := []string{""}
+	for _, p := range l.Plans {
+		domains = append(domains, p.Domains...)
+	}
 	for _, text := range []string{
 		"What's the weather like?",
 		"Tell me a joke about cats",
@@ -100,30 +109,36 @@ func TestMatchNoFalseTriggers(t *testing.T) {
 		"   ",
 		"🙂🙂🙂",
 	} {
-		if got := Match(l, MatchInput{Text: text}); len(got) > 0 {
-			t.Errorf("%q matched %v (hits %q)", text, ids(got), got[0].Hits)
+		for _, d := range domains {
+			if got := Match(l, MatchInput{Domain: d, Text: text}); len(got) > 0 {
+				t.Errorf("%q in %q matched %v (hits %q)", text, d, ids(got), got[0].Hits)
+			}
 		}
 	}
 }
 
 func TestMatchRanking(t *testing.T) {
 	l := mustDecode(t, lib(
-		`{"id":"first","name":"A","triggers":["deploy"],"steps":[{"id":"s","skill":"echo"}]}`,
-		`{"id":"second","name":"B","triggers":["deploy"],"steps":[{"id":"s","skill":"echo"}]}`,
-		`{"id":"phrase","name":"C","triggers":["deploy the app"],"steps":[{"id":"s","skill":"echo"}]}`,
-		`{"id":"two_words","name":"D","triggers":["deploy","app"],"steps":[{"id":"s","skill":"echo"}]}`,
-		`{"id":"strict","name":"E","triggers":["deploy","release","ship"],"triggerThreshold":2,"steps":[{"id":"s","skill":"echo"}]}`,
-		`{"id":"domain","name":"F","domains":["ops"],"triggers":["deploy"],"steps":[{"id":"s","skill":"echo"}]}`,
+		`{"id":"first","name":"A","triggers":["deploy"],"triggerThreshold":1,"steps":[{"id":"s","skill":"echo"}]}`,
+		`{"id":"second","name":"B","triggers":["deploy"],"triggerThreshold":1,"steps":[{"id":"s","skill":"echo"}]}`,
+		`{"id":"phrase","name":"C","triggers":["deploy the app"],"triggerThreshold":1,"steps":[{"id":"s","skill":"echo"}]}`,
+		`{"id":"two_words","name":"D","triggers":["deploy","app"],"triggerThreshold":1,"steps":[{"id":"s","skill":"echo"}]}`,
+		`{"id":"strict","name":"E","triggers":["deploy","release","ship"],"steps":[{"id":"s","skill":"echo"}]}`,
+		`{"id":"domain","name":"F","domains":["ops"],"triggers":["deploy"],"triggerThreshold":1,"steps":[{"id":"s","skill":"echo"}]}`,
 		`{"id":"unkeyed","name":"G","steps":[{"id":"s","skill":"echo"}]}`,
 	))
 	tests := []struct {
 		in   MatchInput
 		want []string
 	}{
-		// Equal scores: more triggers first, then library order.
-		{MatchInput{Text: "deploy the app"}, []string{"phrase", "two_words", "first", "second", "domain"}},
-		{MatchInput{Text: "deploy"}, []string{"first", "second", "two_words", "domain"}},
-		{MatchInput{Text: "deploy and ship it"}, []string{"strict", "first", "second", "two_words", "domain"}},
+		// The score is the number of triggers matched, plus the domain
+		// bonus; equal scores keep library order.
+		{MatchInput{Text: "deploy the app"}, []string{"two_words", "first", "second", "phrase"}},
+		{MatchInput{Text: "deploy"}, []string{"first", "second", "two_words"}},
+		// strict needs two triggers (the default threshold).
+		{MatchInput{Text: "deploy and ship it"}, []string{"strict", "first", "second", "two_words"}},
+		// A plan that lists domains needs one of them: the bonus puts it
+		// first; without a domain, or with another, it is out.
 		{MatchInput{Domain: "ops", Text: "deploy"}, []string{"domain", "first", "second", "two_words"}},
 		{MatchInput{Domain: "dev", Text: "deploy"}, []string{"first", "second", "two_words"}},
 		{MatchInput{Text: "nothing here"}, []string{}},
@@ -140,11 +155,11 @@ func TestMatchRanking(t *testing.T) {
 			t.Fatalf("order changed: %v then %v", first, got)
 		}
 	}
-	if c, ok := Best(l, MatchInput{Text: "deploy the app"}, 3); !ok || c.Template.ID != "phrase" {
-		t.Errorf("Best(min 3) = %v, %v", c.Template, ok)
+	if c, ok := Best(l, MatchInput{Text: "deploy the app"}, 2); !ok || c.Template.ID != "two_words" {
+		t.Errorf("Best(min 2) = %v, %v", c.Template, ok)
 	}
-	if _, ok := Best(l, MatchInput{Text: "deploy the app"}, 4); ok {
-		t.Error("Best(min 4) found a match scoring 3")
+	if _, ok := Best(l, MatchInput{Text: "deploy the app"}, 3); ok {
+		t.Error("Best(min 3) found a match scoring 2")
 	}
 	if _, ok := Best(l, MatchInput{Text: "zzz"}, 0); ok {
 		t.Error("Best found a match without triggers")
@@ -177,7 +192,7 @@ func TestSelect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Template.ID != "git_feature_branch" || in.Match == nil || in.Match.Score != 4 {
+	if in.Template.ID != "git_feature_branch" || in.Match == nil || in.Match.Score != 2+DomainBonus {
 		t.Fatalf("selected %s, match %+v", in.Template.ID, in.Match)
 	}
 	want := map[string]string{"input": "create a feature branch called feature/login", "branch": "feature/login", "base": "develop",
@@ -209,14 +224,37 @@ func TestSelect(t *testing.T) {
 	}{
 		{Selection{Template: "nope"}, ErrUnknownTemplate, `templates: unknown template: no template "nope" in the library`},
 		{Selection{Text: "What's the weather like?", Domain: "chat"}, ErrNoMatch, `templates: no template matches: nothing in the library matches "What's the weather like?" in domain "chat"`},
-		{Selection{Text: "create a new branch"}, ErrVars, `templates: bad variables: template "git_feature_branch": variable "branch" is required (the branch to create, e.g. feature/login); give it in the request's vars or in the text`},
-		{Selection{Text: "create a new branch", Vars: map[string]string{"branch": "--force"}}, ErrVars, `variable "branch": "--force" does not match the pattern [A-Za-z0-9][A-Za-z0-9._/-]{0,99}`},
-		{Selection{Text: "create a new branch", MinScore: 5}, ErrNoMatch, "nothing in the library matches"},
+		{Selection{Text: "create a new branch for the feature branch work"}, ErrNoMatch, `nothing in the library matches "create a new branch for the feature branch work"`},
+		{Selection{Domain: "git_ops", Text: "create a new branch for the feature branch work"}, ErrVars, `templates: bad variables: template "git_feature_branch": variable "branch" is required (the branch to create, e.g. feature/login); give it in the request's vars or in the text`},
+		{Selection{Domain: "git_ops", Text: "create a new branch for the feature branch work", Vars: map[string]string{"branch": "--force"}}, ErrVars, `variable "branch": "--force" does not match the pattern [A-Za-z0-9][A-Za-z0-9._/-]{0,99}`},
+		{Selection{Domain: "git_ops", Text: "create a new branch for the feature branch work", MinScore: 4}, ErrNoMatch, "nothing in the library matches"},
 	}
 	for _, tt := range tests {
 		_, err := Select(l, tt.sel)
 		if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Select(%+v) = %v; want %v containing %q", tt.sel, err, tt.is, tt.want)
 		}
+	}
+}
+
+// The README's template demo, examples/requests/template.json, matches
+// the plan it means to run.
+func TestExampleRequestMatches(t *testing.T) {
+	doc, err := os.ReadFile("../../examples/requests/template.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		Input    string `json:"input"`
+		Template struct {
+			Domain string `json:"domain"`
+		} `json:"template"`
+	}
+	if err := json.Unmarshal(doc, &req); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Select(starter(t), Selection{Domain: req.Template.Domain, Text: req.Input})
+	if err != nil || in.Template.ID != "codegen_module" || in.Vars["name"] != "greeter" {
+		t.Errorf("selected %v, %v", in, err)
 	}
 }

@@ -19,6 +19,13 @@ const (
 	ActionSkip     Action = "skip"     // give the step up and go on, as if it were optional
 	ActionAbort    Action = "abort"    // stop the plan
 	ActionFallback Action = "fallback" // run the fallback step in its place, or switch to the fallback plan
+	// ActionWarn and ActionBlock are what a guided session does after a
+	// failed check of a step whose onFail says guided: warn or block: the
+	// step stays current and the agent may try it again, without limit;
+	// the context carries a warning (warn) or says that the step failed
+	// verification and holds the plan (block).
+	ActionWarn  Action = "warn"
+	ActionBlock Action = "block"
 )
 
 // DefaultRetries is the retries of a step without onFail: 3 attempts in
@@ -29,8 +36,10 @@ const DefaultRetries = plan.DefaultMaxAttempts - 1
 // Retries further attempts (while the failure is retryable), then Then.
 //
 // In JSON it is an object, or one of the shorthands "retry" (2 retries,
-// then abort), "skip" and "abort" (no retries). The zero OnFail aborts at
-// the first failure; a step decoded without onFail gets DefaultOnFail.
+// then abort), "skip" and "abort" (no retries), "warn" and "block" (2
+// retries then abort in a plan; in a guided session, Guided warn or
+// block). The zero OnFail aborts at the first failure; a step decoded
+// without onFail gets DefaultOnFail.
 type OnFail struct {
 	// Retries are the attempts after the first, 0..99.
 	Retries int `json:"retries,omitempty"`
@@ -44,6 +53,12 @@ type OnFail struct {
 	// falls back to. Exactly one is set when Then is fallback.
 	Step string `json:"step,omitempty"`
 	Plan string `json:"plan,omitempty"`
+	// Guided, warn or block, replaces Retries and Then in a guided
+	// session: a failed check keeps the step current, for the agent to try
+	// again as often as it takes (ResolveGuided). A plan has no agent to
+	// wait for, so executed plans ignore it. "": a guided session follows
+	// Retries and Then too.
+	Guided Action `json:"guided,omitempty"`
 }
 
 // DefaultOnFail is the onFail of a step that gives none.
@@ -60,8 +75,10 @@ func (o *OnFail) UnmarshalJSON(b []byte) error {
 			*o = OnFail{Then: ActionSkip}
 		case ActionAbort:
 			*o = OnFail{Then: ActionAbort}
+		case ActionWarn, ActionBlock:
+			*o = OnFail{Retries: DefaultRetries, Then: ActionAbort, Guided: Action(s)}
 		default:
-			return fmt.Errorf("onFail %q: want \"retry\", \"skip\", \"abort\" or an object", s)
+			return fmt.Errorf("onFail %q: want \"retry\", \"skip\", \"abort\", \"warn\", \"block\" or an object", s)
 		}
 		return nil
 	}
@@ -114,6 +131,11 @@ func (o OnFail) check() error {
 	if o.BackoffMs < 0 {
 		return fmt.Errorf("backoffMs %d: want >= 0", o.BackoffMs)
 	}
+	switch o.Guided {
+	case "", ActionWarn, ActionBlock:
+	default:
+		return fmt.Errorf("guided %q: want warn or block", o.Guided)
+	}
 	return nil
 }
 
@@ -165,4 +187,21 @@ func (o OnFail) Resolve(attempt int, retryable bool) Decision {
 		d.Reason = why + "; aborting the plan"
 		return d
 	}
+}
+
+// ResolveGuided says what follows a failed check of attempt (1-based) in a
+// guided session: warn or block when Guided says so, whatever the attempt
+// (the agent may try again without limit), else what Resolve says for a
+// retryable failure, without its delay: the agent's next turn is the
+// retry.
+func (o OnFail) ResolveGuided(attempt int) Decision {
+	switch o.Guided {
+	case ActionWarn:
+		return Decision{Action: ActionWarn, Reason: fmt.Sprintf("attempt %d failed; the step stays current (warn)", max(attempt, 1))}
+	case ActionBlock:
+		return Decision{Action: ActionBlock, Reason: fmt.Sprintf("attempt %d failed; the step blocks the plan until it passes", max(attempt, 1))}
+	}
+	d := o.Resolve(attempt, true)
+	d.DelayMs = 0
+	return d
 }

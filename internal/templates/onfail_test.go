@@ -53,7 +53,10 @@ func TestOnFailJSON(t *testing.T) {
 		{`"retry"`, OnFail{Retries: 2, Then: ActionAbort}, ""},
 		{`"skip"`, OnFail{Then: ActionSkip}, ""},
 		{`"abort"`, OnFail{Then: ActionAbort}, ""},
-		{`"warn"`, OnFail{}, `onFail "warn": want "retry", "skip", "abort" or an object`},
+		{`"warn"`, OnFail{Retries: 2, Then: ActionAbort, Guided: ActionWarn}, ""},
+		{`"block"`, OnFail{Retries: 2, Then: ActionAbort, Guided: ActionBlock}, ""},
+		{`"maybe"`, OnFail{}, `onFail "maybe": want "retry", "skip", "abort", "warn", "block" or an object`},
+		{`{"then":"skip","guided":"warn"}`, OnFail{Then: ActionSkip, Guided: ActionWarn}, ""},
 		{`{"retries":1,"backoffMs":50,"then":"fallback","step":"s"}`, OnFail{Retries: 1, BackoffMs: 50, Then: ActionFallback, Step: "s"}, ""},
 		{`{"then":"skip"}`, OnFail{Then: ActionSkip}, ""},
 		{`{"then":"skip","retry":1}`, OnFail{}, `unknown field "retry"`},
@@ -93,10 +96,39 @@ func TestOnFailCheck(t *testing.T) {
 		{OnFail{Then: ActionRetry}, `then "retry": want skip, abort or fallback`},
 		{OnFail{Retries: 100}, "retries 100: want 0..99"},
 		{OnFail{BackoffMs: -1}, "backoffMs -1"},
+		{OnFail{Guided: ActionRetry}, `guided "retry": want warn or block`},
 	}
 	for _, tt := range tests {
 		if err := tt.o.check(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: err = %v, want %q", tt.o, err, tt.want)
 		}
+	}
+}
+
+// In a guided session warn and block keep the step whatever the attempt;
+// without them the retries and then apply, with no delay (the agent's
+// next turn is the retry).
+func TestResolveGuided(t *testing.T) {
+	tests := []struct {
+		name    string
+		onFail  OnFail
+		attempt int
+		want    Action
+	}{
+		{"warn", OnFail{Then: ActionSkip, Guided: ActionWarn}, 1, ActionWarn},
+		{"warn has no limit", OnFail{Guided: ActionWarn}, 1000, ActionWarn},
+		{"block has no limit", OnFail{Retries: 2, Then: ActionAbort, Guided: ActionBlock}, 1000, ActionBlock},
+		{"retries first", DefaultOnFail(), 2, ActionRetry},
+		{"then abort", DefaultOnFail(), 3, ActionAbort},
+		{"skip", OnFail{Then: ActionSkip}, 1, ActionSkip},
+		{"fallback step", OnFail{Then: ActionFallback, Step: "f"}, 1, ActionFallback},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := tt.onFail.ResolveGuided(tt.attempt)
+			if d.Action != tt.want || d.DelayMs != 0 {
+				t.Errorf("ResolveGuided(%d) = %+v, want %s without delay", tt.attempt, d, tt.want)
+			}
+		})
 	}
 }

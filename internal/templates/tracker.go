@@ -29,8 +29,8 @@ type Staleness struct {
 	// MaxAgeMs: the instance is stale once this long has passed since its
 	// last progress. 0: no limit.
 	MaxAgeMs int64 `json:"maxAgeMs,omitempty"`
-	// MaxTurns: the instance is stale once it has seen this many turns
-	// without progress. 0: no limit. Default DefaultMaxTurns.
+	// MaxTurns: the instance is stale once it has seen more than this
+	// many turns without progress. 0: no limit. Default DefaultMaxTurns.
 	MaxTurns int `json:"maxTurns"`
 }
 
@@ -40,8 +40,8 @@ func (s Staleness) Check(st *State, now time.Time) (stale bool, reason string) {
 	if st.Status != StatusActive {
 		return false, ""
 	}
-	if s.MaxTurns > 0 && st.Turns >= s.MaxTurns {
-		return true, fmt.Sprintf("no progress in %d turns (maxTurns %d)", st.Turns, s.MaxTurns)
+	if s.MaxTurns > 0 && st.Turns > s.MaxTurns {
+		return true, fmt.Sprintf("no progress in %d turns, stale after %d", st.Turns, s.MaxTurns)
 	}
 	if s.MaxAgeMs > 0 {
 		idle := now.Sub(st.ProgressAt)
@@ -108,6 +108,9 @@ type State struct {
 	Steps []StepState `json:"steps"`
 	// FallbackPlan is the template an aborted instance falls back to.
 	FallbackPlan string `json:"fallbackPlan,omitempty"`
+	// Guided: the instance is followed in a guided session (see
+	// NewGuidedTracker).
+	Guided bool `json:"guided,omitempty"`
 	// Reason says why the instance was aborted.
 	Reason string `json:"reason,omitempty"`
 }
@@ -127,6 +130,9 @@ type Result struct {
 	Retryable bool            // for a failure: whether another attempt may help
 	Error     string          // for a failure: what went wrong
 	At        time.Time
+	// ExitCode is the exit code an agent reports with its output, if any
+	// (guided sessions).
+	ExitCode *int
 }
 
 // ResultOf turns a tool result into a Result.
@@ -152,7 +158,8 @@ type Tracker struct {
 	st State
 }
 
-// NewTracker starts tracking an instance at now.
+// NewTracker starts tracking an instance at now, as its plan runs: a
+// failed step follows its onFail's retries and then.
 func NewTracker(in *Instance, now time.Time) *Tracker {
 	st := State{Template: in.Template.ID, Version: in.Template.Version, Vars: maps.Clone(in.Vars),
 		Status: StatusActive, StartedAt: now, ProgressAt: now, Steps: make([]StepState, len(in.Steps))}
@@ -196,11 +203,32 @@ func Resume(t *Template, st State) (*Tracker, error) {
 			return nil, mismatch("step %q: %d attempts", s.ID, s.Attempts)
 		}
 	}
-	in, err := Instantiate(t, st.Vars)
+	instantiate := Instantiate
+	if st.Guided {
+		instantiate = instantiateGuided
+	}
+	in, err := instantiate(t, st.Vars)
 	if err != nil {
 		return nil, err
 	}
 	return &Tracker{in: in, st: st.clone()}, nil
+}
+
+// NewGuidedTracker starts following template t at now in a guided
+// session, where an agent runs each step itself and reports its output.
+// Variables come from vars as in Instantiate, but one without a value (or
+// with a value its pattern refuses) shows as <name> in the step's text,
+// for the agent to fill in. The tracker checks a step's Check (keyed
+// format) or else its gate, and a failed check follows
+// OnFail.ResolveGuided: guided warn or block keep the step without limit.
+func NewGuidedTracker(t *Template, vars map[string]string, now time.Time) (*Tracker, error) {
+	in, err := instantiateGuided(t, vars)
+	if err != nil {
+		return nil, err
+	}
+	tr := NewTracker(in, now)
+	tr.st.Guided = true
+	return tr, nil
 }
 
 // State returns a copy of the tracker's state.
@@ -212,8 +240,10 @@ func (tr *Tracker) Instance() *Instance { return tr.in }
 // Done reports whether the instance has completed or been aborted.
 func (tr *Tracker) Done() bool { return tr.st.Status != StatusActive }
 
-// Turn counts a turn without a result, such as a new message in the
-// session while the plan waits; turns without progress make it stale.
+// Turn counts a turn: one message of the session, or one round of the
+// agent's loop, whatever results it brings (Observe does not count turns).
+// Progress resets the count; turns without progress make the instance
+// stale.
 func (tr *Tracker) Turn() {
 	if tr.st.Status == StatusActive {
 		tr.st.Turns++
@@ -259,9 +289,10 @@ func (tr *Tracker) running(i int) *Step {
 }
 
 // Observe applies one attempt's result: a success is checked against the
-// running step's gate, and a failure or a refused output goes through its
-// onFail. The decision says what follows for the step. Each call is a
-// turn; one that resolves a step is progress.
+// running step's gate (in a guided session, its Check if it has one), and
+// a failure or a refused output goes through its onFail. The decision says
+// what follows for the step. A result that resolves a step is progress
+// and resets the turns without progress.
 //
 // Errors: ErrEnded once the instance has completed or aborted,
 // ErrUnknownStep, ErrResolved for a step already resolved (a duplicate
@@ -287,10 +318,10 @@ func (tr *Tracker) Observe(r Result) (Decision, error) {
 	var d Decision
 	progress := false
 	if r.Succeeded {
-		if ok, why := run.Verify.Check(r.Output); ok {
+		if ok, why := tr.check(run, r); ok {
 			ss.Status, ss.Reason = StepCompleted, ""
 			d = Decision{Action: ActionAdvance, Reason: fmt.Sprintf("step %q completed", r.Step)}
-			if run.Verify != nil {
+			if run.Verify != nil || tr.st.Guided && run.Check != nil {
 				ss.Status, ss.Reason = StepVerified, why
 				d.Reason = fmt.Sprintf("step %q verified: %s", r.Step, why)
 			}
@@ -310,8 +341,6 @@ func (tr *Tracker) Observe(r Result) (Decision, error) {
 		if !r.At.IsZero() {
 			tr.st.ProgressAt = r.At
 		}
-	} else {
-		tr.st.Turns++
 	}
 	if tr.st.Status == StatusActive && !slices.ContainsFunc(tr.st.Steps, func(s StepState) bool { return !s.Status.resolved() }) {
 		tr.st.Status = StatusCompleted
@@ -319,10 +348,47 @@ func (tr *Tracker) Observe(r Result) (Decision, error) {
 	return d, nil
 }
 
+// check checks a successful result against the running step: its gate,
+// or in a guided session its Check when it has one. A guided result's
+// exit code joins an object output that has none, so that exitCode gates
+// see it.
+func (tr *Tracker) check(run *Step, r Result) (bool, string) {
+	if !tr.st.Guided {
+		return run.Verify.Check(r.Output)
+	}
+	if run.Check != nil {
+		return run.Check.Verify(r.Output, r.ExitCode)
+	}
+	return run.Verify.Check(withExitCode(r.Output, r.ExitCode))
+}
+
+// withExitCode adds exitCode to an object output that has none.
+func withExitCode(output json.RawMessage, exitCode *int) json.RawMessage {
+	if exitCode == nil {
+		return output
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(output, &obj) != nil || obj == nil {
+		return output
+	}
+	if _, has := obj["exitCode"]; has {
+		return output
+	}
+	obj["exitCode"] = json.RawMessage(fmt.Sprint(*exitCode))
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return output
+	}
+	return out
+}
+
 // fail applies the running step's onFail to a failed attempt of step i.
 func (tr *Tracker) fail(i int, run *Step, why string, retryable bool) (Decision, bool) {
 	ss := &tr.st.Steps[i]
 	d := run.OnFail.Resolve(ss.Attempts, retryable)
+	if tr.st.Guided {
+		d = run.OnFail.ResolveGuided(ss.Attempts)
+	}
 	ss.Reason = why
 	d.Reason = fmt.Sprintf("step %q: %s; %s", ss.ID, why, d.Reason)
 	abort := func() {
@@ -331,7 +397,7 @@ func (tr *Tracker) fail(i int, run *Step, why string, retryable bool) (Decision,
 		tr.st.Reason = fmt.Sprintf("step %q failed: %s", ss.ID, why)
 	}
 	switch d.Action {
-	case ActionRetry:
+	case ActionRetry, ActionWarn, ActionBlock:
 		return d, false
 	case ActionSkip:
 		ss.Status = StepSkipped

@@ -197,12 +197,13 @@ func TestStaleness(t *testing.T) {
 	}{
 		{"fresh", Staleness{MaxTurns: 10, MaxAgeMs: 60000}, active(0, 0), false, ""},
 		{"one turn short", Staleness{MaxTurns: 10}, active(9, 0), false, ""},
-		{"max turns", Staleness{MaxTurns: 10}, active(10, 0), true, "no progress in 10 turns (maxTurns 10)"},
+		{"at max turns", Staleness{MaxTurns: 10}, active(10, 0), false, ""},
+		{"past max turns", Staleness{MaxTurns: 10}, active(11, 0), true, "no progress in 11 turns, stale after 10"},
 		{"turns off", Staleness{}, active(1000, 1000*time.Hour), false, ""},
 		{"just young enough", Staleness{MaxAgeMs: 60000}, active(0, 59999*time.Millisecond), false, ""},
 		{"max age", Staleness{MaxAgeMs: 60000}, active(0, time.Minute), true, "no progress for 1m0s (maxAgeMs 60000)"},
 		{"clock behind progress", Staleness{MaxAgeMs: 60000}, active(0, -time.Hour), false, ""},
-		{"turns checked first", Staleness{MaxTurns: 1, MaxAgeMs: 1}, active(1, time.Hour), true, "no progress in 1 turns (maxTurns 1)"},
+		{"turns checked first", Staleness{MaxTurns: 1, MaxAgeMs: 1}, active(2, time.Hour), true, "no progress in 2 turns, stale after 1"},
 		{"completed is never stale", Staleness{MaxTurns: 1}, &State{Status: StatusCompleted, Turns: 5}, false, ""},
 		{"aborted is never stale", Staleness{MaxAgeMs: 1}, &State{Status: StatusAborted, ProgressAt: t0.Add(-time.Hour)}, false, ""},
 	}
@@ -222,13 +223,18 @@ func TestTrackerExpires(t *testing.T) {
 	l := mustDecode(t, lib(`{"id":"p","name":"P","staleness":{"maxTurns":3,"maxAgeMs":600000},
 		"steps":[{"id":"a","skill":"echo","onFail":{"retries":5}},{"id":"b","skill":"echo"}]}`))
 	tr := track(t, l, "p", nil)
-	tr.Turn()
-	tr.Turn()
-	if _, err := tr.Observe(failed("a", "flaky", true)); err != nil { // a retry is no progress
+	for range 3 {
+		tr.Turn()
+	}
+	if _, err := tr.Observe(failed("a", "flaky", true)); err != nil { // a retry is no progress, and no turn
 		t.Fatal(err)
 	}
-	if stale, why := tr.Stale(t0); !stale || why != "no progress in 3 turns (maxTurns 3)" {
-		t.Errorf("after 3 turns: %v %q", stale, why)
+	if stale, _ := tr.Stale(t0); stale || tr.State().Turns != 3 {
+		t.Errorf("stale after 3 turns (%d counted) with maxTurns 3", tr.State().Turns)
+	}
+	tr.Turn()
+	if stale, why := tr.Stale(t0); !stale || why != "no progress in 4 turns, stale after 3" {
+		t.Errorf("after 4 turns: %v %q", stale, why)
 	}
 	if _, err := tr.Observe(Result{Step: "a", Succeeded: true, At: t0.Add(time.Minute)}); err != nil {
 		t.Fatal(err)

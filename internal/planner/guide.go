@@ -1,0 +1,154 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/templates"
+	"github.com/planbus/planbus/schemas"
+)
+
+// Guided sessions (planbus.guide.turn). An agent that runs its tools
+// itself calls the endpoint once per turn; the planner plays the turn on
+// the template library (templates.GuideTurn, pure) against the session's
+// state in KV planbus-guides, writes the new state with compare-and-set,
+// and only then publishes the turn's event and answers. Any planner can
+// answer any turn: a turn that loses a race with another planner's turn
+// of the same session is played again on the state that won.
+
+// maxGuideConflicts bounds how often one turn is played again after
+// losing a compare-and-set to another turn of its session.
+const maxGuideConflicts = 16
+
+// guideDoc is a guided session as planbus-guides keeps it.
+type guideDoc struct {
+	Session templates.GuideSession `json:"session"`
+	// LastTurnID and LastReply answer a repeated turn (same turnId) with
+	// the reply it got, changing nothing.
+	LastTurnID string              `json:"lastTurnId,omitempty"`
+	LastReply  *planbus.GuideReply `json:"lastReply,omitempty"`
+	UpdatedAt  time.Time           `json:"updatedAt"`
+}
+
+// DecodeGuideTurn validates a turn against schemas/guide-turn.schema.json
+// and decodes it. An error is a *RequestError naming the field.
+func DecodeGuideTurn(doc []byte) (*planbus.GuideTurn, error) {
+	if err := schemas.Validate(schemas.GuideTurn, doc); err != nil {
+		return nil, schemaError(err, `want {"sessionId": "...", "message": "...", "domain": "...", "toolResults": [{"tool": "...", "output": ..., "exitCode": 0}]}`)
+	}
+	var q planbus.GuideTurn
+	if err := json.Unmarshal(doc, &q); err != nil {
+		return nil, &RequestError{Msg: err.Error()}
+	}
+	return &q, nil
+}
+
+func (s *Service) handleGuideTurn(req micro.Request) {
+	q, err := DecodeGuideTurn(req.Data())
+	if err != nil {
+		rejectErr(req, err)
+		return
+	}
+	if s.cfg.Templates == nil {
+		reject(req, "", "this planner has no template library to guide with; start it with --templates FILE")
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
+	defer cancel()
+	reply, err := s.guideTurn(ctx, q)
+	if err != nil {
+		s.log.Warn().Err(err).Str("session_id", q.SessionID).Msg("cannot play a guided turn")
+		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		return
+	}
+	_ = req.RespondJSON(reply)
+}
+
+// guideTurn plays turn q on the session's state and stores the result.
+func (s *Service) guideTurn(ctx context.Context, q *planbus.GuideTurn) (*planbus.GuideReply, error) {
+	for range maxGuideConflicts {
+		var doc guideDoc
+		var rev uint64
+		e, err := s.guides.Get(ctx, q.SessionID)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("planner: guided session %s: %w", q.SessionID, err)
+		default:
+			rev = e.Revision()
+			if err := json.Unmarshal(e.Value(), &doc); err != nil {
+				// Not ours to keep: the turn starts the session afresh
+				// and overwrites it.
+				s.log.Warn().Err(err).Str("session_id", q.SessionID).Msg("unreadable guided session replaced")
+				doc = guideDoc{}
+			}
+		}
+		if q.TurnID != "" && q.TurnID == doc.LastTurnID && doc.LastReply != nil {
+			return doc.LastReply, nil
+		}
+		now := time.Now().UTC()
+		next, reply := templates.GuideTurn(s.cfg.Templates, doc.Session, templates.GuideInput{
+			Message: q.Message, Domain: q.Domain, Results: q.ToolResults, Now: now})
+		reply.SessionID = q.SessionID
+		if rev == 0 && next.Plan == nil && q.TurnID == "" {
+			// No plan before, none after, no turn to remember: nothing
+			// to store, and nothing happened (or a plan that could not
+			// start, which the reply says).
+			return &reply, nil
+		}
+		nd := guideDoc{Session: next, LastTurnID: q.TurnID, UpdatedAt: now}
+		if q.TurnID != "" {
+			nd.LastReply = &reply
+		}
+		data, err := json.Marshal(nd)
+		if err != nil {
+			return nil, fmt.Errorf("planner: guided session %s: %w", q.SessionID, err)
+		}
+		if len(data) > s.storeLimit() {
+			return nil, fmt.Errorf("planner: guided session %s: its state takes %d bytes, over the store's limit of %d", q.SessionID, len(data), s.storeLimit())
+		}
+		if rev == 0 {
+			_, err = s.guides.Create(ctx, q.SessionID, data)
+		} else {
+			_, err = s.guides.Update(ctx, q.SessionID, data, rev)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue // another turn of the session won: play this one on its state
+		}
+		if err != nil {
+			return nil, fmt.Errorf("planner: guided session %s: %w", q.SessionID, err)
+		}
+		s.guideEvent(q.SessionID, &reply)
+		return &reply, nil
+	}
+	return nil, fmt.Errorf("planner: guided session %s: %d turns of the session at once kept overtaking this one; send it again", q.SessionID, maxGuideConflicts)
+}
+
+// guideEvent publishes a turn's transition as guide.<transition> on the
+// session's events, with the session id as request id.
+func (s *Service) guideEvent(sessionID string, r *planbus.GuideReply) {
+	if r.Transition == planbus.GuideNone {
+		return
+	}
+	ev := plan.Event{Type: planbus.EventGuidePrefix + r.Transition, Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: r.Message}
+	if r.Plan != nil {
+		ev.Template, ev.Step = r.Plan.ID, r.Plan.Step
+	}
+	if r.Check != nil {
+		ev.Step = r.Check.Step
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	_ = s.conn.NC.Publish(bus.EventSubject(sessionID, ev.Type), data)
+}

@@ -1,0 +1,35 @@
+package planner
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/planbus/planbus/internal/plan"
+)
+
+func FuzzDecodeGuideTurn(f *testing.F) {
+	for _, s := range []string{
+		`{"sessionId":"s1","message":"fix the bug","domain":"bugfix"}`,
+		`{"sessionId":"s1","message":"","toolResults":[{"tool":"t","output":"x","exitCode":1},{"skill":"shell","output":{"stdout":""}}]}`,
+		`{"sessionId":"a.b","message":"x"}`, `{"message":"x"}`, `{"sessionId":"s","message":"x","toolResults":[{}]}`, `[`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		q, err := DecodeGuideTurn(doc)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidRequest) {
+				t.Fatalf("error %v is not an invalid request", err)
+			}
+			return
+		}
+		if !plan.ValidID(q.SessionID) {
+			t.Fatalf("decoded session id %q", q.SessionID)
+		}
+		for i, r := range q.ToolResults {
+			if r.Output == nil {
+				t.Fatalf("result %d without output", i)
+			}
+		}
+	})
+}
