@@ -31,6 +31,7 @@ const (
 	Cancel          = "cancel.schema.json"
 	CancelRequest   = "cancel-request.schema.json"
 	ListRequest     = "list-request.schema.json"
+	ApproveRequest  = "approve-request.schema.json"
 )
 
 const baseURL = "https://planbus.dev/schemas/"
