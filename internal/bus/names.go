@@ -49,6 +49,9 @@ const (
 	// SubjectPlanList is the planner's endpoint that lists recent
 	// requests (planbus.ListRequest).
 	SubjectPlanList = "planbus.plan.list"
+	// SubjectPlanApprove is the planner's endpoint that approves or
+	// rejects a tool waiting for approval (planbus.ApproveRequest).
+	SubjectPlanApprove = "planbus.plan.approve"
 	// SubjectPlanStatus is reserved: a request's or a plan's state.
 	SubjectPlanStatus = "planbus.plan.status"
 	// SubjectAgents is reserved: planbus.agent.<name>, agent endpoints.
@@ -62,7 +65,7 @@ const (
 // subscribe to them; nobody else may.
 func ClientEndpoints() []string {
 	return []string{SubjectPlanRequest, SubjectSessionReset, SubjectSkills, SubjectPlanCancel, SubjectPlanList,
-		SubjectPlanStatus, SubjectAgents, SubjectGuideTurn}
+		SubjectPlanStatus, SubjectAgents, SubjectGuideTurn, SubjectPlanApprove}
 }
 
 // Streams.

@@ -123,6 +123,9 @@ func (s *Service) addService() (micro.Service, error) {
 	if err := add("list", bus.SubjectPlanList, s.handleList); err != nil {
 		return nil, err
 	}
+	if err := add("approve", bus.SubjectPlanApprove, s.handleApprove); err != nil {
+		return nil, err
+	}
 	return svc, nil
 }
 
