@@ -2,14 +2,15 @@
 // it submits plan requests and bare plans to the planner, waits for their
 // outcomes, watches their progress events (those that already happened
 // and those to come), reads a request's or a plan's state, cancels
-// requests and lists recent ones.
+// requests, approves or rejects tools that wait for a person, and lists
+// recent ones.
 //
 // A Client needs a NATS connection and nothing else. Apart from
 // ExecutePlan, which publishes a plan straight to the dispatchers and so
 // needs a right the client role lacks, it works within the permissions of
 // planbus's client role: it calls the planner's endpoints
-// (planbus.plan.request, planbus.plan.cancel, planbus.plan.list),
-// subscribes to outcomes and events, and reads streams and buckets by
+// (planbus.plan.request, planbus.plan.cancel, planbus.plan.list,
+// planbus.plan.approve), subscribes to outcomes and events, and reads streams and buckets by
 // subject or key. It creates no consumer (the client role may not), so it
 // waits for an outcome by subscribing to its subject and reading the
 // stream's last message on it, and reads past events with direct gets.
