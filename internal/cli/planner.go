@@ -30,6 +30,7 @@ Commands:
   submit FILE  send a plan or a request to a running system; print its requestId
   watch ID     follow a request (running or ended) to its end, as run shows it
   cancel ID    cancel a request or a plan
+  approve ID TOOL  approve (or --reject) a tool waiting for approval
   ls           list recent requests
   status ID    show a plan's or a request's state in a running system
   bench        run the DAG benchmark workloads
@@ -39,7 +40,8 @@ Commands:
 
 Without --nats-url, run and serve start an embedded NATS JetStream server
 with the planner service, a dispatcher and tool workers in-process; submit,
-watch, cancel, ls and status work on a running system and need --nats-url.
+watch, cancel, approve, ls and status work on a running system and need
+--nats-url.
 'planner <command> -h' shows the flags of a command.`
 
 // Planner is the planner command.
@@ -63,6 +65,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerWatch(ctx, args[1:], io)
 	case "cancel":
 		return plannerCancel(ctx, args[1:], io)
+	case "approve":
+		return plannerApprove(ctx, args[1:], io)
 	case "ls":
 		return plannerLs(ctx, args[1:], io)
 	case "htn":

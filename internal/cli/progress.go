@@ -155,8 +155,9 @@ func (p *progress) show(ev plan.Event) {
 		}
 		s.state[ev.ToolID] = ev.Type
 		s.counts[ev.Type]++
-		if ev.Type == plan.EventToolFailed || ev.Type == plan.EventToolTimeout {
-			p.line(ev) // failures are worth a line of their own
+		switch ev.Type {
+		case plan.EventToolFailed, plan.EventToolTimeout, plan.EventToolRejected, plan.EventToolWaiting:
+			p.line(ev) // failures, and a wait for a person, are worth a line of their own
 		}
 		return
 	}
@@ -203,8 +204,8 @@ func (p *progress) clearLine() {
 func (p *progress) summaryText(now time.Time) string {
 	s := p.sum
 	c := s.counts
-	done := c[plan.EventToolSucceeded] + c[plan.EventToolFailed] + c[plan.EventToolTimeout] +
-		c[plan.EventToolSkipped] + c[plan.EventToolCancelled]
+	done := c[plan.EventToolSucceeded] + c[plan.EventToolReused] + c[plan.EventToolFailed] + c[plan.EventToolTimeout] +
+		c[plan.EventToolRejected] + c[plan.EventToolSkipped] + c[plan.EventToolCancelled]
 	running := c[plan.EventToolReleased] + c[plan.EventToolStarted]
 	elapsed := now.Sub(s.started)
 	var b strings.Builder
@@ -213,9 +214,10 @@ func (p *progress) summaryText(now time.Time) string {
 		n    int
 		what string
 	}{
-		{c[plan.EventToolSucceeded], "succeeded"}, {c[plan.EventToolFailed] + c[plan.EventToolTimeout], "failed"},
+		{c[plan.EventToolSucceeded], "succeeded"}, {c[plan.EventToolReused], "reused"},
+		{c[plan.EventToolFailed] + c[plan.EventToolTimeout] + c[plan.EventToolRejected], "failed"},
 		{c[plan.EventToolSkipped], "skipped"}, {c[plan.EventToolCancelled], "cancelled"},
-		{running, "running"}, {c[plan.EventToolRetrying], "retrying"},
+		{running, "running"}, {c[plan.EventToolRetrying], "retrying"}, {c[plan.EventToolWaiting], "waiting for approval"},
 	} {
 		if part.n > 0 {
 			fmt.Fprintf(&b, " · %d %s", part.n, part.what)
@@ -272,6 +274,15 @@ func (p *progress) line(ev plan.Event) {
 		what = "timed out: " + errText(ev.Error)
 	case plan.EventToolSkipped, plan.EventToolCancelled:
 		what = strings.TrimPrefix(ev.Type, "tool.") + ": " + ev.Message
+	case plan.EventToolWaiting:
+		what = fmt.Sprintf("waiting for approval: %s — planner approve %s %s", ev.Message, ev.RequestID, ev.ToolID)
+	case plan.EventToolApproved, plan.EventToolRejected:
+		what = strings.TrimPrefix(ev.Type, "tool.")
+		if ev.Message != "" {
+			what += ": " + ev.Message
+		}
+	case plan.EventToolReused:
+		what = "reused: " + ev.Message
 	default:
 		what = ev.Type
 	}
