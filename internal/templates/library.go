@@ -12,6 +12,7 @@ import (
 
 	"github.com/planbus/planbus/internal/dag"
 	"github.com/planbus/planbus/internal/gate"
+	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -161,6 +162,9 @@ type Step struct {
 	TimeoutMs int64      `json:"timeoutMs,omitempty"`
 	Verify    *gate.Gate `json:"verify,omitempty"`
 	OnFail    OnFail     `json:"onFail"`
+	// Approval makes the step's tool wait for a person before it runs;
+	// its prompt may hold {var} placeholders.
+	Approval *plan.Approval `json:"approval,omitempty"`
 }
 
 // UnmarshalJSON gives a step without onFail DefaultOnFail.
@@ -430,6 +434,11 @@ func (t *Template) checkStep(s stepAt) error {
 	}
 	if err := declared("action", st.Action); err != nil {
 		return err
+	}
+	if st.Approval != nil {
+		if err := declared("approval.prompt", st.Approval.Prompt); err != nil {
+			return err
+		}
 	}
 	if len(st.Input) > 0 {
 		in, err := decodeJSON(st.Input)
