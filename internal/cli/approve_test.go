@@ -10,7 +10,7 @@ import (
 	"github.com/planbus/planbus"
 )
 
-// planner watch shows a tool waiting for approval, with its prompt and
+// planner watch shows a tool of examples/plans/approval.json waiting for approval, with its prompt and
 // the command that approves it; planner approve releases it and the watch
 // ends with the plan's success. planner approve --reject fails the next
 // request's tool and the request with it. Decisions on nothing, or on
@@ -37,7 +37,7 @@ func TestApproveVerb(t *testing.T) {
 			}
 		}
 	}
-	submit := func() string {
+	submit := func(file string) string {
 		t.Helper()
 		sub := runPlanner(t, "submit", "--nats-url", url, file)
 		if sub.code != ExitOK {
@@ -46,12 +46,12 @@ func TestApproveVerb(t *testing.T) {
 		return strings.TrimSpace(sub.stdout)
 	}
 
-	id := submit()
+	id := submit(example(t, "approval.json"))
 	watched := make(chan outcome, 1)
 	go func() { watched <- runPlanner(t, "watch", "--nats-url", url, id) }()
 	waiting(id)
 	if o := runPlanner(t, "status", "--nats-url", url, id); o.code != ExitOK ||
-		!strings.Contains(o.stdout, `waiting_approval`) || !strings.Contains(o.stdout, `"Deploy to production?": planner approve `+id+" deploy") {
+		!strings.Contains(o.stdout, `waiting_approval`) || !strings.Contains(o.stdout, `"Deploy 1.4.2 to production?": planner approve `+id+" deploy") {
 		t.Errorf("status exit %d, stdout:\n%s\nstderr: %s", o.code, o.stdout, o.stderr)
 	}
 	for _, tc := range []struct {
@@ -81,13 +81,13 @@ func TestApproveVerb(t *testing.T) {
 	if w.code != ExitOK {
 		t.Fatalf("watch exit %d; stderr:\n%s", w.code, w.stderr)
 	}
-	for _, want := range []string{"waiting for approval: Deploy to production? — planner approve " + id + " deploy", "approved: checked", "plan succeeded"} {
+	for _, want := range []string{"waiting for approval: Deploy 1.4.2 to production? — planner approve " + id + " deploy", "approved: checked", "plan succeeded"} {
 		if !strings.Contains(w.stderr, want) {
 			t.Errorf("watch's progress lacks %q:\n%s", want, w.stderr)
 		}
 	}
 
-	id = submit()
+	id = submit(file)
 	waiting(id)
 	o = runPlanner(t, "approve", "--nats-url", url, "--reject", "--json", "--reason", "not today", id, "deploy")
 	var reply planbus.ApproveReply
