@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,40 @@ func TestApproveVerb(t *testing.T) {
 	}
 	if o := runPlanner(t, "approve", "--nats-url", url, id, "deploy"); o.code != ExitFailed || !strings.Contains(o.stderr, "no plan running") {
 		t.Errorf("approve after the end: exit %d, stderr %q", o.code, o.stderr)
+	}
+}
+
+// planner run on its own private node says, in the line of a tool
+// waiting for approval, how to reach that node; the command it shows
+// approves the tool and the run ends with the plan's success.
+func TestRunShowsHowToApprove(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Planner(ctx, []string{"run", example(t, "approval.json")}, invocation{}.io(&stdout, &stderr))
+	}()
+	line := regexp.MustCompile(`waiting for approval: Deploy 1\.4\.2 to production\? — planner approve (--nats-url nats://127\.0\.0\.1:\d+) (\S+) deploy\n`)
+	var m []string
+	for m == nil {
+		m = line.FindStringSubmatch(stderr.String())
+		select {
+		case code := <-done:
+			t.Fatalf("run ended (%d) before the tool waited; stderr:\n%s", code, stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("no waiting line; stderr:\n%s", stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	o := runPlanner(t, append(append([]string{"approve"}, strings.Fields(m[1])...), m[2], "deploy")...)
+	if o.code != ExitOK {
+		t.Fatalf("the command the run showed: exit %d, stderr %q", o.code, o.stderr)
+	}
+	if code := <-done; code != ExitOK {
+		t.Fatalf("run exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if res := lastResult(t, stdout.String(), stderr.String()); !res.Success || res.Tools[1].State != planbus.ToolSucceeded {
+		t.Errorf("result %+v", res)
 	}
 }

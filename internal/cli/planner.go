@@ -297,6 +297,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	endProgress := func() {}
 	if !quiet {
 		pr := newProgress(io.Stderr, verbose)
+		pr.approveFlags = approveFlags(&c, conn)
 		defer pr.close()
 		progress, endProgress = pr.event, pr.close
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -60,6 +61,10 @@ type progress struct {
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+
+	// approveFlags go between "planner approve" and the ids in the line
+	// of a tool waiting for approval: how to reach a private node.
+	approveFlags string
 }
 
 // summary counts a large plan's tools by state.
@@ -275,7 +280,7 @@ func (p *progress) line(ev plan.Event) {
 	case plan.EventToolSkipped, plan.EventToolCancelled:
 		what = strings.TrimPrefix(ev.Type, "tool.") + ": " + ev.Message
 	case plan.EventToolWaiting:
-		what = fmt.Sprintf("waiting for approval: %s — planner approve %s %s", ev.Message, ev.RequestID, ev.ToolID)
+		what = fmt.Sprintf("waiting for approval: %s — planner approve%s %s %s", ev.Message, p.approveFlags, ev.RequestID, ev.ToolID)
 	case plan.EventToolApproved, plan.EventToolRejected:
 		what = strings.TrimPrefix(ev.Type, "tool.")
 		if ev.Message != "" {
@@ -306,4 +311,18 @@ func ms(d time.Duration) string {
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// approveFlags are the flags 'planner approve' needs to reach the node a
+// run started for itself (none when the run was given --nats-url: its
+// user knows how they connect).
+func approveFlags(c *common, conn *bus.Conn) string {
+	if c.bus.URL != "" {
+		return ""
+	}
+	flags := " --nats-url " + conn.NC.ConnectedUrl()
+	if seed := conn.Config.NKeySeedFile; seed != "" {
+		flags += " --nkey " + seed
+	}
+	return flags
 }
