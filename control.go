@@ -4,7 +4,8 @@ import "time"
 
 // The messages of the planner's endpoints besides planbus.plan.request:
 // planbus.plan.cancel stops a request, planbus.plan.list lists recent
-// ones. Each request that is not valid gets a Rejected reply naming the
+// ones, planbus.plan.approve approves or rejects a tool waiting for a
+// person. Each request that is not valid gets a Rejected reply naming the
 // field, with one of the reply codes below.
 
 // Reply codes of Rejected replies.
@@ -18,6 +19,10 @@ const (
 	// CodeUnavailable: the planner could not read or write its store; try
 	// again.
 	CodeUnavailable = "UNAVAILABLE"
+	// CodeNotWaiting: the tool named in an ApproveRequest is not waiting
+	// for approval (it has no approval step, is not ready yet, was
+	// decided on already, or its plan has ended).
+	CodeNotWaiting = "NOT_WAITING"
 )
 
 // CancelRequest is the body of a request to planbus.plan.cancel
@@ -106,4 +111,39 @@ type RequestSummary struct {
 	PlanID     string    `json:"planId,omitempty"`
 	AcceptedAt time.Time `json:"acceptedAt"`
 	UpdatedAt  time.Time `json:"updatedAt,omitzero"`
+}
+
+// ApproveRequest is the body of a request to planbus.plan.approve
+// (schemas/approve-request.schema.json): the tool ToolID of a request's
+// running plan (RequestID) or of a plan (PlanID), exactly one of the
+// two, is approved (Approve true: it is released) or rejected (it fails
+// with code REJECTED). Reason is said in the events, and for a
+// rejection in the tool's error; at most 1,024 characters.
+type ApproveRequest struct {
+	RequestID string `json:"requestId,omitempty"`
+	PlanID    string `json:"planId,omitempty"`
+	ToolID    string `json:"toolId"`
+	Approve   bool   `json:"approve"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// ApproveReply statuses.
+const (
+	// ApproveApproved: the approval is recorded; a dispatcher releases the
+	// tool (it survives dispatcher restarts).
+	ApproveApproved = "approved"
+	// ApproveRejected: the rejection is recorded; a dispatcher fails the
+	// tool with code REJECTED, and the tool's failure semantics apply.
+	ApproveRejected = "rejected"
+)
+
+// ApproveReply is the answer to an ApproveRequest that was accepted. A
+// tool that is not waiting gets a Rejected reply with code
+// CodeNotWaiting instead; an unknown id or tool, CodeNotFound.
+type ApproveReply struct {
+	RequestID string `json:"requestId,omitempty"`
+	PlanID    string `json:"planId"`
+	ToolID    string `json:"toolId"`
+	Status    string `json:"status"` // approved or rejected
+	Message   string `json:"message"`
 }

@@ -35,6 +35,10 @@ const (
 	// refused the output; the attempt counts as failed (category
 	// transient, so the tool's retry policy applies).
 	CodeVerifyFailed = "VERIFY_FAILED"
+	// CodeRejected: a person rejected a tool that waited for approval
+	// (planbus.plan.approve with approve false); the tool failed without
+	// running (category permanent), and a plan it fails is not replanned.
+	CodeRejected = "REJECTED"
 )
 
 // Retryable reports whether an error of this category is worth retrying.
@@ -61,6 +65,11 @@ const (
 	ToolTimeout   = "timeout"
 	ToolSkipped   = "skipped"
 	ToolCancelled = "cancelled"
+	// ToolWaitingApproval: the tool is ready but carries an approval
+	// step; it is released once a person approves it
+	// (planbus.plan.approve) and fails with code REJECTED if they reject
+	// it. It holds no concurrency slot while it waits.
+	ToolWaitingApproval = "waiting_approval"
 )
 
 // Plan states.
@@ -153,6 +162,10 @@ type ToolOutcome struct {
 	DurationMs float64         `json:"durationMs,omitempty"`
 	// ResultSeq is where the tool's last result is in the RESULTS stream.
 	ResultSeq uint64 `json:"resultSeq,omitempty"`
+	// Reused: the tool did not run in this plan; it took the output of an
+	// identical tool that succeeded in an earlier attempt of the same
+	// request (Attempts, WorkerID, times and ResultSeq are that run's).
+	Reused bool `json:"reused,omitempty"`
 }
 
 // ExecutionResult is a plan's outcome: its end state, each tool's outcome,
@@ -194,6 +207,18 @@ const (
 	EventToolSkipped   = "tool.skipped"
 	EventToolCancelled = "tool.cancelled"
 	EventSkillHealth   = "skill.health"
+	// EventToolWaiting: the tool is ready and waits for a person's
+	// approval; Message is the approval's prompt.
+	EventToolWaiting = "tool.waiting"
+	// EventToolApproved: the tool was approved and will be released;
+	// Message is the reason given, if any.
+	EventToolApproved = "tool.approved"
+	// EventToolRejected: the tool was rejected and failed with code
+	// REJECTED, without running.
+	EventToolRejected = "tool.rejected"
+	// EventToolReused: the tool took the output of an identical tool of an
+	// earlier attempt instead of running; Message names it.
+	EventToolReused = "tool.reused"
 )
 
 // Event types of a request's loop, published by the planner.

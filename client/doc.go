@@ -2,17 +2,17 @@
 // it submits plan requests and bare plans to the planner, waits for their
 // outcomes, watches their progress events (those that already happened
 // and those to come), reads a request's or a plan's state, cancels
-// requests and lists recent ones. It also starts, stops and reports a
-// session's GOAP agent (StartAgent, StopAgent, AgentStatus).
-// Guide plays one turn of a guided session
-// (planbus.guide.turn), for an agent that runs its tools itself.
+// requests, approves or rejects tools that wait for a person, and lists
+// recent ones. It also starts, stops and reports a session's GOAP agent
+// (StartAgent, StopAgent, AgentStatus). Guide plays one turn of a guided
+// session (planbus.guide.turn), for an agent that runs its tools itself.
 //
 // A Client needs a NATS connection and nothing else. Apart from
 // ExecutePlan, which publishes a plan straight to the dispatchers and so
 // needs a right the client role lacks, it works within the permissions of
 // planbus's client role: it calls the planner's endpoints
 // (planbus.plan.request, planbus.plan.cancel, planbus.plan.list,
-// planbus.agent.*),
+// planbus.agent.*, planbus.plan.approve),
 // subscribes to outcomes and events, and reads streams and buckets by
 // subject or key. It creates no consumer (the client role may not), so it
 // waits for an outcome by subscribing to its subject and reading the

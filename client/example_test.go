@@ -114,3 +114,55 @@ func ExampleClient_Cancel() {
 	// wake skipped cancelled
 	// nap plan cancelled 1
 }
+
+// Run a plan with an approval step: watch for the tool to wait, show its
+// prompt and approve it.
+func ExampleClient_Approve() {
+	url, stop := system()
+	defer stop()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		panic(err)
+	}
+	defer nc.Close()
+	c, err := client.New(nc)
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	acc, err := c.SubmitPlan(ctx, []byte(`{"planId": "release", "tools": [
+		{"toolId": "build", "skill": "echo", "input": {"version": "1.2"}},
+		{"toolId": "deploy", "skill": "echo", "dependencies": ["build"],
+		 "approval": {"prompt": "Deploy 1.2 to production?"}}]}`))
+	if err != nil {
+		panic(err)
+	}
+	waiting := make(chan planbus.Event, 1)
+	go func() {
+		_, _ = c.Watch(ctx, acc.RequestID, func(ev planbus.Event) {
+			if ev.Type == planbus.EventToolWaiting {
+				waiting <- ev
+			}
+		})
+	}()
+	ev := <-waiting
+	fmt.Println(ev.ToolID, "asks:", ev.Message)
+	reply, err := c.Approve(ctx, acc.RequestID, ev.ToolID, "release notes checked")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(reply.Status)
+	out, err := c.Await(ctx, acc.RequestID)
+	if err != nil {
+		panic(err)
+	}
+	for _, t := range out.Execution.Tools {
+		fmt.Println(t.ToolID, t.State)
+	}
+	// Output:
+	// deploy asks: Deploy 1.2 to production?
+	// approved
+	// build succeeded
+	// deploy succeeded
+}

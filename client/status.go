@@ -76,6 +76,13 @@ type ToolStatus struct {
 	At     time.Time
 	Reason string
 	Error  *planbus.ErrorInfo
+	// Prompt is the tool's approval step's prompt, if it has one; while
+	// State is planbus.ToolWaitingApproval the tool waits for Approve or
+	// Reject.
+	Prompt string
+	// Reused: the tool took an earlier attempt's result instead of
+	// running.
+	Reused bool
 }
 
 // storedLoop is what the client reads of a request's loop state (KV
@@ -212,7 +219,10 @@ func (c *Client) planStatus(ctx context.Context, planID string) (*PlanStatus, er
 	}
 	for i, t := range st.Tools {
 		ts := ToolStatus{ToolID: p.Tools[i].ToolID, Skill: p.Tools[i].Variant(max(t.Attempt, 1)).Skill, State: t.State,
-			Attempt: t.Attempt, Reason: t.Reason, Error: t.Error}
+			Attempt: t.Attempt, Reason: t.Reason, Error: t.Error, Reused: t.Reused}
+		if a := p.Tools[i].Approval; a != nil {
+			ts.Prompt = a.Prompt
+		}
 		if t.At > 0 {
 			ts.At = time.UnixMilli(t.At).UTC()
 		}
@@ -261,6 +271,38 @@ func (c *Client) List(ctx context.Context, q planbus.ListRequest) (*planbus.List
 	}
 	var reply planbus.ListReply
 	if err := c.call(ctx, bus.SubjectPlanList, body, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}
+
+// Approve approves tool toolID, waiting for approval in the running plan
+// of request id (or in plan id): a dispatcher releases it. Reject rejects
+// it instead: it fails with code REJECTED without running, and its
+// failure semantics apply (a required tool fails the plan, which is not
+// replanned). reason, which may be empty, is said in the events (and a
+// rejection's in the tool's error); the planner refuses one of more than
+// 1,024 characters. A tool that is not waiting (no approval step, not
+// ready yet, decided on already, plan ended) is a *RejectedError with code
+// planbus.CodeNotWaiting; an unknown id or tool is ErrNotFound.
+func (c *Client) Approve(ctx context.Context, id, toolID, reason string) (*planbus.ApproveReply, error) {
+	return c.decide(ctx, planbus.ApproveRequest{RequestID: id, ToolID: toolID, Approve: true, Reason: reason})
+}
+
+// Reject rejects tool toolID of request or plan id; see Approve.
+func (c *Client) Reject(ctx context.Context, id, toolID, reason string) (*planbus.ApproveReply, error) {
+	return c.decide(ctx, planbus.ApproveRequest{RequestID: id, ToolID: toolID, Reason: reason})
+}
+
+// decide sends q to planbus.plan.approve. The planner takes a request id
+// with no request as a plan's id, so one call serves both.
+func (c *Client) decide(ctx context.Context, q planbus.ApproveRequest) (*planbus.ApproveReply, error) {
+	body, err := json.Marshal(q)
+	if err != nil {
+		return nil, err
+	}
+	var reply planbus.ApproveReply
+	if err := c.call(ctx, bus.SubjectPlanApprove, body, &reply); err != nil {
 		return nil, err
 	}
 	return &reply, nil

@@ -35,6 +35,8 @@ const (
 	AgentStopRequest   = "agent-stop-request.schema.json"
 	AgentStatusRequest = "agent-status-request.schema.json"
 	AgentStatus        = "agent-status.schema.json"
+	// ApproveRequest is the body of planbus.plan.approve.
+	ApproveRequest = "approve-request.schema.json"
 )
 
 const baseURL = "https://planbus.dev/schemas/"

@@ -57,7 +57,7 @@ func TestToolResultNeedsErrorWhenFailed(t *testing.T) {
 }
 
 func TestAllSchemasCompile(t *testing.T) {
-	for _, n := range []string{Plan, ToolCall, ToolResult, ExecutionResult, Event, SkillManifest, PlanRequest, Outcome, Cancel, CancelRequest, ListRequest} {
+	for _, n := range []string{Plan, ToolCall, ToolResult, ExecutionResult, Event, SkillManifest, PlanRequest, Outcome, Cancel, CancelRequest, ListRequest, ApproveRequest} {
 		if _, err := schema(n); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}

@@ -54,6 +54,9 @@ const (
 	// SubjectPlanList is the planner's endpoint that lists recent
 	// requests (planbus.ListRequest).
 	SubjectPlanList = "planbus.plan.list"
+	// SubjectPlanApprove is the planner's endpoint that approves or
+	// rejects a tool waiting for approval (planbus.ApproveRequest).
+	SubjectPlanApprove = "planbus.plan.approve"
 	// SubjectPlanStatus is reserved: a request's or a plan's state.
 	SubjectPlanStatus = "planbus.plan.status"
 	// SubjectAgents is planbus.agent.<name>, the agent endpoints:
@@ -77,7 +80,7 @@ const (
 // subscribe to them; nobody else may.
 func ClientEndpoints() []string {
 	return []string{SubjectPlanRequest, SubjectSessionReset, SubjectSkills, SubjectPlanCancel, SubjectPlanList,
-		SubjectPlanStatus, SubjectAgents, SubjectGuideTurn}
+		SubjectPlanStatus, SubjectAgents, SubjectGuideTurn, SubjectPlanApprove}
 }
 
 // Streams.

@@ -218,8 +218,10 @@ func (r Role) Grants() Grants {
 		// planbus.timers.<planId> (kind cancel), which waits in the TIMERS
 		// stream for a dispatcher across restarts. The dispatcher ends the
 		// plan and alone makes the signed cancel that stops the workers'
-		// calls, so the planner has no grant on planbus.cancel.>. Other
-		// timers it might publish change nothing: a plan timeout before
+		// calls, so the planner has no grant on planbus.cancel.>.
+		// planbus.plan.approve hands them a person's decision on a tool
+		// waiting for approval the same way (kinds approve and reject).
+		// Other timers it might publish change nothing: a plan timeout before
 		// its deadline and a retry of a tool that is not retrying are
 		// ignored.
 		pub(SubjectTimersAll)

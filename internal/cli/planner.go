@@ -30,6 +30,7 @@ Commands:
   submit FILE  send a plan or a request to a running system; print its requestId
   watch ID     follow a request (running or ended) to its end, as run shows it
   cancel ID    cancel a request or a plan
+  approve ID TOOL  approve (or --reject) a tool waiting for approval
   ls           list recent requests
   status ID    show a plan's or a request's state, or a session's agent, in a running system
   agent ...    start, stop or show a session's GOAP agent (planner agent -h)
@@ -41,7 +42,7 @@ Commands:
 
 Without --nats-url, run and serve start an embedded NATS JetStream server
 with the planner service, a dispatcher and tool workers in-process; submit,
-watch, cancel, ls, status and guide work on a running system and need
+watch, cancel, approve, ls, status and guide work on a running system and need
 --nats-url.
 'planner <command> -h' shows the flags of a command.`
 
@@ -68,6 +69,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerWatch(ctx, args[1:], io)
 	case "cancel":
 		return plannerCancel(ctx, args[1:], io)
+	case "approve":
+		return plannerApprove(ctx, args[1:], io)
 	case "ls":
 		return plannerLs(ctx, args[1:], io)
 	case "guide":
@@ -300,6 +303,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	endProgress := func() {}
 	if !quiet {
 		pr := newProgress(io.Stderr, verbose)
+		pr.approveFlags = approveFlags(&c, conn)
 		defer pr.close()
 		progress, endProgress = pr.event, pr.close
 	}

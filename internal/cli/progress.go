@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -60,6 +61,10 @@ type progress struct {
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+
+	// approveFlags go between "planner approve" and the ids in the line
+	// of a tool waiting for approval: how to reach a private node.
+	approveFlags string
 }
 
 // summary counts a large plan's tools by state.
@@ -155,8 +160,9 @@ func (p *progress) show(ev plan.Event) {
 		}
 		s.state[ev.ToolID] = ev.Type
 		s.counts[ev.Type]++
-		if ev.Type == plan.EventToolFailed || ev.Type == plan.EventToolTimeout {
-			p.line(ev) // failures are worth a line of their own
+		switch ev.Type {
+		case plan.EventToolFailed, plan.EventToolTimeout, plan.EventToolRejected, plan.EventToolWaiting:
+			p.line(ev) // failures, and a wait for a person, are worth a line of their own
 		}
 		return
 	}
@@ -203,8 +209,8 @@ func (p *progress) clearLine() {
 func (p *progress) summaryText(now time.Time) string {
 	s := p.sum
 	c := s.counts
-	done := c[plan.EventToolSucceeded] + c[plan.EventToolFailed] + c[plan.EventToolTimeout] +
-		c[plan.EventToolSkipped] + c[plan.EventToolCancelled]
+	done := c[plan.EventToolSucceeded] + c[plan.EventToolReused] + c[plan.EventToolFailed] + c[plan.EventToolTimeout] +
+		c[plan.EventToolRejected] + c[plan.EventToolSkipped] + c[plan.EventToolCancelled]
 	running := c[plan.EventToolReleased] + c[plan.EventToolStarted]
 	elapsed := now.Sub(s.started)
 	var b strings.Builder
@@ -213,9 +219,10 @@ func (p *progress) summaryText(now time.Time) string {
 		n    int
 		what string
 	}{
-		{c[plan.EventToolSucceeded], "succeeded"}, {c[plan.EventToolFailed] + c[plan.EventToolTimeout], "failed"},
+		{c[plan.EventToolSucceeded], "succeeded"}, {c[plan.EventToolReused], "reused"},
+		{c[plan.EventToolFailed] + c[plan.EventToolTimeout] + c[plan.EventToolRejected], "failed"},
 		{c[plan.EventToolSkipped], "skipped"}, {c[plan.EventToolCancelled], "cancelled"},
-		{running, "running"}, {c[plan.EventToolRetrying], "retrying"},
+		{running, "running"}, {c[plan.EventToolRetrying], "retrying"}, {c[plan.EventToolWaiting], "waiting for approval"},
 	} {
 		if part.n > 0 {
 			fmt.Fprintf(&b, " · %d %s", part.n, part.what)
@@ -276,6 +283,15 @@ func (p *progress) line(ev plan.Event) {
 		what = "timed out: " + errText(ev.Error)
 	case plan.EventToolSkipped, plan.EventToolCancelled:
 		what = strings.TrimPrefix(ev.Type, "tool.") + ": " + ev.Message
+	case plan.EventToolWaiting:
+		what = fmt.Sprintf("waiting for approval: %s — planner approve%s %s %s", ev.Message, p.approveFlags, ev.RequestID, ev.ToolID)
+	case plan.EventToolApproved, plan.EventToolRejected:
+		what = strings.TrimPrefix(ev.Type, "tool.")
+		if ev.Message != "" {
+			what += ": " + ev.Message
+		}
+	case plan.EventToolReused:
+		what = "reused: " + ev.Message
 	default:
 		what = ev.Type
 	}
@@ -299,4 +315,18 @@ func ms(d time.Duration) string {
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// approveFlags are the flags 'planner approve' needs to reach the node a
+// run started for itself (none when the run was given --nats-url: its
+// user knows how they connect).
+func approveFlags(c *common, conn *bus.Conn) string {
+	if c.bus.URL != "" {
+		return ""
+	}
+	flags := " --nats-url " + conn.NC.ConnectedUrl()
+	if seed := conn.Config.NKeySeedFile; seed != "" {
+		flags += " --nkey " + seed
+	}
+	return flags
 }

@@ -73,3 +73,46 @@ func TestProgressSummarisesLargePlans(t *testing.T) {
 		})
 	}
 }
+
+// A tool that waits for approval says so with its prompt and the command
+// that approves it, in a plan of any size; approvals, rejections and
+// reused results have lines of their own.
+func TestProgressShowsApprovalsAndReuse(t *testing.T) {
+	var buf syncBuffer
+	p := newProgress(&buf, false)
+	t0 := time.Now().Add(time.Hour)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	p.event(plan.Event{Type: plan.EventPlanStarted, Time: at(0), RequestID: "r7", PlanID: "r7-2", Tools: 3, Message: "3 tools"})
+	p.event(plan.Event{Type: plan.EventToolReused, Time: at(1), RequestID: "r7", PlanID: "r7-2", ToolID: "build",
+		Message: `took the output of tool "build" of plan r7-1 instead of running`})
+	p.event(plan.Event{Type: plan.EventToolWaiting, Time: at(2), RequestID: "r7", PlanID: "r7-2", ToolID: "deploy", Message: "Deploy to production?"})
+	p.event(plan.Event{Type: plan.EventToolApproved, Time: at(3), RequestID: "r7", PlanID: "r7-2", ToolID: "deploy", Message: "ok by ops"})
+	p.event(plan.Event{Type: plan.EventToolRejected, Time: at(4), RequestID: "r7", PlanID: "r7-2", ToolID: "notify"})
+	p.close()
+	out := buf.String()
+	for _, want := range []string{
+		`build            reused: took the output of tool "build" of plan r7-1 instead of running`,
+		"deploy           waiting for approval: Deploy to production? — planner approve r7 deploy",
+		"deploy           approved: ok by ops",
+		"notify           rejected\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+
+	// In a large plan's summary, the wait still gets its line.
+	var big syncBuffer
+	p = newProgress(&big, false)
+	p.event(plan.Event{Type: plan.EventPlanStarted, Time: at(0), RequestID: "r8", PlanID: "r8-1", Tools: 100, Message: "100 tools"})
+	for i := range 99 {
+		p.event(plan.Event{Type: plan.EventToolReused, Time: at(1), RequestID: "r8", PlanID: "r8-1", ToolID: fmt.Sprintf("t%d", i)})
+	}
+	p.event(plan.Event{Type: plan.EventToolWaiting, Time: at(2), RequestID: "r8", PlanID: "r8-1", ToolID: "gate", Message: "go on?"})
+	p.close()
+	for _, want := range []string{"waiting for approval: go on? — planner approve r8 gate", "99/100 done · 99 reused · 1 waiting for approval"} {
+		if !strings.Contains(big.String(), want) {
+			t.Errorf("summary does not say %q:\n%s", want, big.String())
+		}
+	}
+}

@@ -44,6 +44,7 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 	endProgress := func() {}
 	if !quiet {
 		pr := newProgress(io.Stderr, verbose)
+		pr.approveFlags = approveFlags(c, conn)
 		defer pr.close()
 		progress, endProgress = pr.event, pr.close
 	}

@@ -197,14 +197,19 @@ func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, 
 			at = "+" + (time.Duration(t.At-st.StartedAt) * time.Millisecond).String()
 		}
 		note := t.Reason
-		if t.Error != nil {
+		switch {
+		case t.Error != nil:
 			note = t.Error.Code
+		case t.Reused:
+			note = "reused"
+		case t.State == plan.ToolWaitingApproval && p.Tools[i].Approval != nil:
+			note = fmt.Sprintf("%q: planner approve %s %s", p.Tools[i].Approval.Prompt, st.RequestID, p.Tools[i].ToolID)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", p.Tools[i].ToolID, p.Tools[i].Skill, t.State, t.Attempt, at, note)
 	}
 	_ = tw.Flush()
 	var parts []string
-	for _, s := range []string{plan.ToolSucceeded, plan.ToolRunning, plan.ToolRetrying, plan.ToolPending, plan.ToolFailed,
+	for _, s := range []string{plan.ToolSucceeded, plan.ToolRunning, plan.ToolRetrying, plan.ToolWaitingApproval, plan.ToolPending, plan.ToolFailed,
 		plan.ToolTimeout, plan.ToolSkipped, plan.ToolCancelled} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))

@@ -20,7 +20,7 @@ import (
 )
 
 // The verbs that work on a running system as a client: submit, watch,
-// cancel and ls. Each needs --nats-url and takes the credentials flags;
+// cancel, approve and ls. Each needs --nats-url and takes the credentials flags;
 // with --nkey, the seed is the client role's.
 
 // dialClient connects to the system named by c and returns a client on
@@ -249,6 +249,68 @@ func plannerCancel(ctx context.Context, args []string, io IO) int {
 		return ExitUsage
 	case err != nil:
 		fmt.Fprintf(io.Stderr, "planner cancel: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	if asJSON {
+		line, _ := jsonLine(reply)
+		fmt.Fprintln(io.Stdout, line)
+	} else {
+		fmt.Fprintln(io.Stdout, reply.Message)
+	}
+	return ExitOK
+}
+
+const approveUsage = `Usage: planner approve --nats-url URL [flags] ID TOOL
+
+Approves tool TOOL of request ID's running plan (or of plan ID), which waits
+for approval (state waiting_approval; 'planner watch ID' shows the wait and
+its prompt): a dispatcher releases it. With --reject the tool fails instead,
+with code REJECTED, without running: a required tool fails the plan and the
+request (no replan, no fallback), an optional one lets its dependents run.
+Prints the planner's answer. Exits 0 when the decision is recorded, 1 when
+nothing has the id or the tool, when the tool is not waiting for approval
+(no approval step, not ready yet, decided on already, plan ended) or the
+planner cannot be reached, 2 on bad usage.`
+
+func plannerApprove(ctx context.Context, args []string, io IO) int {
+	var c common
+	var reject, asJSON bool
+	var reason string
+	f := newFlags("planner approve", io.Stderr, io.Env, approveUsage)
+	c.register(f, connects)
+	c.registerClient(f)
+	f.Bool(&reject, "reject", "", false, "reject the tool: it fails with code REJECTED without running")
+	f.String(&reason, "reason", "", "", "why, said in the events and a rejection's error (at most 1024 characters)")
+	f.Bool(&asJSON, "json", "", false, "print the planner's answer as JSON")
+	log, code, ok := clientFlags(f, &c, args, io, "planner approve")
+	if !ok {
+		return code
+	}
+	if f.NArg() != 2 || !plan.ValidID(f.Arg(0)) {
+		fmt.Fprintln(io.Stderr, "planner approve: want a request or plan id and a tool id")
+		return ExitUsage
+	}
+	cl, closeConn, err := c.dialClient(ctx, log)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner approve: %v\n", err)
+		return ctxExit(ctx, ExitFailed)
+	}
+	defer closeConn()
+	decide := cl.Approve
+	if reject {
+		decide = cl.Reject
+	}
+	reply, err := decide(ctx, f.Arg(0), f.Arg(1), reason)
+	var rej *client.RejectedError
+	switch {
+	case errors.As(err, &rej) && rej.Reply.Error.Code == planbus.CodeInvalidRequest:
+		fmt.Fprintf(io.Stderr, "planner approve: %v\n", err)
+		return ExitUsage
+	case errors.As(err, &rej):
+		fmt.Fprintf(io.Stderr, "planner approve: %v\n", err)
+		return ExitFailed
+	case err != nil:
+		fmt.Fprintf(io.Stderr, "planner approve: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
 	}
 	if asJSON {

@@ -14,6 +14,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/schemas"
 )
 
 func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger, it item) {
@@ -39,11 +40,16 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		d.reject(ctx, log, it, err)
 		return
 	}
+	reused, err := d.reusedResults(ctx, log, p)
+	if err != nil {
+		d.fail(s, p.PlanID, log, []item{it}, failed("cannot read the earlier results the plan reuses", err))
+		return
+	}
 	// A plan that cannot be stored would fail at every delivery: it is
 	// rejected, naming its size and the limit.
 	stored := mustJSON(p)
 	now := time.Now()
-	eng, fx := execution.Start(p, now, d.cfg.DefaultMaxConcurrency, d.engineHealth)
+	eng, fx := execution.StartReusing(p, now, d.cfg.DefaultMaxConcurrency, d.engineHealth, reused)
 	state := storedJSON(eng)
 	if limit := d.storeLimit(); len(stored) > limit || len(state) > limit {
 		d.reject(ctx, log, it, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
@@ -160,4 +166,61 @@ func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item
 		return
 	}
 	_ = it.msg.Ack()
+}
+
+// reusedResults reads the earlier results that tools of a replan take as
+// their own (tools[].reuseFrom), from the RESULTS stream. A result that is
+// gone, or is not the named tool's succeeded result of an earlier plan of
+// the same request carrying its call's token, is logged and left out: the
+// tool runs. Only an error reading the stream is returned.
+func (d *Dispatcher) reusedResults(ctx context.Context, log zerolog.Logger, p *plan.Plan) (map[int]execution.Reused, error) {
+	var out map[int]execution.Reused
+	for i := range p.Tools {
+		ref := p.Tools[i].ReuseFrom
+		if ref == nil || p.Tools[i].NoReuse {
+			continue
+		}
+		r, why, err := d.reusedResult(ctx, p, ref)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			log.Warn().Str("tool_id", p.Tools[i].ToolID).Str("reuse_from", ref.PlanID+"/"+ref.ToolID).
+				Uint64("result_seq", ref.ResultSeq).Msg("the tool runs: the result it would reuse " + why)
+			continue
+		}
+		if out == nil {
+			out = map[int]execution.Reused{}
+		}
+		out[i] = execution.Reused{Result: r, Seq: ref.ResultSeq}
+	}
+	return out, nil
+}
+
+// reusedResult reads and checks the result ref names for plan p; when it
+// cannot be reused, the result is nil and why says so.
+func (d *Dispatcher) reusedResult(ctx context.Context, p *plan.Plan, ref *plan.ReuseRef) (*plan.ToolResult, string, error) {
+	m, err := d.results.GetMsg(ctx, ref.ResultSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, "is no longer in the results stream", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var r plan.ToolResult
+	switch {
+	case ref.PlanID == p.PlanID || m.Subject != bus.ResultSubject(ref.PlanID):
+		return nil, "is not a result of an earlier plan " + ref.PlanID, nil
+	case schemas.Validate(schemas.ToolResult, m.Data) != nil || json.Unmarshal(m.Data, &r) != nil:
+		return nil, "is not a valid tool result", nil
+	case r.PlanID != ref.PlanID || r.ToolID != ref.ToolID:
+		return nil, fmt.Sprintf("is tool %q's of plan %s, not tool %q's", r.ToolID, r.PlanID, ref.ToolID), nil
+	case r.RequestID != p.RequestID:
+		return nil, "belongs to another request", nil
+	case r.State != plan.ToolSucceeded:
+		return nil, "did not succeed", nil
+	case !d.key.CheckResult(r.PlanID, r.ToolID, r.Attempt, r.Token):
+		return nil, "does not carry its call's token", nil
+	}
+	return &r, "", nil
 }

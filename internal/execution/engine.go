@@ -22,6 +22,11 @@ const (
 	// durable way: a planner asks the dispatchers to cancel a plan (see
 	// Cancel). It is due at once.
 	TimerCancel = "cancel"
+	// TimerApprove and TimerReject are commands too: a planner hands the
+	// dispatchers a person's decision on a tool waiting for approval
+	// (Timer.Index), with its reason. They are due at once.
+	TimerApprove = "approve"
+	TimerReject  = "reject"
 )
 
 // Release asks for attempt Attempt of tool Index to be published.
@@ -47,7 +52,7 @@ type Timer struct {
 	Index   int // the tool, for retries
 	Attempt int // the attempt to release, for retries
 	FireAt  time.Time
-	Reason  string // why, for cancels
+	Reason  string // why, for cancels, approvals and rejections
 }
 
 // Effects are what the caller must carry out after an Engine call, in this
@@ -103,12 +108,39 @@ type Engine struct {
 	fx       Effects
 	now      time.Time
 	health   Health
+	// approved holds tools approved while waiting, in the order of
+	// their approvals, to be released before the tracker's ready tools.
+	approved []int
+	// popped counts the tracker's pops, scanned the ready tools hold has
+	// looked at: together they say which ready tools are new to it.
+	popped, scanned int
+}
+
+// Reused is an earlier result a tool takes as its own instead of running
+// (plan.Tool.ReuseFrom): the result, as the RESULTS stream holds it at
+// Seq.
+type Reused struct {
+	Result *plan.ToolResult
+	Seq    uint64
 }
 
 // Start begins a run of p at now. defaultMaxConcurrency applies when the
 // plan sets none; health (which may be nil) tells which skills are
 // degraded. p must come from plan.Decode or have passed p.Check.
 func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int, health Health) (*Engine, Effects) {
+	return StartReusing(p, now, defaultMaxConcurrency, health, nil)
+}
+
+// StartReusing is Start with earlier results, by tool index, that tools
+// take as their own instead of running (a replan's reuse, see
+// plan.Tool.ReuseFrom): such a tool is succeeded at once, with
+// Reused set, the result's output and an event tool.reused. A result is
+// taken only if it succeeded, on the skill the tool's attempt of that
+// number runs, its output passes that attempt's gate, the tool does not
+// say reuse false, and every tool it depends on was reused too (a
+// dependency that runs again may give another output); otherwise the tool
+// runs.
+func StartReusing(p *plan.Plan, now time.Time, defaultMaxConcurrency int, health Health, reused map[int]Reused) (*Engine, Effects) {
 	mc := p.MaxConcurrency
 	if mc <= 0 {
 		mc = max(defaultMaxConcurrency, 1)
@@ -130,9 +162,44 @@ func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int, health Health
 	e.event(plan.Event{Type: plan.EventPlanStarted, Tools: len(p.Tools),
 		Message: fmt.Sprintf("%s, at most %d at once", plural(len(p.Tools), "tool"), mc)})
 	e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(st.Deadline)})
+	e.reuse(reused)
 	e.fill()
 	e.checkDone()
 	return e, e.end()
+}
+
+// reuse applies the earlier results a plan starts with, in Kahn order so
+// that a tool's dependencies are settled before it.
+func (e *Engine) reuse(reused map[int]Reused) {
+	for _, i := range e.g.Order() {
+		r, ok := reused[i]
+		t, ts := &e.plan.Tools[i], &e.st.Tools[i]
+		if !ok || r.Result == nil || t.NoReuse || !e.reusable(i, r.Result) {
+			continue
+		}
+		res := r.Result
+		ts.State, ts.Reused, ts.Attempt, ts.ResultSeq, ts.FinishedAt = plan.ToolSucceeded, true, max(res.Attempt, 1), r.Seq, e.ms()
+		ts.setResult(res)
+		if !res.FinishedAt.IsZero() {
+			ts.FinishedAt = res.FinishedAt.UnixMilli()
+		}
+		e.finished++
+		e.tracker.Satisfy(i)
+		e.toolEvent(plan.EventToolReused, i, plan.Event{WorkerID: res.WorkerID, DurationMs: res.DurationMs,
+			Message: fmt.Sprintf("took the output of tool %q of plan %s instead of running", res.ToolID, res.PlanID)})
+	}
+}
+
+// reusable: tool i may take res as its own.
+func (e *Engine) reusable(i int, res *plan.ToolResult) bool {
+	for _, d := range e.g.Deps(i) {
+		if !e.st.Tools[d].Reused {
+			return false
+		}
+	}
+	t := &e.plan.Tools[i]
+	n := max(res.Attempt, 1)
+	return res.State == plan.ToolSucceeded && t.Variant(n).Skill == res.Skill && verified(t, res).State == plan.ToolSucceeded
 }
 
 // Restore rebuilds an engine from a stored state; health is as for Start.
@@ -209,24 +276,65 @@ func (e *Engine) toolEvent(typ string, i int, ev plan.Event) {
 // tool's own attempts are used up.
 func (e *Engine) skillOf(i, n int) string { return e.plan.Tools[i].Variant(max(n, 1)).Skill }
 
-// fill releases ready tools while slots are free: in the order they became
-// ready, none while a non-async tool runs, a non-async one only alone.
+// fill puts ready tools that need approval in waiting_approval, then
+// releases ready tools while slots are free: approved ones first, then in
+// the order they became ready, none while a non-async tool runs, a
+// non-async one only alone.
 func (e *Engine) fill() {
 	if e.Done() {
 		return
 	}
+	e.hold()
 	for e.inFlight < e.st.MaxConcurrency && e.sync == 0 {
-		i, ok := e.tracker.Peek()
+		i, ok := e.next()
 		if !ok {
 			return
 		}
-		if e.st.Tools[i].State != plan.ToolPending {
-			e.tracker.Pop() // released before a restore, or skipped
-			continue
-		}
-		e.tracker.Pop()
 		e.release(i, 1)
 	}
+}
+
+// next takes the next tool to release, if any.
+func (e *Engine) next() (int, bool) {
+	for len(e.approved) > 0 {
+		i := e.approved[0]
+		e.approved = e.approved[1:]
+		if e.st.Tools[i].State == plan.ToolPending {
+			return i, true
+		}
+	}
+	for {
+		i, ok := e.tracker.Pop()
+		if !ok {
+			return 0, false
+		}
+		e.popped++
+		// Others were released before a restore, skipped, reused, or
+		// wait for approval.
+		if e.st.Tools[i].State == plan.ToolPending && !e.unapproved(i) {
+			return i, true
+		}
+	}
+}
+
+// unapproved: tool i has an approval step and was not approved.
+func (e *Engine) unapproved(i int) bool {
+	return e.plan.Tools[i].Approval != nil && !e.st.Tools[i].Approved
+}
+
+// hold puts the tools that became ready since it last looked, and need
+// an approval, in waiting_approval. They hold no slot while they wait: a
+// person may take hours, and the plan's other tools go on.
+func (e *Engine) hold() {
+	ready := e.tracker.Ready()
+	for _, i := range ready[min(max(e.scanned-e.popped, 0), len(ready)):] {
+		if ts := &e.st.Tools[i]; ts.State == plan.ToolPending && e.unapproved(i) {
+			ts.State = plan.ToolWaitingApproval
+			e.fx.Changed = true
+			e.toolEvent(plan.EventToolWaiting, i, plan.Event{Message: e.plan.Tools[i].Approval.Prompt})
+		}
+	}
+	e.scanned = e.popped + len(ready)
 }
 
 func (e *Engine) release(i, attempt int) {
@@ -359,6 +467,16 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 	}
 	e.leave(i, final)
 	e.toolEvent(evType, i, plan.Event{Error: errInfo, DurationMs: r.DurationMs, WorkerID: r.WorkerID})
+	e.failed(i, errInfo, fmt.Sprintf("required tool %q (skill %s) %s after %s: %s", t.ToolID, v.Skill,
+		map[string]string{plan.ToolFailed: "failed", plan.ToolTimeout: "timed out"}[final], plural(r.Attempt, "attempt"), errInfo.Message))
+	return e.end()
+}
+
+// failed follows tool i's failure for good with errInfo: a required
+// tool's transitive dependents are skipped and the plan fails with
+// planMsg; an optional tool's dependents run with null in its place.
+func (e *Engine) failed(i int, errInfo *plan.ErrorInfo, planMsg string) {
+	t := &e.plan.Tools[i]
 	if t.Required {
 		for _, d := range e.g.TransitiveDependents(i) {
 			if e.st.Tools[d].State == plan.ToolPending {
@@ -367,18 +485,12 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 				e.toolEvent(plan.EventToolSkipped, d, plan.Event{Message: fmt.Sprintf("dependency %q failed", t.ToolID)})
 			}
 		}
-		e.finish(plan.PlanFailed, &plan.ErrorInfo{
-			Code: errInfo.Code, Category: errInfo.Category,
-			Message: fmt.Sprintf("required tool %q (skill %s) %s after %s: %s", t.ToolID, v.Skill,
-				map[string]string{plan.ToolFailed: "failed", plan.ToolTimeout: "timed out"}[final], plural(r.Attempt, "attempt"), errInfo.Message),
-		}, plan.ReasonPlanFailed)
-		return e.end()
+		e.finish(plan.PlanFailed, &plan.ErrorInfo{Code: errInfo.Code, Category: errInfo.Category, Message: planMsg}, plan.ReasonPlanFailed)
+		return
 	}
-	// Optional: its dependents run with null in its place.
 	e.tracker.Satisfy(i)
 	e.fill()
 	e.checkDone()
-	return e.end()
 }
 
 // OnTimer applies a due timer. A timer that no longer matches the state
@@ -405,8 +517,44 @@ func (e *Engine) OnTimer(t Timer, now time.Time) Effects {
 			Message: fmt.Sprintf("plan exceeded %dms timeout", e.plan.TimeoutMs)}, plan.ReasonPlanTimeout)
 	case TimerCancel:
 		e.cancel(t.Reason)
+	case TimerApprove, TimerReject:
+		if t.Index < 0 || t.Index >= len(e.st.Tools) || e.st.Tools[t.Index].State != plan.ToolWaitingApproval {
+			return e.end()
+		}
+		if t.Kind == TimerApprove {
+			e.approve(t.Index, t.Reason)
+		} else {
+			e.reject(t.Index, t.Reason)
+		}
 	}
 	return e.end()
+}
+
+// approve releases waiting tool i as soon as a slot is free.
+func (e *Engine) approve(i int, reason string) {
+	ts := &e.st.Tools[i]
+	ts.State, ts.Approved = plan.ToolPending, true
+	e.fx.Changed = true
+	e.approved = append(e.approved, i)
+	e.toolEvent(plan.EventToolApproved, i, plan.Event{Message: clip(strings.TrimSpace(reason), MaxCancelReason)})
+	e.fill()
+}
+
+// reject fails waiting tool i, which never ran, with code REJECTED
+// (category permanent): no retry, no fallback, since a person said no to
+// the step itself; its failure semantics apply as to any failure. A plan
+// that fails this way is not replanned (see Result).
+func (e *Engine) reject(i int, reason string) {
+	t, ts := &e.plan.Tools[i], &e.st.Tools[i]
+	msg := "rejected by a person"
+	if reason = strings.TrimSpace(reason); reason != "" {
+		msg += ": " + clip(reason, MaxCancelReason)
+	}
+	errInfo := &plan.ErrorInfo{Code: plan.CodeRejected, Category: plan.CategoryPermanent, Message: msg}
+	ts.Error = errInfo
+	e.leave(i, plan.ToolFailed)
+	e.toolEvent(plan.EventToolRejected, i, plan.Event{Error: errInfo, Message: clip(reason, MaxCancelReason)})
+	e.failed(i, errInfo, fmt.Sprintf("required tool %q (skill %s) was %s", t.ToolID, t.Skill, msg))
 }
 
 // MaxCancelReason bounds the reason a cancel carries into the plan's
@@ -454,7 +602,7 @@ func (e *Engine) finish(status string, errInfo *plan.ErrorInfo, reason string) {
 	for i := range e.st.Tools {
 		ts := &e.st.Tools[i]
 		switch {
-		case ts.State == plan.ToolPending:
+		case ts.State == plan.ToolPending || ts.State == plan.ToolWaitingApproval:
 			e.leave(i, plan.ToolSkipped)
 			ts.Reason = reason
 			e.toolEvent(plan.EventToolSkipped, i, plan.Event{Message: reason})
@@ -517,7 +665,10 @@ func (e *Engine) Result() *plan.ExecutionResult {
 		Tools:    make([]plan.ToolOutcome, len(st.Tools)),
 		Metadata: e.plan.Metadata,
 	}
-	res.CanReplan = st.Status == plan.PlanFailed || st.Status == plan.PlanTimeout
+	// A plan a person rejected is not replanned: the next plan would ask
+	// them again.
+	res.CanReplan = (st.Status == plan.PlanFailed || st.Status == plan.PlanTimeout) &&
+		(st.Error == nil || st.Error.Code != plan.CodeRejected)
 	if st.StartedAt > 0 {
 		res.StartedAt = time.UnixMilli(st.StartedAt).UTC()
 	}
@@ -530,7 +681,7 @@ func (e *Engine) Result() *plan.ExecutionResult {
 		t := e.plan.Tools[i]
 		o := plan.ToolOutcome{ToolID: t.ToolID, Skill: e.skillOf(i, ts.Attempt), State: ts.State, Required: t.Required,
 			Attempts: ts.Attempt, Output: ts.Output, Error: ts.Error, Reason: ts.Reason, WorkerID: ts.WorkerID, DurationMs: ts.DurationMs,
-			ResultSeq: ts.ResultSeq}
+			ResultSeq: ts.ResultSeq, Reused: ts.Reused}
 		if ts.StartedAt > 0 {
 			o.StartedAt = time.UnixMilli(ts.StartedAt).UTC()
 		}
@@ -610,6 +761,20 @@ func (e *Engine) ResultVerdict(r *plan.ToolResult) Verdict {
 // TimerVerdict classifies a timer against the state.
 func (e *Engine) TimerVerdict(t Timer) Verdict {
 	if e.Done() {
+		return Past
+	}
+	if t.Kind == TimerApprove || t.Kind == TimerReject {
+		if t.Index < 0 || t.Index >= len(e.st.Tools) {
+			return Past
+		}
+		ts := e.st.Tools[t.Index]
+		switch {
+		case ts.State == plan.ToolWaitingApproval:
+			return Applies
+		case ts.State == plan.ToolPending && !ts.Approved:
+			// The planner saw the tool wait: this state has not.
+			return Ahead
+		}
 		return Past
 	}
 	if t.Kind != TimerRetry {

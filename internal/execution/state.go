@@ -38,6 +38,12 @@ type ToolState struct {
 	// ResultSeq is the RESULTS stream sequence of the result that set
 	// State, when one did.
 	ResultSeq uint64 `json:"resultSeq,omitempty"`
+	// Approved: a person approved the tool's approval step (it is
+	// pending until a slot is free, then released).
+	Approved bool `json:"approved,omitempty"`
+	// Reused: the tool took an earlier plan's result (ResultSeq) instead
+	// of running.
+	Reused bool `json:"reused,omitempty"`
 }
 
 func terminal(state string) bool {

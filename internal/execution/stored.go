@@ -35,8 +35,13 @@ type StoredTool struct {
 	At     int64
 	Reason string
 	// Error is kept for tools that ended without a result of their own
-	// (cancelled by a plan timeout).
+	// (cancelled by a plan timeout, rejected).
 	Error *plan.ErrorInfo
+	// Approved is kept for pending tools: one a person approved.
+	Approved bool
+	// Reused is kept for succeeded tools: one that took an earlier
+	// plan's result (Result) instead of running.
+	Reused bool
 }
 
 // Store returns the stored form of st.
@@ -45,7 +50,8 @@ func (st *State) Store() *Stored {
 		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
 		Error: st.Error, Tools: make([]StoredTool, len(st.Tools))}
 	for i, t := range st.Tools {
-		sv := StoredTool{State: t.State, Attempt: t.Attempt, Result: t.ResultSeq, Reason: t.Reason}
+		sv := StoredTool{State: t.State, Attempt: t.Attempt, Result: t.ResultSeq, Reason: t.Reason,
+			Approved: t.Approved && t.State == plan.ToolPending, Reused: t.Reused && t.State == plan.ToolSucceeded}
 		switch {
 		case t.State == plan.ToolRetrying:
 			sv.At = t.RetryAt
@@ -76,7 +82,8 @@ func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, er
 		MaxConcurrency: s.MaxConcurrency, StartedAt: s.StartedAt, Deadline: s.Deadline, FinishedAt: s.FinishedAt,
 		Error: s.Error, Tools: make([]ToolState, len(s.Tools))}
 	for i, sv := range s.Tools {
-		t := ToolState{ID: p.Tools[i].ToolID, State: sv.State, Attempt: sv.Attempt, ResultSeq: sv.Result, Reason: sv.Reason, Error: sv.Error}
+		t := ToolState{ID: p.Tools[i].ToolID, State: sv.State, Attempt: sv.Attempt, ResultSeq: sv.Result, Reason: sv.Reason, Error: sv.Error,
+			Approved: sv.Approved, Reused: sv.Reused}
 		switch sv.State {
 		case plan.ToolRetrying:
 			t.RetryAt = sv.At

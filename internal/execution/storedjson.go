@@ -13,13 +13,22 @@ import (
 //
 //	[code, attempt, result sequence, time, reason?, error?]
 //
-// code is one letter per state (stateCodes); time is in ms since the plan
-// started, or null when there is none; reason and error appear only when
-// set.
+// code is one letter per state (stateCodes), or for a pending tool a
+// person approved "y", for a succeeded tool that reused an earlier result
+// "u"; time is in ms since the plan started (negative for a reused
+// result's), or null when there is none; reason and error appear only
+// when set.
 var stateCodes = map[string]string{
 	plan.ToolPending: "p", plan.ToolRunning: "r", plan.ToolRetrying: "w", plan.ToolSucceeded: "s",
 	plan.ToolFailed: "f", plan.ToolTimeout: "t", plan.ToolSkipped: "k", plan.ToolCancelled: "c",
+	plan.ToolWaitingApproval: "a",
 }
+
+// Codes of a state with a flag.
+const (
+	codeApproved = "y" // pending, Approved
+	codeReused   = "u" // succeeded, Reused
+)
 
 var codeStates = func() map[string]string {
 	m := map[string]string{}
@@ -50,6 +59,12 @@ func (s *Stored) MarshalJSON() ([]byte, error) {
 		code, ok := stateCodes[t.State]
 		if !ok {
 			return nil, fmt.Errorf("execution: unknown tool state %q", t.State)
+		}
+		switch {
+		case t.Approved && t.State == plan.ToolPending:
+			code = codeApproved
+		case t.Reused && t.State == plan.ToolSucceeded:
+			code = codeReused
 		}
 		b = append(b, `["`...)
 		b = append(b, code...)
@@ -100,6 +115,12 @@ func (s *Stored) UnmarshalJSON(data []byte) error {
 		t := &s.Tools[i]
 		if err := json.Unmarshal(row[0], &code); err != nil {
 			return fmt.Errorf("execution: stored tool %d: %w", i, err)
+		}
+		switch code {
+		case codeApproved:
+			code, t.Approved = stateCodes[plan.ToolPending], true
+		case codeReused:
+			code, t.Reused = stateCodes[plan.ToolSucceeded], true
 		}
 		state, ok := codeStates[code]
 		if !ok {

@@ -8,8 +8,9 @@ import (
 // TimerMessage is a Timer as it travels on planbus.timers.<planId>
 // (stream PLANBUS_TIMERS), which the dispatchers consume: they publish
 // retries and plan timeouts themselves; planners publish the cancels of
-// cancelled requests' plans (TimerCancel), so a cancel waits in the stream
-// for a dispatcher like any timer.
+// cancelled requests' plans (TimerCancel) and people's decisions on tools
+// waiting for approval (TimerApprove, TimerReject), so these wait in the
+// stream for a dispatcher like any timer.
 type TimerMessage struct {
 	PlanID  string `json:"planId"`
 	Kind    string `json:"kind"`
@@ -38,6 +39,9 @@ func (m TimerMessage) MsgID() string {
 		return fmt.Sprintf("%s/retry/%d/%d", m.PlanID, m.Tool, m.Attempt)
 	case TimerCancel:
 		return m.PlanID + "/cancel"
+	case TimerApprove, TimerReject:
+		// One id for both: the first decision on a tool wins.
+		return fmt.Sprintf("%s/approval/%d", m.PlanID, m.Tool)
 	}
 	return m.PlanID + "/timeout"
 }
@@ -45,4 +49,14 @@ func (m TimerMessage) MsgID() string {
 // CancelMessage is the command that cancels plan planID, as of now.
 func CancelMessage(planID, reason string, now time.Time) TimerMessage {
 	return Timer{Kind: TimerCancel, FireAt: now, Reason: reason}.Message(planID)
+}
+
+// ApprovalMessage is the command that approves (approve) or rejects
+// tool index of plan planID, as of now, with a reason.
+func ApprovalMessage(planID string, index int, approve bool, reason string, now time.Time) TimerMessage {
+	kind := TimerReject
+	if approve {
+		kind = TimerApprove
+	}
+	return Timer{Kind: kind, Index: index, FireAt: now, Reason: reason}.Message(planID)
 }

@@ -99,6 +99,12 @@ func hostileRequests() []hostile {
 		{name: "list: garbage", subject: bus.SubjectPlanList, data: text(`[`), reply: []string{"INVALID_REQUEST", "malformed JSON"}},
 		{name: "list: limit too high", subject: bus.SubjectPlanList, data: text(`{"limit":1000000}`), reply: []string{"INVALID_REQUEST", "/limit"}},
 		{name: "list: unknown status", subject: bus.SubjectPlanList, data: text(`{"status":"sideways"}`), reply: []string{"INVALID_REQUEST", "/status"}},
+		{name: "approve: garbage", subject: bus.SubjectPlanApprove, data: text(`{"requestId":`), reply: []string{"INVALID_REQUEST", "malformed JSON"}},
+		{name: "approve: no tool", subject: bus.SubjectPlanApprove, data: text(`{"requestId":"victim","approve":true}`), reply: []string{"INVALID_REQUEST", "toolId"}},
+		{name: "approve: wildcard tool", subject: bus.SubjectPlanApprove, data: text(`{"requestId":"victim","toolId":"*","approve":true}`), reply: []string{"INVALID_REQUEST", "/toolId"}},
+		{name: "approve: unknown request", subject: bus.SubjectPlanApprove, data: text(`{"requestId":"ghost","toolId":"a","approve":true}`), reply: []string{"NOT_FOUND", "ghost"}},
+		{name: "approve: unknown tool", subject: bus.SubjectPlanApprove, data: text(`{"requestId":"victim","toolId":"ghost","approve":true}`), reply: []string{"NOT_FOUND", "ghost"}},
+		{name: "approve: a tool with no approval step", subject: bus.SubjectPlanApprove, data: text(`{"planId":"victim-1","toolId":"after","approve":false}`), reply: []string{"NOT_WAITING", "no approval step"}},
 	}
 }
 
@@ -125,6 +131,8 @@ func hostilePublishes(planID string) []hostile {
 		p("timer: retry of a tool that is not retrying", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"retry","tool":1,"attempt":2,"fireAt":1}`, planID)),
 		p("timer: a cancel on another plan's subject", bus.TimerSubject("elsewhere"), fmt.Sprintf(`{"planId":%q,"kind":"cancel","fireAt":1}`, planID)),
 		p("timer: unknown kind", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"explode","fireAt":1}`, planID)),
+		p("timer: a rejection of a tool not waiting", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"reject","tool":1,"fireAt":1}`, planID)),
+		p("timer: an approval of no tool", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"approve","tool":-4,"fireAt":1}`, planID)),
 		p("plan: garbage", bus.PlanSubject("hostile-garbage"), `{"tools":`),
 		p("plan: cycle", bus.PlanSubject("hostile-cycle"), `{"planId":"hostile-cycle","tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}`),
 		p("tool call: garbage", bus.ToolSubject("echo"), `{"planId":`),

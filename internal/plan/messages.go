@@ -34,6 +34,12 @@ const (
 	CodeCancelled          = planbus.CodeCancelled
 	CodeRequiredTools      = planbus.CodeRequiredTools
 	CodeVerifyFailed       = planbus.CodeVerifyFailed
+	CodeRejected           = planbus.CodeRejected
+	ToolWaitingApproval    = planbus.ToolWaitingApproval
+	EventToolWaiting       = planbus.EventToolWaiting
+	EventToolApproved      = planbus.EventToolApproved
+	EventToolRejected      = planbus.EventToolRejected
+	EventToolReused        = planbus.EventToolReused
 	ToolPending            = planbus.ToolPending
 	ToolRunning            = planbus.ToolRunning
 	ToolRetrying           = planbus.ToolRetrying

@@ -53,6 +53,17 @@ type Tool struct {
 	// timeout, retries and gate. Its attempts continue the tool's
 	// numbering.
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// Approval, if set, makes the tool wait for a person when it is
+	// ready: it is released once approved, and fails with code REJECTED
+	// if rejected.
+	Approval *Approval `json:"approval,omitempty"`
+	// NoReuse is Plan JSON's "reuse": false: a replan runs the tool again
+	// even if an identical tool (see Identities) succeeded in an earlier
+	// attempt of the request; by default it takes that tool's output.
+	NoReuse bool `json:"-"`
+	// ReuseFrom, set by the planner in a replan, is the earlier result
+	// the tool takes instead of running (see ReuseRef).
+	ReuseFrom *ReuseRef `json:"reuseFrom,omitempty"`
 
 	// Which of TimeoutMs and RetryPolicy the document gave; the others may
 	// take a skill manifest's defaults.
@@ -69,6 +80,24 @@ type Fallback struct {
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
 	// Verify is the fallback's own gate; the tool's does not apply to it.
 	Verify *gate.Gate `json:"verify,omitempty"`
+}
+
+// Approval is a tool's human approval step.
+type Approval struct {
+	// Prompt is what the person is asked, shown while the tool waits.
+	Prompt string `json:"prompt"`
+}
+
+// ReuseRef names the earlier result a tool of a replan takes as its
+// own: the result at ResultSeq in the RESULTS stream, which tool ToolID
+// of plan PlanID (an earlier attempt of the same request) produced. The
+// dispatcher checks that it is that tool's succeeded result, of the
+// same request, with its call's token; one that is not, or is gone, is
+// ignored and the tool runs.
+type ReuseRef struct {
+	PlanID    string `json:"planId"`
+	ToolID    string `json:"toolId"`
+	ResultSeq uint64 `json:"resultSeq"`
 }
 
 // Attempts is how many attempts the tool has in all, its fallback's
@@ -129,7 +158,11 @@ func (t *Tool) Defaults() (timeout, retry bool) { return !t.timeoutSet, !t.retry
 // since, is written.
 func (t Tool) MarshalJSON() ([]byte, error) {
 	j := toolOut{ToolID: t.ToolID, Skill: t.Skill, Description: t.Description, Input: t.Input, Dependencies: t.Dependencies,
-		Required: t.Required, Async: t.Async, Metadata: t.Metadata, Verify: t.Verify, Fallback: t.Fallback}
+		Required: t.Required, Async: t.Async, Metadata: t.Metadata, Verify: t.Verify, Fallback: t.Fallback,
+		Approval: t.Approval, ReuseFrom: t.ReuseFrom}
+	if t.NoReuse {
+		j.Reuse = new(bool)
+	}
 	if t.timeoutSet || t.TimeoutMs != 0 && t.TimeoutMs != DefaultToolTimeoutMs {
 		j.TimeoutMs = &t.TimeoutMs
 	}
@@ -153,6 +186,9 @@ type toolOut struct {
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
 	Verify       *gate.Gate      `json:"verify,omitempty"`
 	Fallback     *Fallback       `json:"fallback,omitempty"`
+	Approval     *Approval       `json:"approval,omitempty"`
+	Reuse        *bool           `json:"reuse,omitempty"`
+	ReuseFrom    *ReuseRef       `json:"reuseFrom,omitempty"`
 }
 
 // toolJSON is Tool as decoded: pointers tell absent fields from zeros.
@@ -183,13 +219,17 @@ type toolJSON struct {
 		Metadata json.RawMessage `json:"metadata"`
 		Verify   *gate.Gate      `json:"verify"`
 	} `json:"fallback"`
+	Approval  *Approval `json:"approval"`
+	Reuse     *bool     `json:"reuse"`
+	ReuseFrom *ReuseRef `json:"reuseFrom"`
 }
 
 // tool fills the defaults of absent fields.
 func (j *toolJSON) tool() Tool {
 	t := Tool{ToolID: j.ToolID, Skill: j.Skill, Description: j.Description, Input: j.Input, Dependencies: j.Dependencies,
 		Required: true, Async: true, TimeoutMs: DefaultToolTimeoutMs,
-		RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: j.Metadata, Verify: j.Verify}
+		RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: j.Metadata, Verify: j.Verify,
+		Approval: j.Approval, NoReuse: j.Reuse != nil && !*j.Reuse, ReuseFrom: j.ReuseFrom}
 	if t.Input == nil {
 		t.Input = json.RawMessage(`{}`)
 	}

@@ -364,6 +364,8 @@ func rejectCode(req micro.Request, code, field, msg string) {
 		status = "404"
 	case planbus.CodeUnavailable:
 		status = "503"
+	case planbus.CodeNotWaiting:
+		status = "409"
 	}
 	_ = req.Error(status, msg, data)
 }

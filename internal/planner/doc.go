@@ -18,6 +18,11 @@
 //     the dispatchers when one does;
 //   - planbus.plan.list (list.go, DecodeList): the most recently accepted
 //     requests with their status, filtered by status and session;
+//   - planbus.plan.approve (approve.go, DecodeApprove): a tool waiting for
+//     approval in a request's running plan is approved or rejected,
+//     through a durable command to the dispatchers, as cancels go; a tool
+//     that does not exist or is not waiting is refused (NOT_FOUND,
+//     NOT_WAITING);
 //   - planbus.session.reset: a session's skills back to healthy, and its
 //     state cleared on request;
 //   - planbus.skills: the advertised skills with their health in a
@@ -67,6 +72,8 @@
 // the request's maxAttempts (DefaultMaxAttempts); then it publishes a
 // fallback outcome, a text from Config.FallbackTemplates. A cancelled
 // request ends with status cancelled, neither replanned nor fallen back.
+// A replan keeps finished work (reuse.go): tools identical to ones that
+// succeeded in earlier attempts take those results instead of running.
 // store.go keeps a loop state within the store's value limit.
 //
 // # Agents

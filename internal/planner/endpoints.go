@@ -134,6 +134,7 @@ func (s *Service) addService() (micro.Service, error) {
 		{"agent-stop", bus.SubjectAgentStop, s.handleAgentStop},
 		{"agent-status", bus.SubjectAgentStatus, s.handleAgentStatus},
 		{"guide", bus.SubjectGuideTurn, s.handleGuideTurn},
+		{"approve", bus.SubjectPlanApprove, s.handleApprove},
 	} {
 		if err := add(e.name, e.subject, e.h); err != nil {
 			return nil, err

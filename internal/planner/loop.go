@@ -36,6 +36,10 @@ type loop struct {
 	// but success, and the plan's dispatchers get the cancel again
 	// whenever the plan is published again.
 	Cancel *cancelMark `json:"cancel,omitempty"`
+	// Reusable holds, by tool identity, the results of tools that
+	// succeeded in failed attempts, for later attempts to reuse (see
+	// reuse.go).
+	Reusable map[string]plan.ReuseRef `json:"reusable,omitempty"`
 }
 
 // cancelMark records a cancel asked for on planbus.plan.cancel.
@@ -274,6 +278,7 @@ func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 		slices.Sort(grown)
 		a.DisabledSkills = grown
 		l.History = append(l.History, a)
+		l.remember(res)
 		l.Disabled, l.Status, l.LastPlan, l.Plan = grown, loopGenerating, l.Plan, nil
 		s.event(l, plan.Event{Type: "request.replanning", PlanID: res.PlanID, Attempt: l.Attempt,
 			Message: fmt.Sprintf("attempt %d %s; generating attempt %d with disabled skills %v", l.Attempt, res.State, l.Attempt+1, grown)})
@@ -379,8 +384,11 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 		// The last plan served this generation (template fallbacks); the
 		// state keeps one plan at a time.
 		l.Status, l.PlanID, l.Plan, l.LastPlan = loopExecuting, p.PlanID, data, nil
-		s.event(l, plan.Event{Type: "request.generated", PlanID: p.PlanID, Attempt: l.Attempt,
-			Message: fmt.Sprintf("attempt %d: plan %s with %d tool(s)", l.Attempt, p.PlanID, len(p.Tools))})
+		msg := fmt.Sprintf("attempt %d: plan %s with %d tool(s)", l.Attempt, p.PlanID, len(p.Tools))
+		if n := reusing(p); n > 0 {
+			msg += fmt.Sprintf(", %d of them reusing earlier results", n)
+		}
+		s.event(l, plan.Event{Type: "request.generated", PlanID: p.PlanID, Attempt: l.Attempt, Message: msg})
 	}
 }
 
@@ -519,6 +527,7 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, er
 	if err != nil {
 		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient, Message: err.Error()}
 	}
+	l.reuse(checked)
 	return checked, nil
 }
 
@@ -556,7 +565,7 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 		o.Tools = []json.RawMessage{}
 	}
 	// The outcome holds the last execution: the state need not keep it twice.
-	l.Status, l.Outcome, l.Plan, l.LastPlan, l.Last = loopDone, o, nil, nil, nil
+	l.Status, l.Outcome, l.Plan, l.LastPlan, l.Last, l.Reusable = loopDone, o, nil, nil, nil, nil
 	s.event(l, plan.Event{Type: "request." + status, PlanID: l.PlanID, Attempts: o.Attempts, Error: errInfo,
 		Message: fmt.Sprintf("%s after %d attempt(s)", status, o.Attempts)})
 }

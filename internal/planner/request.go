@@ -43,6 +43,10 @@ type Request struct {
 	Template     *TemplateRequest `json:"template,omitempty"`
 	PlanDefaults *PlanDefaults    `json:"planDefaults,omitempty"`
 	Metadata     json.RawMessage  `json:"metadata,omitempty"`
+	// Reuse false makes every replan run all its tools again; by default
+	// a tool identical to one that succeeded in an earlier attempt reuses
+	// its result (see reuse.go).
+	Reuse *bool `json:"reuse,omitempty"`
 }
 
 // HTNRequest names a domain, a goal and extra facts.

@@ -83,21 +83,28 @@ func (s *Service) checkSize(r *Request, data []byte) error {
 }
 
 // encodeLoop encodes a loop state within limit, if need be without the
-// outputs of its executions, then without their tools (the outputs stay
-// in the RESULTS stream). It reports whether the state fits.
+// outputs of its executions, then without the results later attempts
+// could reuse (they run those tools again), then without the executions'
+// tools (the outputs stay in the RESULTS stream). It reports whether the
+// state fits.
 func encodeLoop(l *loop, limit int) ([]byte, bool) {
 	data, err := json.Marshal(l)
 	if err != nil {
 		return nil, false
 	}
-	for _, slim := range []func(*plan.ExecutionResult) *plan.ExecutionResult{withoutOutputs, withoutTools} {
+	executions := func(slim func(*plan.ExecutionResult) *plan.ExecutionResult) func() {
+		return func() {
+			l.Last = slim(l.Last)
+			if l.Outcome != nil {
+				l.Outcome.Execution = slim(l.Outcome.Execution)
+			}
+		}
+	}
+	for _, slim := range []func(){executions(withoutOutputs), func() { l.Reusable = nil }, executions(withoutTools)} {
 		if len(data) <= limit {
 			return data, true
 		}
-		l.Last = slim(l.Last)
-		if l.Outcome != nil {
-			l.Outcome.Execution = slim(l.Outcome.Execution)
-		}
+		slim()
 		if data, err = json.Marshal(l); err != nil {
 			return nil, false
 		}

@@ -119,6 +119,9 @@ func orDefault(s, d string) string {
 func fill(s *Step, vars map[string]string) (Step, error) {
 	out := *s
 	out.Name, out.Action, out.Hint = expand(s.Name, vars), expand(s.Action, vars), expand(s.Hint, vars)
+	if s.Approval != nil {
+		out.Approval = &plan.Approval{Prompt: expand(s.Approval.Prompt, vars)}
+	}
 	out.After = slices.Clone(s.After)
 	if len(s.Input) > 0 {
 		v, err := decodeJSON(s.Input)
@@ -274,6 +277,7 @@ type toolDoc struct {
 	Verify       *gate.Gate       `json:"verify,omitempty"`
 	Metadata     ToolMeta         `json:"metadata"`
 	Fallback     *fallbackDoc     `json:"fallback,omitempty"`
+	Approval     *plan.Approval   `json:"approval,omitempty"`
 }
 
 // fallbackDoc is a plan tool's fallback as ToPlan writes it.
@@ -338,7 +342,7 @@ func (in *Instance) planDoc() ([]byte, error) {
 			ToolID: s.ID, Skill: s.Skill, Description: fmt.Sprintf("Step %d/%d: %s", i+1, len(in.Steps), s.Title()),
 			Input: inputOrEmpty(s.Input), Dependencies: t.deps[i], Required: required, TimeoutMs: s.TimeoutMs,
 			RetryPolicy: plan.RetryPolicy{MaxAttempts: s.OnFail.Attempts(), BackoffMs: s.OnFail.backoff()},
-			Verify:      s.Verify, Metadata: meta, Fallback: fallback,
+			Verify:      s.Verify, Metadata: meta, Fallback: fallback, Approval: s.Approval,
 		}
 	}
 	timeout := t.TimeoutMs

@@ -286,3 +286,23 @@ func TestPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+// A step may ask for a person's approval: its tool carries the approval,
+// the prompt's placeholders filled in; an undeclared one is refused.
+func TestStepApproval(t *testing.T) {
+	l := mustDecode(t, lib(`{"id":"p","name":"P","vars":{"env":{"default":"staging"}},"steps":[
+		{"id":"build","skill":"echo"},
+		{"id":"deploy","skill":"echo","approval":{"prompt":"Deploy to {env}?"}}]}`))
+	tmpl, _ := l.Template("p")
+	p, err := ToPlan(tmpl, map[string]string{"env": "production"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Tools[0].Approval != nil || p.Tools[1].Approval == nil || p.Tools[1].Approval.Prompt != "Deploy to production?" {
+		t.Errorf("approvals %+v, %+v; want deploy's, filled in", p.Tools[0].Approval, p.Tools[1].Approval)
+	}
+	_, err = Decode(lib(`{"id":"q","name":"Q","steps":[{"id":"s","skill":"echo","approval":{"prompt":"Go to {where}?"}}]}`))
+	if err == nil || !strings.Contains(err.Error(), "{where} is not a declared variable") {
+		t.Errorf("undeclared placeholder in a prompt: %v", err)
+	}
+}

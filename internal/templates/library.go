@@ -12,6 +12,7 @@ import (
 
 	"github.com/planbus/planbus/internal/dag"
 	"github.com/planbus/planbus/internal/gate"
+	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -181,6 +182,9 @@ type Step struct {
 	// Check is the step's verification in the keyed format, which a
 	// guided session checks instead of Verify (its gate in a plan).
 	Check *Check `json:"-"`
+	// Approval makes the step's tool wait for a person before it runs;
+	// its prompt may hold {var} placeholders.
+	Approval *plan.Approval `json:"approval,omitempty"`
 }
 
 // UnmarshalJSON gives a step without onFail DefaultOnFail.
@@ -481,6 +485,11 @@ func (t *Template) checkStep(s stepAt) error {
 	}
 	if err := declared("hint", st.Hint); err != nil {
 		return err
+	}
+	if st.Approval != nil {
+		if err := declared("approval.prompt", st.Approval.Prompt); err != nil {
+			return err
+		}
 	}
 	if len(st.Input) > 0 {
 		in, err := decodeJSON(st.Input)

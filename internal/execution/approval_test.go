@@ -1,0 +1,209 @@
+package execution
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/planbus/planbus/internal/plan"
+)
+
+func eventTypes(fx Effects) []string {
+	var out []string
+	for _, ev := range fx.Events {
+		out = append(out, ev.Type+" "+ev.ToolID)
+	}
+	return out
+}
+
+func approve(i int) Timer { return Timer{Kind: TimerApprove, Index: i, Reason: "looks fine"} }
+func reject(i int) Timer  { return Timer{Kind: TimerReject, Index: i, Reason: "not today"} }
+
+// roundTrip stores an engine's state in its compact form and rebuilds an
+// engine from it, as a dispatcher that takes the plan over does.
+func roundTrip(t *testing.T, e *Engine, results map[uint64]*plan.ToolResult) *Engine {
+	t.Helper()
+	b, err := json.Marshal(e.State().Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored Stored
+	if err := json.Unmarshal(b, &stored); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Load(e.Plan(), &stored, func(s uint64) (*plan.ToolResult, error) { return results[s], nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Restore(e.Plan(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A tool with an approval step waits when it becomes ready, holding no
+// slot (the plan's other tools go on); it is released once approved, and
+// its dependents after it. A dispatcher that rebuilds the engine while it
+// waits finds it waiting.
+func TestApprovalHoldsAToolUntilApproved(t *testing.T) {
+	p := mustPlan(t, `{"maxConcurrency":1,"tools":[{"toolId":"A","skill":"s"},
+		{"toolId":"B","skill":"deploy","dependencies":["A"],"approval":{"prompt":"Deploy to production?"}},
+		{"toolId":"C","skill":"s","dependencies":["B"]},{"toolId":"D","skill":"s"}]}`)
+	e, fx := Start(p, t0, 8, nil)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"A"}) {
+		t.Fatalf("released %v, want [A]", got)
+	}
+	fx = e.OnResult(ok("A", 1), t0)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"D"}) {
+		t.Fatalf("after A: released %v, want [D] (B waits without a slot)", got)
+	}
+	if diff := cmp.Diff([]string{"tool.succeeded A", "tool.waiting B", "tool.released D"}, eventTypes(fx)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if ev := fx.Events[1]; ev.Message != "Deploy to production?" || ev.Skill != "deploy" || ev.Attempt != 0 {
+		t.Errorf("waiting event %+v, want the prompt", ev)
+	}
+	if !fx.Changed || e.State().Tools[1].State != plan.ToolWaitingApproval {
+		t.Fatalf("B is %s, want waiting_approval", e.State().Tools[1].State)
+	}
+	fx = e.OnResult(ok("D", 1), t0)
+	if len(fx.Releases) != 0 || e.Done() {
+		t.Fatalf("after D: released %v, done %v; want nothing until B is approved", ids(e, fx.Releases), e.Done())
+	}
+	// Taken over by another dispatcher while it waits.
+	e = roundTrip(t, e, nil)
+	if e.State().Tools[1].State != plan.ToolWaitingApproval {
+		t.Fatalf("restored B is %s", e.State().Tools[1].State)
+	}
+	if v := e.TimerVerdict(approve(1)); v != Applies {
+		t.Errorf("approval of a waiting tool: %v, want Applies", v)
+	}
+	fx = e.OnTimer(approve(1), t0.Add(time.Hour))
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"B"}) {
+		t.Fatalf("after the approval: released %v, want [B]", got)
+	}
+	if diff := cmp.Diff([]string{"tool.approved B", "tool.released B"}, eventTypes(fx)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if fx.Events[0].Message != "looks fine" {
+		t.Errorf("approved event says %q, want the reason", fx.Events[0].Message)
+	}
+	if v := e.TimerVerdict(approve(1)); v != Past {
+		t.Errorf("the approval again: %v, want Past", v)
+	}
+	if fx := e.OnTimer(reject(1), t0); fx.Changed || len(fx.Events) != 0 {
+		t.Errorf("a rejection after the approval changed %+v", fx)
+	}
+	fx = e.OnResult(ok("B", 1), t0)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"C"}) {
+		t.Fatalf("after B: released %v, want [C]", got)
+	}
+	fx = e.OnResult(ok("C", 1), t0)
+	if fx.Done == nil || !fx.Done.Success {
+		t.Fatalf("plan did not succeed: %+v", fx.Done)
+	}
+}
+
+// An approval that comes while every slot is taken waits for one, and a
+// dispatcher that takes over in between still knows it was approved.
+func TestApprovedToolWaitsForASlot(t *testing.T) {
+	p := mustPlan(t, `{"maxConcurrency":1,"tools":[{"toolId":"A","skill":"s","approval":{"prompt":"go?"}},{"toolId":"B","skill":"s"}]}`)
+	e, fx := Start(p, t0, 8, nil)
+	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"B"}) {
+		t.Fatalf("released %v, want [B]", got)
+	}
+	fx = e.OnTimer(approve(0), t0)
+	if len(fx.Releases) != 0 || !fx.Changed || !e.State().Tools[0].Approved || e.State().Tools[0].State != plan.ToolPending {
+		t.Fatalf("approved with no slot free: released %v, state %+v", ids(e, fx.Releases), e.State().Tools[0])
+	}
+	if v := e.TimerVerdict(approve(0)); v != Past {
+		t.Errorf("approval of an approved tool: %v, want Past", v)
+	}
+	restored := roundTrip(t, e, nil)
+	fx1, fx2 := e.OnResult(ok("B", 1), t0), restored.OnResult(ok("B", 1), t0)
+	if diff := cmp.Diff(fx1, fx2); diff != "" {
+		t.Fatalf("restored engine differs (-orig +restored):\n%s", diff)
+	}
+	if got := ids(e, fx1.Releases); !slices.Equal(got, []string{"A"}) {
+		t.Errorf("after B: released %v, want the approved A", got)
+	}
+}
+
+// A rejection fails the tool without running it, code REJECTED: a
+// required one fails the plan (not to be replanned) and skips its
+// dependents; an optional one lets them run. No skill is blamed.
+func TestRejection(t *testing.T) {
+	t.Run("required", func(t *testing.T) {
+		e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","approval":{"prompt":"go?"},"fallback":{"skill":"t"}},
+			{"toolId":"B","skill":"s","dependencies":["A"]},{"toolId":"C","skill":"s"}]}`), t0, 8, nil)
+		fx := e.OnTimer(reject(0), t0.Add(time.Second))
+		if fx.Done == nil {
+			t.Fatal("the plan did not end")
+		}
+		res := fx.Done
+		if res.State != plan.PlanFailed || res.CanReplan || res.Error.Code != plan.CodeRejected || res.Error.Category != plan.CategoryPermanent {
+			t.Errorf("result %s canReplan %v error %+v; want failed, REJECTED, no replan", res.State, res.CanReplan, res.Error)
+		}
+		want := map[string]string{"A": "failed/", "B": "skipped/dependency_failed", "C": "cancelled/plan_failed"}
+		got := map[string]string{}
+		for _, o := range res.Tools {
+			got[o.ToolID] = o.State + "/" + o.Reason
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("tools (-want +got):\n%s", diff)
+		}
+		if a := res.Tools[0]; a.Attempts != 0 || a.Error.Message != "rejected by a person: not today" {
+			t.Errorf("A: attempts %d, error %+v", a.Attempts, a.Error)
+		}
+		if len(fx.Applied) != 0 || len(fx.Releases) != 0 {
+			t.Errorf("applied %v, released %v: a rejected tool never ran", fx.Applied, fx.Releases)
+		}
+		if types := eventTypes(fx); types[0] != "tool.rejected A" {
+			t.Errorf("events %v", types)
+		}
+	})
+	t.Run("optional", func(t *testing.T) {
+		e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","required":false,"approval":{"prompt":"go?"}},
+			{"toolId":"B","skill":"s","dependencies":["A"]}]}`), t0, 8, nil)
+		fx := e.OnTimer(reject(0), t0)
+		if got := ids(e, fx.Releases); !slices.Equal(got, []string{"B"}) || e.Done() {
+			t.Fatalf("released %v, done %v; want B to run", got, e.Done())
+		}
+		fx = e.OnResult(ok("B", 1), t0)
+		if fx.Done == nil || !fx.Done.Success {
+			t.Errorf("plan %+v, want success", fx.Done)
+		}
+	})
+}
+
+// A tool waiting for approval counts against the plan's timeout: when it
+// passes, the tool is skipped (plan_timeout). A decision that arrives
+// before the tool waits is ahead of the state; one for no tool is past.
+func TestWaitingToolsAndThePlanTimeout(t *testing.T) {
+	e, _ := Start(mustPlan(t, `{"timeoutMs":1000,"tools":[{"toolId":"A","skill":"s"},
+		{"toolId":"B","skill":"s","dependencies":["A"],"approval":{"prompt":"go?"}}]}`), t0, 8, nil)
+	if v := e.TimerVerdict(approve(1)); v != Ahead {
+		t.Errorf("approval of a tool not yet waiting: %v, want Ahead", v)
+	}
+	if v := e.TimerVerdict(approve(7)); v != Past {
+		t.Errorf("approval of no tool: %v, want Past", v)
+	}
+	if fx := e.OnTimer(approve(1), t0); fx.Changed {
+		t.Error("an approval before the tool waits changed the state")
+	}
+	e.OnResult(ok("A", 1), t0)
+	fx := e.OnTimer(Timer{Kind: TimerPlanTimeout}, t0.Add(time.Second))
+	if fx.Done == nil || fx.Done.State != plan.PlanTimeout {
+		t.Fatalf("result %+v, want timeout", fx.Done)
+	}
+	if b := fx.Done.Tools[1]; b.State != plan.ToolSkipped || b.Reason != plan.ReasonPlanTimeout {
+		t.Errorf("B %s/%s, want skipped/plan_timeout", b.State, b.Reason)
+	}
+	if !fx.Done.CanReplan {
+		t.Error("a plan that timed out waiting cannot be replanned")
+	}
+}
