@@ -348,7 +348,9 @@ func TestRolePermissions(t *testing.T) {
 			deny("read tool calls by sequence", "$JS.API.DIRECT.GET.PLANBUS_TOOLS", bySequence(bus.StreamTools, bus.ToolSubject("sleep"))),
 			deny("read results by sequence", "$JS.API.DIRECT.GET.PLANBUS_RESULTS", bySequence(bus.StreamResults, bus.ResultSubject("p9"))),
 			deny("delete a consumer", "$JS.API.CONSUMER.DELETE.PLANBUS_RESULTS.dispatcher-results",
-				func(ctx context.Context, _ *env, p *peer) error { return p.js.DeleteConsumer(ctx, bus.StreamResults, bus.ConsumerDispatcherResults) }),
+				func(ctx context.Context, _ *env, p *peer) error {
+					return p.js.DeleteConsumer(ctx, bus.StreamResults, bus.ConsumerDispatcherResults)
+				}),
 			deny("forge a result", bus.ResultSubject("x"), publish(bus.ResultSubject("x"))),
 			deny("publish a plan", bus.PlanSubject("x"), jsPublish(bus.PlanSubject("x"))),
 			deny("publish a tool call", bus.ToolSubject("echo"), jsPublish(bus.ToolSubject("echo"))),
