@@ -56,6 +56,7 @@ type system struct {
 	view *web.Server
 	srv  *httptest.Server
 	cl   *client.Client
+	conn *bus.Conn // the client's
 	logs *logBuffer
 	http *http.Client
 }
@@ -104,7 +105,7 @@ func start(t *testing.T, cfg web.Config) *system {
 	}
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar, Timeout: patience, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	s := &system{node: n, view: view, srv: srv, cl: cl, logs: logs, http: hc}
+	s := &system{node: n, view: view, srv: srv, cl: cl, conn: conn, logs: logs, http: hc}
 	t.Cleanup(func() {
 		// Every page works within the client role: the server reports
 		// nothing it refused.

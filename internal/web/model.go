@@ -127,15 +127,16 @@ func (m *planModel) tool(id string) *toolView {
 	return nil
 }
 
-// advance moves the tool to state at attempt if that is newer than what
-// is known; it reports whether it did.
-func (t *toolView) advance(attempt int, state string) bool {
+// advance moves the tool to state at attempt unless what is known is
+// newer. current reports whether the tool is now at that attempt and
+// state (so what else is said of them applies); changed, whether it moved.
+func (t *toolView) advance(attempt int, state string) (current, changed bool) {
 	if key(attempt, state) < key(t.Attempt, t.State) {
-		return false
+		return false, false
 	}
-	changed := attempt != t.Attempt || state != t.State
+	changed = attempt != t.Attempt || state != t.State
 	t.Attempt, t.State = attempt, state
-	return changed
+	return true, changed
 }
 
 // applyStatus takes in the plan's stored state.
@@ -157,7 +158,10 @@ func (m *planModel) applyStatus(ps *client.PlanStatus) {
 	}
 	for _, ts := range ps.Tools {
 		t := m.tool(ts.ToolID)
-		if t == nil || !t.advance(ts.Attempt, ts.State) {
+		if t == nil {
+			continue
+		}
+		if current, _ := t.advance(ts.Attempt, ts.State); !current {
 			continue
 		}
 		t.Skill, t.Reason = ts.Skill, ts.Reason
@@ -234,7 +238,8 @@ var planStates = map[string]string{
 }
 
 // apply takes in one event of the plan's run. It returns the tool whose
-// state it changed (nil if none) and whether the plan's state changed.
+// state, attempt, skill, worker or duration it changed (nil if none) and
+// whether the plan's state changed.
 func (m *planModel) apply(ev planbus.Event) (changed *toolView, planChanged bool) {
 	if ev.PlanID != "" && ev.PlanID != m.PlanID {
 		return nil, false
@@ -285,7 +290,9 @@ func (m *planModel) apply(ev planbus.Event) (changed *toolView, planChanged bool
 	if (ev.Type == planbus.EventToolReleased || ev.Type == planbus.EventToolStarted) && (t.FirstAt.IsZero() || ev.Time.Before(t.FirstAt)) {
 		t.FirstAt = ev.Time
 	}
-	if !t.advance(ev.Attempt, st) {
+	before := update(t)
+	current, _ := t.advance(ev.Attempt, st)
+	if !current {
 		return nil, false
 	}
 	if ev.Skill != "" {
@@ -302,6 +309,9 @@ func (m *planModel) apply(ev planbus.Event) (changed *toolView, planChanged bool
 		if ev.DurationMs > 0 {
 			t.DurationMs = ev.DurationMs
 		}
+	}
+	if update(t) == before {
+		return nil, false
 	}
 	return t, false
 }

@@ -2,9 +2,9 @@ package web_test
 
 import (
 	"context"
-	"html"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -326,7 +326,9 @@ func TestBadInputGetsAnError(t *testing.T) {
 // approvals is a hook of the tests: tool W of any plan waits.
 type approvals struct{ decided chan string }
 
-func (a *approvals) Waiting(_ context.Context, _, toolID string) (bool, error) { return toolID == "S", nil }
+func (a *approvals) Waiting(_ context.Context, _, toolID string) (bool, error) {
+	return toolID == "S", nil
+}
 func (a *approvals) Decide(_ context.Context, planID, toolID string, approve bool, reason string) error {
 	a.decided <- fmt.Sprintf("%s/%s %v %s", planID, toolID, approve, reason)
 	return nil
