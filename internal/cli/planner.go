@@ -32,6 +32,7 @@ Commands:
   cancel ID    cancel a request or a plan
   ls           list recent requests
   status ID    show a plan's or a request's state in a running system
+  ui           serve the web view of a running system
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
   auth init D  write a seed per role and a nats-server auth block to directory D
@@ -39,7 +40,8 @@ Commands:
 
 Without --nats-url, run and serve start an embedded NATS JetStream server
 with the planner service, a dispatcher and tool workers in-process; submit,
-watch, cancel, ls and status work on a running system and need --nats-url.
+watch, cancel, ls, status and ui work on a running system and need --nats-url.
+serve also serves the web view on ` + DefaultHTTP + ` (--http).
 'planner <command> -h' shows the flags of a command.`
 
 // Planner is the planner command.
@@ -65,6 +67,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerCancel(ctx, args[1:], io)
 	case "ls":
 		return plannerLs(ctx, args[1:], io)
+	case "ui":
+		return plannerUI(ctx, args[1:], io)
 	case "htn":
 		return htncli.Run(ctx, args[1:], io.Stdout, io.Stderr)
 	case "auth":
@@ -96,6 +100,7 @@ as a request of kind plan (it runs as <requestId>-1, its requestId being
 the plan's planId) and the execution result is printed as usual.`
 
 type nodeFlags struct {
+	view    viewFlags
 	workers int
 	worker  workerFlags
 	disp    dispatcherFlags
@@ -234,6 +239,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
 	f.Bool(&verbose, "v", "", false, "a progress line for every event, even for plans of more than 50 tools (which otherwise get one summary line)")
 	f.Duration(&wait, "wait", "", 0, "how long to wait for the result (default: the plan's timeout plus a minute)")
+	nf.view.register(f, "")
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
 	}
@@ -246,6 +252,9 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	if err := c.checkExposure("planner run"); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if err := nf.view.check(f, "planner run", c.auth, c.insecure); err != nil {
 		return usageErr(io.Stderr, err)
 	}
 	if c.bus.URL == "" {
@@ -281,6 +290,12 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return ctxExit(ctx, ExitFailed)
 	}
 	defer stop()
+	v, err := nf.view.runView(conn, c.auth, log, io)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ExitUsage
+	}
+	defer v.Stop()
 	// A client may not publish plans: one with a role's seed asks the
 	// planner to run it.
 	viaPlanner := c.auth || (c.bus.URL != "" && (c.bus.NKeySeedFile != "" || c.bus.CredsFile != ""))
@@ -474,7 +489,13 @@ server.
 permissions, seeds written to <data-dir>/auth/<role>.nk on first start and
 reused after. Other processes connect with --nkey <data-dir>/auth/<role>.nk.
 Protected mode: --listen on an address other than loopback needs --auth
-(or --insecure).`
+(or --insecure).
+
+The web view is served on --http (default ` + DefaultHTTP + `; "" turns it off),
+as a client of the node. With --auth it asks for a token, kept in
+<data-dir>/auth/web.token; an --http address other than loopback needs
+--auth (or --insecure). With --nats-url, serve runs only the planner: serve
+the view of that system with 'planner ui'.`
 
 func plannerServe(ctx context.Context, args []string, io IO) int {
 	var c common
@@ -482,6 +503,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	f := newFlags("planner serve", io.Stderr, io.Env, serveUsage)
 	c.register(f, serves)
 	nf.register(f)
+	nf.view.register(f, DefaultHTTP)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
 	}
@@ -490,6 +512,9 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	if err := c.checkExposure("planner serve"); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if err := nf.view.check(f, "planner serve", c.auth, c.insecure); err != nil {
 		return usageErr(io.Stderr, err)
 	}
 	if c.bus.URL != "" {
@@ -515,6 +540,12 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	}
 	log.Info().Str("url", n.Bus.URL).Str("data_dir", cfg.Bus.Defaults().DataDir).Int("workers", len(n.Workers)).
 		Bool("auth", n.Seeds != nil).Msg("planbus node up; watch it with: " + watch + " sub 'planbus.events.>'")
+	v, code := serveView(ctx, n, &nf.view, cfg.Bus.Defaults().DataDir, log)
+	if v == nil && code != ExitOK {
+		n.Stop()
+		return code
+	}
+	defer v.Stop()
 	return keepNode(ctx, n, log)
 }
 
