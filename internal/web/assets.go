@@ -53,7 +53,11 @@ var funcs = template.FuncMap{
 		if ms <= 0 {
 			return ""
 		}
-		return (time.Duration(ms * float64(time.Millisecond))).Round(time.Millisecond).String()
+		d := time.Duration(ms * float64(time.Millisecond))
+		if d < 10*time.Millisecond {
+			return d.Round(10 * time.Microsecond).String()
+		}
+		return d.Round(time.Millisecond).String()
 	},
 	// msi shows a whole number of milliseconds.
 	"msi": func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },

@@ -83,7 +83,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) (ctx context.Con
 
 // changes tells the requests pages when requests change: an event
 // "changed" at most once a second while request or plan events arrive,
-// of every request or, with ?request=ID, of one.
+// of every request or, with ?request=ID, of one. With ?status= and
+// ?plan= (what the page shows of the request), a request that has moved
+// on since is "changed" at once.
 func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 	subjects := []string{"planbus.events.*.request.>", "planbus.events.*.plan.>"}
 	if id := r.URL.Query().Get("request"); id != "" {
@@ -113,6 +115,19 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 		defer func() { _ = sub.Unsubscribe() }()
 	}
 	e := startSSE(w)
+	if id := r.URL.Query().Get("request"); id != "" && r.URL.Query().Has("status") {
+		// The page was rendered before the stream subscribed: if the
+		// request moved on in between, say so now.
+		sctx, cancel := context.WithTimeout(ctx, pageTimeout)
+		st, err := s.cl.Status(sctx, id)
+		cancel()
+		if err == nil && st.Request != nil && (st.Request.Status != r.URL.Query().Get("status") || st.Request.PlanID != r.URL.Query().Get("plan")) {
+			select {
+			case signal <- struct{}{}:
+			default: // an event said so already
+			}
+		}
+	}
 	const every = time.Second
 	var last time.Time
 	dirty := false

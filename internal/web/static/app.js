@@ -60,7 +60,8 @@
   function requestPage() {
     var facts = document.getElementById('facts');
     if (!facts || facts.dataset.ended === 'true') { live(false); return; }
-    stream('/events?request=' + encodeURIComponent(facts.dataset.request), {
+    var q = new URLSearchParams({ request: facts.dataset.request, status: facts.dataset.status, plan: facts.dataset.plan });
+    stream('/events?' + q.toString(), {
       changed: function () { location.reload(); }
     });
   }
@@ -131,6 +132,13 @@
         .then(function (r) { return r.text(); })
         .then(function (html) { if (openTool === id) detail.innerHTML = html; });
       if (remember) history.replaceState(null, '', '#tool=' + encodeURIComponent(id));
+    }
+
+    // The drawing fills its box, but a small DAG is not blown up past
+    // one and a half times the size Graphviz gave it.
+    var svg = document.querySelector('#dag svg');
+    if (svg && svg.viewBox && svg.viewBox.baseVal) {
+      svg.style.maxWidth = Math.round(svg.viewBox.baseVal.width * 4 / 3 * 1.5) + 'px';
     }
 
     // The state the page was rendered with, then the stream's.
