@@ -182,29 +182,10 @@ func viewToken(file string) (string, error) {
 	}
 	b, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
-		tok, err := newToken()
-		if err != nil {
-			return "", err
+		var made bool
+		if b, made, err = makeToken(file); made || err != nil {
+			return strings.TrimSpace(string(b)), err
 		}
-		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-			return "", fmt.Errorf("--http-token-file: %w", err)
-		}
-		// O_EXCL: two processes starting at once keep the first's.
-		fh, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			_, err = fh.WriteString(tok + "\n")
-			if cerr := fh.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return "", fmt.Errorf("--http-token-file %s: %w", file, err)
-			}
-			return tok, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("--http-token-file %s: %w", file, err)
-		}
-		b, err = os.ReadFile(file)
 	}
 	if err != nil {
 		return "", fmt.Errorf("--http-token-file %s: %w", file, err)
@@ -214,6 +195,35 @@ func viewToken(file string) (string, error) {
 		return "", fmt.Errorf("--http-token-file %s: want one token of at least 16 characters, without spaces", file)
 	}
 	return tok, nil
+}
+
+// makeToken writes a new random token to file (0600, its directory 0700)
+// and returns it; if another process made the file first (O_EXCL), it
+// reads that one instead, and made is false.
+func makeToken(file string) (b []byte, made bool, err error) {
+	tok, err := newToken()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return nil, false, fmt.Errorf("--http-token-file: %w", err)
+	}
+	fh, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		b, err = os.ReadFile(file)
+		return b, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("--http-token-file %s: %w", file, err)
+	}
+	_, err = fh.WriteString(tok + "\n")
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("--http-token-file %s: %w", file, err)
+	}
+	return []byte(tok), true, nil
 }
 
 func newToken() (string, error) {

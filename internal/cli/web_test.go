@@ -263,3 +263,30 @@ func TestUIServesARunningSystem(t *testing.T) {
 		t.Errorf("system page: %d\n%s", c, body)
 	}
 }
+
+// The view's token file: made once with a random token (0600), read
+// back after; one that does not hold a token is refused, naming it.
+func TestViewToken(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "auth", "web.token")
+	first, err := viewToken(file)
+	if err != nil || len(first) < 32 {
+		t.Fatalf("made: %q %v", first, err)
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the file: %v %v, want mode 0600", st, err)
+	}
+	if again, err := viewToken(file); err != nil || again != first {
+		t.Errorf("read back: %q %v, want %q", again, err, first)
+	}
+	if other, _ := viewToken(""); other == first || len(other) < 32 {
+		t.Errorf("a token for one run: %q", other)
+	}
+	for _, bad := range []string{"short", "two tokens-------- here-----------", ""} {
+		if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := viewToken(file); err == nil || !strings.Contains(err.Error(), file) {
+			t.Errorf("%q: %v, want an error naming the file", bad, err)
+		}
+	}
+}
