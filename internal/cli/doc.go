@@ -16,6 +16,9 @@
 //     alone; a component that dies stops the node with exit code 1;
 //   - submit, watch, cancel, ls (verbs.go), status (status.go): clients of
 //     a running system, through the public client package;
+//   - ui (web.go): the web view (internal/web) of a running system; web.go
+//     also serves it for serve (--http, by default) and run (--http), on
+//     the process's one HTTP server;
 //   - bench (bench.go), htn (internal/htncli), auth init (auth.go) and
 //     version.
 //
