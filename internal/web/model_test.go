@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -134,6 +136,25 @@ func FuzzSafeNext(f *testing.F) {
 		}
 		if got != next && got != "/requests" {
 			t.Fatalf("safeNext(%q) = %q: changed, not replaced", next, got)
+		}
+	})
+}
+
+// The requests page's filters: whatever the query, an error or filters
+// the planner's list endpoint takes.
+func FuzzListQuery(f *testing.F) {
+	for _, s := range []string{"", "status=failed&kind=plan&session=s1&limit=10", "limit=0", "limit=99999999999999999999", "session=a.b", "status=%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		r := &http.Request{URL: &url.URL{RawQuery: raw}}
+		q, kind, err := listQuery(r)
+		if err != nil {
+			return
+		}
+		if q.Limit < 1 || q.Limit > 1000 || (q.Status != "" && !slices.Contains(requestStatuses, q.Status)) ||
+			(q.SessionID != "" && !idPattern.MatchString(q.SessionID)) || (kind != "" && !slices.Contains(requestKinds, kind)) {
+			t.Fatalf("%q: accepted %+v kind %q", raw, q, kind)
 		}
 	})
 }
