@@ -518,6 +518,9 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	if c.bus.URL != "" {
+		if nf.view.given {
+			log.Warn().Msg("--http: with --nats-url, serve runs only the planner; serve the web view with planner ui")
+		}
 		return servePlanner(ctx, &c, &nf, log, io)
 	}
 	cfg, err := nf.config(c.bus, c.auth)

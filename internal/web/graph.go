@@ -95,6 +95,13 @@ func (r *renderer) svg(ctx context.Context, m *planModel) ([]byte, error) {
 		}
 		r.gv = gv
 	}
+	for _, t := range m.Tools {
+		// The drawing goes into the page as it is: only what the schemas
+		// allow in ids and skill names may be in it.
+		if !toolIDPattern.MatchString(t.ID) || !skillPattern.MatchString(t.Skill) {
+			return nil, fmt.Errorf("web: plan %s: tool %q (skill %q): not an id and a skill name as the plan schema has them", m.PlanID, t.ID, t.Skill)
+		}
+	}
 	g, err := graphviz.ParseBytes(dot(m))
 	if err != nil {
 		return nil, fmt.Errorf("web: plan %s: graphviz: %w", m.PlanID, err)

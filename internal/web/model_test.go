@@ -121,6 +121,10 @@ func TestDrawing(t *testing.T) {
 	if len(r.cache) != 1 {
 		t.Errorf("%d drawings kept, want 1 (the cache's size)", len(r.cache))
 	}
+	hostile := &planDef{PlanID: "h", Tools: []toolDef{{ToolID: `<script>alert(1)</script>`, Skill: "echo"}}}
+	if svg, err := r.svg(ctx, newModel(hostile)); err == nil || !strings.Contains(err.Error(), "<script>") {
+		t.Errorf("a tool id the schema refuses was drawn: %s (%v)", svg, err)
+	}
 }
 
 // After the login, the view only sends a visitor to one of its own

@@ -25,6 +25,7 @@ import (
 var (
 	idPattern     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 	toolIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+	skillPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
 // pageTimeout bounds what one page reads from the system.

@@ -28,6 +28,11 @@ func TestPagesOfADiamond(t *testing.T) {
 	}
 
 	s.get(t, "/").must(t, "/", http.StatusSeeOther)
+	js := s.get(t, "/static/app.js")
+	js.must(t, "the script", http.StatusOK, "new EventSource(url)")
+	if ct := js.hdr.Get("Content-Type"); !strings.Contains(ct, "javascript") {
+		t.Errorf("the script's Content-Type %q", ct)
+	}
 	list := s.get(t, "/requests")
 	list.must(t, "requests", http.StatusOK, `<a href="/requests/dia">dia</a>`, `data-status="succeeded"`, `href="/plans/dia-1"`,
 		`<script src="/static/app.js" defer></script>`)
