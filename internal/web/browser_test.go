@@ -57,8 +57,8 @@ func TestBrowser(t *testing.T) {
 	// The sleeps are long enough for the plan page to open while they run.
 	diamond := `{"planId": "web-diamond", "description": "A feeds B and C, which run in parallel; D joins them.", "tools": [
   {"toolId": "A", "skill": "echo", "input": {"city": "Lisbon"}},
-  {"toolId": "B", "skill": "sleep", "dependencies": ["A"], "input": {"ms": 2500}},
-  {"toolId": "C", "skill": "sleep", "dependencies": ["A"], "input": {"ms": 1500}},
+  {"toolId": "B", "skill": "sleep", "dependencies": ["A"], "input": {"ms": 5000}},
+  {"toolId": "C", "skill": "sleep", "dependencies": ["A"], "input": {"ms": 3000}},
   {"toolId": "D", "skill": "echo", "dependencies": ["B", "C"], "input": {"city": {"$ref": "A#/city"}, "slept": [{"$ref": "B#/sleptMs"}, {"$ref": "C#/sleptMs"}]}}]}`
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	err := chromedp.Do(bctx,
