@@ -334,6 +334,13 @@ func (r Role) Grants() Grants {
 		for _, b := range []string{BucketRequests, BucketPlans, BucketHealth, BucketSessions, BucketSkills, BucketAgents} {
 			pub(reading(kvStream(b))...)
 		}
+		// The web view's system page (internal/web), which runs as a
+		// client: each stream's size and each durable consumer's backlog.
+		// Info only: it reads no message of the streams it had no grant
+		// for (plans, tool calls, results, timers) and creates nothing.
+		for _, sc := range (Config{}).Streams() {
+			pub(jsAPI("STREAM", "INFO", sc.Name), jsAPI("CONSUMER", "INFO", sc.Name, "*"))
+		}
 		sub(SubjectOutcomesAll, SubjectExecutionsAll, SubjectEventsAll)
 		sub(inbox(r))
 	}

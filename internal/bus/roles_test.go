@@ -274,6 +274,35 @@ func bySequence(stream, sample string) func(context.Context, *env, *peer) error 
 	}
 }
 
+// backlog: the peer reads a stream's info and the info of a durable
+// consumer an admin made on it, and sees the message waiting there.
+func backlog(stream, durable, sample string) func(context.Context, *env, *peer) error {
+	return func(ctx context.Context, e *env, p *peer) error {
+		if _, err := e.admin.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: durable, FilterSubject: sample,
+			AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			return err
+		}
+		if _, err := e.admin.js.Publish(ctx, sample, []byte(`{}`)); err != nil {
+			return err
+		}
+		s, err := p.js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		if s.CachedInfo().State.Msgs == 0 {
+			return fmt.Errorf("stream %s: no message in its info", stream)
+		}
+		c, err := p.js.Consumer(ctx, stream, durable)
+		if err != nil {
+			return err
+		}
+		if c.CachedInfo().NumPending == 0 {
+			return fmt.Errorf("consumer %s: no backlog in its info", durable)
+		}
+		return nil
+	}
+}
+
 // declareStream: the peer updates a stream's configuration.
 func declareStream(name string) func(context.Context, *env, *peer) error {
 	return func(ctx context.Context, e *env, p *peer) error {
@@ -320,6 +349,14 @@ func TestRolePermissions(t *testing.T) {
 			deny("wake an agent past the planner", bus.AgentSubject("s1"), jsPublish(bus.AgentSubject("s1"))),
 			deny("write an agent's state", "$KV.planbus-agents.s1", kvPut(bus.BucketAgents, "s1")),
 			deny("forge an agent event", bus.EventSubject("x", "agent.preempted"), publish(bus.EventSubject("x", "agent.preempted"))),
+			allow("read a skill's backlog (the web view)", backlog(bus.StreamTools, bus.SkillConsumer("web"), bus.ToolSubject("web"))),
+			allow("read a backlog of the results (the web view)", backlog(bus.StreamResults, "web-backlog", bus.ResultSubject("pw"))),
+			deny("read tool calls by sequence", "$JS.API.DIRECT.GET.PLANBUS_TOOLS", bySequence(bus.StreamTools, bus.ToolSubject("sleep"))),
+			deny("read results by sequence", "$JS.API.DIRECT.GET.PLANBUS_RESULTS", bySequence(bus.StreamResults, bus.ResultSubject("p9"))),
+			deny("delete a consumer", "$JS.API.CONSUMER.DELETE.PLANBUS_RESULTS.dispatcher-results",
+				func(ctx context.Context, _ *env, p *peer) error {
+					return p.js.DeleteConsumer(ctx, bus.StreamResults, bus.ConsumerDispatcherResults)
+				}),
 			deny("forge a result", bus.ResultSubject("x"), publish(bus.ResultSubject("x"))),
 			deny("publish a plan", bus.PlanSubject("x"), jsPublish(bus.PlanSubject("x"))),
 			deny("publish a tool call", bus.ToolSubject("echo"), jsPublish(bus.ToolSubject("echo"))),

@@ -17,6 +17,9 @@
 //   - submit, watch, cancel, ls (verbs.go), status (status.go), guide
 //     (guide.go): clients of a running system, through the public client
 //     package;
+//   - ui (web.go): the web view (internal/web) of a running system; web.go
+//     also serves it for serve (--http, by default) and run (--http), on
+//     the process's one HTTP server;
 //   - bench (bench.go), htn (internal/htncli), auth init (auth.go) and
 //     version.
 //

@@ -35,6 +35,7 @@ Commands:
   status ID    show a plan's or a request's state, or a session's agent, in a running system
   agent ...    start, stop or show a session's GOAP agent (planner agent -h)
   guide MSG    play one turn of a guided session; print the plan's context
+  ui           serve the web view of a running system
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
   auth init D  write a seed per role and a nats-server auth block to directory D
@@ -42,8 +43,8 @@ Commands:
 
 Without --nats-url, run and serve start an embedded NATS JetStream server
 with the planner service, a dispatcher and tool workers in-process; submit,
-watch, cancel, approve, ls, status and guide work on a running system and need
---nats-url.
+watch, cancel, approve, ls, status, guide and ui work on a running system and
+need --nats-url. serve also serves the web view on ` + DefaultHTTP + ` (--http).
 'planner <command> -h' shows the flags of a command.`
 
 // Planner is the planner command.
@@ -75,6 +76,8 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerLs(ctx, args[1:], io)
 	case "guide":
 		return plannerGuide(ctx, args[1:], io)
+	case "ui":
+		return plannerUI(ctx, args[1:], io)
 	case "htn":
 		return htncli.Run(ctx, args[1:], io.Stdout, io.Stderr)
 	case "auth":
@@ -106,6 +109,7 @@ as a request of kind plan (it runs as <requestId>-1, its requestId being
 the plan's planId) and the execution result is printed as usual.`
 
 type nodeFlags struct {
+	view    viewFlags
 	workers int
 	worker  workerFlags
 	disp    dispatcherFlags
@@ -244,6 +248,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
 	f.Bool(&verbose, "v", "", false, "a progress line for every event, even for plans of more than 50 tools (which otherwise get one summary line)")
 	f.Duration(&wait, "wait", "", 0, "how long to wait for the result (default: the plan's timeout plus a minute)")
+	nf.view.register(f, "")
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
 	}
@@ -256,6 +261,9 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	if err := c.checkExposure("planner run"); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if err := nf.view.check(f, "planner run", c.auth, c.insecure); err != nil {
 		return usageErr(io.Stderr, err)
 	}
 	if c.bus.URL == "" {
@@ -291,6 +299,12 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return ctxExit(ctx, ExitFailed)
 	}
 	defer stop()
+	v, err := nf.view.runView(conn, c.auth, log, io)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ExitUsage
+	}
+	defer v.Stop()
 	// A client may not publish plans: one with a role's seed asks the
 	// planner to run it.
 	viaPlanner := c.auth || (c.bus.URL != "" && (c.bus.NKeySeedFile != "" || c.bus.CredsFile != ""))
@@ -485,7 +499,13 @@ server.
 permissions, seeds written to <data-dir>/auth/<role>.nk on first start and
 reused after. Other processes connect with --nkey <data-dir>/auth/<role>.nk.
 Protected mode: --listen on an address other than loopback needs --auth
-(or --insecure).`
+(or --insecure).
+
+The web view is served on --http (default ` + DefaultHTTP + `; "" turns it off),
+as a client of the node. With --auth it asks for a token, kept in
+<data-dir>/auth/web.token; an --http address other than loopback needs
+--auth (or --insecure). With --nats-url, serve runs only the planner: serve
+the view of that system with 'planner ui'.`
 
 func plannerServe(ctx context.Context, args []string, io IO) int {
 	var c common
@@ -493,6 +513,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	f := newFlags("planner serve", io.Stderr, io.Env, serveUsage)
 	c.register(f, serves)
 	nf.register(f)
+	nf.view.register(f, DefaultHTTP)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
 	}
@@ -503,7 +524,13 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	if err := c.checkExposure("planner serve"); err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	if err := nf.view.check(f, "planner serve", c.auth, c.insecure); err != nil {
+		return usageErr(io.Stderr, err)
+	}
 	if c.bus.URL != "" {
+		if nf.view.given {
+			log.Warn().Msg("--http: with --nats-url, serve runs only the planner; serve the web view with planner ui")
+		}
 		return servePlanner(ctx, &c, &nf, log, io)
 	}
 	cfg, err := nf.config(c.bus, c.auth)
@@ -526,6 +553,12 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	}
 	log.Info().Str("url", n.Bus.URL).Str("data_dir", cfg.Bus.Defaults().DataDir).Int("workers", len(n.Workers)).
 		Bool("auth", n.Seeds != nil).Msg("planbus node up; watch it with: " + watch + " sub 'planbus.events.>'")
+	v, code := serveView(ctx, n, &nf.view, cfg.Bus.Defaults().DataDir, log)
+	if v == nil && code != ExitOK {
+		n.Stop()
+		return code
+	}
+	defer v.Stop()
 	return keepNode(ctx, n, log)
 }
 

@@ -40,6 +40,12 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		return ctxExit(ctx, ExitFailed)
 	}
 	defer stop()
+	v, err := nf.view.runView(conn, c.auth, log, io)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
+		return ExitUsage
+	}
+	defer v.Stop()
 	var progress func(ev plan.Event)
 	endProgress := func() {}
 	if !quiet {
