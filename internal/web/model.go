@@ -79,20 +79,22 @@ func rank(state string) int {
 	switch state {
 	case planbus.ToolPending, "":
 		return 0
-	case planbus.ToolRunning:
+	case planbus.ToolWaitingApproval:
 		return 1
-	case planbus.ToolRetrying:
+	case planbus.ToolRunning:
 		return 2
+	case planbus.ToolRetrying:
+		return 3
 	}
-	return 3 // ended
+	return 4 // ended
 }
 
 // key orders what is known of a tool: a later attempt, or a later state
 // within the same attempt, is newer.
-func key(attempt int, state string) int { return attempt*4 + rank(state) }
+func key(attempt int, state string) int { return attempt*5 + rank(state) }
 
 // ended reports whether a tool state is final.
-func ended(state string) bool { return rank(state) == 3 }
+func ended(state string) bool { return rank(state) == 4 }
 
 // newModel makes the model of a plan from its definition; every tool is
 // pending.
@@ -225,6 +227,9 @@ var toolStates = map[string]string{
 	planbus.EventToolTimeout:   planbus.ToolTimeout,
 	planbus.EventToolSkipped:   planbus.ToolSkipped,
 	planbus.EventToolCancelled: planbus.ToolCancelled,
+	planbus.EventToolWaiting:   planbus.ToolWaitingApproval,
+	planbus.EventToolRejected:  planbus.ToolFailed,
+	planbus.EventToolReused:    planbus.ToolSucceeded,
 }
 
 // planStates maps plan event types to the plan state they lead to.

@@ -42,17 +42,20 @@ type Config struct {
 	// Discovery is how long the system and skills pages collect the
 	// answers of the micro services' instances. Default 300 ms.
 	Discovery time.Duration
-	// Approvals decides tools that wait for a person's approval. planbus
-	// has no approvals yet, so it is nil, and the view shows no Approve
-	// or Reject buttons and answers 404 on their routes; see Approver.
+	// Approvals decides tools that wait for a person's approval. Default:
+	// through the planner's planbus.plan.approve endpoint, on the view's
+	// connection (ClientApprovals), as `planner approve` does.
 	Approvals Approver
+	// NoApprovals leaves Approve and Reject out: the view shows no
+	// buttons and answers 404 on their routes.
+	NoApprovals bool
 	// MaxStreams bounds the live streams (server-sent events) served at
 	// once; each holds a NATS subscription or two. Default 64.
 	MaxStreams int
 }
 
-// Approver is the hook for approving or rejecting a tool that waits for
-// a person's approval, once planbus has such tools. The plan page shows
+// Approver approves or rejects a tool that waits for a person's
+// approval (a tool with an approval step). The plan page shows
 // Approve and Reject for a tool whose Waiting is true, and posts the
 // decision (with the CSRF token) to
 // /plans/{planId}/tools/{toolId}/approve or .../reject, which calls
@@ -130,6 +133,12 @@ func New(nc *nats.Conn, cfg Config, log zerolog.Logger) (*Server, error) {
 	cl, err := client.New(nc, client.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
+	}
+	switch {
+	case cfg.NoApprovals:
+		cfg.Approvals = nil
+	case cfg.Approvals == nil:
+		cfg.Approvals = ClientApprovals{C: cl}
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/planbus/planbus"
@@ -300,8 +301,9 @@ func TestSubmitForm(t *testing.T) {
 }
 
 // Bad addresses get an error naming what was wrong; nothing found is 404.
+// (A view without approvals answers 404 on their routes.)
 func TestBadInputGetsAnError(t *testing.T) {
-	s := start(t, web.Config{})
+	s := start(t, web.Config{NoApprovals: true})
 	s.run(t, withID(t, readPlan(t, "diamond.json"), "bad"))
 	cases := []struct {
 		path string
@@ -359,5 +361,43 @@ func TestApprovalHook(t *testing.T) {
 	}
 	if _, err := s.cl.Cancel(ctx, "ap", ""); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// By default the view decides through the planner's endpoint, as
+// `planner approve` does: a tool that waits for a person shows Approve
+// and Reject, and Approve lets the plan go on.
+func TestClientApprovals(t *testing.T) {
+	s := start(t, web.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	waiting := make(chan struct{})
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	go func() {
+		var once sync.Once
+		_, _ = s.cl.Watch(wctx, "rel", func(ev planbus.Event) {
+			if ev.Type == planbus.EventToolWaiting && ev.ToolID == "deploy" {
+				once.Do(func() { close(waiting) })
+			}
+		})
+	}()
+	if _, err := s.cl.SubmitPlan(ctx, []byte(`{"planId": "rel", "tools": [
+		{"toolId": "build", "skill": "echo", "input": {"v": 1}},
+		{"toolId": "deploy", "skill": "echo", "dependencies": ["build"], "approval": {"prompt": "Deploy?"}}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-waiting:
+	case <-ctx.Done():
+		t.Fatal("deploy never waited for approval")
+	}
+	panel := s.get(t, "/plans/rel-1/tools/deploy?partial=1")
+	panel.must(t, "panel", http.StatusOK, `action="/plans/rel-1/tools/deploy/approve"`, `action="/plans/rel-1/tools/deploy/reject"`)
+	s.post(t, "/plans/rel-1/tools/deploy/approve", url.Values{}).must(t, "approve without a token", http.StatusForbidden)
+	s.post(t, "/plans/rel-1/tools/deploy/approve", url.Values{"csrf": {panel.csrf(t)}}).must(t, "approve", http.StatusSeeOther)
+	out, err := s.cl.Await(ctx, "rel")
+	if err != nil || !out.Success {
+		t.Fatalf("after approval: %v %+v, want the plan to succeed", err, out)
 	}
 }
