@@ -19,8 +19,32 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/web"
 )
+
+// ViewOptions configure a web view (see NewView).
+type ViewOptions struct {
+	// Version is shown in the view's footer.
+	Version string
+	// Token, when not empty, is the login every visitor needs.
+	Token string
+	// AnyHost serves requests whatever their Host header (the view
+	// listens beyond loopback).
+	AnyHost bool
+}
+
+// ViewHandler is a web view: an HTTP handler, and Close to end its live
+// streams.
+type ViewHandler interface {
+	http.Handler
+	Close()
+}
+
+// NewView makes the web view served by planner serve, run and ui. The
+// view (internal/web) carries Graphviz compiled to WebAssembly, which
+// would weigh down every binary that imports this package, dispatcher and
+// toolworker too; so cmd/planner sets it, and where it is nil there is no
+// view (--http is refused).
+var NewView func(nc *nats.Conn, opts ViewOptions, log zerolog.Logger) (ViewHandler, error)
 
 // DefaultHTTP is where planner serve and planner ui serve the web view:
 // loopback, on a port that is neither NATS's (4222, 6222, 7422) nor its
@@ -78,7 +102,7 @@ type view struct {
 	TokenFile string
 	Token     string
 	srv       *http.Server
-	web       *web.Server
+	web       ViewHandler
 	conn      *bus.Conn // the view's own connection, if it has one
 }
 
@@ -121,7 +145,13 @@ func (v *viewFlags) start(nc *nats.Conn, login bool, tokenFile string, log zerol
 	if v.addr == "" {
 		return nil, nil
 	}
-	cfg := web.Config{Version: Version()}
+	if NewView == nil {
+		if !v.given {
+			return nil, fmt.Errorf("%w: this binary has no web view", errNoView)
+		}
+		return nil, fmt.Errorf("--http %s: this binary has no web view", v.addr)
+	}
+	cfg := ViewOptions{Version: Version()}
 	out := &view{}
 	if login {
 		if v.tokenFile != "" {
@@ -142,7 +172,7 @@ func (v *viewFlags) start(nc *nats.Conn, login bool, tokenFile string, log zerol
 		}
 		return nil, fmt.Errorf("--http %s: %w", v.addr, err)
 	}
-	w, err := web.New(nc, cfg, log)
+	w, err := NewView(nc, cfg, log)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
