@@ -401,7 +401,7 @@ func (ld *soakLoad) count(ledger, runs string) string {
 		if o == nil {
 			lost++
 			if lost <= 5 {
-				t.Errorf("request %s (%s): no outcome", s.id, s.shape.name)
+				t.Errorf("request %s (%s): no outcome\n%s", s.id, s.shape.name, ld.diagnose(s.id))
 			}
 			continue
 		}
@@ -412,7 +412,7 @@ func (ld *soakLoad) count(ledger, runs string) string {
 		}
 		if o.Success != s.shape.success {
 			wrong++
-			t.Errorf("request %s (%s): outcome %s, want success %v: %+v", s.id, s.shape.name, o.Status, s.shape.success, o.Error)
+			t.Errorf("request %s (%s): outcome %s, want success %v: %+v\n%s", s.id, s.shape.name, o.Status, s.shape.success, o.Error, ld.diagnose(s.id))
 		}
 		if ledger == "" {
 			continue
@@ -449,4 +449,43 @@ func (ld *soakLoad) count(ledger, runs string) string {
 			len(inLedger), duplicates, missingEffects, strayEffects, reruns)
 	}
 	return out
+}
+
+// diagnose says what the system holds of a request that went wrong: its
+// loop state, its plan's state and the plan's events still in the events
+// stream, for the test's failure message.
+func (ld *soakLoad) diagnose(requestID string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	get := func(bucket, key string) {
+		kv, err := ld.conn.JS.KeyValue(ctx, bucket)
+		if err != nil {
+			fmt.Fprintf(&b, "  %s: %v\n", bucket, err)
+			return
+		}
+		e, err := kv.Get(ctx, key)
+		if err != nil {
+			fmt.Fprintf(&b, "  %s %s: %v\n", bucket, key, err)
+			return
+		}
+		v := string(e.Value())
+		if len(v) > 3000 {
+			v = v[:3000] + "..."
+		}
+		fmt.Fprintf(&b, "  %s %s (revision %d): %s\n", bucket, key, e.Revision(), v)
+	}
+	get(bus.BucketRequests, requestID)
+	get(bus.BucketPlans, bus.StateKey(requestID+"-1"))
+	if st, err := ld.conn.JS.Stream(ctx, bus.StreamEvents); err == nil {
+		for seq := uint64(1); ; {
+			m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(bus.EventsOfRequest(requestID)))
+			if err != nil {
+				break
+			}
+			fmt.Fprintf(&b, "  event %s\n", m.Data)
+			seq = m.Sequence + 1
+		}
+	}
+	return b.String()
 }

@@ -88,6 +88,8 @@ func (s *Service) agentDomain(doc []byte) (*goap.Domain, error) {
 
 // loadAgent reads a session's agent; nil if it has none.
 func (s *Service) loadAgent(ctx context.Context, sessionID string) (*agentDoc, uint64, error) {
+	ctx, cancel := storeOp(ctx)
+	defer cancel()
 	e, err := s.agents.store.Get(ctx, sessionID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
@@ -111,6 +113,8 @@ func (s *Service) saveAgent(ctx context.Context, doc *agentDoc, rev uint64) (uin
 	if len(data) > s.storeLimit() {
 		return 0, &tooLargeError{size: len(data), limit: s.storeLimit()}
 	}
+	ctx, cancel := storeOp(ctx)
+	defer cancel()
 	if rev == 0 {
 		return s.agents.store.Create(ctx, doc.SessionID(), data)
 	}

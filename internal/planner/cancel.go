@@ -90,6 +90,8 @@ func (s *Service) publishCancel(ctx context.Context, planID string, c *cancelMar
 	if err != nil {
 		return err
 	}
+	ctx, cancel := storeOp(ctx)
+	defer cancel()
 	if _, err := s.conn.JS.Publish(ctx, bus.TimerSubject(planID), data, jetstream.WithMsgID(m.MsgID())); err != nil {
 		return fmt.Errorf("planner: cancel plan %s: %w", planID, err)
 	}

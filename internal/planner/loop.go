@@ -64,7 +64,9 @@ const (
 )
 
 func (s *Service) load(ctx context.Context, requestID string) (*loop, uint64, error) {
-	e, err := s.requests.Get(ctx, requestID)
+	octx, cancel := storeOp(ctx)
+	defer cancel()
+	e, err := s.requests.Get(octx, requestID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
 	}
@@ -97,9 +99,13 @@ func (s *Service) save(ctx context.Context, l *loop, rev uint64) (uint64, error)
 		return 0, &tooLargeError{size: len(data), limit: limit}
 	}
 	if rev == 0 {
-		return s.requests.Create(ctx, l.Request.RequestID, data)
+		octx, cancel := storeOp(ctx)
+		defer cancel()
+		return s.requests.Create(octx, l.Request.RequestID, data)
 	}
-	return s.requests.Update(ctx, l.Request.RequestID, data, rev)
+	octx, cancel := storeOp(ctx)
+	defer cancel()
+	return s.requests.Update(octx, l.Request.RequestID, data, rev)
 }
 
 // errStoreUnavailable: what a generation reads from KV (the session's
@@ -326,7 +332,10 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 				}
 				return err
 			}
-			if _, err := s.conn.JS.Publish(ctx, bus.PlanSubject(l.PlanID), l.Plan, jetstream.WithMsgID(l.PlanID)); err != nil {
+			octx, cancel := storeOp(ctx)
+			_, err := s.conn.JS.Publish(octx, bus.PlanSubject(l.PlanID), l.Plan, jetstream.WithMsgID(l.PlanID))
+			cancel()
+			if err != nil {
 				return err
 			}
 			if l.Cancel != nil {
@@ -408,7 +417,10 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 		in.ParentPlanID = l.History[n-1].PlanID
 	}
 	var err error
-	if in.Session, err = s.states.Get(ctx, r.SessionID); err != nil {
+	sctx, scancel := storeOp(ctx)
+	in.Session, err = s.states.Get(sctx, r.SessionID)
+	scancel()
+	if err != nil {
 		return nil, fmt.Errorf("%w: session %s: %v", errStoreUnavailable, r.SessionID, err)
 	}
 	if in.Skills, err = s.skillManifests(ctx); err != nil {
@@ -451,7 +463,9 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 		if _, ok := in.Skills[t.Skill]; ok || t.Skill == "" {
 			continue
 		}
-		e, err := s.manifests.Get(ctx, t.Skill)
+		mctx, mcancel := storeOp(ctx)
+		e, err := s.manifests.Get(mctx, t.Skill)
+		mcancel()
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
@@ -532,6 +546,8 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, er
 }
 
 func (s *Service) skillManifests(ctx context.Context) (map[string]planbus.SkillManifest, error) {
+	ctx, cancel := storeOp(ctx)
+	defer cancel()
 	lister, err := s.manifests.ListKeys(ctx)
 	if err != nil {
 		return nil, err
@@ -590,7 +606,9 @@ func (s *Service) publishOutcome(ctx context.Context, o *Outcome) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.conn.JS.Publish(ctx, bus.OutcomeSubject(o.RequestID), data, jetstream.WithMsgID("outcome-"+o.RequestID))
+	octx, cancel := storeOp(ctx)
+	defer cancel()
+	_, err = s.conn.JS.Publish(octx, bus.OutcomeSubject(o.RequestID), data, jetstream.WithMsgID("outcome-"+o.RequestID))
 	return err
 }
 

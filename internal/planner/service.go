@@ -324,7 +324,17 @@ const (
 	handleTimeout   = 5 * time.Minute
 	abandonTimeout  = time.Minute
 	endpointTimeout = 10 * time.Second
+	// storeTimeout bounds each read or write of the store within a
+	// handler. A request the server received and never answered (it died,
+	// or it was still recovering its streams) would otherwise hold the
+	// handler, and every message behind its lock, until handleTimeout.
+	storeTimeout = 15 * time.Second
 )
+
+// storeOp is ctx for one store operation: at most storeTimeout.
+func storeOp(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, storeTimeout)
+}
 
 // handle runs h on m with a deadline, keeps the message from being
 // redelivered while it runs (a request may wait for a generation slot for
