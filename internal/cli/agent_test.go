@@ -79,6 +79,11 @@ func TestAgentVerbs(t *testing.T) {
 	if o.code != ExitOK || !strings.Contains(o.stdout, "is stopped; its running plan camper-a1 is being cancelled") {
 		t.Errorf("stop: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
 	}
+	// watch follows an agent by its session id and ends with its outcome.
+	o = runPlanner(t, "watch", "--nats-url", url, "camp")
+	if o.code != ExitFailed || !strings.Contains(o.stdout, `"status":"cancelled"`) {
+		t.Errorf("watch camp: exit %d, stdout %q, stderr %q; want the agent's cancelled outcome", o.code, o.stdout, o.stderr)
+	}
 	o = runPlanner(t, "agent", "stop", "--nats-url", url, "camp")
 	if o.code != ExitOK || !strings.Contains(o.stdout, "had already ended (stopped)") {
 		t.Errorf("stop again: exit %d, stdout %q", o.code, o.stdout)

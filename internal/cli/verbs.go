@@ -129,8 +129,8 @@ func plannerSubmit(ctx context.Context, args []string, io IO) int {
 
 const watchUsage = `Usage: planner watch --nats-url URL [flags] ID
 
-Attaches to a request (or a plan published on its own), running or ended,
-and shows its progress as 'planner run' does: the events that already
+Attaches to a request (or a plan published on its own, or the GOAP agent
+of the session ID), running or ended, and shows its progress as 'planner run' does: the events that already
 happened (they are kept for an hour), then the ones to come, until it
 ends. Then prints what run prints as the last line on stdout: the
 request's outcome, or for a bare Plan JSON (planner submit FILE, planner
@@ -165,6 +165,14 @@ func plannerWatch(ctx context.Context, args []string, io IO) int {
 	defer closeConn()
 	sctx, scancel := context.WithTimeout(ctx, 15*time.Second)
 	st, err := cl.Status(sctx, id)
+	agentID := ""
+	if errors.Is(err, client.ErrNotFound) {
+		// A GOAP agent is not a request of the loop: follow the agent of
+		// the session with this id.
+		if ag, aerr := cl.AgentStatus(sctx, id); aerr == nil && ag != nil && ag.AgentID != "" {
+			agentID, err = ag.AgentID, nil
+		}
+	}
 	scancel()
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
@@ -182,6 +190,15 @@ func plannerWatch(ctx context.Context, args []string, io IO) int {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
+	}
+	if agentID != "" {
+		o, err := cl.Watch(wctx, agentID, progress)
+		endProgress()
+		if err != nil {
+			fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
+			return ctxExit(ctx, ExitFailed)
+		}
+		return printOutcome("planner watch", o, io)
 	}
 	if st.Request == nil {
 		res, err := cl.WatchPlan(wctx, id, progress)
