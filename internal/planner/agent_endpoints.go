@@ -38,7 +38,7 @@ func (s *Service) startAgent(ctx context.Context, r *Request) error {
 	case len(r.RequestID) > maxAgentID:
 		return &RequestError{Field: "/requestId", Msg: fmt.Sprintf("an agent's id takes at most %d characters, leaving room for its plans' ids", maxAgentID)}
 	}
-	doc, d, err := goapPlanner{domains: s.cfg.DomainsDir}.document(g)
+	doc, d, err := s.goap.document(g)
 	if err != nil {
 		return err
 	}

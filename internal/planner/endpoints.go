@@ -49,7 +49,7 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 		if r.GOAP.Agent {
 			return r, s.startAgent(ctx, r) // no replan loop: the agent is its own (agent.go)
 		}
-		if _, err := (goapPlanner{domains: s.cfg.DomainsDir}).domain(r.GOAP); err != nil {
+		if _, err := s.goap.domain(r.GOAP); err != nil {
 			return nil, err
 		}
 	case KindTemplate:

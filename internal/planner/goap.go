@@ -2,12 +2,14 @@ package planner
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/planbus/planbus/internal/goap"
@@ -21,6 +23,63 @@ import (
 // replan finds another way.
 type goapPlanner struct {
 	domains string // directory of <name>.goap.json files
+	// decoded keeps decoded domains by their text, so a domain is decoded
+	// once, not on every request, and its planners (which keep their
+	// search structures between plans) are reused. Nil decodes every
+	// time.
+	decoded *domainCache
+}
+
+// domainCache holds the last few decoded domains, by the SHA-256 of their
+// JSON. A goap.Domain is safe for concurrent use.
+type domainCache struct {
+	mu    sync.Mutex
+	order []string // least recently used first
+	by    map[string]*goap.Domain
+}
+
+// domainCacheSize bounds the domains kept: a few named domains and the
+// inline ones of recent requests.
+const domainCacheSize = 64
+
+func newDomainCache() *domainCache { return &domainCache{by: map[string]*goap.Domain{}} }
+
+// decode returns doc decoded, from the cache when it was seen before.
+func (c *domainCache) decode(doc []byte) (*goap.Domain, error) {
+	if c == nil {
+		return goap.Decode(doc)
+	}
+	sum := sha256.Sum256(doc)
+	key := string(sum[:])
+	c.mu.Lock()
+	if d, ok := c.by[key]; ok {
+		c.touch(key)
+		c.mu.Unlock()
+		return d, nil
+	}
+	c.mu.Unlock()
+	d, err := goap.Decode(doc)
+	if err != nil {
+		return nil, err // not kept: a bad domain is cheap to refuse again
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.by[key]; !ok {
+		if len(c.order) >= domainCacheSize {
+			delete(c.by, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.by[key] = d
+		c.order = append(c.order, key)
+	}
+	return c.by[key], nil
+}
+
+// touch moves key to the most recently used end. c.mu is held.
+func (c *domainCache) touch(key string) {
+	if i := slices.Index(c.order, key); i >= 0 {
+		c.order = append(append(c.order[:i:i], c.order[i+1:]...), key)
+	}
 }
 
 func (g goapPlanner) domain(r *GOAPRequest) (*goap.Domain, error) {
@@ -50,7 +109,7 @@ func (g goapPlanner) document(r *GOAPRequest) ([]byte, *goap.Domain, error) {
 		}
 		doc = b
 	}
-	d, err := goap.Decode(doc)
+	d, err := g.decoded.decode(doc)
 	if err != nil {
 		return nil, nil, &RequestError{Field: field, Msg: err.Error()}
 	}

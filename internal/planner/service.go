@@ -147,6 +147,7 @@ type Service struct {
 	cfg        Config
 	conn       *bus.Conn
 	log        zerolog.Logger
+	goap       goapPlanner // kind goap, its domains decoded once
 	requests   jetstream.KeyValue
 	plans      jetstream.KeyValue // read only: which request a plan is of, and whether it runs
 	accepted   jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
@@ -175,11 +176,12 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 	s := &Service{cfg: cfg, conn: conn, log: log.With().Str("component", "planner").Str("planner", cfg.ID).Logger(),
 		ready: make(chan struct{}), gate: newGate(cfg.GenConcurrency, cfg.GenMaxMemory), stopping: context.Background(),
 		gens: map[string]context.CancelCauseFunc{}}
+	s.goap = goapPlanner{domains: cfg.DomainsDir, decoded: newDomainCache()}
 	s.generators = map[string]Generator{
 		KindPlan:     fixedPlan{},
 		KindExternal: external{nc: conn.NC},
 		KindHTN:      htnPlanner{domains: cfg.DomainsDir},
-		KindGOAP:     goapPlanner{domains: cfg.DomainsDir},
+		KindGOAP:     s.goap,
 		KindTemplate: templatePlanner{lib: cfg.Templates},
 	}
 	return s, nil
