@@ -19,6 +19,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/token"
+	"github.com/planbus/planbus/internal/wire"
 	"github.com/planbus/planbus/schemas"
 	"github.com/planbus/planbus/skill"
 )
@@ -440,13 +441,13 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 			_ = msg.NakWithDelay(5 * time.Second)
 		}
 	}()
-	var tc planbus.ToolCall
-	if err := schemas.Validate(schemas.ToolCall, msg.Data()); err != nil {
+	tc, err := wire.DecodeCall(msg.Data())
+	if err != nil {
 		log.Error().Err(err).Str("subject", msg.Subject()).Msg("dropping an invalid tool call")
 		_ = msg.TermWithReason("invalid tool call: " + err.Error())
 		return
 	}
-	if err := json.Unmarshal(msg.Data(), &tc); err != nil || tc.Skill != name {
+	if tc.Skill != name {
 		log.Error().Str("call_skill", tc.Skill).Msg("dropping a tool call for another skill")
 		_ = msg.TermWithReason("tool call for skill " + tc.Skill + " on the queue of " + name)
 		return

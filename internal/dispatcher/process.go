@@ -14,7 +14,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/schemas"
+	"github.com/planbus/planbus/internal/wire"
 )
 
 // errNoPlan: a result or timer arrived for a plan with no stored state
@@ -254,12 +254,12 @@ func holdDelay(deliveries int) time.Duration {
 // decodeResult validates a tool result and checks its token; a result
 // that fails is dropped.
 func (d *Dispatcher) decodeResult(m jetstream.Msg) *plan.ToolResult {
-	if err := schemas.Validate(schemas.ToolResult, m.Data()); err != nil {
+	r, err := wire.DecodeResult(m.Data())
+	if err != nil {
 		d.rejectResult(m, "invalid tool result: "+err.Error())
 		return nil
 	}
-	var r plan.ToolResult
-	if err := json.Unmarshal(m.Data(), &r); err != nil || bus.ResultSubject(r.PlanID) != m.Subject() {
+	if bus.ResultSubject(r.PlanID) != m.Subject() {
 		d.rejectResult(m, "result published on another plan's subject")
 		return nil
 	}
