@@ -151,3 +151,44 @@ func TestParseSync(t *testing.T) {
 		}
 	}
 }
+
+// The retention is what every finished plan's stream and bucket keeps; a
+// shorter one given to a running system takes effect at the next declare.
+func TestRetentionSetsStreamsAndBuckets(t *testing.T) {
+	cfg := bustest.Start(t)
+	c := bustest.Dial(t, cfg)
+	ctx := context.Background()
+	c.Config.Retention = 10 * time.Minute
+	if err := c.Declare(ctx); err != nil {
+		t.Fatalf("declare with a 10m retention: %v", err)
+	}
+	for _, name := range []string{bus.StreamPlans, bus.StreamResults, bus.StreamExecutions, bus.StreamTools, bus.StreamOutcomes} {
+		s, err := c.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().Config.MaxAge; got != 10*time.Minute {
+			t.Errorf("stream %s keeps messages %s, want 10m", name, got)
+		}
+	}
+	for _, b := range []string{bus.BucketPlans, bus.BucketRequests} {
+		kv, err := c.JS.KeyValue(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.TTL() != 10*time.Minute {
+			t.Errorf("bucket %s keeps entries %s, want 10m", b, st.TTL())
+		}
+	}
+	events, err := c.JS.Stream(ctx, bus.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := events.CachedInfo().Config.MaxAge; got != 10*time.Minute {
+		t.Errorf("events kept %s, want the retention when it is under an hour", got)
+	}
+}

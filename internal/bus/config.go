@@ -9,6 +9,9 @@ import (
 	"time"
 )
 
+// DefaultRetention is Config.Retention's default.
+const DefaultRetention = 24 * time.Hour
+
 // ErrInvalidConfig is matched by every error Config.Validate returns.
 var ErrInvalidConfig = errors.New("bus: invalid config")
 
@@ -45,8 +48,13 @@ type Config struct {
 
 	// Replicas of every stream and bucket. Default 1; use 3 on a cluster.
 	Replicas int
-	// Retention is how long plans, execution results and plan state are
-	// kept. Default 24h. Results and events are kept for at most an hour.
+	// Retention is how long plans, plan state, tool results, execution
+	// results, requests and outcomes are kept after their last write,
+	// and the longest a plan may run (dispatchers refuse plans whose
+	// timeout does not fit, so nothing of a running plan expires).
+	// Default 24h. Events are kept for at most an hour of it. Every
+	// process of a system must be given the same value (as Replicas):
+	// each declares the streams with its own.
 	Retention time.Duration
 	// DuplicateWindow is how long a message id is remembered for
 	// de-duplication on the tool, result and plan streams. Default 10m. It
@@ -120,7 +128,7 @@ func (c Config) Defaults() Config {
 		c.Replicas = 1
 	}
 	if c.Retention == 0 {
-		c.Retention = 24 * time.Hour
+		c.Retention = DefaultRetention
 	}
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = 10 * time.Minute

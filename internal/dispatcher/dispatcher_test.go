@@ -164,6 +164,10 @@ func TestBadPlansAreRejectedWithTheProblemNamed(t *testing.T) {
 		{"unknown dependency", `{"tools":[{"toolId":"D","skill":"echo","dependencies":["X"]}]}`, `tool "D" depends on unknown tool "X"`},
 		{"unknown skill", `{"tools":[{"toolId":"A","skill":"teleport"}]}`, `unknown skill "teleport"`},
 		{"schema", `{"tools":[{"toolId":"A","skill":"echo","timeoutMs":-5}]}`, "at /tools/0/timeoutMs"},
+		// The harness's store keeps everything for the default 24 hours: a
+		// plan allowed a whole day could outlive its own state.
+		{"timeout beyond retention", `{"timeoutMs":86400000,"tools":[{"toolId":"A","skill":"echo"}]}`,
+			"timeoutMs 86400000 (24h0m0s) does not fit the system's retention 24h0m0s less a minute"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,6 +34,9 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		if p.SessionID == "" {
 			p.SessionID = DefaultSession
 		}
+		err = d.checkRetention(p)
+	}
+	if err == nil {
 		err = d.checkSkills(ctx, p)
 	}
 	if err != nil {
@@ -223,4 +226,23 @@ func (d *Dispatcher) reusedResult(ctx context.Context, p *plan.Plan, ref *plan.R
 		return nil, "does not carry its call's token", nil
 	}
 	return &r, "", nil
+}
+
+// retentionMargin is how much longer than a plan's timeout its messages
+// and state must be kept: the plan's last writes (its timeout handled,
+// its execution result) come just after the timeout.
+const retentionMargin = time.Minute
+
+// checkRetention refuses a plan that could outlive its own state: the
+// store keeps a plan, its state and its results for the retention after
+// they were written, so a plan must end (its timeout) well within it.
+func (d *Dispatcher) checkRetention(p *plan.Plan) error {
+	retention := d.conn.Config.Defaults().Retention
+	timeout := time.Duration(p.TimeoutMs) * time.Millisecond
+	if timeout+retentionMargin > retention {
+		return &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
+			"timeoutMs %d (%s) does not fit the system's retention %s less a minute: the plan's state would expire while it runs (raise --retention or lower the timeout)",
+			p.TimeoutMs, timeout, retention)}
+	}
+	return nil
 }
