@@ -347,7 +347,10 @@ func (in *Instance) planDoc() ([]byte, error) {
 	}
 	timeout := t.TimeoutMs
 	if timeout == 0 {
-		timeout = min(max(total, plan.DefaultPlanTimeoutMs), maxTimeoutMs)
+		// At most a day less an hour: dispatchers refuse plans that do
+		// not end within the store's retention (a day by default) less a
+		// minute.
+		timeout = min(max(total, plan.DefaultPlanTimeoutMs), maxTimeoutMs-3_600_000)
 	}
 	pm := PlanMeta{ID: t.ID, Version: t.Version, Name: t.Name, Steps: len(in.Steps), Staleness: t.Staleness}
 	if m := in.Match; m != nil {
