@@ -93,6 +93,10 @@ func New(nodes []Node) (*Graph, error) {
 		g.ids[i] = n.ID
 	}
 	edges := 0
+	// seenBy[j] is 1 + the node that last listed j as a dependency: a
+	// duplicate is found in O(1), so a node with many dependencies (the
+	// end of a wide fan-out) costs linear time, not quadratic.
+	seenBy := make([]int, len(nodes))
 	for i, n := range nodes {
 		if len(n.Deps) == 0 {
 			continue
@@ -106,11 +110,10 @@ func New(nodes []Node) (*Graph, error) {
 			case j == i:
 				return nil, &NodeError{Err: ErrSelfDep, Index: i, ID: n.ID, Dep: d}
 			}
-			for _, k := range ds {
-				if k == j {
-					return nil, &NodeError{Err: ErrDuplicateDep, Index: i, ID: n.ID, Dep: d}
-				}
+			if seenBy[j] == i+1 {
+				return nil, &NodeError{Err: ErrDuplicateDep, Index: i, ID: n.ID, Dep: d}
 			}
+			seenBy[j] = i + 1
 			ds = append(ds, j)
 		}
 		g.deps[i] = ds

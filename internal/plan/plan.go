@@ -403,14 +403,15 @@ func (p *Plan) Check() error {
 	}
 	refs := make([][]ref, len(p.Tools))
 	fallbacks := make([][]ref, len(p.Tools))
+	rc := newReach(g)
 	for i, t := range p.Tools {
-		rs, err := p.checkRefs(g, i, t.Input, "input")
+		rs, err := p.checkRefs(rc, i, t.Input, "input")
 		if err != nil {
 			return err
 		}
 		refs[i] = rs
 		if t.Fallback != nil {
-			if fallbacks[i], err = p.checkRefs(g, i, t.Fallback.Input, "fallback input"); err != nil {
+			if fallbacks[i], err = p.checkRefs(rc, i, t.Fallback.Input, "fallback input"); err != nil {
 				return err
 			}
 		}
@@ -465,14 +466,18 @@ func metadataGate(metadata json.RawMessage) (*gate.Gate, error) {
 
 // checkRefs finds the references in one of tool i's inputs and checks
 // that each names a tool it depends on.
-func (p *Plan) checkRefs(g *dag.Graph, i int, input json.RawMessage, what string) ([]ref, error) {
+func (p *Plan) checkRefs(rc *reach, i int, input json.RawMessage, what string) ([]ref, error) {
 	t := p.Tools[i]
 	rs, err := findRefs(input)
 	if err != nil {
 		return nil, &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: %s: %v", t.ToolID, what, err), Err: err}
 	}
 	for _, r := range rs {
-		if !contains(t.Dependencies, r.tool) && !ancestor(g, i, r.tool) {
+		ok, err := rc.dependsOn(i, r.tool)
+		if err != nil {
+			return nil, &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: %s at %s references %q: %v", t.ToolID, what, r.at, r.tool, err), Err: err}
+		}
+		if !ok {
 			return nil, &Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
 				"tool %q: %s at %s references %q, which it does not depend on, directly or through other tools", t.ToolID, what, r.at, r.tool)}
 		}
@@ -497,29 +502,6 @@ func graphMessage(err error) string {
 		}
 	}
 	return err.Error() // "cycle: A -> C -> B -> A"
-}
-
-// ancestor reports whether tool i depends on the tool with id, directly or
-// transitively.
-func ancestor(g *dag.Graph, i int, id string) bool {
-	target, ok := g.Index(id)
-	if !ok {
-		return false
-	}
-	seen := map[int]bool{}
-	stack := append([]int(nil), g.Deps(i)...)
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if n == target {
-			return true
-		}
-		if !seen[n] {
-			seen[n] = true
-			stack = append(stack, g.Deps(n)...)
-		}
-	}
-	return false
 }
 
 func contains(xs []string, x string) bool {

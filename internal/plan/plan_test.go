@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -287,5 +288,77 @@ func TestEncodeToolBuiltInGo(t *testing.T) {
 		if string(b) != tt.want {
 			t.Errorf("got  %s\nwant %s", b, tt.want)
 		}
+	}
+}
+
+// A plan holds up to 100,000 tools: a fan-out of 50,000 with its two end
+// tools decodes, one tool more than the limit is refused naming it.
+func TestToolLimit(t *testing.T) {
+	fanout := func(width int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"tools":[{"toolId":"s","skill":"noop"}`)
+		ids := make([]string, width)
+		for i := range width {
+			ids[i] = fmt.Sprintf(`"t%d"`, i)
+			fmt.Fprintf(&b, `,{"toolId":"t%d","skill":"noop","dependencies":["s"]}`, i)
+		}
+		fmt.Fprintf(&b, `,{"toolId":"e","skill":"noop","dependencies":[%s]}]}`, strings.Join(ids, ","))
+		return []byte(b.String())
+	}
+	p, err := Decode(fanout(50_000))
+	if err != nil {
+		t.Fatalf("fan-out of 50,000: %v", err)
+	}
+	if len(p.Tools) != 50_002 {
+		t.Fatalf("%d tools, want 50,002", len(p.Tools))
+	}
+	_, err = Decode(fanout(99_999)) // 100,001 tools
+	if err == nil || !strings.Contains(err.Error(), "at /tools: maxItems: got 100,001, want 100,000") {
+		t.Fatalf("100,001 tools: %v, want the limit named", err)
+	}
+}
+
+// Checking references costs time linear in the plan for plans people and
+// planners write, and is bounded for plans built to be costly.
+func TestReferenceChecksAreBounded(t *testing.T) {
+	chain := func(n, back int, direct bool) []byte {
+		var b strings.Builder
+		b.WriteString(`{"tools":[{"toolId":"t0","skill":"s"}`)
+		for i := 1; i < n; i++ {
+			ref := 0
+			if back > 0 {
+				ref = max(i-back, 0)
+			}
+			deps := fmt.Sprintf(`"t%d"`, i-1)
+			if direct && ref != i-1 {
+				deps += fmt.Sprintf(`,"t%d"`, ref)
+			}
+			fmt.Fprintf(&b, `,{"toolId":"t%d","skill":"s","dependencies":[%s],"input":{"a":{"$ref":"t%d"}}}`, i, deps, ref)
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	// Every tool of a 20,000-long chain reads the first one's output.
+	if _, err := Decode(chain(20_000, 0, false)); err != nil {
+		t.Fatalf("a chain reading its first tool: %v", err)
+	}
+	// Each tool reads the one 10,000 back, each a different tool: a walk
+	// of 10,000 steps per reference, beyond the budget.
+	_, err := Decode(chain(20_000, 10_000, false))
+	if !errors.Is(err, errReachBudget) || !errors.Is(err, ErrInvalid) ||
+		!strings.Contains(err.Error(), `: input at /a references "t`) ||
+		!strings.Contains(err.Error(), "list the tools it references among its dependencies") {
+		t.Fatalf("distant references: %v, want the budget named", err)
+	}
+	// Listing them as dependencies, as the error says, makes it cheap.
+	if _, err := Decode(chain(20_000, 10_000, true)); err != nil {
+		t.Fatalf("distant references listed as dependencies: %v", err)
+	}
+	// A reference to a tool that is not upstream is still refused.
+	if _, err := Decode([]byte(`{"tools":[{"toolId":"a","skill":"s"},{"toolId":"b","skill":"s","dependencies":["a"]},
+		{"toolId":"c","skill":"s","dependencies":["a"],"input":{"x":{"$ref":"b"}}},
+		{"toolId":"d","skill":"s","dependencies":["c"],"input":{"x":{"$ref":"b"}}}]}`)); err == nil ||
+		!strings.Contains(err.Error(), `tool "c": input at /x references "b", which it does not depend on`) {
+		t.Fatalf("sibling reference: %v", err)
 	}
 }
