@@ -121,17 +121,25 @@ func (d *Dispatcher) checkSkills(ctx context.Context, p *plan.Plan) error {
 		if err != nil {
 			return err
 		}
-		if t.Fallback != nil {
-			if _, err := known(t, t.Fallback.Skill); err != nil {
-				return err
-			}
-		}
 		timeout, retry := t.Defaults()
 		if timeout && m.TimeoutMs > 0 {
 			t.TimeoutMs = m.TimeoutMs
 		}
 		if retry && m.RetryPolicy != nil {
 			t.RetryPolicy = *m.RetryPolicy
+		}
+		if f := t.Fallback; f != nil {
+			fm, err := known(t, f.Skill)
+			if err != nil {
+				return err
+			}
+			timeout, retry := f.Defaults()
+			if timeout && fm.TimeoutMs > 0 {
+				f.TimeoutMs = fm.TimeoutMs
+			}
+			if retry && fm.RetryPolicy != nil {
+				f.RetryPolicy = *fm.RetryPolicy
+			}
 		}
 	}
 	return nil

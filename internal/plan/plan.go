@@ -80,6 +80,38 @@ type Fallback struct {
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
 	// Verify is the fallback's own gate; the tool's does not apply to it.
 	Verify *gate.Gate `json:"verify,omitempty"`
+
+	// timeoutSet and retrySet record that the document gave them, as
+	// Tool's do: the rest take the fallback skill's manifest defaults.
+	timeoutSet, retrySet bool
+}
+
+// Defaults reports whether the fallback's timeoutMs and retryPolicy were
+// left to their defaults in the document it was decoded from.
+func (f *Fallback) Defaults() (timeout, retry bool) { return !f.timeoutSet, !f.retrySet }
+
+// MarshalJSON writes the fallback as Plan JSON, leaving out a timeoutMs or
+// retryPolicy the document left out (see Tool.MarshalJSON).
+func (f Fallback) MarshalJSON() ([]byte, error) {
+	j := fallbackOut{Skill: f.Skill, Description: f.Description, Input: f.Input, Metadata: f.Metadata, Verify: f.Verify}
+	if f.timeoutSet || f.TimeoutMs != 0 && f.TimeoutMs != DefaultToolTimeoutMs {
+		j.TimeoutMs = &f.TimeoutMs
+	}
+	if f.retrySet || f.RetryPolicy != (RetryPolicy{}) && f.RetryPolicy != (RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}) {
+		j.RetryPolicy = &f.RetryPolicy
+	}
+	return json.Marshal(j)
+}
+
+// fallbackOut is Fallback as MarshalJSON writes it.
+type fallbackOut struct {
+	Skill       string          `json:"skill"`
+	Description string          `json:"description,omitempty"`
+	Input       json.RawMessage `json:"input"`
+	TimeoutMs   *int64          `json:"timeoutMs,omitempty"`
+	RetryPolicy *RetryPolicy    `json:"retryPolicy,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	Verify      *gate.Gate      `json:"verify,omitempty"`
 }
 
 // Approval is a tool's human approval step.
@@ -261,9 +293,10 @@ func (j *toolJSON) tool() Tool {
 			f.Input = json.RawMessage(`{}`)
 		}
 		if fj.TimeoutMs != nil {
-			f.TimeoutMs = *fj.TimeoutMs
+			f.TimeoutMs, f.timeoutSet = *fj.TimeoutMs, true
 		}
 		if rp := fj.RetryPolicy; rp != nil {
+			f.retrySet = true
 			if rp.MaxAttempts != nil {
 				f.RetryPolicy.MaxAttempts = *rp.MaxAttempts
 			}

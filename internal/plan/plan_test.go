@@ -136,7 +136,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%s does not decode again: %v", b, err)
 		}
 		gates := cmp.Comparer(func(a, b *gate.Gate) bool { return a.String() == b.String() })
-		if diff := cmp.Diff(p, again, cmpopts.IgnoreUnexported(Plan{}), cmp.AllowUnexported(Tool{}), gates); diff != "" {
+		if diff := cmp.Diff(p, again, cmpopts.IgnoreUnexported(Plan{}), cmp.AllowUnexported(Tool{}, Fallback{}), gates); diff != "" {
 			t.Fatalf("round trip (-want +got):\n%s", diff)
 		}
 	})
@@ -239,7 +239,7 @@ func TestEncodeKeepsWhatWasNotSet(t *testing.T) {
 		t.Fatalf("%s: %v", b, err)
 	}
 	gates := cmp.Comparer(func(a, b *gate.Gate) bool { return a.String() == b.String() })
-	if diff := cmp.Diff(p, again, cmpopts.IgnoreUnexported(Plan{}), cmp.AllowUnexported(Tool{}), gates); diff != "" {
+	if diff := cmp.Diff(p, again, cmpopts.IgnoreUnexported(Plan{}), cmp.AllowUnexported(Tool{}, Fallback{}), gates); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	type set struct{ timeout, retry bool }

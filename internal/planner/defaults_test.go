@@ -47,3 +47,30 @@ func TestManifestDefaultsApplyToPlansThroughThePlanner(t *testing.T) {
 		}
 	}
 }
+
+// A fallback that leaves its timeout and retry policy out takes its own
+// skill's manifest defaults, as a tool does.
+func TestManifestDefaultsApplyToFallbacks(t *testing.T) {
+	broken := skill.Skill{
+		Manifest: planbus.SkillManifest{Name: "broken"},
+		Handler: skill.HandlerFunc(func(context.Context, *skill.Call) (skill.Result, error) {
+			return skill.Result{}, skill.Permanent("BROKEN", "always")
+		}),
+	}
+	h := start(t, planner.Config{}, []skill.Skill{paced(), broken})
+	out, _ := h.request(`{"kind":"plan","plan":{"tools":[
+		{"toolId":"bare","skill":"broken","retryPolicy":{"maxAttempts":1},"fallback":{"skill":"paced"}},
+		{"toolId":"timed","skill":"broken","retryPolicy":{"maxAttempts":1},"fallback":{"skill":"paced","timeoutMs":700,"retryPolicy":{"maxAttempts":2}}}]}}`)
+	if !out.Success || out.Execution == nil {
+		t.Fatalf("outcome %s: %+v", out.Status, out.Error)
+	}
+	want := map[string]string{
+		"bare":  `{"maxAttempts":5,"timeoutMs":10000}`, // one of broken's, four of the manifest's
+		"timed": `{"maxAttempts":3,"timeoutMs":700}`,
+	}
+	for _, tool := range out.Execution.Tools {
+		if got := string(tool.Output); got != want[tool.ToolID] {
+			t.Errorf("%s's fallback call carried %s, want %s", tool.ToolID, got, want[tool.ToolID])
+		}
+	}
+}
