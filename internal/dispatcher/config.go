@@ -48,7 +48,7 @@ type Config struct {
 	DeliveryLimit int
 	// Tracer records the dispatcher's spans (planbus.plan, planbus.tool).
 	// Default: the global TracerProvider, a no-op unless the process set
-	// one up (telemetry.Setup). Plans that arrive without trace context
+	// one up (export.Setup). Plans that arrive without trace context
 	// are traced only when it records.
 	Tracer trace.TracerProvider
 }

@@ -76,7 +76,7 @@ type Config struct {
 	// Tracer records the planner's spans (planbus.accept, planbus.request,
 	// planbus.resume, planbus.generate). Default: the global
 	// TracerProvider, a no-op unless the process set one up
-	// (telemetry.Setup).
+	// (export.Setup).
 	Tracer trace.TracerProvider
 }
 

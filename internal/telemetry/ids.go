@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -17,7 +16,7 @@ import (
 // (stored with its state), a tool attempt's derived from it (ChildID), so
 // the worker that runs the attempt can name its parent before that span
 // exists. A span takes a preset id when its TracerProvider uses
-// IDGenerator; with another generator it gets a random one, and the
+// IDs; with another generator it gets a random one, and the
 // worker's span keeps the right trace id but points at a parent that is
 // never recorded.
 
@@ -29,20 +28,19 @@ type preset struct {
 }
 
 // WithIDs returns ctx in which a span started with a TracerProvider that
-// uses IDGenerator gets span id sid, and trace id tid if it is a root
+// uses IDs gets span id sid, and trace id tid if it is a root
 // (with a parent it keeps its parent's trace id).
 func WithIDs(ctx context.Context, tid trace.TraceID, sid trace.SpanID) context.Context {
 	return context.WithValue(ctx, presetKey{}, preset{trace: tid, span: sid})
 }
 
-// IDGenerator returns the generator of span and trace ids planbus's
-// TracerProviders use: random ids, but those WithIDs presets.
-func IDGenerator() sdktrace.IDGenerator { return idGenerator{} }
-
-type idGenerator struct{}
+// IDs generates span and trace ids for an OpenTelemetry SDK
+// TracerProvider (sdktrace.WithIDGenerator(telemetry.IDs{})): random ids,
+// but those WithIDs presets.
+type IDs struct{}
 
 // NewIDs returns the preset ids of ctx, or random ones.
-func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+func (IDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	if p, ok := ctx.Value(presetKey{}).(preset); ok && p.trace.IsValid() && p.span.IsValid() {
 		return p.trace, p.span
 	}
@@ -50,7 +48,7 @@ func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 }
 
 // NewSpanID returns the preset span id of ctx, or a random one.
-func (idGenerator) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+func (IDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
 	if p, ok := ctx.Value(presetKey{}).(preset); ok && p.span.IsValid() {
 		return p.span
 	}

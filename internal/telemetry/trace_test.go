@@ -24,6 +24,7 @@ import (
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/telemetry"
+	"github.com/planbus/planbus/internal/telemetry/export"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
 )
@@ -42,7 +43,7 @@ type recorder struct {
 func newRecorder(t *testing.T, name string) *recorder {
 	t.Helper()
 	r := &recorder{name: name, mem: tracetest.NewInMemoryExporter(), more: make(chan struct{}, 1)}
-	tp, err := telemetry.NewProvider(context.Background(), name, sdktrace.WithSyncer(r))
+	tp, err := export.NewProvider(context.Background(), name, sdktrace.WithSyncer(r))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,9 @@
-package telemetry
+package export
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -14,20 +13,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
+
+	"github.com/planbus/planbus/internal/telemetry"
 )
-
-// InstrumentationName names planbus's tracers.
-const InstrumentationName = "github.com/planbus/planbus"
-
-// Tracer returns planbus's tracer of tp, or of the global TracerProvider
-// when tp is nil.
-func Tracer(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	return tp.Tracer(InstrumentationName)
-}
 
 // Enabled reports whether the environment turns tracing on, and how to
 // export, following the OpenTelemetry specification's variables:
@@ -52,7 +40,7 @@ func Enabled(getenv func(string) string) (bool, error) {
 	case "otlp":
 		on = true
 	default:
-		return false, fmt.Errorf("telemetry: OTEL_TRACES_EXPORTER=%q: planbus exports traces with otlp (or none)", exp)
+		return false, fmt.Errorf("export: OTEL_TRACES_EXPORTER=%q: planbus exports traces with otlp (or none)", exp)
 	}
 	if !on {
 		return false, nil
@@ -61,7 +49,7 @@ func Enabled(getenv func(string) string) (bool, error) {
 		switch p := strings.TrimSpace(getenv(v)); p {
 		case "", "http/protobuf":
 		default:
-			return false, fmt.Errorf("telemetry: %s=%q: planbus exports OTLP over http/protobuf only", v, p)
+			return false, fmt.Errorf("export: %s=%q: planbus exports OTLP over http/protobuf only", v, p)
 		}
 		if getenv(v) != "" {
 			break // the traces variable, when set, wins over the general one
@@ -71,26 +59,27 @@ func Enabled(getenv func(string) string) (bool, error) {
 }
 
 // Setup installs the global TracerProvider of a process when the
-// environment turns tracing on (see Enabled): an OTLP/HTTP exporter
+// environment (getenv, os.Getenv in a command) turns tracing on (see
+// Enabled): an OTLP/HTTP exporter
 // configured by the OTEL_EXPORTER_OTLP_* variables behind a batch
 // processor (OTEL_BSP_*), the sampler of OTEL_TRACES_SAMPLER (default
 // parentbased_always_on), a resource whose service.name is service unless
 // OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES says otherwise, and
-// IDGenerator. It also makes W3C trace context the global propagator, for
+// telemetry.IDs. It also makes W3C trace context the global propagator, for
 // user code that asks for it.
 //
 // The returned shutdown flushes the spans still buffered, for up to five
 // seconds; call it once, on the way out. With tracing off, Setup installs
 // nothing and shutdown does nothing. An error names the variable at fault.
-func Setup(ctx context.Context, service string) (shutdown func() error, err error) {
+func Setup(ctx context.Context, service string, getenv func(string) string) (shutdown func() error, err error) {
 	noop := func() error { return nil }
-	on, err := Enabled(os.Getenv)
+	on, err := Enabled(getenv)
 	if err != nil || !on {
 		return noop, err
 	}
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
-		return noop, fmt.Errorf("telemetry: OTLP exporter: %w", err)
+		return noop, fmt.Errorf("export: OTLP exporter: %w", err)
 	}
 	tp, err := NewProvider(ctx, service, sdktrace.WithBatcher(exp))
 	if err != nil {
@@ -103,13 +92,13 @@ func Setup(ctx context.Context, service string) (shutdown func() error, err erro
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := tp.Shutdown(sctx); err != nil {
-			return fmt.Errorf("telemetry: flush spans: %w", err)
+			return fmt.Errorf("export: flush spans: %w", err)
 		}
 		return nil
 	}, nil
 }
 
-// NewProvider returns a TracerProvider with IDGenerator and a resource
+// NewProvider returns a TracerProvider with telemetry.IDs and a resource
 // naming service (unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES
 // name another), plus opts: an exporter, a sampler. Tests give each
 // component one over an in-memory exporter.
@@ -118,17 +107,8 @@ func NewProvider(ctx context.Context, service string, opts ...sdktrace.TracerPro
 		resource.WithAttributes(attribute.String("service.name", service)),
 		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithProcessPID(), resource.WithHost())
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("telemetry: resource (OTEL_RESOURCE_ATTRIBUTES?): %w", err)
+		return nil, fmt.Errorf("export: resource (OTEL_RESOURCE_ATTRIBUTES?): %w", err)
 	}
 	return sdktrace.NewTracerProvider(append([]sdktrace.TracerProviderOption{
-		sdktrace.WithResource(res), sdktrace.WithIDGenerator(IDGenerator())}, opts...)...), nil
-}
-
-// Records reports whether tracer makes spans at all: false for a no-op
-// tracer (tracing off), so components can skip the work of spans nobody
-// records. It starts a root span to find out and drops it unended, which
-// records nothing.
-func Records(tracer trace.Tracer) bool {
-	_, sp := tracer.Start(context.Background(), "planbus.probe")
-	return sp.SpanContext().IsValid()
+		sdktrace.WithResource(res), sdktrace.WithIDGenerator(telemetry.IDs{})}, opts...)...), nil
 }
