@@ -232,7 +232,7 @@ func TestOneTraceAcrossPlannerDispatcherAndWorker(t *testing.T) {
 				telemetry.AttrAttempt: attribute.IntValue(1), telemetry.AttrState: attribute.StringValue(planbus.ToolSucceeded),
 			} {
 				if got, _ := attr(span, key); got != want {
-					t.Errorf("%s of tool %s: %s = %v, want %v", span.Name, toolID.AsString(), key, got.Emit(), want.Emit())
+					t.Errorf("%s of tool %s: %s = %v, want %v", span.Name, toolID.AsString(), key, got.String(), want.String())
 				}
 			}
 		}
