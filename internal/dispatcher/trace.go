@@ -47,9 +47,9 @@ func (d *Dispatcher) traceStart(h nats.Header) map[string]string {
 	if !sc.IsValid() {
 		return nil
 	}
-	if !parent.IsValid() || sc.SpanID() != parent.SpanID() {
-		sc = sc.WithTraceState(parent.TraceState())
-	}
+	// A recording tracer's span is the parent's child, with its tracestate;
+	// a no-op one hands the parent's context on as it is, so the calls
+	// stay in the caller's trace.
 	m := telemetry.Map(trace.ContextWithSpanContext(context.Background(), sc))
 	if parent.IsValid() && parent.SpanID() != sc.SpanID() {
 		m[parentSpanKey] = parent.SpanID().String()

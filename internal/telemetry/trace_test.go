@@ -249,9 +249,10 @@ func TestToolSpansStayInTheTraceAfterAFailover(t *testing.T) {
 	pl, d1, wk, caller := newRecorder(t, "planner"), newRecorder(t, "dispatcher-1"), newRecorder(t, "toolworker"), newRecorder(t, "caller")
 	running, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
+	var inSkill trace.SpanContext // the span the skill's ctx carries
 	hold := skill.Skill{Manifest: skill.Manifest{Name: "hold"}, Handler: skill.HandlerFunc(
 		func(ctx context.Context, _ *planbus.ToolCall) (skill.Result, error) {
-			once.Do(func() { close(running) })
+			once.Do(func() { inSkill = trace.SpanContextFromContext(ctx); close(running) })
 			select {
 			case <-release:
 				return skill.Result{Output: json.RawMessage(`{"held": true}`)}, nil
@@ -320,6 +321,11 @@ func TestToolSpansStayInTheTraceAfterAFailover(t *testing.T) {
 		if s.SpanContext.TraceID() != tid || s.Parent.SpanID() != tools[id.AsString()].SpanContext.SpanID() {
 			t.Errorf("run of tool %s: trace %s parent %s, want trace %s and the span dispatcher-2 recorded for it",
 				id.AsString(), s.SpanContext.TraceID(), s.Parent.SpanID(), tid)
+		}
+	}
+	for _, s := range wk.named(telemetry.SpanToolRun) {
+		if id, _ := attr(s, telemetry.AttrToolID); id.AsString() == "A" && !s.SpanContext.Equal(inSkill) {
+			t.Errorf("the skill's ctx carries span %s, want its run's %s", inSkill.SpanID(), s.SpanContext.SpanID())
 		}
 	}
 	if a := tools["A"]; !strings.Contains(fmt.Sprint(a.Attributes), "hold") {
