@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/telemetry"
 )
 
 // Errors. Match them with errors.Is.
@@ -192,7 +193,9 @@ func (c *Client) get(ctx context.Context, bucket, key string) ([]byte, error) {
 func (c *Client) call(ctx context.Context, subject string, body []byte, reply any) error {
 	rctx, cancel := context.WithTimeout(ctx, c.opt.requestTimeout)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(rctx, subject, body)
+	// ctx's span, if it has one, goes along as W3C trace context: the
+	// planner's spans continue the caller's trace.
+	msg, err := c.nc.RequestMsgWithContext(rctx, &nats.Msg{Subject: subject, Data: body, Header: telemetry.Inject(ctx, nil)})
 	if err != nil {
 		return fmt.Errorf("client: no planner answered on %s: %w", subject, err)
 	}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/telemetry"
 )
 
 // BarePlanKey is the member of a request's metadata that SubmitPlan sets
@@ -170,7 +172,8 @@ func (c *Client) ExecutePlan(ctx context.Context, plan []byte, onEvent func(plan
 		return nil, err
 	}
 	defer w.stop()
-	if _, err := c.js.Publish(ctx, bus.PlanSubject(planID), doc, jetstream.WithMsgID(planID)); err != nil {
+	msg := &nats.Msg{Subject: bus.PlanSubject(planID), Data: doc, Header: telemetry.Inject(ctx, nil)}
+	if _, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID(planID)); err != nil {
 		return nil, fmt.Errorf("client: publish plan %s: %w", planID, err)
 	}
 	return w.execution(ctx, false, onEvent, "")

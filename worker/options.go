@@ -3,6 +3,7 @@ package worker
 import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/skill"
@@ -14,6 +15,18 @@ type Option func(*options)
 type options struct {
 	log        zerolog.Logger
 	middleware []skill.Middleware
+	tracer     trace.TracerProvider
+}
+
+// WithTracerProvider makes the worker record a planbus.tool.run span for
+// every call it runs, a child of the call's trace context (its
+// traceparent header) when it has one; a handler's ctx carries the span,
+// so the skill's own spans join the trace. Default: the global
+// TracerProvider (otel.GetTracerProvider), a no-op unless the program
+// installed one. Without a recording provider, a call's trace context
+// still reaches the handler's ctx and the result.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracer = tp }
 }
 
 // WithLogger makes the worker log to log, and hands each handler a logger

@@ -15,9 +15,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/internal/wire"
 	"github.com/planbus/planbus/schemas"
@@ -69,6 +72,10 @@ type Worker struct {
 	callCtx    context.Context // parent of every call; cancelled when the drain time is up
 	callCancel context.CancelCauseFunc
 	ready      chan struct{}
+	// tracer records planbus.tool.run spans; traced reports whether it
+	// records at all.
+	tracer trace.Tracer
+	traced bool
 }
 
 type served struct {
@@ -132,6 +139,8 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		ready:    make(chan struct{}),
 	}
 	w.flush = func() error { return w.nc.FlushTimeout(flushTimeout) }
+	w.tracer = telemetry.Tracer(o.tracer)
+	w.traced = telemetry.Records(w.tracer)
 	w.rejectLog = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: 10 * time.Second})
 	if nc.AuthRequired() && nc.Opts.InboxPrefix != bus.RoleWorker.InboxPrefix() {
 		w.log.Warn().Str("inbox_prefix", nc.Opts.InboxPrefix).
@@ -461,12 +470,22 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		res.State = planbus.ToolFailed
 		res.Error = &planbus.ErrorInfo{Code: planbus.CodeWorkerCrash, Category: planbus.CategoryInternal,
 			Message: fmt.Sprintf("delivered %d times without a result: the workers it went to died, hung or were stopped while running it", meta.NumDelivered-1)}
-		w.finish(log, s, msg, res)
+		w.finish(log, s, msg, res, nil)
 		return
 	}
 
 	ctx, cancel := context.WithCancelCause(w.callCtx)
 	defer cancel(nil)
+	// The call's trace context, when it has one, is the parent of the
+	// run's span and travels to the skill in ctx.
+	ctx = telemetry.Extract(ctx, msg.Headers())
+	span := trace.SpanFromContext(ctx)
+	if w.traced {
+		ctx, span = w.tracer.Start(ctx, telemetry.SpanToolRun, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+			telemetry.AttrPlanID.String(tc.PlanID), telemetry.AttrRequestID.String(tc.RequestID), telemetry.AttrToolID.String(tc.ToolID),
+			telemetry.AttrSkill.String(name), telemetry.AttrAttempt.Int(tc.Attempt), telemetry.AttrWorkerID.String(w.cfg.ID)))
+		defer span.End()
+	}
 	c := &call{msg: msg, planID: tc.PlanID, digest: tc.CancelDigest, cancel: cancel}
 	if !w.track(c) {
 		log.Debug().Msg("plan ended; dropping its call")
@@ -488,6 +507,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	if herr != nil {
 		switch context.Cause(ctx) {
 		case errShutdown:
+			span.SetAttributes(telemetry.AttrState.String("handed back"))
 			log.Info().Msg("handing an unfinished call back")
 			_ = msg.Nak()
 			return
@@ -497,7 +517,15 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 			return
 		}
 	}
-	w.finish(log, s, msg, w.result(&tc, out, herr, started))
+	res := w.result(&tc, out, herr, started)
+	if w.traced {
+		span.SetAttributes(telemetry.AttrState.String(res.State))
+		if res.Error != nil {
+			span.SetAttributes(telemetry.AttrErrorCode.String(res.Error.Code))
+			span.SetStatus(codes.Error, res.Error.Message)
+		}
+	}
+	w.finish(log, s, msg, res, telemetry.Inject(ctx, nil))
 }
 
 // track adds a call to those in flight, unless a cancel of its plan with
@@ -566,7 +594,9 @@ func (w *Worker) newResult(tc *planbus.ToolCall, started time.Time) *planbus.Too
 
 // finish publishes the result, waits for JetStream to store it, and only
 // then acknowledges the call.
-func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *planbus.ToolResult) {
+//
+// h, when not nil, is the trace context the result carries: the run's span.
+func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *planbus.ToolResult, h nats.Header) {
 	if res.State == planbus.ToolSucceeded {
 		s.stats.Succeeded.Add(1)
 	} else {
@@ -582,7 +612,12 @@ func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *p
 	publish := func() error {
 		ctx, cancel := context.WithTimeout(w.callCtx, 5*time.Second)
 		defer cancel()
-		_, err := w.js.Publish(ctx, bus.ResultSubject(res.PlanID), data, jetstream.WithMsgID(key))
+		var err error
+		if h == nil {
+			_, err = w.js.Publish(ctx, bus.ResultSubject(res.PlanID), data, jetstream.WithMsgID(key))
+		} else {
+			_, err = w.js.PublishMsg(ctx, &nats.Msg{Subject: bus.ResultSubject(res.PlanID), Data: data, Header: h}, jetstream.WithMsgID(key))
+		}
 		return err
 	}
 	b := backoff.NewExponentialBackOff()

@@ -15,7 +15,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal, a second one kills the process at once.
 	go func() { <-ctx.Done(); stop() }()
+	stopTracing, ok := cli.StartTracing(ctx, cli.OS(), "planbus-dispatcher")
+	if !ok {
+		os.Exit(cli.ExitUsage)
+	}
 	code := cli.Dispatcher(ctx, os.Args[1:], cli.OS())
+	stopTracing()
 	stop()
 	os.Exit(code)
 }

@@ -22,7 +22,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal, a second one kills the process at once.
 	go func() { <-ctx.Done(); stop() }()
+	stopTracing, ok := cli.StartTracing(ctx, cli.OS(), "planbus-planner")
+	if !ok {
+		os.Exit(cli.ExitUsage)
+	}
 	code := cli.Planner(ctx, os.Args[1:], cli.OS())
+	stopTracing()
 	stop()
 	os.Exit(code)
 }

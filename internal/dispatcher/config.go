@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrInvalidConfig is matched by every error Config.validate returns.
@@ -44,6 +46,11 @@ type Config struct {
 	// consumers allow a few more for that last step
 	// (bus.ConsumerMaxDeliver).
 	DeliveryLimit int
+	// Tracer records the dispatcher's spans (planbus.plan, planbus.tool).
+	// Default: the global TracerProvider, a no-op unless the process set
+	// one up (export.Setup). Plans that arrive without trace context
+	// are traced only when it records.
+	Tracer trace.TracerProvider
 }
 
 // DefaultDeliveryLimit is Config.DeliveryLimit's default.

@@ -13,12 +13,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/session"
+	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/token"
 )
 
@@ -94,6 +96,10 @@ type Dispatcher struct {
 	// rejectLog logs dropped results, a few per period: forged results can
 	// arrive faster than anyone could read a line each.
 	rejectLog zerolog.Logger
+	// tracer records plan and tool spans; traced reports whether it
+	// records at all, so a process without tracing skips the work.
+	tracer trace.Tracer
+	traced bool
 }
 
 type counters struct {
@@ -121,6 +127,8 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{cfg: cfg, conn: conn, log: log.With().Str("component", "dispatcher").Str("dispatcher", cfg.ID).Logger(),
 		ready: make(chan struct{})}
+	d.tracer = telemetry.Tracer(cfg.Tracer)
+	d.traced = telemetry.Records(d.tracer)
 	d.rejectLog = d.log.Sample(&zerolog.BurstSampler{Burst: rejectLogBurst, Period: rejectLogPeriod})
 	d.engineHealth = d.skillHealth
 	for range cfg.Shards {

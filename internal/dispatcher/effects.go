@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/token"
 )
 
@@ -71,6 +73,7 @@ type rendered struct {
 type renderedCall struct {
 	subject, msgID string
 	data           []byte
+	header         nats.Header // the trace context of a traced plan's call, or nil
 }
 
 // render encodes the tool calls and the execution result the effects ask
@@ -119,7 +122,8 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 					Message: fmt.Sprintf("the call's input with its references resolved takes %d bytes; a message holds at most %d", len(data), limit)}}, now))
 			continue
 		}
-		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(v.Skill), msgID: token.MsgID(call.IdempotencyKey, call.Token), data: data})
+		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(v.Skill), msgID: token.MsgID(call.IdempotencyKey, call.Token), data: data,
+			header: callHeader(st, t.ToolID, r.Attempt)})
 	}
 	if fx.Done != nil {
 		out.done = mustJSON(fx.Done)
@@ -145,8 +149,14 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 	for _, ev := range fx.Events {
 		d.event(ev)
 	}
-	pub := func(subject string, data []byte, msgID string) error {
-		f, err := d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
+	pub := func(subject string, data []byte, msgID string, h nats.Header) error {
+		var f jetstream.PubAckFuture
+		var err error
+		if h == nil {
+			f, err = d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
+		} else {
+			f, err = d.conn.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: h}, jetstream.WithMsgID(msgID))
+		}
 		if err != nil {
 			return fmt.Errorf("publish %s: %w", subject, err)
 		}
@@ -154,14 +164,14 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 		return nil
 	}
 	for _, c := range out.calls {
-		if err := pub(c.subject, c.data, c.msgID); err != nil {
+		if err := pub(c.subject, c.data, c.msgID, c.header); err != nil {
 			return pd, err
 		}
 		d.stats.Released.Add(1)
 	}
 	for _, tm := range fx.Timers {
 		body := tm.Message(p.PlanID)
-		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), body.MsgID()); err != nil {
+		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), body.MsgID(), nil); err != nil {
 			return pd, err
 		}
 		if tm.Kind == execution.TimerPlanTimeout {
@@ -169,7 +179,8 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 		}
 	}
 	if out.done != nil {
-		if err := pub(bus.ExecutionSubject(p.PlanID), out.done, p.PlanID); err != nil {
+		// A traced plan's execution result carries the plan span's context.
+		if err := pub(bus.ExecutionSubject(p.PlanID), out.done, p.PlanID, telemetry.HeaderFromMap(ent.eng.State().Trace)); err != nil {
 			return pd, err
 		}
 	}

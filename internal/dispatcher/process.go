@@ -114,6 +114,7 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 		return true, nil
 	}
 	now := time.Now()
+	before := d.inFlight(ent.eng)
 	fx, redo := d.step(ent.eng, current, now)
 	if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
 		return false, failed("cannot record skill health or session state", err)
@@ -141,6 +142,7 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 	if err != nil {
 		return false, failed("cannot publish effects", err)
 	}
+	d.traceEnded(ent.eng, before, &fx, now)
 	pd.ack = append(pd.ack, current...)
 	s.acks <- pd
 	d.holdBack(log, ahead, "still ahead of its plan's state")

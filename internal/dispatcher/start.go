@@ -53,6 +53,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	stored := mustJSON(p)
 	now := time.Now()
 	eng, fx := execution.StartReusing(p, now, d.cfg.DefaultMaxConcurrency, d.engineHealth, reused)
+	eng.State().Trace = d.traceStart(it.msg.Headers())
 	state := storedJSON(eng)
 	if limit := d.storeLimit(); len(stored) > limit || len(state) > limit {
 		d.reject(ctx, log, it, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
@@ -85,6 +86,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		ent.rev = rev
 		d.remember(s, p.PlanID, p, ent)
 		log.Debug().Int("tools", len(p.Tools)).Msg("plan started")
+		d.traceEnded(eng, nil, &fx, now) // a plan that ends as it starts (every tool reused)
 	}
 	pd, err := d.send(ent, fx, out)
 	if err != nil {
@@ -170,6 +172,7 @@ func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item
 	res := &plan.ExecutionResult{PlanID: it.planID, RequestID: requestID, State: plan.PlanRejected, CanReplan: true,
 		Error: errInfo, Tools: []plan.ToolOutcome{}, StartedAt: now, FinishedAt: now}
 	log.Warn().Err(cause).Msg("plan rejected")
+	d.rejectSpan(it.msg.Headers(), it.planID, requestID, errInfo)
 	d.event(plan.Event{Type: plan.EventPlanRejected, Time: now, RequestID: requestID, PlanID: it.planID, Error: errInfo})
 	if _, err := d.conn.JS.Publish(ctx, bus.ExecutionSubject(it.planID), mustJSON(res), jetstream.WithMsgID(it.planID)); err != nil {
 		log.Error().Err(err).Msg("cannot publish the rejection; plan will be redelivered")

@@ -19,6 +19,11 @@ type State struct {
 	FinishedAt     int64           `json:"finishedAt,omitempty"`
 	Error          *plan.ErrorInfo `json:"error,omitempty"`
 	Tools          []ToolState     `json:"tools"`
+	// Trace is the W3C trace context of the plan's span (traceparent,
+	// tracestate) and, under "parent", the span id of that span's parent,
+	// when the plan is traced: any dispatcher parents the plan's tool spans
+	// with it. The engine only keeps it.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // ToolState is one tool's part of State, in plan order.

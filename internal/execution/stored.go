@@ -22,6 +22,8 @@ type Stored struct {
 	FinishedAt     int64           `json:"finishedAt,omitempty"`
 	Error          *plan.ErrorInfo `json:"error,omitempty"`
 	Tools          []StoredTool    `json:"tools"` // written compactly, see storedjson.go
+	// Trace is State.Trace.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // StoredTool is one tool in Stored, in plan order.
@@ -48,7 +50,7 @@ type StoredTool struct {
 func (st *State) Store() *Stored {
 	s := &Stored{PlanID: st.PlanID, RequestID: st.RequestID, SessionID: st.SessionID, Status: st.Status,
 		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
-		Error: st.Error, Tools: make([]StoredTool, len(st.Tools))}
+		Error: st.Error, Tools: make([]StoredTool, len(st.Tools)), Trace: st.Trace}
 	for i, t := range st.Tools {
 		sv := StoredTool{State: t.State, Attempt: t.Attempt, Result: t.ResultSeq, Reason: t.Reason,
 			Approved: t.Approved && t.State == plan.ToolPending, Reused: t.Reused && t.State == plan.ToolSucceeded}
@@ -80,7 +82,7 @@ func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, er
 	}
 	st := &State{PlanID: s.PlanID, RequestID: s.RequestID, SessionID: s.SessionID, Status: s.Status,
 		MaxConcurrency: s.MaxConcurrency, StartedAt: s.StartedAt, Deadline: s.Deadline, FinishedAt: s.FinishedAt,
-		Error: s.Error, Tools: make([]ToolState, len(s.Tools))}
+		Error: s.Error, Tools: make([]ToolState, len(s.Tools)), Trace: s.Trace}
 	for i, sv := range s.Tools {
 		t := ToolState{ID: p.Tools[i].ToolID, State: sv.State, Attempt: sv.Attempt, ResultSeq: sv.Result, Reason: sv.Reason, Error: sv.Error,
 			Approved: sv.Approved, Reused: sv.Reused}

@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/telemetry"
 )
 
 // accept validates a request as the endpoint receives it and queues it.
@@ -92,7 +96,10 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 	if err := s.checkSize(r, data); err != nil {
 		return nil, err
 	}
-	if _, err := s.conn.JS.Publish(ctx, bus.RequestSubject(r.RequestID), data, jetstream.WithMsgID(r.RequestID)); err != nil {
+	// The request carries the endpoint's trace context to whichever planner
+	// takes it from the stream.
+	msg := &nats.Msg{Subject: bus.RequestSubject(r.RequestID), Data: data, Header: telemetry.Inject(ctx, nil)}
+	if _, err := s.conn.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(r.RequestID)); err != nil {
 		return nil, fmt.Errorf("planner: queue request: %w", err)
 	}
 	return r, nil
@@ -149,8 +156,12 @@ func (s *Service) handleRequest(req micro.Request) { s.respondAccept(req, req.Da
 func (s *Service) respondAccept(req micro.Request, doc []byte) {
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
+	ctx, span := s.tracer.Start(telemetry.Extract(ctx, nats.Header(req.Headers())), telemetry.SpanAccept,
+		trace.WithSpanKind(trace.SpanKindServer))
+	defer span.End()
 	r, err := s.accept(ctx, doc)
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: err.Error()}}
 		var re *RequestError
 		if errors.As(err, &re) {
@@ -162,6 +173,7 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 		_ = req.Error("400", rej.Error.Message, data)
 		return
 	}
+	span.SetAttributes(telemetry.AttrRequestID.String(r.RequestID), telemetry.AttrKind.String(r.Kind))
 	s.event(&loop{Request: r}, plan.Event{Type: "request.accepted", Message: "kind " + r.Kind})
 	_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted"})
 }

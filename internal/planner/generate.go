@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/htn"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/telemetry"
 )
 
 // GenInput is what a generator is given for one attempt.
@@ -149,7 +150,9 @@ func (x external) Generate(ctx context.Context, in GenInput) (*plan.Plan, error)
 	if err != nil {
 		return nil, err
 	}
-	reply, err := x.nc.RequestWithContext(ctx, in.Request.Planner, data)
+	// The generation's trace context goes along: an external planner that
+	// speaks W3C trace context continues the trace.
+	reply, err := x.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: in.Request.Planner, Data: data, Header: telemetry.Inject(ctx, nil)})
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, &GenError{Code: "PLANNER_UNAVAILABLE", Category: plan.CategoryNetwork,

@@ -10,11 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/telemetry"
 )
 
 // loop is a request's replan loop state, stored under its id in
@@ -40,6 +44,13 @@ type loop struct {
 	// succeeded in failed attempts, for later attempts to reuse (see
 	// reuse.go).
 	Reusable map[string]plan.ReuseRef `json:"reusable,omitempty"`
+	// Trace is the W3C trace context of the request's span
+	// (planbus.request), the parent of the spans of its later steps
+	// (planbus.resume), whichever planner handles them. PlanTrace is the
+	// one of the generation of Plan, which the plan's message carries,
+	// also when it is published again after a crash.
+	Trace     map[string]string `json:"trace,omitempty"`
+	PlanTrace map[string]string `json:"planTrace,omitempty"`
 }
 
 // cancelMark records a cancel asked for on planbus.plan.cancel.
@@ -131,9 +142,12 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 		ctx = context.WithValue(ctx, gateHeld{}, true)
 	}
 	defer s.lock(r.RequestID)()
+	ctx, span := s.tracer.Start(telemetry.Extract(ctx, m.Headers()), telemetry.SpanRequest, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(telemetry.AttrRequestID.String(r.RequestID), telemetry.AttrSessionID.String(r.SessionID), telemetry.AttrKind.String(r.Kind)))
+	defer span.End()
 	l, rev, err := s.load(ctx, r.RequestID)
 	if err == nil && l == nil {
-		l = &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []Attempt{}}
+		l = &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []Attempt{}, Trace: telemetry.Map(ctx)}
 		rev, err = s.save(ctx, l, 0)
 		if tl, ok := isTooLarge(err); ok {
 			// Published around the endpoint, which refuses such requests:
@@ -149,6 +163,7 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 		return fmt.Errorf("request %s: loop state: %w", r.RequestID, err)
 	}
 	if err := s.advance(ctx, l, rev); err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		return fmt.Errorf("request %s: %w", r.RequestID, err)
 	}
 	_ = m.Ack()
@@ -177,6 +192,13 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 		_ = m.Ack() // a plan submitted directly, not through a request
 		return nil
 	}
+	// A step of a traced request: a child of the request's span, linked to
+	// the plan's (the execution result's header).
+	var span trace.Span
+	ctx, span = s.tracer.Start(telemetry.FromMap(ctx, l.Trace), telemetry.SpanResume, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(trace.LinkFromContext(telemetry.Extract(context.Background(), m.Headers()))),
+		trace.WithAttributes(telemetry.AttrRequestID.String(res.RequestID), telemetry.AttrPlanID.String(res.PlanID), telemetry.AttrState.String(res.State)))
+	defer span.End()
 	if l.Status == loopExecuting && l.PlanID == res.PlanID {
 		s.record(l, &res)
 	}
@@ -333,7 +355,8 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 				return err
 			}
 			octx, cancel := storeOp(ctx)
-			_, err := s.conn.JS.Publish(octx, bus.PlanSubject(l.PlanID), l.Plan, jetstream.WithMsgID(l.PlanID))
+			_, err := s.conn.JS.PublishMsg(octx, &nats.Msg{Subject: bus.PlanSubject(l.PlanID), Data: l.Plan, Header: telemetry.HeaderFromMap(l.PlanTrace)},
+				jetstream.WithMsgID(l.PlanID))
 			cancel()
 			if err != nil {
 				return err
@@ -360,7 +383,16 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 		s.event(l, plan.Event{Type: "request.generating", Attempt: l.Attempt,
 			Message: fmt.Sprintf("generating attempt %d of %d (%s)", l.Attempt, l.Request.MaxAttempts, l.Request.Kind)})
 		gctx, stop := s.generating(ctx, l.Request.RequestID)
+		gctx, span := s.tracer.Start(gctx, telemetry.SpanGenerate, trace.WithAttributes(telemetry.AttrRequestID.String(l.Request.RequestID),
+			telemetry.AttrKind.String(l.Request.Kind), telemetry.AttrAttempt.Int(l.Attempt)))
 		p, err := s.generate(gctx, l)
+		l.PlanTrace = telemetry.Map(gctx)
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		} else {
+			span.SetAttributes(telemetry.AttrPlanID.String(p.PlanID), telemetry.AttrTools.Int(len(p.Tools)))
+		}
+		span.End()
 		stop()
 		if err != nil && errors.Is(context.Cause(gctx), errCancelled) {
 			// Cancelled by the endpoint, which has ended the loop in the

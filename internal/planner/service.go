@@ -14,10 +14,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/session"
+	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/templates"
 )
 
@@ -71,6 +73,11 @@ type Config struct {
 	// bus.DefaultDeliveryLimit (10); the consumers allow a few more for
 	// that last step (bus.ConsumerMaxDeliver).
 	DeliveryLimit int
+	// Tracer records the planner's spans (planbus.accept, planbus.request,
+	// planbus.resume, planbus.generate). Default: the global
+	// TracerProvider, a no-op unless the process set one up
+	// (export.Setup).
+	Tracer trace.TracerProvider
 }
 
 // DefaultFallbackTemplates are the three fallback texts a planner uses
@@ -165,6 +172,7 @@ type Service struct {
 	work       sync.WaitGroup
 	ready      chan struct{}
 	agents     agentRuntime // GOAP agents (agent_service.go)
+	tracer     trace.Tracer
 }
 
 // New prepares a planner service on conn.
@@ -176,6 +184,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 	s := &Service{cfg: cfg, conn: conn, log: log.With().Str("component", "planner").Str("planner", cfg.ID).Logger(),
 		ready: make(chan struct{}), gate: newGate(cfg.GenConcurrency, cfg.GenMaxMemory), stopping: context.Background(),
 		gens: map[string]context.CancelCauseFunc{}}
+	s.tracer = telemetry.Tracer(cfg.Tracer)
 	s.goap = goapPlanner{domains: cfg.DomainsDir, decoded: newDomainCache()}
 	s.generators = map[string]Generator{
 		KindPlan:     fixedPlan{},

@@ -1,0 +1,334 @@
+package telemetry_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/node"
+	"github.com/planbus/planbus/internal/planner"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/internal/telemetry"
+	"github.com/planbus/planbus/internal/telemetry/export"
+	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
+)
+
+// recorder is one component's TracerProvider over the SDK's in-memory
+// exporter, which tells when spans arrive. Each component gets its own, as
+// each process has its own: spans can only join one trace through the
+// trace context the messages carry.
+type recorder struct {
+	name string
+	tp   *sdktrace.TracerProvider
+	mem  *tracetest.InMemoryExporter
+	more chan struct{}
+}
+
+func newRecorder(t *testing.T, name string) *recorder {
+	t.Helper()
+	r := &recorder{name: name, mem: tracetest.NewInMemoryExporter(), more: make(chan struct{}, 1)}
+	tp, err := export.NewProvider(context.Background(), name, sdktrace.WithSyncer(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tp = tp
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return r
+}
+
+func (r *recorder) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := r.mem.ExportSpans(ctx, spans)
+	select {
+	case r.more <- struct{}{}:
+	default:
+	}
+	return err
+}
+
+func (r *recorder) Shutdown(context.Context) error { return nil }
+
+func (r *recorder) spans() tracetest.SpanStubs { return r.mem.GetSpans() }
+
+// named returns the spans called name.
+func (r *recorder) named(name string) tracetest.SpanStubs {
+	var out tracetest.SpanStubs
+	for _, s := range r.spans() {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// await waits until ok holds for what r recorded, for at most a minute.
+func (r *recorder) await(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for !ok() {
+		select {
+		case <-r.more:
+		case <-deadline:
+			t.Fatalf("%s: %s: not recorded within a minute; spans: %v", r.name, what, names(r.spans()))
+		}
+	}
+}
+
+func names(spans tracetest.SpanStubs) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func attr(s tracetest.SpanStub, key attribute.Key) (attribute.Value, bool) {
+	for _, kv := range s.Attributes {
+		if kv.Key == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+// startTraced starts a node on a real embedded JetStream server whose
+// planner and dispatcher record with their own providers, and a worker
+// serving skills that records with its own.
+func startTraced(t *testing.T, pl, di, wk *recorder, sk ...skill.Skill) (*node.Node, *client.Client) {
+	t.Helper()
+	cfg := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{Bus: cfg, Planner: planner.Config{Tracer: pl.tp},
+		Dispatcher: dispatcher.Config{Tracer: di.tp}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	if _, err := n.Add(ctx, "traced-worker", bus.RoleWorker, func(c *bus.Conn) (node.Runner, error) {
+		return worker.New(c.NC, worker.Config{Skills: sk, DrainTimeout: time.Second}, worker.WithTracerProvider(wk.tp))
+	}, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(bustest.Dial(t, cfg).NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, c
+}
+
+const diamond = `{"kind": "plan", "plan": {"maxConcurrency": 4, "tools": [
+	{"toolId": "A", "skill": "echo", "input": {"city": "Lisbon"}},
+	{"toolId": "B", "skill": "echo", "dependencies": ["A"]},
+	{"toolId": "C", "skill": "echo", "dependencies": ["A"]},
+	{"toolId": "D", "skill": "echo", "dependencies": ["B", "C"]}]}}`
+
+// TestOneTraceAcrossPlannerDispatcherAndWorker follows a request whose
+// caller has a span: the planner's, the dispatcher's and the worker's
+// spans all share its trace id and form one tree under it.
+func TestOneTraceAcrossPlannerDispatcherAndWorker(t *testing.T) {
+	pl, di, wk, caller := newRecorder(t, "planner"), newRecorder(t, "dispatcher"), newRecorder(t, "toolworker"), newRecorder(t, "caller")
+	_, c := startTraced(t, pl, di, wk, skills.Echo())
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ctx, root := caller.tp.Tracer("test").Start(ctx, "caller")
+	out, err := c.Run(ctx, []byte(diamond), nil)
+	root.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Success {
+		t.Fatalf("outcome %s, want succeeded: %+v", out.Status, out.Error)
+	}
+	// The outcome can reach the caller before the last spans end.
+	pl.await(t, "accept, request, generate and resume", func() bool {
+		return len(pl.named(telemetry.SpanAccept)) == 1 && len(pl.named(telemetry.SpanRequest)) == 1 &&
+			len(pl.named(telemetry.SpanGenerate)) == 1 && len(pl.named(telemetry.SpanResume)) == 1
+	})
+	di.await(t, "the plan and four tool attempts", func() bool {
+		return len(di.named(telemetry.SpanPlan)) == 1 && len(di.named(telemetry.SpanTool)) == 4
+	})
+	wk.await(t, "four runs", func() bool { return len(wk.named(telemetry.SpanToolRun)) == 4 })
+
+	var all tracetest.SpanStubs
+	component := map[trace.SpanID]string{}
+	for _, r := range []*recorder{caller, pl, di, wk} {
+		for _, s := range r.spans() {
+			all = append(all, s)
+			component[s.SpanContext.SpanID()] = r.name
+		}
+	}
+	tid := root.SpanContext().TraceID()
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, s := range all {
+		if got := s.SpanContext.TraceID(); got != tid {
+			t.Errorf("%s span %s: trace id %s, want the caller's %s", component[s.SpanContext.SpanID()], s.Name, got, tid)
+		}
+		byID[s.SpanContext.SpanID()] = s
+	}
+	// One tree: every span but the caller's has its parent among them.
+	for _, s := range all {
+		if s.Name == "caller" {
+			continue
+		}
+		if _, ok := byID[s.Parent.SpanID()]; !ok {
+			t.Errorf("%s span %s: parent %s is not a recorded span", component[s.SpanContext.SpanID()], s.Name, s.Parent.SpanID())
+		}
+	}
+	parentName := func(s tracetest.SpanStub) string { return byID[s.Parent.SpanID()].Name }
+	for _, want := range []struct{ span, parent string }{
+		{telemetry.SpanAccept, "caller"},
+		{telemetry.SpanRequest, telemetry.SpanAccept},
+		{telemetry.SpanGenerate, telemetry.SpanRequest},
+		{telemetry.SpanPlan, telemetry.SpanGenerate},
+		{telemetry.SpanResume, telemetry.SpanRequest},
+	} {
+		for _, r := range []*recorder{pl, di} {
+			for _, s := range r.named(want.span) {
+				if got := parentName(s); got != want.parent {
+					t.Errorf("span %s: parent %s, want %s", want.span, got, want.parent)
+				}
+			}
+		}
+	}
+	plans := di.named(telemetry.SpanPlan)
+	planID, _ := attr(plans[0], telemetry.AttrPlanID)
+	if v, _ := attr(plans[0], telemetry.AttrState); v.AsString() != planbus.PlanSucceeded {
+		t.Errorf("plan span state %q, want %q", v.AsString(), planbus.PlanSucceeded)
+	}
+	tools := map[string]tracetest.SpanStub{}
+	for _, s := range di.named(telemetry.SpanTool) {
+		if s.Parent.SpanID() != plans[0].SpanContext.SpanID() {
+			t.Errorf("tool span: parent %s, want the plan span", parentName(s))
+		}
+		toolID, _ := attr(s, telemetry.AttrToolID)
+		tools[toolID.AsString()] = s
+	}
+	for _, s := range wk.named(telemetry.SpanToolRun) {
+		toolID, _ := attr(s, telemetry.AttrToolID)
+		parent, ok := tools[toolID.AsString()]
+		if !ok || s.Parent.SpanID() != parent.SpanContext.SpanID() {
+			t.Errorf("run of tool %s: parent %s, want the dispatcher's span of its attempt", toolID.AsString(), parentName(s))
+		}
+		for _, span := range []tracetest.SpanStub{s, parent} {
+			for key, want := range map[attribute.Key]attribute.Value{
+				telemetry.AttrPlanID: planID, telemetry.AttrToolID: toolID, telemetry.AttrSkill: attribute.StringValue("echo"),
+				telemetry.AttrAttempt: attribute.IntValue(1), telemetry.AttrState: attribute.StringValue(planbus.ToolSucceeded),
+			} {
+				if got, _ := attr(span, key); got != want {
+					t.Errorf("%s of tool %s: %s = %v, want %v", span.Name, toolID.AsString(), key, got.String(), want.String())
+				}
+			}
+		}
+	}
+	if len(tools) != 4 {
+		t.Errorf("tool spans for %d tools, want 4 (A, B, C, D)", len(tools))
+	}
+}
+
+// TestToolSpansStayInTheTraceAfterAFailover kills the dispatcher of a plan
+// while a tool runs: the one that takes over parents the tool spans it
+// records in the plan's trace, from the state in KV.
+func TestToolSpansStayInTheTraceAfterAFailover(t *testing.T) {
+	pl, d1, wk, caller := newRecorder(t, "planner"), newRecorder(t, "dispatcher-1"), newRecorder(t, "toolworker"), newRecorder(t, "caller")
+	running, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var inSkill trace.SpanContext // the span the skill's ctx carries
+	hold := skill.Skill{Manifest: skill.Manifest{Name: "hold"}, Handler: skill.HandlerFunc(
+		func(ctx context.Context, _ *planbus.ToolCall) (skill.Result, error) {
+			once.Do(func() { inSkill = trace.SpanContextFromContext(ctx); close(running) })
+			select {
+			case <-release:
+				return skill.Result{Output: json.RawMessage(`{"held": true}`)}, nil
+			case <-ctx.Done():
+				return skill.Result{}, ctx.Err()
+			}
+		})}
+	n, c := startTraced(t, pl, d1, wk, skills.Echo(), hold)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ctx, root := caller.tp.Tracer("test").Start(ctx, "caller")
+	defer root.End()
+	done := make(chan error, 1)
+	go func() {
+		out, err := c.Run(ctx, []byte(`{"kind": "plan", "plan": {"tools": [
+			{"toolId": "A", "skill": "hold"}, {"toolId": "B", "skill": "echo", "dependencies": ["A"]}]}}`), nil)
+		if err == nil && !out.Success {
+			err = fmt.Errorf("outcome %s: %+v", out.Status, out.Error)
+		}
+		done <- err
+	}()
+	select {
+	case <-running:
+	case err := <-done:
+		t.Fatalf("the plan ended before its first tool ran: %v", err)
+	case <-ctx.Done():
+		t.Fatal("tool A did not start within a minute")
+	}
+	n.Dispatchers[0].Kill()
+	d2 := newRecorder(t, "dispatcher-2")
+	if _, err := n.AddDispatcher(ctx, dispatcher.Config{Tracer: d2.tp}, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	d2.await(t, "both tool attempts and the plan", func() bool {
+		return len(d2.named(telemetry.SpanTool)) == 2 && len(d2.named(telemetry.SpanPlan)) == 1
+	})
+	wk.await(t, "both runs", func() bool { return len(wk.named(telemetry.SpanToolRun)) == 2 })
+	if got := names(d1.spans()); len(got) != 0 {
+		t.Errorf("the killed dispatcher recorded %v, want nothing: it ended no attempt", got)
+	}
+	tid := root.SpanContext().TraceID()
+	plan := d2.named(telemetry.SpanPlan)[0]
+	tools := map[string]tracetest.SpanStub{}
+	for _, s := range d2.spans() {
+		if s.SpanContext.TraceID() != tid {
+			t.Errorf("dispatcher-2 span %s: trace id %s, want the caller's %s", s.Name, s.SpanContext.TraceID(), tid)
+		}
+		if s.Name == telemetry.SpanTool {
+			if s.Parent.SpanID() != plan.SpanContext.SpanID() {
+				t.Errorf("tool span: parent %s, want the plan's span %s", s.Parent.SpanID(), plan.SpanContext.SpanID())
+			}
+			id, _ := attr(s, telemetry.AttrToolID)
+			tools[id.AsString()] = s
+		}
+	}
+	if gen := pl.named(telemetry.SpanGenerate); len(gen) != 1 || plan.Parent.SpanID() != gen[0].SpanContext.SpanID() {
+		t.Errorf("plan span: parent %s, want the planner's generation", plan.Parent.SpanID())
+	}
+	for _, s := range wk.named(telemetry.SpanToolRun) {
+		id, _ := attr(s, telemetry.AttrToolID)
+		if s.SpanContext.TraceID() != tid || s.Parent.SpanID() != tools[id.AsString()].SpanContext.SpanID() {
+			t.Errorf("run of tool %s: trace %s parent %s, want trace %s and the span dispatcher-2 recorded for it",
+				id.AsString(), s.SpanContext.TraceID(), s.Parent.SpanID(), tid)
+		}
+	}
+	for _, s := range wk.named(telemetry.SpanToolRun) {
+		if id, _ := attr(s, telemetry.AttrToolID); id.AsString() == "A" && !s.SpanContext.Equal(inSkill) {
+			t.Errorf("the skill's ctx carries span %s, want its run's %s", inSkill.SpanID(), s.SpanContext.SpanID())
+		}
+	}
+	if a := tools["A"]; !strings.Contains(fmt.Sprint(a.Attributes), "hold") {
+		t.Errorf("tool A's span attributes %v, want skill hold", a.Attributes)
+	}
+}
