@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/planbus/planbus/internal/metrics"
 )
 
 // ErrInvalidConfig is matched by every error Config.validate returns.
@@ -44,6 +46,11 @@ type Config struct {
 	// consumers allow a few more for that last step
 	// (bus.ConsumerMaxDeliver).
 	DeliveryLimit int
+	// Metrics, when set, is the process's registry: the dispatcher counts
+	// plans, attempts, health changes, conflicts, rejected results and
+	// dropped messages there, and reports each skill's backlog and workers
+	// through it while it runs. Default: no metrics.
+	Metrics *metrics.Registry
 }
 
 // DefaultDeliveryLimit is Config.DeliveryLimit's default.
