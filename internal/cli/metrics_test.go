@@ -14,6 +14,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/node"
 )
 
 // scrape GETs a /metrics address as Prometheus (or curl) would and parses
@@ -238,5 +242,83 @@ func TestMetricsGuard(t *testing.T) {
 				t.Errorf("got %d, want %d", rec.Code, tc.want)
 			}
 		})
+	}
+}
+
+var metricsLine = regexp.MustCompile(`metrics on (http://\S+/metrics)`)
+
+// component runs a long-lived command (dispatcher, toolworker) in-process
+// until the test ends, with env as its whole environment; it returns its
+// stderr and a channel with its exit code.
+func component(t *testing.T, cmd func(context.Context, []string, IO) int, env map[string]string, args ...string) (*watchedBuffer, <-chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &watchedBuffer{wrote: make(chan struct{}, 1)}
+	code := make(chan int, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		code <- cmd(ctx, args, IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Env: func(k string) string { return env[k] }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(wait):
+			t.Errorf("%v still running %s after the interrupt", args, wait)
+		}
+	})
+	return stderr, code
+}
+
+// dispatcher --metrics and toolworker with $PLANBUS_METRICS serve their
+// own metrics: after a plan, each shows its part of it, and nothing of
+// the other's.
+func TestComponentMetricsFlag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{Bus: bustest.Start(t), NoDispatcher: true, NoPlanner: true}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+
+	dErr, dCode := component(t, Dispatcher, nil, "--nats-url", n.Bus.URL, "--metrics", "127.0.0.1:0")
+	dURL := dErr.waitFor(t, metricsLine, dCode)[1]
+	dErr.waitFor(t, regexp.MustCompile("dispatcher running"), dCode)
+	wErr, wCode := component(t, Toolworker, map[string]string{"PLANBUS_METRICS": "127.0.0.1:0"}, "--nats-url", n.Bus.URL, "--skills", "echo,sleep")
+	wURL := wErr.waitFor(t, metricsLine, wCode)[1]
+	wErr.waitFor(t, regexp.MustCompile("tool worker serving"), wCode)
+
+	o := runPlanner(t, "run", "--nats-url", n.Bus.URL, example(t, "diamond.json"))
+	if res := o.result(t); o.code != ExitOK || !res.Success {
+		t.Fatalf("diamond: exit %d, %s\n%s", o.code, res.State, o.stderr)
+	}
+	var dWants, wWants []want
+	for _, w := range diamondWants {
+		switch {
+		case strings.HasPrefix(w.name, "planbus_worker_") || w.name == "planbus_tool_queue_wait_seconds":
+			wWants = append(wWants, w)
+		case strings.HasPrefix(w.name, "planbus_"):
+			dWants = append(dWants, w)
+		default:
+			dWants, wWants = append(dWants, w), append(wWants, w)
+		}
+	}
+	dFams := awaitMetrics(t, dURL, dWants)
+	wFams := awaitMetrics(t, wURL, wWants)
+	if _, ok := sample(dFams, "planbus_worker_calls_total"); ok {
+		t.Errorf("the dispatcher's metrics show worker calls")
+	}
+	if _, ok := sample(wFams, "planbus_plans_started_total"); ok {
+		t.Errorf("the toolworker's metrics show plans")
+	}
+
+	if o := (invocation{}).run(t, Dispatcher, "--nats-url", n.Bus.URL, "--metrics", "nowhere"); o.code != ExitUsage || !strings.Contains(o.stderr, "want host:port") {
+		t.Errorf("--metrics nowhere: exit %d, stderr %q; want %d and host:port", o.code, o.stderr, ExitUsage)
+	}
+	taken := strings.TrimSuffix(strings.TrimPrefix(dURL, "http://"), "/metrics")
+	if o := (invocation{}).run(t, Toolworker, "--nats-url", n.Bus.URL, "--metrics", taken); o.code != ExitUsage || !strings.Contains(o.stderr, "address already in use") {
+		t.Errorf("--metrics on a taken address: exit %d, stderr %q; want %d naming it", o.code, o.stderr, ExitUsage)
 	}
 }
