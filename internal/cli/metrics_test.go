@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -321,4 +322,34 @@ func TestComponentMetricsFlag(t *testing.T) {
 	if o := (invocation{}).run(t, Toolworker, "--nats-url", n.Bus.URL, "--metrics", taken); o.code != ExitUsage || !strings.Contains(o.stderr, "address already in use") {
 		t.Errorf("--metrics on a taken address: exit %d, stderr %q; want %d naming it", o.code, o.stderr, ExitUsage)
 	}
+}
+
+// The replan demo (README) through planner serve: the planner's and the
+// health metrics count the generations, the replan, walk's way to
+// permanentFailure and the request's end.
+func TestServeMetricsOfAReplan(t *testing.T) {
+	root := repoRoot(t)
+	stderr, code := background(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--workers", "1", "--http", "127.0.0.1:0",
+		"--domains", filepath.Join(root, "examples", "htn"),
+		"--simulate", "walk(from,to)=network hail(vehicle,at) ride(vehicle,from,to) set-cash(old,new) wait-for(bus,at)")
+	base := viewURL(t, stderr, code)
+	natsURL := stderr.waitFor(t, nodeUp, code)[1]
+	o := runPlanner(t, "run", "--nats-url", natsURL, filepath.Join(root, "examples", "requests", "taxi.json"))
+	if o.code != ExitOK {
+		t.Fatalf("taxi: exit %d\n%s", o.code, o.stderr)
+	}
+	awaitMetrics(t, base+"metrics", []want{
+		{name: "planbus_requests_started_total", labels: []string{"kind", "htn"}, min: 1},
+		{name: "planbus_requests_ended_total", labels: []string{"status", "succeeded"}, min: 1},
+		{name: "planbus_generations_total", labels: []string{"kind", "htn", "outcome", "succeeded"}, min: 2},
+		{name: "planbus_generation_duration_seconds", labels: []string{"kind", "htn"}, min: 2},
+		{name: "planbus_replans_total", labels: []string{"kind", "htn"}, min: 1, exact: true},
+		{name: "planbus_plans_ended_total", labels: []string{"state", "failed"}, min: 1},
+		{name: "planbus_plans_ended_total", labels: []string{"state", "succeeded"}, min: 1},
+		{name: "planbus_tool_attempts_total", labels: []string{"skill", "walk", "state", "failed"}, min: 3},
+		{name: "planbus_tool_attempts_total", labels: []string{"skill", "ride", "state", "succeeded"}, min: 1},
+		{name: "planbus_skill_health_transitions_total", labels: []string{"skill", "walk", "from", "healthy", "to", "temporaryFailure"}, min: 1},
+		{name: "planbus_skill_health_transitions_total", labels: []string{"skill", "walk", "from", "temporaryFailure", "to", "permanentFailure"}, min: 1},
+		{name: "planbus_worker_calls_total", labels: []string{"skill", "walk", "state", "failed"}, min: 3},
+	})
 }
