@@ -3,7 +3,6 @@ package metrics
 import (
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -131,6 +130,3 @@ func label(v string, known ...string) string {
 	}
 	return "other"
 }
-
-// lower is a label value in lower case without spaces.
-func lower(s string) string { return strings.ReplaceAll(strings.ToLower(s), " ", "_") }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -116,8 +117,7 @@ func (c *skillCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		workers <- w
 	}()
-	skills := src.Skills()
-	slices.Sort(skills)
+	skills := slices.Sorted(slices.Values(src.Skills()))
 	for _, sk := range skills {
 		cons, err := src.JS.Consumer(ctx, bus.StreamTools, bus.SkillConsumer(sk))
 		if err != nil {
@@ -146,7 +146,7 @@ func (c *skillCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func errorIsNotFound(err error) bool {
-	return err == jetstream.ErrConsumerNotFound || err == jetstream.ErrConsumerDoesNotExist
+	return errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDoesNotExist)
 }
 
 // countWorkers asks every tool worker for its info and counts, per skill,

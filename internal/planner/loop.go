@@ -99,14 +99,14 @@ func (s *Service) save(ctx context.Context, l *loop, rev uint64) (uint64, error)
 	if !ok {
 		return 0, &tooLargeError{size: len(data), limit: limit}
 	}
-	if rev == 0 {
-		octx, cancel := storeOp(ctx)
-		defer cancel()
-		return s.requests.Create(octx, l.Request.RequestID, data)
-	}
 	octx, cancel := storeOp(ctx)
 	defer cancel()
-	rev, err := s.requests.Update(octx, l.Request.RequestID, data, rev)
+	var err error
+	if rev == 0 {
+		rev, err = s.requests.Create(octx, l.Request.RequestID, data)
+	} else {
+		rev, err = s.requests.Update(octx, l.Request.RequestID, data, rev)
+	}
 	if casLost(err) {
 		s.metrics.Conflict()
 	}
