@@ -197,10 +197,10 @@ func (v *viewFlags) start(nc *nats.Conn, login bool, tokenFile string, log zerol
 // httpHandler is everything a planbus process serves over HTTP: the web
 // view, and beside it the process's Prometheus metrics on /metrics,
 // outside the view's login (metricsGuard has their rules).
-func httpHandler(view, metrics http.Handler) http.Handler {
+func httpHandler(view, metricsHandler http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", view)
-	mux.Handle(metricsPath, metrics)
+	mux.Handle(metricsPath, metricsHandler)
 	return mux
 }
 
