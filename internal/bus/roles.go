@@ -279,6 +279,10 @@ func (r Role) Grants() Grants {
 		pub(reading(kvStream(BucketKeys))...)
 		pub(watching(BucketKeys)...)
 		pub(writing(BucketKeys))
+		// Metrics (planbus_skill_*): each skill's consumer info (its
+		// backlog) and the tool workers' micro service info (who serves
+		// it), read when Prometheus scrapes.
+		pub(jsAPI("CONSUMER", "INFO", StreamTools, "*"), "$SRV.INFO."+ServiceToolworker)
 		sub(SubjectDispatcherStatus)
 		sub(serving(ServiceDispatcher)...)
 		sub(inbox(r))

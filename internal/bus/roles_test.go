@@ -275,7 +275,11 @@ func bySequence(stream, sample string) func(context.Context, *env, *peer) error 
 }
 
 // backlog: the peer reads a stream's info and the info of a durable
-// consumer an admin made on it, and sees the message waiting there.
+// consumer an admin made on it, and sees the message waiting there. The
+// server counts a consumer's pending messages on its own goroutine, after
+// the publish is acknowledged: under load an info read at once can come
+// before it, so the peer reads again until it sees the message or ctx
+// ends.
 func backlog(stream, durable, sample string) func(context.Context, *env, *peer) error {
 	return func(ctx context.Context, e *env, p *peer) error {
 		if _, err := e.admin.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: durable, FilterSubject: sample,
@@ -292,14 +296,20 @@ func backlog(stream, durable, sample string) func(context.Context, *env, *peer) 
 		if s.CachedInfo().State.Msgs == 0 {
 			return fmt.Errorf("stream %s: no message in its info", stream)
 		}
-		c, err := p.js.Consumer(ctx, stream, durable)
-		if err != nil {
-			return err
+		for {
+			c, err := p.js.Consumer(ctx, stream, durable)
+			if err != nil {
+				return err
+			}
+			if c.CachedInfo().NumPending > 0 {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("consumer %s: no backlog in its info", durable)
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
-		if c.CachedInfo().NumPending == 0 {
-			return fmt.Errorf("consumer %s: no backlog in its info", durable)
-		}
-		return nil
 	}
 }
 
@@ -420,6 +430,9 @@ func TestRolePermissions(t *testing.T) {
 			allow("write the signing key", kvPut(bus.BucketKeys, "signing")),
 			allow("declare a stream", declareStream(bus.StreamPlans)),
 			allow("answer status", respond(bus.SubjectDispatcherStatus)),
+			allow("read a skill's backlog (metrics)", backlog(bus.StreamTools, bus.SkillConsumer("metrics"), bus.ToolSubject("metrics"))),
+			allow("ask the tool workers who they are (metrics)", request("$SRV.INFO."+bus.ServiceToolworker)),
+			deny("ask the planners' info", "$SRV.INFO."+bus.ServicePlanner, request("$SRV.INFO."+bus.ServicePlanner)),
 			deny("forge a result", bus.ResultSubject("x"), jsPublish(bus.ResultSubject("x"))),
 			deny("publish an outcome", bus.OutcomeSubject("x"), jsPublish(bus.OutcomeSubject("x"))),
 			deny("write a request's loop", "$KV.planbus-requests.r1", kvPut(bus.BucketRequests, "r1")),

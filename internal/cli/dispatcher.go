@@ -7,6 +7,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/metrics"
 )
 
 const dispatcherUsage = `Usage: dispatcher [flags]
@@ -38,10 +39,15 @@ func (d *dispatcherFlags) config() dispatcher.Config {
 func Dispatcher(ctx context.Context, args []string, io IO) int {
 	var c common
 	var df dispatcherFlags
+	var mf metricsFlags
 	f := newFlags("dispatcher", io.Stderr, io.Env, dispatcherUsage)
 	c.register(f, connects)
 	df.register(f)
+	mf.register(f)
 	if err := f.parse(args); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if err := mf.check("dispatcher"); err != nil {
 		return usageErr(io.Stderr, err)
 	}
 	log, err := c.logger(io.Stderr)
@@ -51,8 +57,15 @@ func Dispatcher(ctx context.Context, args []string, io IO) int {
 	if c.bus.URL == "" {
 		return usageErr(io.Stderr, fmt.Errorf("dispatcher: --nats-url (or $NATS_URL) is required; `planner serve` runs a dispatcher on an embedded server"))
 	}
+	cfg := df.config()
+	cfg.Metrics = metrics.New()
+	ms, err := mf.start(cfg.Metrics, log)
+	if err != nil {
+		return usageErr(io.Stderr, fmt.Errorf("dispatcher: %w", err))
+	}
+	defer ms.Stop()
 	return serveComponent(ctx, &c, log, io.Stderr, "dispatcher", bus.RoleDispatcher, func(conn *bus.Conn) (runner, error) {
-		d, err := dispatcher.New(conn, df.config(), log)
+		d, err := dispatcher.New(conn, cfg, log)
 		if err != nil {
 			return nil, err
 		}

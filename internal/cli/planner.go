@@ -16,6 +16,7 @@ import (
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/htncli"
+	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
@@ -110,6 +111,10 @@ the plan's planId) and the execution result is printed as usual.`
 
 type nodeFlags struct {
 	view    viewFlags
+	metrics metricsFlags
+	// reg is the process's metrics registry, made by config and served
+	// beside the view and on --metrics.
+	reg     *metrics.Registry
 	workers int
 	worker  workerFlags
 	disp    dispatcherFlags
@@ -233,7 +238,11 @@ func (n *nodeFlags) config(bc bus.Config, auth bool) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, err
 	}
-	return node.Config{Bus: bc, Auth: auth, Workers: n.workers, Worker: wc, Dispatcher: n.disp.config(), Planner: pc}, nil
+	if n.reg == nil {
+		n.reg = metrics.New()
+		n.view.metrics = n.reg
+	}
+	return node.Config{Bus: bc, Auth: auth, Workers: n.workers, Worker: wc, Dispatcher: n.disp.config(), Planner: pc, Metrics: n.reg}, nil
 }
 
 func plannerRun(ctx context.Context, args []string, io IO) int {
@@ -514,6 +523,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	c.register(f, serves)
 	nf.register(f)
 	nf.view.register(f, DefaultHTTP)
+	nf.metrics.register(f)
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
 	}
@@ -527,6 +537,9 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	if err := nf.view.check(f, "planner serve", c.auth, c.insecure); err != nil {
 		return usageErr(io.Stderr, err)
 	}
+	if err := nf.metrics.check("planner serve"); err != nil {
+		return usageErr(io.Stderr, err)
+	}
 	if c.bus.URL != "" {
 		if nf.view.given {
 			log.Warn().Msg("--http: with --nats-url, serve runs only the planner; serve the web view with planner ui")
@@ -538,6 +551,11 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
+	ms, err := nf.metrics.start(cfg.Metrics, log)
+	if err != nil {
+		return usageErr(io.Stderr, fmt.Errorf("planner serve: %w", err))
+	}
+	defer ms.Stop()
 	n, err := node.Start(ctx, cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")

@@ -13,6 +13,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 )
@@ -101,6 +102,12 @@ func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Log
 		return usageErr(io.Stderr, err)
 	}
 	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
+	pc.Metrics = metrics.New()
+	ms, err := nf.metrics.start(pc.Metrics, log)
+	if err != nil {
+		return usageErr(io.Stderr, fmt.Errorf("planner serve: %w", err))
+	}
+	defer ms.Stop()
 	return serveComponent(ctx, c, log, io.Stderr, "planner", bus.RolePlanner, func(conn *bus.Conn) (runner, error) {
 		if conn.NC.AuthRequired() {
 			// Only planners.> is open to the planner role's requests.

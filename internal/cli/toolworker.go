@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -133,10 +134,15 @@ func (w *workerFlags) shellConfig() (skills.ShellConfig, error) {
 func Toolworker(ctx context.Context, args []string, io IO) int {
 	var c common
 	var wf workerFlags
+	var mf metricsFlags
 	f := newFlags("toolworker", io.Stderr, io.Env, toolworkerUsage)
 	c.register(f, connects)
 	wf.register(f)
+	mf.register(f)
 	if err := f.parse(args); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if err := mf.check("toolworker"); err != nil {
 		return usageErr(io.Stderr, err)
 	}
 	log, err := c.logger(io.Stderr)
@@ -150,8 +156,14 @@ func Toolworker(ctx context.Context, args []string, io IO) int {
 	if c.bus.URL == "" {
 		return usageErr(io.Stderr, fmt.Errorf("toolworker: --nats-url (or $NATS_URL) is required; `planner serve` runs workers on an embedded server"))
 	}
+	reg := metrics.New()
+	ms, err := mf.start(reg, log)
+	if err != nil {
+		return usageErr(io.Stderr, fmt.Errorf("toolworker: %w", err))
+	}
+	defer ms.Stop()
 	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", bus.RoleWorker, func(conn *bus.Conn) (runner, error) {
-		w, err := worker.New(conn.NC, cfg, worker.WithLogger(log))
+		w, err := worker.New(conn.NC, cfg, worker.WithLogger(log), worker.WithMiddleware(reg.Worker().Middleware()))
 		if err != nil {
 			return nil, err
 		}

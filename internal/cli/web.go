@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/node"
 )
 
@@ -57,6 +58,10 @@ type viewFlags struct {
 	tokenFile string
 	// given: --http was given (or $PLANBUS_HTTP), not left at its default.
 	given bool
+	// metrics is the process's registry, served on /metrics beside the
+	// view; nil serves the Go and process metrics of a registry of its
+	// own.
+	metrics *metrics.Registry
 }
 
 func (v *viewFlags) register(f *flags, def string) {
@@ -178,7 +183,11 @@ func (v *viewFlags) start(nc *nats.Conn, login bool, tokenFile string, log zerol
 		return nil, err
 	}
 	out.web = w
-	out.srv = &http.Server{Handler: httpHandler(w), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	reg := v.metrics
+	if reg == nil {
+		reg = metrics.New()
+	}
+	out.srv = &http.Server{Handler: httpHandler(w, metricsGuard(reg.Handler(), cfg.Token, cfg.AnyHost)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: stdlog.New(zerologWriter{log}, "", 0)}
 	out.URL = "http://" + ln.Addr().String()
 	go func() { _ = out.srv.Serve(ln) }()
@@ -186,11 +195,12 @@ func (v *viewFlags) start(nc *nats.Conn, login bool, tokenFile string, log zerol
 }
 
 // httpHandler is everything a planbus process serves over HTTP: the web
-// view, and beside it the process's other endpoints (Prometheus metrics
-// on /metrics go here, outside the view's login, when they come).
-func httpHandler(view http.Handler) http.Handler {
+// view, and beside it the process's Prometheus metrics on /metrics,
+// outside the view's login (metricsGuard has their rules).
+func httpHandler(view, metricsHandler http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", view)
+	mux.Handle(metricsPath, metricsHandler)
 	return mux
 }
 
@@ -277,6 +287,7 @@ func (v *view) announce(log zerolog.Logger, w func(string)) {
 	if v.TokenFile != "" {
 		msg += " (log in with the token in " + v.TokenFile + ")"
 	}
+	msg += " (metrics on " + v.URL + metricsPath + ")"
 	if w != nil {
 		w(msg)
 		return

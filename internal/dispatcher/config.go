@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/planbus/planbus/internal/metrics"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -51,6 +52,11 @@ type Config struct {
 	// one up (export.Setup). Plans that arrive without trace context
 	// are traced only when it records.
 	Tracer trace.TracerProvider
+	// Metrics, when set, is the process's registry: the dispatcher counts
+	// plans, attempts, health changes, conflicts, rejected results and
+	// dropped messages there, and reports each skill's backlog and workers
+	// through it while it runs. Default: no metrics.
+	Metrics *metrics.Registry
 }
 
 // DefaultDeliveryLimit is Config.DeliveryLimit's default.

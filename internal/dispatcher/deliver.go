@@ -61,6 +61,7 @@ func (d *Dispatcher) giveUp(log zerolog.Logger, it item, deliveries int, cause e
 // counting it.
 func (d *Dispatcher) drop(log zerolog.Logger, it item, why string, cause error) {
 	d.stats.Dropped.Add(1)
+	d.metrics.Dropped()
 	log.Error().Err(cause).Str("subject", it.msg.Subject()).Msg("dropping a message: " + why)
 	_ = it.msg.TermWithReason(why)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/health"
+	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/telemetry"
@@ -72,6 +73,7 @@ type pending struct {
 	futures      []jetstream.PubAckFuture
 	timeoutTimer int // index in futures of the plan's timeout timer, or -1
 	cancel, done bool
+	doneState    string // the state the plan ended in, when done
 	ack          []item
 }
 
@@ -90,6 +92,7 @@ type Dispatcher struct {
 	engineHealth execution.Health
 	states       *session.Store
 	stats        counters
+	metrics      *metrics.Dispatcher
 	ready        chan struct{}
 	// key signs calls and checks results; loaded in Run.
 	key *token.Key
@@ -126,7 +129,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 		return nil, err
 	}
 	d := &Dispatcher{cfg: cfg, conn: conn, log: log.With().Str("component", "dispatcher").Str("dispatcher", cfg.ID).Logger(),
-		ready: make(chan struct{})}
+		ready: make(chan struct{}), metrics: cfg.Metrics.Dispatcher()}
 	d.tracer = telemetry.Tracer(cfg.Tracer)
 	d.traced = telemetry.Records(d.tracer)
 	d.rejectLog = d.log.Sample(&zerolog.BurstSampler{Burst: rejectLogBurst, Period: rejectLogPeriod})
@@ -162,6 +165,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.skills.stop()
+	defer d.cfg.Metrics.AddSkillSource(metrics.SkillSource{Skills: d.skills.list, JS: d.conn.JS, NC: d.conn.NC})()
 	if d.cfg.KnownSkill == nil {
 		d.cfg.KnownSkill = d.skills.has
 	}
@@ -268,6 +272,7 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 		var tm execution.TimerMessage
 		if err := json.Unmarshal(m.Data(), &tm); err != nil || tm.PlanID != it.planID {
 			d.stats.Dropped.Add(1)
+			d.metrics.Dropped()
 			d.log.Error().Str("subject", subj).Msg("dropping an invalid timer")
 			_ = m.TermWithReason("invalid timer")
 			return

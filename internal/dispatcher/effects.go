@@ -48,6 +48,7 @@ func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *executi
 				return err
 			}
 			if before.State != after.State {
+				d.metrics.HealthChanged(skill, before.State, after.State)
 				log.Info().Str("skill", skill).Str("session", sid).Str("from", before.State).Str("to", after.State).Msg("skill health changed")
 				d.event(plan.Event{Type: plan.EventSkillHealth, Time: time.Now(), RequestID: st.RequestID, PlanID: p.PlanID,
 					ToolID: t.ToolID, Skill: skill, SessionID: sid, From: before.State, To: after.State,
@@ -71,9 +72,9 @@ type rendered struct {
 }
 
 type renderedCall struct {
-	subject, msgID string
-	data           []byte
-	header         nats.Header // the trace context of a traced plan's call, or nil
+	subject, msgID, skill string
+	data                  []byte
+	header                nats.Header // the trace context of a traced plan's call, or nil
 }
 
 // render encodes the tool calls and the execution result the effects ask
@@ -122,7 +123,7 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 					Message: fmt.Sprintf("the call's input with its references resolved takes %d bytes; a message holds at most %d", len(data), limit)}}, now))
 			continue
 		}
-		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(v.Skill), msgID: token.MsgID(call.IdempotencyKey, call.Token), data: data,
+		out.calls = append(out.calls, renderedCall{subject: bus.ToolSubject(v.Skill), msgID: token.MsgID(call.IdempotencyKey, call.Token), skill: v.Skill, data: data,
 			header: callHeader(st, t.ToolID, r.Attempt)})
 	}
 	if fx.Done != nil {
@@ -146,6 +147,9 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pending, error) {
 	p := ent.eng.Plan()
 	pd := pending{planID: p.PlanID, ent: ent, timeoutTimer: -1, cancel: fx.Cancel, done: fx.Done != nil}
+	if fx.Done != nil {
+		pd.doneState = fx.Done.State
+	}
 	for _, ev := range fx.Events {
 		d.event(ev)
 	}
@@ -168,6 +172,7 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 			return pd, err
 		}
 		d.stats.Released.Add(1)
+		d.metrics.Released(c.skill)
 	}
 	for _, tm := range fx.Timers {
 		body := tm.Message(p.PlanID)
@@ -217,6 +222,7 @@ func (d *Dispatcher) settle(pd pending) {
 	}
 	if pd.done {
 		d.stats.PlansEnded.Add(1)
+		d.metrics.PlanEnded(pd.doneState)
 		// The timeout timer of an ended plan would only be ignored when it
 		// fires; delete it rather than keep it pending. (After a failover
 		// its sequence is unknown here and it fires as a no-op.)
@@ -251,6 +257,19 @@ func sessionOf(st *execution.State) string {
 		return DefaultSession
 	}
 	return st.SessionID
+}
+
+// countAttempts counts the attempts whose results a stored state
+// applied, by the skill each ran on.
+func (d *Dispatcher) countAttempts(eng *execution.Engine, applied []execution.Applied) {
+	if d.metrics == nil {
+		return
+	}
+	p := eng.Plan()
+	for _, a := range applied {
+		r := a.Result
+		d.metrics.Attempt(p.Tools[a.Index].Variant(r.Attempt).Skill, r.State, time.Duration(r.DurationMs*float64(time.Millisecond)))
+	}
 }
 
 // skillHealth tells the engines a skill's health in a session, from the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/wire"
 )
@@ -130,6 +131,7 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			// Another dispatcher changed the plan: start again from its state.
 			d.stats.Conflicts.Add(1)
+			d.metrics.Conflict()
 			delete(s.cache, planID)
 			return true, nil
 		}
@@ -137,6 +139,7 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 			return false, failed("cannot store plan state", err)
 		}
 		ent.rev = rev
+		d.countAttempts(ent.eng, fx.Applied)
 	}
 	pd, err := d.send(ent, fx, out)
 	if err != nil {
@@ -258,15 +261,15 @@ func holdDelay(deliveries int) time.Duration {
 func (d *Dispatcher) decodeResult(m jetstream.Msg) *plan.ToolResult {
 	r, err := wire.DecodeResult(m.Data())
 	if err != nil {
-		d.rejectResult(m, "invalid tool result: "+err.Error())
+		d.rejectResult(m, metrics.RejectInvalid, "invalid tool result: "+err.Error())
 		return nil
 	}
 	if bus.ResultSubject(r.PlanID) != m.Subject() {
-		d.rejectResult(m, "result published on another plan's subject")
+		d.rejectResult(m, metrics.RejectWrongSubject, "result published on another plan's subject")
 		return nil
 	}
 	if !d.key.CheckResult(r.PlanID, r.ToolID, r.Attempt, r.Token) {
-		d.rejectResult(m, "result token does not match its call")
+		d.rejectResult(m, metrics.RejectBadToken, "result token does not match its call")
 		return nil
 	}
 	return &r
@@ -280,11 +283,13 @@ const (
 )
 
 // rejectResult drops a result that can never be applied: it is terminated,
-// so it is not redelivered, counted in results_rejected and logged
-// (sampled). It changes nothing else: the tool it names runs on, and its
-// real result still counts.
-func (d *Dispatcher) rejectResult(m jetstream.Msg, reason string) {
+// so it is not redelivered, counted in results_rejected (and in
+// planbus_results_rejected_total by kind, a metrics.Reject* value) and
+// logged (sampled). It changes nothing else: the tool it names runs on,
+// and its real result still counts.
+func (d *Dispatcher) rejectResult(m jetstream.Msg, kind, reason string) {
 	n := d.stats.ResultsRejected.Add(1)
+	d.metrics.ResultRejected(kind)
 	d.rejectLog.Warn().Str("subject", m.Subject()).Str("reason", reason).Int64("results_rejected", n).
 		Msg("dropping a tool result")
 	_ = m.TermWithReason(reason)

@@ -85,4 +85,17 @@ func (s *skillSet) lookup(ctx context.Context, name string) *planbus.SkillManife
 	return m
 }
 
+// list returns the names of the advertised skills.
+func (s *skillSet) list() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.names))
+	for name, m := range s.names {
+		if m != nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func (s *skillSet) stop() { _ = s.watcher.Stop() }

@@ -83,6 +83,8 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		return
 	default:
 		d.stats.PlansStarted.Add(1)
+		d.metrics.PlanStarted()
+		d.countAttempts(ent.eng, fx.Applied)
 		ent.rev = rev
 		d.remember(s, p.PlanID, p, ent)
 		log.Debug().Int("tools", len(p.Tools)).Msg("plan started")
@@ -157,6 +159,7 @@ func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, ca
 // plan comes back later (at most until the consumer's MaxDeliver).
 func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item, code string, cause error) {
 	d.stats.PlansRejected.Add(1)
+	d.metrics.PlanEnded(plan.PlanRejected)
 	requestID := it.planID
 	var ids struct {
 		RequestID string `json:"requestId"`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/worker"
 )
@@ -36,6 +37,10 @@ type Config struct {
 	// NoPlanner leaves the planner service out.
 	NoPlanner bool
 	Planner   planner.Config
+	// Metrics, when set, is the process's registry: every component the
+	// node starts records its metrics there (a dispatcher or planner
+	// config that names a registry of its own keeps it).
+	Metrics *metrics.Registry
 }
 
 // Node is a running set of components. Its methods may be called from any
@@ -45,6 +50,7 @@ type Node struct {
 	// Seeds are the roles' seed files when Config.Auth is on, else nil.
 	Seeds       *bus.Seeds
 	server      *bus.Server
+	metrics     *metrics.Registry
 	wg          sync.WaitGroup
 	Workers     []*Component
 	Dispatchers []*Component
@@ -131,7 +137,7 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 	if cfg.Dispatchers == 0 && !cfg.NoDispatcher {
 		cfg.Dispatchers = 1
 	}
-	n := &Node{Bus: cfg.Bus, died: make(chan struct{})}
+	n := &Node{Bus: cfg.Bus, died: make(chan struct{}), metrics: cfg.Metrics}
 	if cfg.Auth && !cfg.Bus.Embedded() {
 		return nil, fmt.Errorf("node: Auth configures the embedded server; to connect to %s with a role, give its seed (Bus.NKeySeedFile)", cfg.Bus.URL)
 	}
@@ -216,6 +222,9 @@ func (n *Node) AddPlanner(ctx context.Context, cfg planner.Config, log zerolog.L
 		// planners.> is open to the planner role.
 		cfg.ExternalPrefix = strings.TrimSuffix(bus.SubjectExternalPlanners, ">")
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = n.metrics
+	}
 	p, err := planner.New(c.Conn, cfg, log)
 	if err != nil {
 		c.Conn.Close()
@@ -233,6 +242,9 @@ func (n *Node) AddDispatcher(ctx context.Context, cfg dispatcher.Config, log zer
 	}
 	if cfg.ID == "" {
 		cfg.ID = c.Name
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = n.metrics
 	}
 	d, err := dispatcher.New(c.Conn, cfg, log)
 	if err != nil {
@@ -252,7 +264,11 @@ func (n *Node) AddWorker(ctx context.Context, cfg worker.Config, log zerolog.Log
 	if cfg.ID == "" {
 		cfg.ID = c.Name
 	}
-	w, err := worker.New(c.Conn.NC, cfg, worker.WithLogger(log))
+	opts := []worker.Option{worker.WithLogger(log)}
+	if n.metrics != nil {
+		opts = append(opts, worker.WithMiddleware(n.metrics.Worker().Middleware()))
+	}
+	w, err := worker.New(c.Conn.NC, cfg, opts...)
 	if err != nil {
 		c.Conn.Close()
 		return nil, err

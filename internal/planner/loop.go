@@ -17,6 +17,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/telemetry"
 )
@@ -109,14 +110,18 @@ func (s *Service) save(ctx context.Context, l *loop, rev uint64) (uint64, error)
 	if !ok {
 		return 0, &tooLargeError{size: len(data), limit: limit}
 	}
-	if rev == 0 {
-		octx, cancel := storeOp(ctx)
-		defer cancel()
-		return s.requests.Create(octx, l.Request.RequestID, data)
-	}
 	octx, cancel := storeOp(ctx)
 	defer cancel()
-	return s.requests.Update(octx, l.Request.RequestID, data, rev)
+	var err error
+	if rev == 0 {
+		rev, err = s.requests.Create(octx, l.Request.RequestID, data)
+	} else {
+		rev, err = s.requests.Update(octx, l.Request.RequestID, data, rev)
+	}
+	if casLost(err) {
+		s.metrics.Conflict()
+	}
+	return rev, err
 }
 
 // errStoreUnavailable: what a generation reads from KV (the session's
@@ -157,6 +162,8 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 		}
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			l, rev, err = s.load(ctx, r.RequestID)
+		} else if err == nil {
+			s.metrics.RequestStarted(r.Kind)
 		}
 	}
 	if err != nil {
@@ -271,6 +278,7 @@ func (s *Service) abandon(ctx context.Context, m jetstream.Msg, id string, r *Re
 // counting it.
 func (s *Service) drop(m jetstream.Msg, why string, cause error) {
 	s.stats.Dropped.Add(1)
+	s.metrics.Dropped()
 	s.log.Error().Err(cause).Str("subject", m.Subject()).Msg("dropping a message: " + why)
 	_ = m.TermWithReason(why)
 }
@@ -308,6 +316,7 @@ func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 		l.History = append(l.History, a)
 		l.remember(res)
 		l.Disabled, l.Status, l.LastPlan, l.Plan = grown, loopGenerating, l.Plan, nil
+		s.metrics.Replanned(l.Request.Kind)
 		s.event(l, plan.Event{Type: "request.replanning", PlanID: res.PlanID, Attempt: l.Attempt,
 			Message: fmt.Sprintf("attempt %d %s; generating attempt %d with disabled skills %v", l.Attempt, res.State, l.Attempt+1, grown)})
 	case res.CanReplan:
@@ -385,7 +394,9 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 		gctx, stop := s.generating(ctx, l.Request.RequestID)
 		gctx, span := s.tracer.Start(gctx, telemetry.SpanGenerate, trace.WithAttributes(telemetry.AttrRequestID.String(l.Request.RequestID),
 			telemetry.AttrKind.String(l.Request.Kind), telemetry.AttrAttempt.Int(l.Attempt)))
+		began := time.Now()
 		p, err := s.generate(gctx, l)
+		took := time.Since(began)
 		l.PlanTrace = telemetry.Map(gctx)
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
@@ -414,6 +425,11 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 				return err // nothing is recorded: whoever handles the message again generates this attempt
 			}
 			ge := genErrorOf(err)
+			outcome := metrics.GenFailed
+			if !ge.retryable() {
+				outcome = metrics.GenPermanent
+			}
+			s.metrics.Generated(l.Request.Kind, outcome, took)
 			l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: trimmed(ge.info()), DisabledSkills: slices.Clone(l.Disabled)})
 			s.log.Warn().Str("request_id", l.Request.RequestID).Int("attempt", l.Attempt).Err(err).Msg("generation failed")
 			if !ge.retryable() {
@@ -421,6 +437,7 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 			}
 			continue
 		}
+		s.metrics.Generated(l.Request.Kind, metrics.GenSucceeded, took)
 		data, _ := json.Marshal(p)
 		// The last plan served this generation (template fallbacks); the
 		// state keeps one plan at a time.
@@ -614,6 +631,7 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 	}
 	// The outcome holds the last execution: the state need not keep it twice.
 	l.Status, l.Outcome, l.Plan, l.LastPlan, l.Last, l.Reusable = loopDone, o, nil, nil, nil, nil
+	s.metrics.RequestEnded(status)
 	s.event(l, plan.Event{Type: "request." + status, PlanID: l.PlanID, Attempts: o.Attempts, Error: errInfo,
 		Message: fmt.Sprintf("%s after %d attempt(s)", status, o.Attempts)})
 }

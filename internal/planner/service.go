@@ -18,6 +18,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/health"
+	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/templates"
@@ -78,6 +79,10 @@ type Config struct {
 	// TracerProvider, a no-op unless the process set one up
 	// (export.Setup).
 	Tracer trace.TracerProvider
+	// Metrics, when set, is the process's registry: the planner counts
+	// requests, generations by kind and outcome, replans, conflicts and
+	// dropped messages there. Default: no metrics.
+	Metrics *metrics.Registry
 }
 
 // DefaultFallbackTemplates are the three fallback texts a planner uses
@@ -165,6 +170,7 @@ type Service struct {
 	generators map[string]Generator
 	gate       *gate
 	stats      counters
+	metrics    *metrics.Planner
 	stopping   context.Context // Run's context: every handler's derives from it
 	locks      [256]sync.Mutex // a request's messages are handled one at a time; striped by id
 	gensMu     sync.Mutex
@@ -183,7 +189,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, conn: conn, log: log.With().Str("component", "planner").Str("planner", cfg.ID).Logger(),
 		ready: make(chan struct{}), gate: newGate(cfg.GenConcurrency, cfg.GenMaxMemory), stopping: context.Background(),
-		gens: map[string]context.CancelCauseFunc{}}
+		gens: map[string]context.CancelCauseFunc{}, metrics: cfg.Metrics.Planner()}
 	s.tracer = telemetry.Tracer(cfg.Tracer)
 	s.goap = goapPlanner{domains: cfg.DomainsDir, decoded: newDomainCache()}
 	s.generators = map[string]Generator{

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/metrics"
+)
+
+// metricsPath is where every planbus process serves its Prometheus
+// metrics: beside the web view (planner serve, run --http, ui) and on
+// --metrics.
+const metricsPath = "/metrics"
+
+// metricsFlags is --metrics: a listener of its own for /metrics, for the
+// processes without a web view (dispatcher, toolworker, planner serve
+// --nats-url) and any that wants metrics apart from its view.
+type metricsFlags struct {
+	addr string
+}
+
+func (m *metricsFlags) register(f *flags) {
+	f.String(&m.addr, "metrics", "PLANBUS_METRICS", "",
+		"serve Prometheus metrics on http://ADDR/metrics, e.g. 127.0.0.1:9464 (default: off); on loopback it answers requests to loopback names only")
+}
+
+// check validates --metrics after parsing.
+func (m *metricsFlags) check(cmd string) error {
+	if m.addr == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(m.addr); err != nil {
+		return fmt.Errorf("%s: --metrics %q: want host:port, like 127.0.0.1:9464", cmd, m.addr)
+	}
+	return nil
+}
+
+// metricsServer is a --metrics listener being served.
+type metricsServer struct {
+	URL string
+	srv *http.Server
+}
+
+// start serves reg on --metrics, if it is set, and logs where at info; a
+// nil server when it is off. An address that cannot be had is an error.
+func (m *metricsFlags) start(reg *metrics.Registry, log zerolog.Logger) (*metricsServer, error) {
+	if m.addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", m.addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics %s: %w", m.addr, err)
+	}
+	host, _, _ := net.SplitHostPort(m.addr)
+	mux := http.NewServeMux()
+	mux.Handle(metricsPath, metricsGuard(reg.Handler(), "", !loopback(host)))
+	out := &metricsServer{URL: "http://" + ln.Addr().String() + metricsPath,
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+			ErrorLog: stdlog.New(zerologWriter{log}, "", 0)}}
+	go func() { _ = out.srv.Serve(ln) }()
+	log.Info().Str("url", out.URL).Msg("metrics on " + out.URL)
+	return out, nil
+}
+
+// Stop ends the listener.
+func (s *metricsServer) Stop() {
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if s.srv.Shutdown(ctx) != nil {
+		_ = s.srv.Close()
+	}
+}
+
+// metricsGuard applies the web view's rules to /metrics. Metrics hold no
+// secret (counts and durations by skill, state and kind), so on loopback
+// they need no login, even with --auth, and Prometheus on the same
+// machine scrapes them as they are; but a loopback listener answers only
+// requests addressed to a loopback name, which keeps a web page from
+// reading them by DNS rebinding. Beyond loopback (anyHost), a view with a
+// login (token) asks for its token as a bearer (Prometheus:
+// authorization.credentials_file); a --metrics listener, which has no
+// login, answers any host: put it where only Prometheus reaches.
+func metricsGuard(h http.Handler, token string, anyHost bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !anyHost {
+			host := r.Host
+			if hh, _, err := net.SplitHostPort(host); err == nil {
+				host = hh
+			}
+			if !loopback(host) {
+				http.Error(w, fmt.Sprintf("metrics: Host %q is not a loopback name: these metrics answer only requests to localhost, 127.0.0.1 or [::1]", r.Host),
+					http.StatusMisdirectedRequest)
+				return
+			}
+		} else if token != "" {
+			b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(b)), []byte(token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="planbus metrics"`)
+				http.Error(w, "metrics: send the web view's token as a bearer token (Authorization: Bearer <token>)", http.StatusUnauthorized)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
