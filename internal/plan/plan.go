@@ -537,15 +537,6 @@ func graphMessage(err error) string {
 	return err.Error() // "cycle: A -> C -> B -> A"
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 func idPattern(s string) bool {
 	if s == "" || len(s) > 128 {
 		return false
