@@ -79,3 +79,9 @@ func RSS(pid int) (int64, error) {
 	}
 	return 0, fmt.Errorf("bench: RSS: no VmRSS line in %s", name)
 }
+
+// childAttr has a component process killed when the thread that started
+// it ends, so a bench that dies leaves no process behind.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"errors"
+	"syscall"
 	"time"
 )
 
@@ -19,3 +20,6 @@ func ProcCPU(int) (time.Duration, error) { return 0, errNoProc }
 
 // RSS is the resident set size of process pid; measured on Linux only.
 func RSS(int) (int64, error) { return 0, errNoProc }
+
+// childAttr sets nothing where Pdeathsig is not available.
+func childAttr() *syscall.SysProcAttr { return nil }
