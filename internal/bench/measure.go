@@ -200,4 +200,3 @@ func (r *Result) Percentile(p float64) time.Duration {
 	i := int(float64(len(s)-1) * p / 100)
 	return s[i]
 }
-

@@ -18,9 +18,9 @@ import (
 // System submits plans to a running planbus over NATS and waits for their
 // execution results on one subscription.
 type System struct {
-	conn    *bus.Conn
-	sub     *nats.Subscription
-	mu sync.Mutex
+	conn *bus.Conn
+	sub  *nats.Subscription
+	mu   sync.Mutex
 	// waiting holds what to do with each awaited plan's result (nil if it
 	// could not be decoded), called on the subscription's goroutine.
 	waiting map[string]func(*plan.ExecutionResult)
