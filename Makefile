@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin
 
-.PHONY: all build run test check fmt vet staticcheck example fuzz bench soak ci smoke images clean
+.PHONY: all build run test check fmt vet staticcheck example fuzz bench bench-scale bench-soak soak ci smoke images clean
 
 all: check test
 
@@ -50,9 +50,23 @@ fuzz:
 
 # The DAG benchmark on the built-in workloads (internal/bench/workloads);
 # WORKLOADS=DIR runs the *.json files of another directory.
+# BENCH_FLAGS adds flags (--sync 1s, --procs --dispatchers 2, --runs 7...).
 WORKLOADS ?=
+BENCH_FLAGS ?=
 bench:
-	$(GO) run ./cmd/planner bench $(if $(WORKLOADS),--workloads $(WORKLOADS))
+	$(GO) run ./cmd/planner bench $(if $(WORKLOADS),--workloads $(WORKLOADS)) $(BENCH_FLAGS)
+
+# The scaling curves: chain-10/100/1000, fanout-100/1000/10000/50000 and
+# many-plans-100/1000/5000, generated on the fly (docs/benchmarks.md).
+bench-scale:
+	$(GO) run ./cmd/planner bench --scale $(BENCH_FLAGS)
+
+# A steady-rate soak: BENCH_RATE plans a second for BENCH_SOAK, RSS sampled
+# every 10 s, ending with whether it plateaued.
+BENCH_SOAK ?= 10m
+BENCH_RATE ?= 200
+bench-soak:
+	$(GO) run ./cmd/planner bench --soak $(BENCH_SOAK) --rate $(BENCH_RATE) $(BENCH_FLAGS)
 
 # The soak: SOAK_PLANS plans (diamonds, chains, retries, hard failures with
 # shell side effects in a ledger) on real processes while workers and

@@ -63,9 +63,16 @@ func TestMeasureOnTheFloor(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := Measure(ctx, ws[0], "floor", FloorRunner, 3, nil)
+	var conflicts int64
+	counter := func(context.Context) (int64, error) { conflicts += 3; return conflicts, nil }
+	r, err := Measure(ctx, ws[0], "floor", FloorRunner, Options{Runs: 3, CPU: SelfCPU, Conflicts: counter})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The counter is read before the measured runs and after them.
+	if !r.HasCPU || r.CPU < 0 || !r.HasConflicts || r.Conflicts != 3 || r.ConflictsPerPlan() != 0.5 {
+		t.Errorf("CPU %v (%v), conflicts %d (%v), %v a plan; want CPU measured, 3 conflicts, 0.5 a plan",
+			r.CPU, r.HasCPU, r.Conflicts, r.HasConflicts, r.ConflictsPerPlan())
 	}
 	if len(r.Makespans) != 3 || len(r.Latencies) != 6 || r.Steps != 2 || r.Tools != 2 || r.Instances != 2 {
 		t.Fatalf("result %+v", r)

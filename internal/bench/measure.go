@@ -40,6 +40,27 @@ func FloorRunner(ctx context.Context, plans []*plan.Plan) (time.Duration, []time
 	return time.Since(start), lat, nil
 }
 
+// CPUClock reads the CPU time, user and system, that the system under
+// measurement has used so far: this process (SelfCPU) and, when
+// components run as processes of their own, theirs (Procs.CPU).
+type CPUClock func() (time.Duration, error)
+
+// Counter reads a running total, such as the dispatchers' compare-and-set
+// conflicts (Conflicts).
+type Counter func(ctx context.Context) (int64, error)
+
+// Options of Measure.
+type Options struct {
+	// Runs measured after the warm-up. Default 1.
+	Runs int
+	// Progress, if set, gets a line per run.
+	Progress io.Writer
+	// CPU, if set, is read before the measured runs and after them.
+	CPU CPUClock
+	// Conflicts, if set, is read before the measured runs and after them.
+	Conflicts Counter
+}
+
 // Result holds the measurements of one workload on one runner.
 type Result struct {
 	Workload  string
@@ -50,21 +71,53 @@ type Result struct {
 	SleepMs   int // sleep along the critical path
 	Makespans []time.Duration
 	Latencies []time.Duration
+	// CPU is the CPU time the system used over the measured runs, when
+	// Options.CPU was set (HasCPU).
+	CPU    time.Duration
+	HasCPU bool
+	// Conflicts is how many state compare-and-sets the dispatchers lost
+	// over the measured runs, when Options.Conflicts was set
+	// (HasConflicts).
+	Conflicts    int64
+	HasConflicts bool
 }
 
-// Measure runs the workload once to warm up and then runs times.
-func Measure(ctx context.Context, w *Workload, name string, run Runner, runs int, progress io.Writer) (*Result, error) {
+// Measure runs the workload once to warm up and then o.Runs times.
+func Measure(ctx context.Context, w *Workload, name string, run Runner, o Options) (*Result, error) {
+	runs := max(o.Runs, 1)
 	steps, sleep := w.CriticalPath()
 	r := &Result{Workload: w.Name, Runner: name, Tools: len(w.Tools), Instances: w.Instances, Steps: steps, SleepMs: sleep}
-	for k := -1; k < runs; k++ {
-		plans := make([]*plan.Plan, w.Instances)
-		for i := range plans {
+	// Every run's plans are made before the clocks are read, so the CPU
+	// time counts the system at work and not the making of its input.
+	batches := make([][]*plan.Plan, runs+1)
+	for k := range batches {
+		batches[k] = make([]*plan.Plan, w.Instances)
+		for i := range batches[k] {
 			p, err := w.Plan(nuid.Next())
 			if err != nil {
 				return nil, err
 			}
-			plans[i] = p
+			batches[k][i] = p
 		}
+	}
+	var cpu0 time.Duration
+	var conflicts0 int64
+	for k := -1; k < runs; k++ {
+		if k == 0 {
+			var err error
+			if o.CPU != nil {
+				if cpu0, err = o.CPU(); err != nil {
+					return nil, err
+				}
+			}
+			if o.Conflicts != nil {
+				if conflicts0, err = o.Conflicts(ctx); err != nil {
+					return nil, err
+				}
+			}
+		}
+		plans := batches[k+1]
+		batches[k+1] = nil
 		span, lat, err := run(ctx, plans)
 		if err != nil {
 			return nil, fmt.Errorf("%s on %s: %w", w.Name, name, err)
@@ -74,11 +127,42 @@ func Measure(ctx context.Context, w *Workload, name string, run Runner, runs int
 		}
 		r.Makespans = append(r.Makespans, span)
 		r.Latencies = append(r.Latencies, lat...)
-		if progress != nil {
-			fmt.Fprintf(progress, "  %-14s %-7s run %d/%d: %s\n", w.Name, name, k+1, runs, span.Round(10*time.Microsecond))
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "  %-14s %-7s run %d/%d: %s\n", w.Name, name, k+1, runs, span.Round(10*time.Microsecond))
 		}
 	}
+	if o.CPU != nil {
+		cpu, err := o.CPU()
+		if err != nil {
+			return nil, err
+		}
+		r.CPU, r.HasCPU = cpu-cpu0, true
+	}
+	if o.Conflicts != nil {
+		n, err := o.Conflicts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.Conflicts, r.HasConflicts = n-conflicts0, true
+	}
 	return r, nil
+}
+
+// CPUPerTool is the CPU time per tool run over the measured runs.
+func (r *Result) CPUPerTool() time.Duration {
+	return r.CPU / time.Duration(max(r.Tools*r.Instances*len(r.Makespans), 1))
+}
+
+// CPUPerStep is the CPU time per critical-path step over the measured
+// runs (for a chain, CPUPerTool).
+func (r *Result) CPUPerStep() time.Duration {
+	return r.CPU / time.Duration(max(r.Steps*r.Instances*len(r.Makespans), 1))
+}
+
+// ConflictsPerPlan is the dispatchers' lost compare-and-sets per plan
+// over the measured runs.
+func (r *Result) ConflictsPerPlan() float64 {
+	return float64(r.Conflicts) / float64(max(r.Instances*len(r.Makespans), 1))
 }
 
 func sorted(ds []time.Duration) []time.Duration {
@@ -115,27 +199,4 @@ func (r *Result) Percentile(p float64) time.Duration {
 	s := sorted(r.Latencies)
 	i := int(float64(len(s)-1) * p / 100)
 	return s[i]
-}
-
-func fmtDur(d time.Duration) string {
-	return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000)
-}
-
-// Report prints one table row per result pair (system and floor) with the
-// ratio of their median makespans.
-func Report(w io.Writer, system, floor []*Result) {
-	fmt.Fprintf(w, "| workload | runner | makespan median (min–max) | ms/critical step | tools/s | plans/s | latency p50 / p99 | × floor |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|\n")
-	for i := range system {
-		for _, r := range []*Result{system[i], floor[i]} {
-			plans, lat := "", ""
-			if r.Instances > 1 {
-				plans = fmt.Sprintf("%.0f", r.PlansPerSec())
-				lat = fmtDur(r.Percentile(50)) + " / " + fmtDur(r.Percentile(99))
-			}
-			ratio := float64(r.Median()) / float64(floor[i].Median())
-			fmt.Fprintf(w, "| %s | %s | %s (%s–%s) | %.3f | %.0f | %s | %s | %.1f |\n", r.Workload, r.Runner,
-				fmtDur(r.Median()), fmtDur(r.Min()), fmtDur(r.Max()), r.MsPerStep(), r.ToolsPerSec(), plans, lat, ratio)
-		}
-	}
 }

@@ -18,29 +18,31 @@ import (
 // System submits plans to a running planbus over NATS and waits for their
 // execution results on one subscription.
 type System struct {
-	conn    *bus.Conn
-	sub     *nats.Subscription
-	mu      sync.Mutex
-	waiting map[string]chan *plan.ExecutionResult
+	conn *bus.Conn
+	sub  *nats.Subscription
+	mu   sync.Mutex
+	// waiting holds what to do with each awaited plan's result (nil if it
+	// could not be decoded), called on the subscription's goroutine.
+	waiting map[string]func(*plan.ExecutionResult)
 }
 
 // NewSystem subscribes to every execution result.
 func NewSystem(conn *bus.Conn) (*System, error) {
-	s := &System{conn: conn, waiting: map[string]chan *plan.ExecutionResult{}}
+	s := &System{conn: conn, waiting: map[string]func(*plan.ExecutionResult){}}
 	sub, err := conn.NC.Subscribe(bus.SubjectExecutionsAll, func(m *nats.Msg) {
 		id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 		s.mu.Lock()
-		ch := s.waiting[id]
+		done := s.waiting[id]
 		delete(s.waiting, id)
 		s.mu.Unlock()
-		if ch == nil {
+		if done == nil {
 			return
 		}
 		var res plan.ExecutionResult
 		if err := json.Unmarshal(m.Data, &res); err == nil {
-			ch <- &res
+			done(&res)
 		} else {
-			ch <- nil
+			done(nil)
 		}
 	})
 	if err != nil {
@@ -55,6 +57,20 @@ func NewSystem(conn *bus.Conn) (*System, error) {
 
 // Close unsubscribes.
 func (s *System) Close() { _ = s.sub.Unsubscribe() }
+
+// await has done called with the result of plan id.
+func (s *System) await(id string, done func(*plan.ExecutionResult)) {
+	s.mu.Lock()
+	s.waiting[id] = done
+	s.mu.Unlock()
+}
+
+// forget stops waiting for plan id.
+func (s *System) forget(id string) {
+	s.mu.Lock()
+	delete(s.waiting, id)
+	s.mu.Unlock()
+}
 
 // Run submits the plans at once and waits for all; it returns the time
 // from the first submission to the last result and each plan's latency.
@@ -71,10 +87,9 @@ func (s *System) Run(ctx context.Context, plans []*plan.Plan) (time.Duration, []
 			return 0, nil, err
 		}
 		docs[i] = b
-		ps[i].ch = make(chan *plan.ExecutionResult, 1)
-		s.mu.Lock()
-		s.waiting[p.PlanID] = ps[i].ch
-		s.mu.Unlock()
+		ch := make(chan *plan.ExecutionResult, 1)
+		ps[i].ch = ch
+		s.await(p.PlanID, func(r *plan.ExecutionResult) { ch <- r })
 	}
 	start := time.Now()
 	var futures []jetstream.PubAckFuture

@@ -19,11 +19,15 @@ type Workload struct {
 	MaxConcurrency int    `json:"maxConcurrency"`
 	SleepMs        int    `json:"sleepMs"`
 	Instances      int    `json:"instances"`
-	Tools          []struct {
-		ToolID       string   `json:"toolId"`
-		Dependencies []string `json:"dependencies"`
-		SleepMs      *int     `json:"sleepMs"`
-	} `json:"tools"`
+	Tools          []Tool `json:"tools"`
+}
+
+// Tool is one tool of a workload: a no-op, or a sleep of SleepMs (the
+// workload's SleepMs when nil).
+type Tool struct {
+	ToolID       string   `json:"toolId"`
+	Dependencies []string `json:"dependencies"`
+	SleepMs      *int     `json:"sleepMs"`
 }
 
 // Load reads every *.json workload in dir, sorted by name.

@@ -2,12 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"slices"
+	"strconv"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bench"
 	"github.com/planbus/planbus/internal/bus"
@@ -17,113 +20,366 @@ import (
 	"github.com/planbus/planbus/worker"
 )
 
-const benchUsage = `Usage: planner bench [--workloads DIR] [flags]
+const benchUsage = `Usage: planner bench [--workloads DIR | --only NAMES | --scale] [flags]
+       planner bench --soak DURATION --rate N [flags]
 
-Runs every DAG workload (the built-in ones, or the *.json files in DIR) through the whole system on a
-private embedded server (dispatcher and workers in-process, no-op and
-sleeping tools) and through an in-process goroutine executor with no bus
-(the floor): one warm-up, then --runs measured runs. Prints a Markdown
-table: makespan median (min–max), ms per critical-path step, tools/s and,
-for workloads with instances, plans/s and plan latency p50/p99.`
+Runs every DAG workload (the built-in ones, the *.json files in DIR, the
+names in --only, or with --scale the scaling set: chain-10/100/1000,
+fanout-100/1000/10000/50000, many-plans-100/1000/5000) through the whole
+system on a private embedded server and through the execution engine alone,
+driven by goroutines with no bus (the engine floor): one warm-up, then
+--runs measured runs. --only takes built-in names and generated ones:
+chain-N (N tools in a line), fanout-N (root, N parallel tools, join) and
+many-plans-N (N concurrent 5-tool diamonds). A workload the plan limits
+refuse is reported as refused and the others run.
+
+First it measures the bus floor on the same server with the same --sync:
+p50 and p99 of a JetStream publish+ack, a KV compare-and-set and a
+work-queue publish→pull delivery, and two bus-only programs that do a
+chain step's and a fan-out's messages with no planbus code. Then it prints
+a Markdown table per workload (makespan median (min–max), ms per
+critical-path step, tools/s, for workloads with instances plans/s and plan
+latency p50/p99, the whole system's CPU time per tool and the dispatchers'
+compare-and-set conflicts per plan) and each workload's cost ratio to the
+bus floor (docs/benchmarks.md defines them).
+
+Dispatchers and workers run in-process (--dispatchers, --workers), or with
+--procs as processes of their own: this binary run again as
+'planner bench component dispatcher|toolworker FLAGS', the code of the
+dispatcher and toolworker commands, on the bench's server. CPU time then
+adds theirs (read from /proc while they run).
+
+--soak DURATION --rate N submits N plans a second (a 5-tool diamond each)
+for DURATION instead of the workloads and samples the RSS of the bench
+process (and of the component processes with --procs) every --sample,
+then prints the samples and whether RSS plateaued: stayed within ±10% after
+the first tenth of the soak (at most its first ten minutes).`
+
+// benchFlags are planner bench's settings.
+type benchFlags struct {
+	dir, only, cpuprofile string
+	scale                 bool
+	runs, workers         int
+	dispatchers           int
+	concurrency           int
+	procs                 bool
+	busFloor              bool
+	floorSamples          int
+	floorRounds           int
+	soak, sample, drain   time.Duration
+	rate                  int
+}
+
+func (b *benchFlags) register(f *flags) {
+	f.String(&b.dir, "workloads", "PLANBUS_BENCH_WORKLOADS", "", "directory of workload files (default: the built-in workloads)")
+	f.String(&b.only, "only", "", "", "run just these workloads, comma-separated: built-in names, chain-N, fanout-N, many-plans-N")
+	f.Bool(&b.scale, "scale", "", false, "run the scaling set (chain-10/100/1000, fanout-100/1000/10000/50000, many-plans-100/1000/5000)")
+	f.Int(&b.runs, "runs", "", 5, "measured runs per workload")
+	f.Int(&b.workers, "workers", "", 2, "tool workers")
+	f.Int(&b.dispatchers, "dispatchers", "", 1, "dispatchers")
+	f.Int(&b.concurrency, "concurrency", "", 128, "calls per skill per worker")
+	f.Bool(&b.procs, "procs", "", false, "run the dispatchers and workers as processes of their own")
+	f.Bool(&b.busFloor, "bus-floor", "", true, "measure the bus floor first and print each workload's ratio to it")
+	f.Int(&b.floorSamples, "floor-samples", "", 1000, "samples of each bus floor trip")
+	f.Int(&b.floorRounds, "floor-rounds", "", 5, "measured rounds of each bus-only pattern (100-step chain, 1000-call fan-out)")
+	f.Duration(&b.soak, "soak", "", 0, "instead of the workloads, submit --rate plans a second for this long and sample RSS")
+	f.Int(&b.rate, "rate", "", 200, "plans a second during --soak")
+	f.Duration(&b.sample, "sample", "", 10*time.Second, "time between two RSS samples during --soak")
+	f.Duration(&b.drain, "drain", "", time.Minute, "after --soak, how long to wait for the plans still running")
+	f.String(&b.cpuprofile, "cpuprofile", "", "", "write a CPU profile of the measured runs to this file (the bench process only)")
+}
+
+func (b *benchFlags) validate() error {
+	switch {
+	case b.runs < 1:
+		return fmt.Errorf("planner bench: --runs %d: want at least 1", b.runs)
+	case b.dispatchers < 1:
+		return fmt.Errorf("planner bench: --dispatchers %d: want at least 1", b.dispatchers)
+	case b.workers < 1:
+		return fmt.Errorf("planner bench: --workers %d: want at least 1", b.workers)
+	case b.concurrency < 1:
+		return fmt.Errorf("planner bench: --concurrency %d: want at least 1", b.concurrency)
+	case b.floorSamples < 1 || b.floorRounds < 1:
+		return fmt.Errorf("planner bench: --floor-samples %d, --floor-rounds %d: want at least 1 each", b.floorSamples, b.floorRounds)
+	case b.soak < 0:
+		return fmt.Errorf("planner bench: --soak %s: want a positive duration", b.soak)
+	case b.soak > 0 && b.rate < 1:
+		return fmt.Errorf("planner bench: --rate %d: want at least 1 plan a second", b.rate)
+	case b.soak > 0 && (b.sample <= 0 || b.drain <= 0):
+		return fmt.Errorf("planner bench: --sample %s, --drain %s: want positive durations", b.sample, b.drain)
+	case b.scale && (b.only != "" || b.dir != ""):
+		return errors.New("planner bench: --scale runs the scaling set: give it without --only and --workloads")
+	}
+	return nil
+}
+
+// workloads returns the workloads the flags name.
+func (b *benchFlags) workloads() ([]*bench.Workload, error) {
+	all, err := bench.Builtin()
+	if b.dir != "" {
+		all, err = bench.Load(b.dir)
+	}
+	switch {
+	case err != nil:
+		return nil, err
+	case b.scale:
+		return bench.Select(all, bench.Scaling)
+	case b.only != "":
+		return bench.Select(all, splitList(b.only))
+	}
+	return all, nil
+}
 
 func plannerBench(ctx context.Context, args []string, io IO) int {
-	var dir, only, cpuprofile string
-	var runs, workers, concurrency int
+	if len(args) > 0 && args[0] == "component" {
+		return benchComponent(ctx, args[1:], io)
+	}
+	var b benchFlags
 	var c common
 	f := newFlags("planner bench", io.Stderr, io.Env, benchUsage)
-	f.String(&dir, "workloads", "PLANBUS_BENCH_WORKLOADS", "", "directory of workload files (default: the built-in workloads)")
-	f.String(&only, "only", "", "", "run just these workloads, comma-separated names")
-	f.Int(&runs, "runs", "", 5, "measured runs per workload")
-	f.Int(&workers, "workers", "", 2, "tool workers")
-	f.Int(&concurrency, "concurrency", "", 128, "calls per skill per worker")
+	b.register(f)
 	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", "warn", "debug, info, warn or error")
-	f.String(&cpuprofile, "cpuprofile", "", "", "write a CPU profile of the measured runs to this file")
 	f.String(&c.bus.DataDir, "data-dir", "", "", "directory for the private server's store (default: a new temporary one; put it on the disk you want to measure)")
 	f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync, "when the store is flushed to disk: always or an interval like 1s")
 	c.logFormat = "console"
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	if runs < 1 {
-		fmt.Fprintln(io.Stderr, "planner bench: --runs must be at least 1")
-		return ExitUsage
+	if err := b.validate(); err != nil {
+		return usageErr(io.Stderr, err)
 	}
 	log, err := c.logger(io.Stderr)
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	all, err := bench.Builtin()
-	if dir != "" {
-		all, err = bench.Load(dir)
-	}
+	loads, err := b.workloads()
 	if err != nil {
 		fmt.Fprintln(io.Stderr, err)
 		return ExitUsage
 	}
-	var loads []*bench.Workload
-	for _, w := range all {
-		if only == "" || slices.Contains(splitList(only), w.Name) {
-			loads = append(loads, w)
-		}
+	fail := func(err error) int {
+		fmt.Fprintln(io.Stderr, "planner bench:", err)
+		return ctxExit(ctx, ExitFailed)
 	}
 	tmp, err := os.MkdirTemp(c.bus.DataDir, "planbus-bench-")
 	if err != nil {
-		fmt.Fprintln(io.Stderr, err)
-		return ExitFailed
+		return fail(err)
 	}
 	defer os.RemoveAll(tmp)
-	n, err := node.Start(ctx, node.Config{
-		Bus:     bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync},
-		Workers: workers,
-		Worker: worker.Config{Skills: []skill.Skill{skills.Echo(), skills.Sleep()}, Concurrency: concurrency,
-			DrainTimeout: time.Second},
-	}, log)
+	cfg := node.Config{Bus: bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync}}
+	if b.procs {
+		cfg.NoDispatcher = true
+	} else {
+		cfg.Dispatchers, cfg.Workers = b.dispatchers, b.workers
+		cfg.Worker = worker.Config{Skills: []skill.Skill{skills.Echo(), skills.Sleep()}, Concurrency: b.concurrency,
+			DrainTimeout: time.Second}
+	}
+	n, err := node.Start(ctx, cfg, log)
 	if err != nil {
-		fmt.Fprintln(io.Stderr, "planner bench:", err)
-		return ExitFailed
+		return fail(err)
 	}
 	defer n.Stop()
 	conn, err := n.Dial(ctx, log)
 	if err != nil {
-		fmt.Fprintln(io.Stderr, "planner bench:", err)
-		return ExitFailed
+		return fail(err)
 	}
 	defer conn.Close()
+
+	// The system's CPU clock and RSS: this process, and the component
+	// processes with --procs.
+	cpu := bench.CPUClock(bench.SelfCPU)
+	if _, err := cpu(); err != nil {
+		fmt.Fprintln(io.Stderr, "planner bench: CPU time not measured:", err)
+		cpu = nil
+	}
+	names := []string{"bench"}
+	rss := func() ([]int64, error) {
+		r, err := bench.RSS(0)
+		return []int64{r}, err
+	}
+	where := "in-process"
+	if b.procs {
+		procs, err := startComponents(ctx, n.Bus.URL, &b, c.logLevel, log, io)
+		if err != nil {
+			return fail(err)
+		}
+		defer procs.Stop()
+		wctx, cancel := procs.Watch(ctx)
+		defer cancel()
+		ctx = wctx
+		if cpu != nil {
+			cpu = func() (time.Duration, error) {
+				self, err := bench.SelfCPU()
+				if err != nil {
+					return 0, err
+				}
+				children, err := procs.CPU()
+				return self + children, err
+			}
+		}
+		names = append(names, procs.Names()...)
+		rss = func() ([]int64, error) {
+			self, err := bench.RSS(0)
+			if err != nil {
+				return nil, err
+			}
+			children, err := procs.RSS()
+			return append([]int64{self}, children...), err
+		}
+		where = "as processes"
+	}
 	sys, err := bench.NewSystem(conn)
 	if err != nil {
-		fmt.Fprintln(io.Stderr, "planner bench:", err)
-		return ExitFailed
+		return fail(err)
 	}
 	defer sys.Close()
-	fmt.Fprintf(io.Stderr, "planner bench: %d workloads, %d runs each after a warm-up; %d workers, GOMAXPROCS %d, sync %s\n",
-		len(loads), runs, workers, runtime.GOMAXPROCS(0), c.bus.Sync)
-	if cpuprofile != "" {
-		fh, err := os.Create(cpuprofile)
+
+	if b.soak > 0 {
+		fmt.Fprintf(io.Stderr, "planner bench: soak of %s at %d plans/s; %d dispatchers, %d workers %s, GOMAXPROCS %d, sync %s\n",
+			b.soak, b.rate, b.dispatchers, b.workers, where, runtime.GOMAXPROCS(0), c.bus.Sync)
+		res, err := sys.Soak(ctx, bench.SoakConfig{Duration: b.soak, Rate: b.rate, Sample: b.sample, Drain: b.drain,
+			RSS: rss, Names: names, Progress: io.Stderr})
+		if res != nil {
+			bench.ReportSoak(io.Stdout, res)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return ExitOK
+	}
+
+	fmt.Fprintf(io.Stderr, "planner bench: %d workloads, %d runs each after a warm-up; %d dispatchers, %d workers %s, GOMAXPROCS %d, sync %s\n",
+		len(loads), b.runs, b.dispatchers, b.workers, where, runtime.GOMAXPROCS(0), c.bus.Sync)
+	var floor *bench.BusFloor
+	if b.busFloor {
+		fmt.Fprintln(io.Stderr, "planner bench: measuring the bus floor")
+		if floor, err = measureBusFloor(ctx, n, &b, cpu, log); err != nil {
+			return fail(err)
+		}
+		bench.ReportBus(io.Stdout, floor)
+		fmt.Fprintln(io.Stdout)
+	}
+	if b.cpuprofile != "" {
+		fh, err := os.Create(b.cpuprofile)
 		if err != nil {
 			fmt.Fprintln(io.Stderr, "planner bench:", err)
 			return ExitUsage
 		}
 		defer fh.Close()
 		if err := pprof.StartCPUProfile(fh); err != nil {
-			fmt.Fprintln(io.Stderr, "planner bench:", err)
-			return ExitFailed
+			return fail(err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var system, floor []*bench.Result
+	opts := bench.Options{Runs: b.runs, Progress: io.Stderr, CPU: cpu, Conflicts: bench.Conflicts(conn.NC, b.dispatchers)}
+	var system, engine []*bench.Result
+	var refused []string
 	for _, w := range loads {
-		s, err := bench.Measure(ctx, w, "planbus", sys.Run, runs, io.Stderr)
-		if err != nil {
-			fmt.Fprintln(io.Stderr, "planner bench:", err)
-			return ExitFailed
+		if _, err := w.Plan("check"); err != nil {
+			fmt.Fprintf(io.Stderr, "planner bench: %s refused: %v\n", w.Name, err)
+			refused = append(refused, fmt.Sprintf("%s (%d tools a plan): refused: %v", w.Name, len(w.Tools), err))
+			continue
 		}
-		fl, err := bench.Measure(ctx, w, "floor", bench.FloorRunner, runs, io.Stderr)
+		s, err := bench.Measure(ctx, w, "planbus", sys.Run, opts)
 		if err != nil {
-			fmt.Fprintln(io.Stderr, "planner bench:", err)
-			return ExitFailed
+			return fail(err)
 		}
-		system, floor = append(system, s), append(floor, fl)
+		e, err := bench.Measure(ctx, w, "engine", bench.FloorRunner, bench.Options{Runs: b.runs, Progress: io.Stderr})
+		if err != nil {
+			return fail(err)
+		}
+		system, engine = append(system, s), append(engine, e)
 	}
-	bench.Report(io.Stdout, system, floor)
+	bench.Report(io.Stdout, system, engine)
+	for _, r := range refused {
+		fmt.Fprintf(io.Stdout, "\n%s\n", r)
+	}
+	if floor != nil {
+		fmt.Fprintln(io.Stdout)
+		bench.ReportRatios(io.Stdout, floor, system)
+	}
 	return ExitOK
+}
+
+// measureBusFloor measures the bus floor on n's server over two
+// connections of its own, as a dispatcher and a worker have.
+func measureBusFloor(ctx context.Context, n *node.Node, b *benchFlags, cpu bench.CPUClock, log zerolog.Logger) (*bench.BusFloor, error) {
+	d, err := n.Dial(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	w, err := n.Dial(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	return bench.MeasureBus(ctx, bench.BusConfig{Dispatcher: d, Worker: w, CPU: cpu, Samples: b.floorSamples, Rounds: b.floorRounds})
+}
+
+// startComponents starts b.dispatchers dispatcher and b.workers toolworker
+// processes, this binary run as 'planner bench component ...', against the
+// server at url, and waits until each serves (its micro service answers).
+func startComponents(ctx context.Context, url string, b *benchFlags, logLevel string, log zerolog.Logger, io IO) (*bench.Procs, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--procs runs this binary again, but its path is unknown: %w", err)
+	}
+	var specs []bench.Proc
+	common := []string{"--nats-url", url, "--log-level", logLevel}
+	for i := range b.dispatchers {
+		id := "dispatcher-" + strconv.Itoa(i+1)
+		specs = append(specs, bench.Proc{Name: id, Path: self,
+			Args: append([]string{"bench", "component", "dispatcher", "--dispatcher-id", id}, common...)})
+	}
+	for i := range b.workers {
+		id := "worker-" + strconv.Itoa(i+1)
+		specs = append(specs, bench.Proc{Name: id, Path: self,
+			Args: append([]string{"bench", "component", "toolworker", "--id", id, "--skills", "echo,sleep",
+				"--concurrency", strconv.Itoa(b.concurrency), "--drain-timeout", "1s"}, common...)})
+	}
+	procs, err := bench.StartProcs(specs, io.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := procs.Watch(ctx)
+	defer cancel()
+	wctx, cancelWait := context.WithTimeout(wctx, 2*time.Minute)
+	defer cancelWait()
+	nc, err := bus.Dial(wctx, bus.Config{URL: url}, log)
+	if err != nil {
+		procs.Stop()
+		return nil, err
+	}
+	defer nc.Close()
+	for _, svc := range []struct {
+		name string
+		want int
+	}{{bus.ServiceDispatcher, b.dispatchers}, {bus.ServiceToolworker, b.workers}} {
+		for {
+			if _, err = bench.Instances(wctx, nc.NC, svc.name, svc.want); err == nil {
+				break
+			}
+			if wctx.Err() != nil {
+				procs.Stop()
+				return nil, fmt.Errorf("component processes not serving: %w", errors.Join(err, context.Cause(wctx)))
+			}
+		}
+	}
+	return procs, nil
+}
+
+// benchComponent runs one component of a --procs bench: the dispatcher or
+// toolworker command with the arguments given.
+func benchComponent(ctx context.Context, args []string, io IO) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "dispatcher":
+			return Dispatcher(ctx, args[1:], io)
+		case "toolworker":
+			return Toolworker(ctx, args[1:], io)
+		}
+	}
+	fmt.Fprintln(io.Stderr, "Usage: planner bench component dispatcher|toolworker [flags]\n\nRuns one component of a 'planner bench --procs'; the flags are those of the dispatcher and toolworker commands.")
+	return ExitUsage
 }

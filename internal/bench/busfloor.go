@@ -1,0 +1,537 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus/internal/bus"
+)
+
+// The bus floor's streams and bucket: beside planbus's own, with their
+// settings (bus.Config.Streams), on subjects of their own; deleted after
+// the measurement.
+const (
+	floorResults = "PLANBUS_BENCH_FLOOR_RESULTS"
+	floorCalls   = "PLANBUS_BENCH_FLOOR_CALLS"
+	floorBucket  = "planbus-bench-floor"
+	floorPrefix  = "planbus-bench-floor."
+)
+
+// Sizes of the bus floor's messages, near planbus's own for a no-op tool:
+// a tool call and a tool result (JSON with ids, token, input and output),
+// and a chain-100's plan state in KV.
+const (
+	floorCallBytes   = 320
+	floorResultBytes = 256
+	floorStateBytes  = 512
+)
+
+// BusConfig says how the bus floor is measured.
+type BusConfig struct {
+	// Dispatcher and Worker are two connections to the server, as a
+	// dispatcher and a worker have: the pattern's messages cross from one
+	// to the other.
+	Dispatcher, Worker *bus.Conn
+	// Samples of each trip after Samples/10 to warm up. Default 1000.
+	Samples int
+	// Steps of each bus-only chain round. Default 100 (chain-100).
+	Steps int
+	// Calls of each bus-only fan-out round. Default 1000 (fanout-1000).
+	Calls int
+	// Rounds of each pattern after one to warm up; the median is kept.
+	// Default 5.
+	Rounds int
+	// CPU is the clock of the system's CPU time; nil leaves CPU out.
+	CPU CPUClock
+}
+
+func (c BusConfig) withDefaults() BusConfig {
+	if c.Samples <= 0 {
+		c.Samples = 1000
+	}
+	if c.Steps <= 0 {
+		c.Steps = 100
+	}
+	if c.Calls <= 0 {
+		c.Calls = 1000
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 5
+	}
+	return c
+}
+
+// BusFloor is what the bus itself costs, measured on the server the
+// workloads run on, with its sync setting: three server trips a chain
+// step needs, and the message patterns of a chain step and of a fan-out
+// done by a program with no planbus code.
+type BusFloor struct {
+	// Publish is a JetStream publish awaiting its acknowledgement, to a
+	// stream like RESULTS; p50 and p99 of the samples.
+	Publish [2]time.Duration
+	// CAS is a KV update with the expected revision (compare-and-set).
+	CAS [2]time.Duration
+	// Delivery is a publish to a work-queue stream until the message
+	// reaches a consumer that holds an open pull request.
+	Delivery [2]time.Duration
+	// Step is the median time per step of the bus-only chain (Steps
+	// steps a round): result delivered to the dispatcher's consumer, KV
+	// compare-and-set of the state, next call published to the work
+	// queue and pulled by the worker, which publishes its result.
+	Step time.Duration
+	// StepCPU is the system's CPU time per bus-only chain step (0 if not
+	// measured).
+	StepCPU time.Duration
+	// ToolsPerSec is the median throughput of the bus-only fan-out: Calls
+	// calls published at once to the work queue, pulled by the worker,
+	// each answered with a result, the results consumed and folded into
+	// the state with one compare-and-set per batch received.
+	ToolsPerSec float64
+	// ToolCPU is the system's CPU time per bus-only fan-out call (0 if not
+	// measured).
+	ToolCPU time.Duration
+	Steps   int // a chain round's steps
+	Calls   int // a fan-out round's calls
+}
+
+// ThreeTrips is the sum of the p50s of the three trips on a chain step's
+// critical path: result published (and delivered), state compare-and-set,
+// next call delivered.
+func (f *BusFloor) ThreeTrips() time.Duration {
+	return f.Publish[0] + f.CAS[0] + f.Delivery[0]
+}
+
+// floorBus holds the streams, consumers and bucket of one measurement.
+type floorBus struct {
+	cfg     BusConfig
+	d, w    jetstream.JetStream
+	kv      jetstream.KeyValue
+	results jetstream.Stream
+	calls   jetstream.Stream
+}
+
+// MeasureBus measures the bus floor on the server cfg's connections reach.
+// It declares the floor's streams and bucket with planbus's settings
+// (file storage, the connection's replicas, direct gets, duplicate window,
+// each message with a Nats-Msg-Id as planbus sends them) and deletes them
+// before it returns.
+func MeasureBus(ctx context.Context, cfg BusConfig) (*BusFloor, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Dispatcher == nil || cfg.Worker == nil {
+		return nil, errors.New("bench: bus floor: BusConfig.Dispatcher and BusConfig.Worker are required")
+	}
+	fb := &floorBus{cfg: cfg, d: cfg.Dispatcher.JS, w: cfg.Worker.JS}
+	if err := fb.declare(ctx); err != nil {
+		return nil, err
+	}
+	defer fb.remove()
+	out := &BusFloor{Steps: cfg.Steps, Calls: cfg.Calls}
+	var err error
+	if out.Publish, err = fb.publishTrip(ctx); err != nil {
+		return nil, err
+	}
+	if out.CAS, err = fb.casTrip(ctx); err != nil {
+		return nil, err
+	}
+	if out.Delivery, err = fb.deliveryTrip(ctx); err != nil {
+		return nil, err
+	}
+	if out.Step, out.StepCPU, err = fb.rounds(ctx, cfg.Steps, fb.chain); err != nil {
+		return nil, err
+	}
+	span, cpu, err := fb.rounds(ctx, cfg.Calls, fb.fanout)
+	if err != nil {
+		return nil, err
+	}
+	out.ToolsPerSec, out.ToolCPU = 1/span.Seconds(), cpu
+	return out, nil
+}
+
+// declare creates the floor's streams and bucket as bus.Conn.Declare
+// creates planbus's.
+func (fb *floorBus) declare(ctx context.Context) error {
+	bc := fb.cfg.Dispatcher.Config.Defaults()
+	sc := func(name, subjects string, ret jetstream.RetentionPolicy) jetstream.StreamConfig {
+		return jetstream.StreamConfig{Name: name, Description: "planbus bench: the bus floor (deleted after it)",
+			Subjects: []string{floorPrefix + subjects + ".>"}, Retention: ret, MaxAge: bc.Retention,
+			Duplicates: bc.DuplicateWindow, Storage: jetstream.FileStorage, Replicas: bc.Replicas,
+			MaxMsgSize: bc.MaxPayload, AllowDirect: true}
+	}
+	var err error
+	if fb.results, err = fb.d.CreateOrUpdateStream(ctx, sc(floorResults, "results", jetstream.LimitsPolicy)); err != nil {
+		return fmt.Errorf("bench: bus floor: stream %s: %w", floorResults, err)
+	}
+	if fb.calls, err = fb.d.CreateOrUpdateStream(ctx, sc(floorCalls, "calls", jetstream.WorkQueuePolicy)); err != nil {
+		return fmt.Errorf("bench: bus floor: stream %s: %w", floorCalls, err)
+	}
+	fb.kv, err = fb.d.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: floorBucket, History: 1, TTL: bc.Retention,
+		Storage: jetstream.FileStorage, Replicas: bc.Replicas, MaxValueSize: bc.MaxPayload})
+	if err != nil {
+		return fmt.Errorf("bench: bus floor: bucket %s: %w", floorBucket, err)
+	}
+	return nil
+}
+
+// remove deletes what declare created.
+func (fb *floorBus) remove() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = fb.d.DeleteStream(ctx, floorResults)
+	_ = fb.d.DeleteStream(ctx, floorCalls)
+	_ = fb.d.DeleteKeyValue(ctx, floorBucket)
+}
+
+// percentiles returns p50 and p99 of ds.
+func percentiles(ds []time.Duration) [2]time.Duration {
+	s := sorted(ds)
+	return [2]time.Duration{s[(len(s)-1)*50/100], s[(len(s)-1)*99/100]}
+}
+
+// sample runs trip Samples/10 times to warm up, then Samples times, and
+// returns the p50 and p99 of the measured ones.
+func (fb *floorBus) sample(ctx context.Context, what string, trip func(i int) (time.Duration, error)) ([2]time.Duration, error) {
+	n := fb.cfg.Samples
+	warm := max(n/10, 1)
+	ds := make([]time.Duration, 0, n)
+	for i := range warm + n {
+		if err := ctx.Err(); err != nil {
+			return [2]time.Duration{}, err
+		}
+		d, err := trip(i)
+		if err != nil {
+			return [2]time.Duration{}, fmt.Errorf("bench: bus floor: %s: %w", what, err)
+		}
+		if i >= warm {
+			ds = append(ds, d)
+		}
+	}
+	return percentiles(ds), nil
+}
+
+func payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'x'
+	}
+	return b
+}
+
+// publishTrip: a publish to a limits stream awaiting its acknowledgement.
+func (fb *floorBus) publishTrip(ctx context.Context) ([2]time.Duration, error) {
+	data := payload(floorResultBytes)
+	return fb.sample(ctx, "publish", func(i int) (time.Duration, error) {
+		start := time.Now()
+		_, err := fb.w.Publish(ctx, floorPrefix+"results.trip", data, jetstream.WithMsgID("trip-"+strconv.Itoa(i)))
+		return time.Since(start), err
+	})
+}
+
+// casTrip: a KV update with the revision last written.
+func (fb *floorBus) casTrip(ctx context.Context) ([2]time.Duration, error) {
+	data := payload(floorStateBytes)
+	rev, err := fb.kv.Create(ctx, "state.trip", data)
+	if err != nil {
+		return [2]time.Duration{}, fmt.Errorf("bench: bus floor: create the state entry: %w", err)
+	}
+	return fb.sample(ctx, "compare-and-set", func(int) (time.Duration, error) {
+		start := time.Now()
+		r, err := fb.kv.Update(ctx, "state.trip", data, rev)
+		rev = r
+		return time.Since(start), err
+	})
+}
+
+// consumer makes a durable pull consumer on stream for subject, set up as
+// planbus's (explicit acks).
+func consumer(ctx context.Context, js jetstream.JetStream, stream, name, subject string) (jetstream.Consumer, error) {
+	c, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: name, FilterSubject: subject,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 100000, MaxWaiting: 4096})
+	if err != nil {
+		return nil, fmt.Errorf("bench: bus floor: consumer %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// consume delivers every message of c to handle until the returned stop
+// is called, keeping pull requests of up to batch messages open as
+// planbus's dispatcher and workers do.
+func consume(c jetstream.Consumer, batch int, handle func(jetstream.Msg)) (stop func(), err error) {
+	cc, err := c.Consume(handle, jetstream.PullMaxMessages(batch))
+	if err != nil {
+		return nil, fmt.Errorf("bench: bus floor: consume: %w", err)
+	}
+	return func() { cc.Stop(); <-cc.Closed() }, nil
+}
+
+// deliveryTrip: a publish to the work queue until a consumer with an open
+// pull request has the message.
+func (fb *floorBus) deliveryTrip(ctx context.Context) ([2]time.Duration, error) {
+	subject := floorPrefix + "calls.trip"
+	c, err := consumer(ctx, fb.w, floorCalls, "trip", subject)
+	if err != nil {
+		return [2]time.Duration{}, err
+	}
+	got := make(chan time.Time, 1)
+	stop, err := consume(c, 64, func(m jetstream.Msg) {
+		now := time.Now()
+		_ = m.Ack()
+		got <- now
+	})
+	if err != nil {
+		return [2]time.Duration{}, err
+	}
+	defer stop()
+	data := payload(floorCallBytes)
+	return fb.sample(ctx, "work-queue delivery", func(i int) (time.Duration, error) {
+		start := time.Now()
+		if _, err := fb.d.Publish(ctx, subject, data, jetstream.WithMsgID("trip-"+strconv.Itoa(i))); err != nil {
+			return 0, err
+		}
+		select {
+		case t := <-got:
+			return t.Sub(start), nil
+		case <-time.After(10 * time.Second):
+			return 0, errors.New("a call was not delivered within 10 s")
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	})
+}
+
+// rounds runs pattern (n steps or calls) once to warm up and then
+// cfg.Rounds times; it returns the median time per step or call and the
+// CPU time per step or call over the measured rounds.
+func (fb *floorBus) rounds(ctx context.Context, n int, pattern func(ctx context.Context, round string, n int) (span, cpu time.Duration, err error)) (time.Duration, time.Duration, error) {
+	var spans []time.Duration
+	var cpu time.Duration
+	for r := -1; r < fb.cfg.Rounds; r++ {
+		span, c, err := pattern(ctx, "r"+strconv.Itoa(r+1), n)
+		if err != nil {
+			return 0, 0, err
+		}
+		if r >= 0 {
+			spans = append(spans, span/time.Duration(n))
+			cpu += c
+		}
+	}
+	return sorted(spans)[len(spans)/2], cpu / time.Duration(n*fb.cfg.Rounds), nil
+}
+
+// cpu reads the CPU clock; 0 without one.
+func (fb *floorBus) cpu() (time.Duration, error) {
+	if fb.cfg.CPU == nil {
+		return 0, nil
+	}
+	return fb.cfg.CPU()
+}
+
+// timed measures the wall and CPU time of run.
+func (fb *floorBus) timed(run func() error) (time.Duration, time.Duration, error) {
+	c0, err := fb.cpu()
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	if err := run(); err != nil {
+		return 0, 0, err
+	}
+	span := time.Since(start)
+	c1, err := fb.cpu()
+	return span, c1 - c0, err
+}
+
+// dropConsumers deletes a pattern's consumers once it is done.
+func (fb *floorBus) dropConsumers(names ...[2]string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, n := range names {
+		_ = fb.d.DeleteConsumer(ctx, n[0], n[1])
+	}
+}
+
+// chain is the bus-only chain: what a chain step of planbus does on the
+// bus, with no planbus code. The worker pulls call i from the work queue,
+// publishes its result and acknowledges the call; the dispatcher's
+// consumer gets the result, compare-and-sets the state, publishes call
+// i+1 and acknowledges the result.
+func (fb *floorBus) chain(ctx context.Context, round string, steps int) (time.Duration, time.Duration, error) {
+	calls, results := floorPrefix+"calls.chain"+round, floorPrefix+"results.chain"+round
+	callData, resultData, state := payload(floorCallBytes), payload(floorResultBytes), payload(floorStateBytes)
+	key := "state.chain" + round
+	rev, err := fb.kv.Create(ctx, key, state)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: bus-only chain: create the state: %w", err)
+	}
+	wc, err := consumer(ctx, fb.w, floorCalls, "chain-worker"+round, calls)
+	if err != nil {
+		return 0, 0, err
+	}
+	dc, err := consumer(ctx, fb.d, floorResults, "chain-dispatcher"+round, results)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer fb.dropConsumers([2]string{floorCalls, "chain-worker" + round}, [2]string{floorResults, "chain-dispatcher" + round})
+	fail := make(chan error, 1)
+	done := make(chan struct{})
+	report := func(err error) {
+		select {
+		case fail <- err:
+		default:
+		}
+	}
+	stopW, err := consume(wc, 128, func(m jetstream.Msg) {
+		id := m.Headers().Get(jetstream.MsgIDHeader)
+		if _, err := fb.w.Publish(ctx, results, resultData, jetstream.WithMsgID(id+"/result")); err != nil {
+			report(fmt.Errorf("bench: bus-only chain: publish result: %w", err))
+			return
+		}
+		_ = m.Ack()
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stopW()
+	// The handler runs for one message at a time; step is read by the
+	// timeout's error as well.
+	var step atomic.Int64
+	stopD, err := consume(dc, 512, func(m jetstream.Msg) {
+		r, err := fb.kv.Update(ctx, key, state, rev)
+		if err != nil {
+			report(fmt.Errorf("bench: bus-only chain: state compare-and-set: %w", err))
+			return
+		}
+		rev = r
+		next := step.Add(1)
+		if next == int64(steps) {
+			_ = m.Ack()
+			close(done)
+			return
+		}
+		if _, err := fb.d.Publish(ctx, calls, callData, jetstream.WithMsgID("chain-"+round+"/"+strconv.FormatInt(next, 10))); err != nil {
+			report(fmt.Errorf("bench: bus-only chain: publish call: %w", err))
+			return
+		}
+		_ = m.Ack()
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stopD()
+	return fb.timed(func() error {
+		if _, err := fb.d.Publish(ctx, calls, callData, jetstream.WithMsgID("chain-"+round+"/0")); err != nil {
+			return fmt.Errorf("bench: bus-only chain: publish the first call: %w", err)
+		}
+		select {
+		case <-done:
+			return nil
+		case err := <-fail:
+			return err
+		case <-time.After(time.Duration(steps) * time.Second):
+			return fmt.Errorf("bench: bus-only chain: %d of %d steps within %d s", step.Load(), steps, steps)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+// fanout is the bus-only fan-out: the dispatcher publishes n calls at
+// once (asynchronously, then awaits every acknowledgement), the worker
+// pulls them, publishes a result for each (asynchronously) and
+// acknowledges the call; the dispatcher's consumer takes the results and
+// one goroutine folds what has arrived into the state with one
+// compare-and-set per batch, as planbus's dispatcher shards do.
+func (fb *floorBus) fanout(ctx context.Context, round string, n int) (time.Duration, time.Duration, error) {
+	calls, results := floorPrefix+"calls.fanout"+round, floorPrefix+"results.fanout"+round
+	callData, resultData, state := payload(floorCallBytes), payload(floorResultBytes), payload(floorStateBytes)
+	key := "state.fanout" + round
+	rev, err := fb.kv.Create(ctx, key, state)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: bus-only fan-out: create the state: %w", err)
+	}
+	wc, err := consumer(ctx, fb.w, floorCalls, "fanout-worker"+round, calls)
+	if err != nil {
+		return 0, 0, err
+	}
+	dc, err := consumer(ctx, fb.d, floorResults, "fanout-dispatcher"+round, results)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer fb.dropConsumers([2]string{floorCalls, "fanout-worker" + round}, [2]string{floorResults, "fanout-dispatcher" + round})
+	fail := make(chan error, 1)
+	stopW, err := consume(wc, 256, func(m jetstream.Msg) {
+		id := m.Headers().Get(jetstream.MsgIDHeader)
+		if _, err := fb.w.PublishAsync(results, resultData, jetstream.WithMsgID(id+"/result")); err != nil {
+			select {
+			case fail <- fmt.Errorf("bench: bus-only fan-out: publish result: %w", err):
+			default:
+			}
+			return
+		}
+		_ = m.Ack()
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stopW()
+	var mu sync.Mutex
+	arrived := 0
+	wake := make(chan struct{}, 1)
+	stopD, err := consume(dc, 512, func(m jetstream.Msg) {
+		mu.Lock()
+		arrived++
+		mu.Unlock()
+		_ = m.Ack()
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stopD()
+	return fb.timed(func() error {
+		for i := range n {
+			if _, err := fb.d.PublishAsync(calls, callData, jetstream.WithMsgID("fanout-"+round+"/"+strconv.Itoa(i))); err != nil {
+				return fmt.Errorf("bench: bus-only fan-out: publish call: %w", err)
+			}
+		}
+		select {
+		case <-fb.d.PublishAsyncComplete():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		applied := 0
+		deadline := time.After(time.Duration(n)*10*time.Millisecond + 10*time.Second)
+		for applied < n {
+			select {
+			case <-wake:
+			case err := <-fail:
+				return err
+			case <-deadline:
+				return fmt.Errorf("bench: bus-only fan-out: %d of %d results in time", applied, n)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			mu.Lock()
+			now := arrived
+			mu.Unlock()
+			if now == applied {
+				continue
+			}
+			r, err := fb.kv.Update(ctx, key, state, rev)
+			if err != nil {
+				return fmt.Errorf("bench: bus-only fan-out: state compare-and-set: %w", err)
+			}
+			rev, applied = r, now
+		}
+		return nil
+	})
+}

@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus/internal/bus/bustest"
+)
+
+// The bus floor runs on a real server, yields ordered figures for every
+// trip and pattern, and leaves none of its streams behind.
+func TestMeasureBus(t *testing.T) {
+	cfg := bustest.Start(t)
+	d, w := bustest.Dial(t, cfg), bustest.Dial(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f, err := MeasureBus(ctx, BusConfig{Dispatcher: d, Worker: w, Samples: 50, Steps: 10, Calls: 50, Rounds: 2, CPU: SelfCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string][2]time.Duration{"publish": f.Publish, "compare-and-set": f.CAS, "delivery": f.Delivery} {
+		if p[0] <= 0 || p[0] > p[1] {
+			t.Errorf("%s: p50 %v, p99 %v; want 0 < p50 <= p99", name, p[0], p[1])
+		}
+	}
+	if f.ThreeTrips() != f.Publish[0]+f.CAS[0]+f.Delivery[0] {
+		t.Errorf("three trips %v, want the sum of the p50s", f.ThreeTrips())
+	}
+	if f.Step <= 0 || f.ToolsPerSec <= 0 || f.StepCPU <= 0 || f.ToolCPU <= 0 {
+		t.Errorf("patterns: step %v (CPU %v), %v tools/s (CPU %v); want all positive", f.Step, f.StepCPU, f.ToolsPerSec, f.ToolCPU)
+	}
+	for _, name := range []string{floorResults, floorCalls, "KV_" + floorBucket} {
+		if _, err := d.JS.Stream(ctx, name); err != jetstream.ErrStreamNotFound {
+			t.Errorf("stream %s after the floor: err = %v, want it deleted", name, err)
+		}
+	}
+	var out strings.Builder
+	ReportBus(&out, f)
+	for _, want := range []string{"| JetStream publish+ack |", "| KV compare-and-set |", "| work-queue publish→pull delivery |",
+		"| three-trip sum (the p50s) |", "| bus-only chain, per step", "tools/s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// Ratios compare a chain per step and everything else per tool, as cost
+// ratios (planbus ÷ floor).
+func TestReportRatios(t *testing.T) {
+	f := &BusFloor{Publish: [2]time.Duration{100 * time.Microsecond}, CAS: [2]time.Duration{100 * time.Microsecond},
+		Delivery: [2]time.Duration{200 * time.Microsecond}, Step: 500 * time.Microsecond, StepCPU: 250 * time.Microsecond,
+		ToolsPerSec: 10000, ToolCPU: 50 * time.Microsecond}
+	chain := &Result{Workload: "chain-10", Tools: 10, Instances: 1, Steps: 10, Makespans: []time.Duration{10 * time.Millisecond},
+		CPU: 5 * time.Millisecond, HasCPU: true}
+	fan := &Result{Workload: "many", Tools: 5, Instances: 100, Steps: 3, Makespans: []time.Duration{100 * time.Millisecond},
+		CPU: 50 * time.Millisecond, HasCPU: true}
+	var out strings.Builder
+	ReportRatios(&out, f, []*Result{chain, fan})
+	for _, want := range []string{
+		"| chain-10 | ms/step vs bus-only chain | 1.000 | 0.500 | 2.00 | 0.500 | 0.250 | 2.0 |",
+		"| chain-10 | ms/step vs three-trip sum | 1.000 | 0.400 | 2.50 |",
+		"| many | tools/s vs bus-only fan-out | 5000 | 10000 | 2.00 | 0.100 | 0.050 | 2.0 |",
+		"| many | plans/s vs bus-only tools/s ÷ 5 | 1000 | 2000 | 2.00 |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("ratios lack %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Flags that cannot make a benchmark are refused with a usage error
+// naming them.
+func TestBenchRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--runs", "0"}, "--runs"},
+		{[]string{"--dispatchers", "0"}, "--dispatchers"},
+		{[]string{"--workers", "0"}, "--workers"},
+		{[]string{"--floor-samples", "0"}, "--floor-samples"},
+		{[]string{"--scale", "--only", "chain-10"}, "--scale"},
+		{[]string{"--soak", "-1s"}, "--soak"},
+		{[]string{"--soak", "1s", "--rate", "0"}, "--rate"},
+		{[]string{"--only", "ring-10"}, "ring-10"},
+	} {
+		o := runPlanner(t, append([]string{"bench"}, tc.args...)...)
+		if o.code != ExitUsage || !strings.Contains(o.stderr, tc.want) {
+			t.Errorf("bench %v: exit %d, stderr %q; want %d naming %s", tc.args, o.code, o.stderr, ExitUsage, tc.want)
+		}
+	}
+	if o := runPlanner(t, "bench", "component", "nothing"); o.code != ExitUsage {
+		t.Errorf("bench component nothing: exit %d, want %d", o.code, ExitUsage)
+	}
+}
+
+// benchQuick are flags that keep a bench run short: the figures are not
+// looked at, only that every instrument reports.
+var benchQuick = []string{"--runs", "1", "--floor-samples", "20", "--floor-rounds", "1", "--sync", "1s"}
+
+// A bench run prints the bus floor, each workload with CPU per tool and
+// conflicts per plan, the ratios to the floor, and a workload the plan
+// limit refuses as refused.
+func TestBenchInstruments(t *testing.T) {
+	o := runPlanner(t, append([]string{"bench", "--only", "chain-10,many-plans-3,fanout-10000"}, benchQuick...)...)
+	if o.code != ExitOK {
+		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
+	}
+	checkBenchTables(t, o.stdout)
+	for _, want := range []string{
+		"fanout-10000 (10002 tools a plan): refused: plan check: at /tools: maxItems",
+		"| many-plans-3 | plans/s vs bus-only tools/s ÷ 5 |",
+	} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, o.stdout)
+		}
+	}
+}
+
+// checkBenchTables checks what every bench run of chain-10 and
+// many-plans-3 prints.
+func checkBenchTables(t *testing.T, stdout string) {
+	t.Helper()
+	for _, re := range []string{
+		`\| JetStream publish\+ack \| [0-9.]+ \| [0-9.]+ \|`,
+		`\| KV compare-and-set \| [0-9.]+ \| [0-9.]+ \|`,
+		`\| work-queue publish→pull delivery \| [0-9.]+ \| [0-9.]+ \|`,
+		`\| bus-only chain, per step \(median of rounds of 100\) \| [0-9.]+ \| \| [0-9.]+ \|`,
+		// CPU ms/tool and conflicts/plan measured for planbus.
+		`\| chain-10 \| planbus \|[^\n]*\| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|\n`,
+		`\| many-plans-3 \| planbus \|[^\n]*\| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|\n`,
+		`\| chain-10 \| ms/step vs bus-only chain \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|`,
+		`\| chain-10 \| ms/step vs three-trip sum \|`,
+		`\| many-plans-3 \| tools/s vs bus-only fan-out \| [0-9]+ \| [0-9]+ \| [0-9.]+ \|`,
+	} {
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("stdout lacks %s:\n%s", re, stdout)
+		}
+	}
+}
+
+// A short soak samples RSS and ends with a verdict; no speed is asserted.
+func TestBenchSoak(t *testing.T) {
+	o := runPlanner(t, "bench", "--soak", "5s", "--rate", "20", "--sample", "1s", "--sync", "1s")
+	if o.code != ExitOK {
+		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
+	}
+	rows := regexp.MustCompile(`(?m)^\| [0-9]+s( \(end\))? \| [0-9.]+ \| [0-9]+ \| [0-9]+ \| 0 \|`).FindAllString(o.stdout, -1)
+	if len(rows) < 3 {
+		t.Errorf("%d sample rows, want at least 3:\n%s", len(rows), o.stdout)
+	}
+	if !strings.Contains(o.stdout, "| 100 | 100 | 0 |") || !regexp.MustCompile(`20 plans a second for 5s: RSS .*; 0 plans lost\.`).MatchString(o.stdout) {
+		t.Errorf("no final sample with the 100 plans, or no verdict:\n%s", o.stdout)
+	}
+}
+
+// With --procs the dispatchers and workers are processes of their own
+// (the planner binary run again): their CPU time counts, conflicts are
+// gathered from both dispatchers, and a soak samples each one's RSS.
+func TestBenchProcs(t *testing.T) {
+	bin := buildPlanner(t)
+	run := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, append([]string{"bench", "--procs", "--dispatchers", "2", "--workers", "1"}, args...)...)
+		cmd.Env = processEnv(t)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("bench %v: %v; stderr:\n%s", args, err, errOut.String())
+		}
+		if !strings.Contains(errOut.String(), "2 dispatchers, 1 workers as processes") {
+			t.Errorf("stderr does not say the components run as processes:\n%s", errOut.String())
+		}
+		return out.String()
+	}
+	checkBenchTables(t, run(append([]string{"--only", "chain-10,many-plans-3"}, benchQuick...)...))
+	soak := run("--soak", "3s", "--rate", "10", "--sample", "1s", "--sync", "1s")
+	for _, want := range []string{"| RSS bench MB | RSS dispatcher-1 MB | RSS dispatcher-2 MB | RSS worker-1 MB | RSS total MB |", "; 0 plans lost."} {
+		if !strings.Contains(soak, want) {
+			t.Errorf("soak lacks %q:\n%s", want, soak)
+		}
+	}
+}
