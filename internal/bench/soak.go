@@ -37,6 +37,9 @@ type SoakConfig struct {
 	Names []string
 	// Progress, if set, gets each sample as it is taken.
 	Progress io.Writer
+	// PlanTimeout, if set, is each plan's timeout; it must fit the
+	// system's retention (less a minute), or dispatchers refuse the plans.
+	PlanTimeout time.Duration
 }
 
 // SoakSample is the system at one moment of a soak, and what it did since
@@ -149,6 +152,9 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 	p, err := cfg.Workload.Plan(placeholder)
 	if err != nil {
 		return nil, fmt.Errorf("bench: soak: %w", err)
+	}
+	if cfg.PlanTimeout > 0 {
+		p.TimeoutMs = cfg.PlanTimeout.Milliseconds()
 	}
 	doc, err := json.Marshal(p)
 	if err != nil {

@@ -162,6 +162,11 @@ func TestRetentionSetsStreamsAndBuckets(t *testing.T) {
 	if err := c.Declare(ctx); err != nil {
 		t.Fatalf("declare with a 10m retention: %v", err)
 	}
+	// Shorter than the default de-duplication window, which follows it.
+	short := bus.Config{Retention: 2 * time.Minute}.Defaults()
+	if short.DuplicateWindow != 2*time.Minute {
+		t.Errorf("a 2m retention keeps message ids %s, want 2m", short.DuplicateWindow)
+	}
 	for _, name := range []string{bus.StreamPlans, bus.StreamResults, bus.StreamExecutions, bus.StreamTools, bus.StreamOutcomes} {
 		s, err := c.JS.Stream(ctx, name)
 		if err != nil {

@@ -57,7 +57,8 @@ type Config struct {
 	// each declares the streams with its own.
 	Retention time.Duration
 	// DuplicateWindow is how long a message id is remembered for
-	// de-duplication on the tool, result and plan streams. Default 10m. It
+	// de-duplication on the tool, result and plan streams. Default 10m, or
+	// the retention if shorter. It
 	// must exceed the consumers' AckWait: a redelivered message republishes
 	// its effects within this window, where they are de-duplicated.
 	DuplicateWindow time.Duration
@@ -131,7 +132,7 @@ func (c Config) Defaults() Config {
 		c.Retention = DefaultRetention
 	}
 	if c.DuplicateWindow == 0 {
-		c.DuplicateWindow = 10 * time.Minute
+		c.DuplicateWindow = min(10*time.Minute, c.Retention)
 	}
 	if c.MaxPayload == 0 {
 		c.MaxPayload = 8 << 20

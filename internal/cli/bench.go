@@ -141,6 +141,8 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", "warn", "debug, info, warn or error")
 	f.String(&c.bus.DataDir, "data-dir", "", "", "directory for the private server's store (default: a new temporary one; put it on the disk you want to measure)")
 	f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync, "when the store is flushed to disk: always or an interval like 1s")
+	f.Duration(&c.bus.Retention, "retention", "PLANBUS_RETENTION", bus.DefaultRetention,
+		"how long finished plans, results and outcomes are kept (a --soak's memory follows it)")
 	c.logFormat = "console"
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -166,7 +168,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 		return fail(err)
 	}
 	defer os.RemoveAll(tmp)
-	cfg := node.Config{Bus: bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync}}
+	cfg := node.Config{Bus: bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync, Retention: c.bus.Retention}}
 	if b.procs {
 		cfg.NoDispatcher = true
 	} else {
@@ -199,7 +201,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	}
 	where := "in-process"
 	if b.procs {
-		procs, err := startComponents(ctx, n.Bus.URL, &b, c.logLevel, log, io)
+		procs, err := startComponents(ctx, n.Bus.URL, &b, c.logLevel, c.bus.Retention, log, io)
 		if err != nil {
 			return fail(err)
 		}
@@ -238,7 +240,8 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "planner bench: soak of %s at %d plans/s; %d dispatchers, %d workers %s, GOMAXPROCS %d, sync %s\n",
 			b.soak, b.rate, b.dispatchers, b.workers, where, runtime.GOMAXPROCS(0), c.bus.Sync)
 		res, err := sys.Soak(ctx, bench.SoakConfig{Duration: b.soak, Rate: b.rate, Sample: b.sample, Drain: b.drain,
-			RSS: rss, Names: names, Progress: io.Stderr})
+			PlanTimeout: min(10*time.Minute, c.bus.Retention-time.Minute),
+			RSS:         rss, Names: names, Progress: io.Stderr})
 		if res != nil {
 			bench.ReportSoak(io.Stdout, res)
 		}
@@ -320,13 +323,14 @@ func measureBusFloor(ctx context.Context, n *node.Node, b *benchFlags, cpu bench
 // startComponents starts b.dispatchers dispatcher and b.workers toolworker
 // processes, this binary run as 'planner bench component ...', against the
 // server at url, and waits until each serves (its micro service answers).
-func startComponents(ctx context.Context, url string, b *benchFlags, logLevel string, log zerolog.Logger, io IO) (*bench.Procs, error) {
+func startComponents(ctx context.Context, url string, b *benchFlags, logLevel string, retention time.Duration, log zerolog.Logger, io IO) (*bench.Procs, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("--procs runs this binary again, but its path is unknown: %w", err)
 	}
 	var specs []bench.Proc
-	common := []string{"--nats-url", url, "--log-level", logLevel}
+	// Each declares the streams: the same retention as the bench's server.
+	common := []string{"--nats-url", url, "--log-level", logLevel, "--retention", retention.String()}
 	for i := range b.dispatchers {
 		id := "dispatcher-" + strconv.Itoa(i+1)
 		specs = append(specs, bench.Proc{Name: id, Path: self,
