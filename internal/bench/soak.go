@@ -37,6 +37,10 @@ type SoakConfig struct {
 	Names []string
 	// Progress, if set, gets each sample as it is taken.
 	Progress io.Writer
+	// WarmUp, if longer than the first tenth of the soak, is what the
+	// verdict leaves out instead: a system keeps everything for its
+	// retention, so its memory can only level off after that.
+	WarmUp time.Duration
 	// PlanTimeout, if set, is each plan's timeout; it must fit the
 	// system's retention (less a minute), or dispatchers refuse the plans.
 	PlanTimeout time.Duration
@@ -78,9 +82,9 @@ type SoakResult struct {
 const plateauBand = 0.10
 
 // Warmup is the part of a soak its verdict leaves out: the first tenth,
-// at most ten minutes.
+// at most ten minutes, or SoakConfig.WarmUp if that is longer.
 func (r *SoakResult) Warmup() time.Duration {
-	return min(r.Config.Duration/10, 10*time.Minute)
+	return max(min(r.Config.Duration/10, 10*time.Minute), r.Config.WarmUp)
 }
 
 // Plateau tells whether the total RSS stayed within ±10% of its first
