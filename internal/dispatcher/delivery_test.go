@@ -101,3 +101,64 @@ func dispatcherStat(t *testing.T, h *harness, name string) int64 {
 	}
 	return v
 }
+
+// dispatcherStatSum adds one counter over every dispatcher's micro stats.
+func dispatcherStatSum(t *testing.T, h *harness, name string, dispatchers int) int64 {
+	t.Helper()
+	inbox := h.conn.NC.NewRespInbox()
+	sub, err := h.conn.NC.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := h.conn.NC.PublishRequest("$SRV.STATS."+bus.ServiceDispatcher, inbox, nil); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for range dispatchers {
+		m, err := sub.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("stats of %d dispatchers: %v", dispatchers, err)
+		}
+		var stats struct {
+			Endpoints []struct {
+				Data map[string]int64 `json:"data"`
+			} `json:"endpoints"`
+		}
+		if err := json.Unmarshal(m.Data, &stats); err != nil || len(stats.Endpoints) == 0 {
+			t.Fatalf("stats %s: %v", m.Data, err)
+		}
+		sum += stats.Endpoints[0].Data[name]
+	}
+	return sum
+}
+
+// Two dispatchers share a chain's results, so each often finds its cached
+// state behind the other's and rebuilds it. A rebuild reads back from the
+// results stream only the results this dispatcher has not seen: at most
+// each result once per dispatcher, not the whole plan's on every step
+// (which made a 100-step chain cost five times its CPU with two).
+func TestRebuiltStatesReadBackOnlyUnseenResults(t *testing.T) {
+	h := start(t, opts{dispatchers: 2})
+	const steps = 40
+	tools := []string{`{"toolId":"t0","skill":"echo","input":{"k":0}}`}
+	for i := 1; i < steps; i++ {
+		tools = append(tools, fmt.Sprintf(`{"toolId":"t%d","skill":"echo","dependencies":["t%d"],"input":{"prev":{"$ref":"t%d"}}}`, i, i-1, i-1))
+	}
+	for round := range 3 {
+		res, _ := h.run(`{"tools":[`+strings.Join(tools, ",")+`]}`, minute)
+		if !res.Success {
+			t.Fatalf("round %d: plan %s: %+v", round, res.State, res.Error)
+		}
+		// Each step's input carries the one before: the outputs a rebuilt
+		// state resolves references from are the right ones.
+		last := tool(res, fmt.Sprintf("t%d", steps-1))
+		if !strings.Contains(string(last.Output), `{"prev":{"prev":`) {
+			t.Fatalf("round %d: last output %s", round, last.Output)
+		}
+	}
+	if n := dispatcherStatSum(t, h, "resultsReadBack", 2); n > 2*3*steps {
+		t.Errorf("%d results read back for 3 chains of %d steps with 2 dispatchers; want at most %d (each result at most once a dispatcher)",
+			n, steps, 2*3*steps)
+	}
+}

@@ -61,6 +61,11 @@ type shard struct {
 	acks  chan pending
 	cache map[string]*entry
 	plans map[string]*plan.Plan
+	// results are the results of the plans in plans, by RESULTS stream
+	// sequence, as applied or read back: a state rebuilt after another
+	// dispatcher moved the plan on reads only the results it has not
+	// seen, not every result of the plan again.
+	results map[string]map[uint64]*plan.ToolResult
 }
 
 // pending is a batch whose state is stored and whose effects are sent:
@@ -114,6 +119,10 @@ type counters struct {
 	Conflicts     atomic.Int64
 	Batches       atomic.Int64
 	Released      atomic.Int64
+	// ReadBack counts results read back from the RESULTS stream to
+	// rebuild a plan's state (after a failover, or after another
+	// dispatcher moved the plan on).
+	ReadBack atomic.Int64
 	// ResultsRejected counts results dropped unapplied: invalid, on another
 	// plan's subject, or without their call's token.
 	ResultsRejected atomic.Int64
@@ -136,7 +145,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 	d.engineHealth = d.skillHealth
 	for range cfg.Shards {
 		d.shards = append(d.shards, &shard{in: make(chan item, 1024), acks: make(chan pending, 1024),
-			cache: map[string]*entry{}, plans: map[string]*plan.Plan{}})
+			cache: map[string]*entry{}, plans: map[string]*plan.Plan{}, results: map[string]map[uint64]*plan.ToolResult{}})
 	}
 	return d, nil
 }

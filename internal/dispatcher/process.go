@@ -98,9 +98,11 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 		// delivery limit they are dropped (the plan expired, or its
 		// state was lost).
 		d.holdBack(log, items, "its plan's state was never found")
+		d.forget(s, planID)
 		return false, nil
 	}
 	if err != nil {
+		d.forget(s, planID)
 		return false, failed("cannot load plan state", err)
 	}
 	// A message that follows from a change this state has not seen
@@ -146,6 +148,11 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 		return false, failed("cannot publish effects", err)
 	}
 	d.traceEnded(ent.eng, before, &fx, now)
+	for _, it := range current {
+		if it.kind == kindResult {
+			d.keepResult(s, planID, it.seq, it.result)
+		}
+	}
 	pd.ack = append(pd.ack, current...)
 	s.acks <- pd
 	d.holdBack(log, ahead, "still ahead of its plan's state")
@@ -331,7 +338,18 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 			return nil, fmt.Errorf("stored plan %s: %w", planID, err)
 		}
 	}
-	st, err := execution.Load(p, &stored, func(seq uint64) (*plan.ToolResult, error) { return d.storedResult(ctx, seq) })
+	known := s.results[planID]
+	read := map[uint64]*plan.ToolResult{}
+	st, err := execution.Load(p, &stored, func(seq uint64) (*plan.ToolResult, error) {
+		if r, ok := known[seq]; ok {
+			return r, nil
+		}
+		r, err := d.storedResult(ctx, seq)
+		if r != nil {
+			read[seq] = r
+		}
+		return r, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -341,13 +359,27 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 	}
 	e := &entry{eng: eng, rev: kve.Revision()}
 	d.remember(s, planID, p, e)
+	for seq, r := range read {
+		d.keepResult(s, planID, seq, r)
+	}
 	return e, nil
+}
+
+// keepResult remembers a result of a cached plan by its stream sequence.
+func (d *Dispatcher) keepResult(s *shard, planID string, seq uint64, r *plan.ToolResult) {
+	m := s.results[planID]
+	if m == nil {
+		m = map[uint64]*plan.ToolResult{}
+		s.results[planID] = m
+	}
+	m[seq] = r
 }
 
 // storedResult reads a result back from the RESULTS stream, for a plan
 // whose engine is rebuilt from KV. A result that has expired gives nil: the
 // tool's output and error are then unknown.
 func (d *Dispatcher) storedResult(ctx context.Context, seq uint64) (*plan.ToolResult, error) {
+	d.stats.ReadBack.Add(1)
 	m, err := d.results.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		d.log.Warn().Uint64("seq", seq).Msg("a tool result is no longer in the results stream; its output is lost")
@@ -378,4 +410,5 @@ func (d *Dispatcher) remember(s *shard, planID string, p *plan.Plan, e *entry) {
 func (d *Dispatcher) forget(s *shard, planID string) {
 	delete(s.cache, planID)
 	delete(s.plans, planID)
+	delete(s.results, planID)
 }

@@ -36,11 +36,13 @@ func (d *Dispatcher) addService() (micro.Service, error) {
 // subject, or without their call's token (forged, or from a worker that
 // does not echo it). messagesDropped counts messages given up at their
 // delivery limit (Config.DeliveryLimit) and invalid timers.
+// resultsReadBack counts results read back from the results stream to
+// rebuild a plan's state.
 func (d *Dispatcher) Stats() map[string]int64 {
 	return map[string]int64{
 		"plansStarted": d.stats.PlansStarted.Load(), "plansRejected": d.stats.PlansRejected.Load(),
 		"plansEnded": d.stats.PlansEnded.Load(), "results": d.stats.Results.Load(), "timers": d.stats.Timers.Load(),
-		"toolsReleased": d.stats.Released.Load(), "casConflicts": d.stats.Conflicts.Load(), "batches": d.stats.Batches.Load(),
+		"toolsReleased": d.stats.Released.Load(), "casConflicts": d.stats.Conflicts.Load(), "batches": d.stats.Batches.Load(), "resultsReadBack": d.stats.ReadBack.Load(),
 		"results_rejected": d.stats.ResultsRejected.Load(),
 		"messagesDropped":  d.stats.Dropped.Load(),
 	}
