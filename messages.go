@@ -188,6 +188,12 @@ type ExecutionResult struct {
 	// OutputsOmitted: the result with every output would not fit in a
 	// message; the outputs are in the RESULTS stream at each resultSeq.
 	OutputsOmitted bool `json:"outputsOmitted,omitempty"`
+	// ToolsOmitted: even without outputs the result would not fit in a
+	// message (a plan of tens of thousands of tools): Tools lists only the
+	// tools that did not succeed, or none if those do not fit either.
+	// Every tool's state is in the plan's state (KV planbus-plans,
+	// <planId>.state) and its result in the RESULTS stream.
+	ToolsOmitted bool `json:"toolsOmitted,omitempty"`
 }
 
 // Event types, the last tokens of planbus.events.<requestId>.<type>.

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/skill"
 )
 
 // TestPlanTooLargeToStoreIsRejected: a plan that fits in a message but
@@ -160,5 +162,30 @@ func TestRebuiltStatesReadBackOnlyUnseenResults(t *testing.T) {
 	if n := dispatcherStatSum(t, h, "resultsReadBack", 2); n > 2*3*steps {
 		t.Errorf("%d results read back for 3 chains of %d steps with 2 dispatchers; want at most %d (each result at most once a dispatcher)",
 			n, steps, 2*3*steps)
+	}
+}
+
+// An execution result too large for a message even without outputs (here
+// thousands of failures with long messages; in practice a plan of tens of
+// thousands of tools) still goes out: the tools that did not succeed if
+// they fit, or none, marked toolsOmitted. Before, it failed to publish at
+// every delivery and the plan never ended.
+func TestExecutionResultTooLargeForItsToolsStillEnds(t *testing.T) {
+	long := skill.Skill{Manifest: planbus.SkillManifest{Name: "longfail"},
+		Handler: skill.HandlerFunc(func(context.Context, *skill.Call) (skill.Result, error) {
+			return skill.Result{}, skill.Permanent("LONG", "%s", strings.Repeat("why ", 1000))
+		})}
+	h := start(t, opts{extra: []skill.Skill{long}})
+	const n = 2500
+	tools := make([]string, n)
+	for i := range tools {
+		tools[i] = fmt.Sprintf(`{"toolId":"t%d","skill":"longfail","required":false,"retryPolicy":{"maxAttempts":1}}`, i)
+	}
+	res, _ := h.run(`{"maxConcurrency":256,"tools":[`+strings.Join(tools, ",")+`]}`, 3*minute)
+	if res.State != plan.PlanSucceeded || !res.OutputsOmitted || !res.ToolsOmitted {
+		t.Fatalf("plan %s, outputsOmitted %v, toolsOmitted %v: %+v", res.State, res.OutputsOmitted, res.ToolsOmitted, res.Error)
+	}
+	if len(res.Tools) != 0 {
+		t.Errorf("%d tools listed; %d failures of 4 KB do not fit a message", len(res.Tools), n)
 	}
 }

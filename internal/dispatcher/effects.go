@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -136,6 +137,16 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 				slim.Tools[i].Output = nil
 			}
 			out.done = mustJSON(&slim)
+			if len(out.done) > limit {
+				// Tens of thousands of tools: keep those that did not
+				// succeed, which are what a caller looks for, if they fit.
+				slim.ToolsOmitted = true
+				slim.Tools = slices.DeleteFunc(slim.Tools, func(o plan.ToolOutcome) bool { return o.State == plan.ToolSucceeded })
+				if out.done = mustJSON(&slim); len(out.done) > limit {
+					slim.Tools = []plan.ToolOutcome{}
+					out.done = mustJSON(&slim)
+				}
+			}
 		}
 	}
 	return out

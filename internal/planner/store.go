@@ -130,7 +130,7 @@ func withoutTools(res *plan.ExecutionResult) *plan.ExecutionResult {
 		return nil
 	}
 	slim := *res
-	slim.OutputsOmitted = true
+	slim.OutputsOmitted, slim.ToolsOmitted = true, true
 	slim.Tools = []plan.ToolOutcome{}
 	return &slim
 }
