@@ -54,6 +54,9 @@ type entry struct {
 	// cancelDigest is what the plan's calls carry: the digest of its
 	// cancel token. Set when the first call is rendered.
 	cancelDigest string
+	// stateBuf holds the last state written, its storage reused for the
+	// next.
+	stateBuf []byte
 }
 
 type shard struct {

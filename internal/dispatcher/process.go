@@ -129,7 +129,10 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 	}
 	out := d.render(ent, &fx, now)
 	if fx.Changed {
-		rev, err := d.kv.Update(ctx, bus.StateKey(planID), storedJSON(ent.eng), ent.rev)
+		// Update returns once the server has the value, so the buffer is
+		// free for the next write.
+		ent.stateBuf = storedJSON(ent.eng, ent.stateBuf)
+		rev, err := d.kv.Update(ctx, bus.StateKey(planID), ent.stateBuf, ent.rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			// Another dispatcher changed the plan: start again from its state.
 			d.stats.Conflicts.Add(1)

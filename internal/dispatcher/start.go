@@ -54,7 +54,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	now := time.Now()
 	eng, fx := execution.StartReusing(p, now, d.cfg.DefaultMaxConcurrency, d.engineHealth, reused)
 	eng.State().Trace = d.traceStart(it.msg.Headers())
-	state := storedJSON(eng)
+	state := storedJSON(eng, nil)
 	if limit := d.storeLimit(); len(stored) > limit || len(state) > limit {
 		d.reject(ctx, log, it, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
 			"the plan takes %d bytes with its defaults and its state %d; the store holds at most %d bytes a value (max payload)", len(stored), len(state), limit)})

@@ -2,12 +2,14 @@ package execution
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 
 	"github.com/planbus/planbus/internal/plan"
 )
@@ -489,4 +491,50 @@ func TestFallbackTakesTheSlotWhenAttemptsRunOut(t *testing.T) {
 	if fx.Done == nil || fx.Done.State != plan.PlanFailed || !slices.Equal(fx.Done.FailedSkills, []string{"backup"}) {
 		t.Fatalf("result %+v", fx.Done)
 	}
+}
+
+// AppendStored writes what Store().MarshalJSON() writes, for any state,
+// into the buffer it is given.
+func TestAppendStoredIsStoreMarshalled(t *testing.T) {
+	for s, c := range stateCodes {
+		if stateCode(s) != c {
+			t.Errorf("stateCode(%q) = %q, want %q", s, stateCode(s), c)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		states := []string{plan.ToolPending, plan.ToolRunning, plan.ToolRetrying, plan.ToolSucceeded, plan.ToolFailed,
+			plan.ToolTimeout, plan.ToolSkipped, plan.ToolCancelled, plan.ToolWaitingApproval}
+		st := &State{PlanID: "p", RequestID: rapid.StringMatching(`[a-z]{0,3}`).Draw(t, "req"), Status: plan.PlanRunning,
+			MaxConcurrency: rapid.IntRange(1, 9).Draw(t, "mc"), StartedAt: 1000, Deadline: 9000,
+			FinishedAt: rapid.Int64Range(0, 5000).Draw(t, "fin")}
+		if rapid.Bool().Draw(t, "traced") {
+			st.Trace = map[string]string{"traceparent": "00-x-y-01"}
+		}
+		if rapid.Bool().Draw(t, "error") {
+			st.Error = &plan.ErrorInfo{Code: "C", Message: `m "q"`, Category: plan.CategoryInternal}
+		}
+		for i := range rapid.IntRange(0, 30).Draw(t, "tools") {
+			ts := ToolState{ID: fmt.Sprint(i), State: rapid.SampledFrom(states).Draw(t, "state"),
+				Attempt: rapid.IntRange(0, 5).Draw(t, "attempt"), ReleasedAt: rapid.Int64Range(0, 3000).Draw(t, "rel"),
+				RetryAt: rapid.Int64Range(0, 3000).Draw(t, "retry"), FinishedAt: rapid.Int64Range(0, 3000).Draw(t, "end"),
+				ResultSeq: rapid.Uint64Range(0, 3).Draw(t, "seq"), Reason: rapid.SampledFrom([]string{"", "why", `"q"`}).Draw(t, "reason"),
+				Approved: rapid.Bool().Draw(t, "approved"), Reused: rapid.Bool().Draw(t, "reused")}
+			if rapid.Bool().Draw(t, "toolErr") {
+				ts.Error = &plan.ErrorInfo{Code: "E", Message: "x", Category: plan.CategoryNetwork}
+			}
+			st.Tools = append(st.Tools, ts)
+		}
+		want, err := st.Store().MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := []byte("garbage left by the last write")
+		got, err := st.AppendStored(buf[:0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("AppendStored\n%s\nStore().MarshalJSON\n%s", got, want)
+		}
+	})
 }

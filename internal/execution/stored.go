@@ -51,23 +51,28 @@ func (st *State) Store() *Stored {
 	s := &Stored{PlanID: st.PlanID, RequestID: st.RequestID, SessionID: st.SessionID, Status: st.Status,
 		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
 		Error: st.Error, Tools: make([]StoredTool, len(st.Tools)), Trace: st.Trace}
-	for i, t := range st.Tools {
-		sv := StoredTool{State: t.State, Attempt: t.Attempt, Result: t.ResultSeq, Reason: t.Reason,
-			Approved: t.Approved && t.State == plan.ToolPending, Reused: t.Reused && t.State == plan.ToolSucceeded}
-		switch {
-		case t.State == plan.ToolRetrying:
-			sv.At = t.RetryAt
-		case t.State == plan.ToolRunning:
-			sv.At = t.ReleasedAt
-		default:
-			sv.At = t.FinishedAt
-		}
-		if t.ResultSeq == 0 {
-			sv.Error = t.Error
-		}
-		s.Tools[i] = sv
+	for i := range st.Tools {
+		s.Tools[i] = st.Tools[i].stored()
 	}
 	return s
+}
+
+// stored is the tool's part of Stored.
+func (t *ToolState) stored() StoredTool {
+	sv := StoredTool{State: t.State, Attempt: t.Attempt, Result: t.ResultSeq, Reason: t.Reason,
+		Approved: t.Approved && t.State == plan.ToolPending, Reused: t.Reused && t.State == plan.ToolSucceeded}
+	switch {
+	case t.State == plan.ToolRetrying:
+		sv.At = t.RetryAt
+	case t.State == plan.ToolRunning:
+		sv.At = t.ReleasedAt
+	default:
+		sv.At = t.FinishedAt
+	}
+	if t.ResultSeq == 0 {
+		sv.Error = t.Error
+	}
+	return sv
 }
 
 // Load rebuilds a State from its stored form and the plan. The details

@@ -40,59 +40,122 @@ var codeStates = func() map[string]string {
 
 // MarshalJSON writes the tools as arrays, times relative to StartedAt.
 func (s *Stored) MarshalJSON() ([]byte, error) {
-	type head Stored
-	h := head(*s)
-	h.Tools = nil
-	b, err := json.Marshal(h)
+	b, err := s.appendHead(make([]byte, 0, 128+24*len(s.Tools)))
 	if err != nil {
 		return nil, err
 	}
-	b = b[:len(b)-1] // reopen the object
-	if len(b) > 1 {
-		b = append(b, ',')
-	}
-	b = append(b, `"tools":[`...)
-	for i, t := range s.Tools {
-		if i > 0 {
-			b = append(b, ',')
+	for i := range s.Tools {
+		if b, err = appendTool(b, i, &s.Tools[i], s.StartedAt); err != nil {
+			return nil, err
 		}
-		code, ok := stateCodes[t.State]
-		if !ok {
-			return nil, fmt.Errorf("execution: unknown tool state %q", t.State)
-		}
-		switch {
-		case t.Approved && t.State == plan.ToolPending:
-			code = codeApproved
-		case t.Reused && t.State == plan.ToolSucceeded:
-			code = codeReused
-		}
-		b = append(b, `["`...)
-		b = append(b, code...)
-		b = append(b, `",`...)
-		b = strconv.AppendInt(b, int64(t.Attempt), 10)
-		b = append(b, ',')
-		b = strconv.AppendUint(b, t.Result, 10)
-		b = append(b, ',')
-		if t.At == 0 {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendInt(b, t.At-s.StartedAt, 10)
-		}
-		if t.Reason != "" || t.Error != nil {
-			b = append(b, ',')
-			b = strconv.AppendQuote(b, t.Reason)
-		}
-		if t.Error != nil {
-			e, err := json.Marshal(t.Error)
-			if err != nil {
-				return nil, err
-			}
-			b = append(b, ',')
-			b = append(b, e...)
-		}
-		b = append(b, ']')
 	}
 	return append(b, "]}"...), nil
+}
+
+// AppendStored appends st's stored form, as st.Store().MarshalJSON()
+// writes it, to b, without building the Stored value: a dispatcher writes
+// it after every batch, and for a plan of tens of thousands of tools the
+// intermediate copy and its garbage cost more than the encoding.
+func (st *State) AppendStored(b []byte) ([]byte, error) {
+	head := Stored{PlanID: st.PlanID, RequestID: st.RequestID, SessionID: st.SessionID, Status: st.Status,
+		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
+		Error: st.Error, Trace: st.Trace}
+	b, err := head.appendHead(b)
+	if err != nil {
+		return nil, err
+	}
+	for i := range st.Tools {
+		sv := st.Tools[i].stored()
+		if b, err = appendTool(b, i, &sv, st.StartedAt); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, "]}"...), nil
+}
+
+// appendHead appends everything of s but its tools, and opens the tools'
+// array.
+func (s *Stored) appendHead(b []byte) ([]byte, error) {
+	type head Stored
+	h := head(*s)
+	h.Tools = nil
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, hb[:len(hb)-1]...) // reopen the object
+	if len(hb) > 2 {
+		b = append(b, ',')
+	}
+	return append(b, `"tools":[`...), nil
+}
+
+// appendTool appends tool i as its short array.
+func appendTool(b []byte, i int, t *StoredTool, startedAt int64) ([]byte, error) {
+	if i > 0 {
+		b = append(b, ',')
+	}
+	code := stateCode(t.State)
+	if code == "" {
+		return nil, fmt.Errorf("execution: unknown tool state %q", t.State)
+	}
+	switch {
+	case t.Approved && t.State == plan.ToolPending:
+		code = codeApproved
+	case t.Reused && t.State == plan.ToolSucceeded:
+		code = codeReused
+	}
+	b = append(b, `["`...)
+	b = append(b, code...)
+	b = append(b, `",`...)
+	b = strconv.AppendInt(b, int64(t.Attempt), 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, t.Result, 10)
+	b = append(b, ',')
+	if t.At == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, t.At-startedAt, 10)
+	}
+	if t.Reason != "" || t.Error != nil {
+		b = append(b, ',')
+		b = strconv.AppendQuote(b, t.Reason)
+	}
+	if t.Error != nil {
+		e, err := json.Marshal(t.Error)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, ',')
+		b = append(b, e...)
+	}
+	return append(b, ']'), nil
+}
+
+// stateCode is stateCodes[state] without hashing the string: it runs for
+// every tool of a plan on every write.
+func stateCode(state string) string {
+	switch state {
+	case plan.ToolPending:
+		return "p"
+	case plan.ToolRunning:
+		return "r"
+	case plan.ToolRetrying:
+		return "w"
+	case plan.ToolSucceeded:
+		return "s"
+	case plan.ToolFailed:
+		return "f"
+	case plan.ToolTimeout:
+		return "t"
+	case plan.ToolSkipped:
+		return "k"
+	case plan.ToolCancelled:
+		return "c"
+	case plan.ToolWaitingApproval:
+		return "a"
+	}
+	return ""
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
