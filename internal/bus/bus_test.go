@@ -61,6 +61,7 @@ func TestConfigValidate(t *testing.T) {
 		{bus.Config{CredsFile: "/does/not/exist.creds"}, "CredsFile"},
 		{bus.Config{Replicas: 7}, "Replicas"},
 		{bus.Config{Retention: time.Second}, "Retention"},
+		{bus.Config{Retention: 90 * time.Second}, "Retention"}, // no plan would fit a minute before expiry
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()

@@ -183,8 +183,11 @@ func (c Config) Validate() error {
 	if c.Replicas < 1 || c.Replicas > 5 {
 		return bad("Replicas", "%d is not between 1 and 5", c.Replicas)
 	}
-	if c.Retention < time.Minute {
-		return bad("Retention", "%s is shorter than a minute", c.Retention)
+	if c.Retention < 2*time.Minute {
+		// Dispatchers refuse plans that do not end a minute before
+		// their state expires: less than two would leave plans under a
+		// minute.
+		return bad("Retention", "%s is shorter than two minutes", c.Retention)
 	}
 	if c.DuplicateWindow < time.Second || c.DuplicateWindow > c.Retention {
 		return bad("DuplicateWindow", "%s is not between 1s and the retention %s", c.DuplicateWindow, c.Retention)

@@ -58,6 +58,7 @@ the first tenth of the soak (at most its first ten minutes).`
 // benchFlags are planner bench's settings.
 type benchFlags struct {
 	dir, only, cpuprofile string
+	memprofile            string
 	scale                 bool
 	runs, workers         int
 	dispatchers           int
@@ -87,6 +88,7 @@ func (b *benchFlags) register(f *flags) {
 	f.Duration(&b.sample, "sample", "", 10*time.Second, "time between two RSS samples during --soak")
 	f.Duration(&b.drain, "drain", "", time.Minute, "after --soak, how long to wait for the plans still running")
 	f.String(&b.cpuprofile, "cpuprofile", "", "", "write a CPU profile of the measured runs to this file (the bench process only)")
+	f.String(&b.memprofile, "memprofile", "", "", "write a heap profile to this file at the end (after a --soak, before its system stops: what it still holds)")
 }
 
 func (b *benchFlags) validate() error {
@@ -248,6 +250,9 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 		if err != nil {
 			return fail(err)
 		}
+		if err := writeHeapProfile(b.memprofile); err != nil {
+			return fail(err)
+		}
 		return ExitOK
 	}
 
@@ -300,6 +305,9 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	if floor != nil {
 		fmt.Fprintln(io.Stdout)
 		bench.ReportRatios(io.Stdout, floor, system)
+	}
+	if err := writeHeapProfile(b.memprofile); err != nil {
+		return fail(err)
 	}
 	return ExitOK
 }
@@ -397,4 +405,22 @@ func soakWarmUp(soak, retention time.Duration) time.Duration {
 		return w
 	}
 	return 0
+}
+
+// writeHeapProfile writes the heap profile of what is live now to path
+// (nothing when path is empty).
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(fh); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
 }
