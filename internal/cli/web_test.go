@@ -62,23 +62,7 @@ func (b *watchedBuffer) waitFor(t *testing.T, re *regexp.Regexp, code <-chan int
 // it returns its stderr and a channel with its exit code.
 func background(t *testing.T, args ...string) (*watchedBuffer, <-chan int) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &watchedBuffer{wrote: make(chan struct{}, 1)}
-	code := make(chan int, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		code <- Planner(ctx, args, IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Env: func(string) string { return "" }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(wait):
-			t.Errorf("%v still running %s after the interrupt", args, wait)
-		}
-	})
-	return stderr, code
+	return component(t, Planner, nil, args...)
 }
 
 // viewURL waits for a command to say where its view is.

@@ -89,19 +89,26 @@ func dispatcherStat(t *testing.T, h *harness, name string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	data := statsData(t, m.Data)
+	v, ok := data[name]
+	if !ok {
+		t.Fatalf("no %s in stats %s", name, fmt.Sprint(data))
+	}
+	return v
+}
+
+// statsData reads the counters of a micro service's stats reply.
+func statsData(t *testing.T, reply []byte) map[string]int64 {
+	t.Helper()
 	var stats struct {
 		Endpoints []struct {
 			Data map[string]int64 `json:"data"`
 		} `json:"endpoints"`
 	}
-	if err := json.Unmarshal(m.Data, &stats); err != nil || len(stats.Endpoints) == 0 {
-		t.Fatalf("stats %s: %v", m.Data, err)
+	if err := json.Unmarshal(reply, &stats); err != nil || len(stats.Endpoints) == 0 {
+		t.Fatalf("stats %s: %v", reply, err)
 	}
-	v, ok := stats.Endpoints[0].Data[name]
-	if !ok {
-		t.Fatalf("no %s in stats %s", name, fmt.Sprint(stats.Endpoints[0].Data))
-	}
-	return v
+	return stats.Endpoints[0].Data
 }
 
 // dispatcherStatSum adds one counter over every dispatcher's micro stats.
@@ -122,15 +129,7 @@ func dispatcherStatSum(t *testing.T, h *harness, name string, dispatchers int) i
 		if err != nil {
 			t.Fatalf("stats of %d dispatchers: %v", dispatchers, err)
 		}
-		var stats struct {
-			Endpoints []struct {
-				Data map[string]int64 `json:"data"`
-			} `json:"endpoints"`
-		}
-		if err := json.Unmarshal(m.Data, &stats); err != nil || len(stats.Endpoints) == 0 {
-			t.Fatalf("stats %s: %v", m.Data, err)
-		}
-		sum += stats.Endpoints[0].Data[name]
+		sum += statsData(t, m.Data)[name]
 	}
 	return sum
 }
