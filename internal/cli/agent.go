@@ -13,7 +13,6 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
 )
 
 const agentUsage = `Usage: planner agent start|stop|status --nats-url URL [flags] ...
@@ -130,17 +129,12 @@ func agentStop(ctx context.Context, args []string, io IO) int {
 	if !ok {
 		return code
 	}
-	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
-		fmt.Fprintln(io.Stderr, "planner agent stop: want one session id")
-		return ExitUsage
-	}
-	cl, closeConn, err := c.dialClient(ctx, log)
-	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner agent stop: %v\n", err)
-		return ctxExit(ctx, ExitFailed)
+	cl, id, closeConn, code, ok := c.dialForID(ctx, f, log, io, "planner agent stop", "session id")
+	if !ok {
+		return code
 	}
 	defer closeConn()
-	reply, err := cl.StopAgent(ctx, f.Arg(0), reason)
+	reply, err := cl.StopAgent(ctx, id, reason)
 	if code, failed := agentErr(ctx, io, "planner agent stop", err); failed {
 		return code
 	}
@@ -164,17 +158,12 @@ func agentStatus(ctx context.Context, args []string, io IO) int {
 	if !ok {
 		return code
 	}
-	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
-		fmt.Fprintln(io.Stderr, "planner agent status: want one session id")
-		return ExitUsage
-	}
-	cl, closeConn, err := c.dialClient(ctx, log)
-	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner agent status: %v\n", err)
-		return ctxExit(ctx, ExitFailed)
+	cl, id, closeConn, code, ok := c.dialForID(ctx, f, log, io, "planner agent status", "session id")
+	if !ok {
+		return code
 	}
 	defer closeConn()
-	st, err := cl.AgentStatus(ctx, f.Arg(0))
+	st, err := cl.AgentStatus(ctx, id)
 	if code, failed := agentErr(ctx, io, "planner agent status", err); failed {
 		return code
 	}

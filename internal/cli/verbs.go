@@ -25,6 +25,22 @@ import (
 
 // dialClient connects to the system named by c and returns a client on
 // the connection and a function that closes it.
+// dialForID checks that a command was given one id (of the kind what
+// names) and connects; on failure it has said why on stderr and code is
+// the exit code.
+func (c *common) dialForID(ctx context.Context, f *flags, log zerolog.Logger, io IO, name, what string) (cl *client.Client, id string, closeConn func(), code int, ok bool) {
+	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
+		fmt.Fprintf(io.Stderr, "%s: want one %s\n", name, what)
+		return nil, "", nil, ExitUsage, false
+	}
+	cl, closeConn, err := c.dialClient(ctx, log)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "%s: %v\n", name, err)
+		return nil, "", nil, ctxExit(ctx, ExitFailed), false
+	}
+	return cl, f.Arg(0), closeConn, 0, true
+}
+
 func (c *common) dialClient(ctx context.Context, log zerolog.Logger) (*client.Client, func(), error) {
 	conn, err := bus.Dial(ctx, c.bus, log)
 	if err != nil {
@@ -152,15 +168,9 @@ func plannerWatch(ctx context.Context, args []string, io IO) int {
 	if !ok {
 		return code
 	}
-	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
-		fmt.Fprintln(io.Stderr, "planner watch: want one request or plan id")
-		return ExitUsage
-	}
-	id := f.Arg(0)
-	cl, closeConn, err := c.dialClient(ctx, log)
-	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
-		return ctxExit(ctx, ExitFailed)
+	cl, id, closeConn, code, ok := c.dialForID(ctx, f, log, io, "planner watch", "request or plan id")
+	if !ok {
+		return code
 	}
 	defer closeConn()
 	sctx, scancel := context.WithTimeout(ctx, 15*time.Second)
@@ -245,17 +255,12 @@ func plannerCancel(ctx context.Context, args []string, io IO) int {
 	if !ok {
 		return code
 	}
-	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
-		fmt.Fprintln(io.Stderr, "planner cancel: want one request or plan id")
-		return ExitUsage
-	}
-	cl, closeConn, err := c.dialClient(ctx, log)
-	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner cancel: %v\n", err)
-		return ctxExit(ctx, ExitFailed)
+	cl, id, closeConn, code, ok := c.dialForID(ctx, f, log, io, "planner cancel", "request or plan id")
+	if !ok {
+		return code
 	}
 	defer closeConn()
-	reply, err := cl.Cancel(ctx, f.Arg(0), reason)
+	reply, err := cl.Cancel(ctx, id, reason)
 	var rej *client.RejectedError
 	switch {
 	case errors.Is(err, client.ErrNotFound):
