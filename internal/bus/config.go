@@ -3,6 +3,7 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"net"
 	"os"
 	"path/filepath"
@@ -68,6 +69,12 @@ type Config struct {
 	// (fsync). The zero value is DefaultSync. See docs/deploy.md for what
 	// each setting guarantees.
 	Sync Sync
+
+	// InProcess is the embedded server of this process, when there is
+	// one: Dial then connects to it through memory rather than a socket
+	// (the server still authenticates and authorizes the connection as it
+	// would on its port). StartServer's Server is one.
+	InProcess nats.InProcessConnProvider
 }
 
 // Sync says when a JetStream store is flushed to disk.

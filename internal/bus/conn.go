@@ -60,6 +60,9 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 			ev.Msg("NATS async error")
 		}),
 	}
+	if cfg.InProcess != nil {
+		opts = append(opts, nats.InProcessServer(cfg.InProcess))
+	}
 	if cfg.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
 	}

@@ -106,6 +106,10 @@ func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...S
 // ClientURL is the URL clients connect to.
 func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 
+// InProcessConn is a connection to the server through memory, for clients
+// in the same process (Config.InProcess).
+func (s *Server) InProcessConn() (net.Conn, error) { return s.ns.InProcessConn() }
+
 // Shutdown stops the server and waits until it is down.
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()

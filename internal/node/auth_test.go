@@ -181,6 +181,12 @@ func TestAuthNodeComponentsAreConfinedToTheirRoles(t *testing.T) {
 			if got := c.conn.Config.Role; string(got) != c.name {
 				t.Fatalf("role %q, want %q", got, c.name)
 			}
+			// In the embedded server's process, components connect
+			// through memory (net.Pipe), not its port, and are held to
+			// their roles all the same.
+			if got := c.conn.NC.ConnectedAddr(); got != "pipe" {
+				t.Errorf("connected to %q, want the in-process connection (pipe)", got)
+			}
 			err := publishDenied(t, c.conn.NC, c.subject)
 			if err == nil {
 				t.Errorf("publish to %s was accepted", c.subject)

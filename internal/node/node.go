@@ -157,6 +157,7 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 		}
 		n.server = srv
 		n.Bus.URL = srv.ClientURL()
+		n.Bus.InProcess = srv
 	}
 	fail := func(err error) (*Node, error) {
 		n.Stop()
