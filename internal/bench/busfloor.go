@@ -20,6 +20,7 @@ import (
 const (
 	floorResults = "PLANBUS_BENCH_FLOOR_RESULTS"
 	floorCalls   = "PLANBUS_BENCH_FLOOR_CALLS"
+	floorEvents  = "PLANBUS_BENCH_FLOOR_EVENTS"
 	floorBucket  = "planbus-bench-floor"
 	floorPrefix  = "planbus-bench-floor."
 )
@@ -31,6 +32,7 @@ const (
 	floorCallBytes   = 320
 	floorResultBytes = 256
 	floorStateBytes  = 512
+	floorEventBytes  = 300
 )
 
 // BusConfig says how the bus floor is measured.
@@ -97,8 +99,15 @@ type BusFloor struct {
 	// ToolCPU is the system's CPU time per bus-only fan-out call (0 if not
 	// measured).
 	ToolCPU time.Duration
-	Steps   int // a chain round's steps
-	Calls   int // a fan-out round's calls
+	// EventsToolsPerSec and EventsToolCPU are the same fan-out with the
+	// progress events planbus publishes for each call, on core NATS into
+	// a memory stream like EVENTS: released (by the dispatcher, with the
+	// call), started (by the worker) and succeeded (by the dispatcher,
+	// with the result). They are planbus's full message set a tool.
+	EventsToolsPerSec float64
+	EventsToolCPU     time.Duration
+	Steps             int // a chain round's steps
+	Calls             int // a fan-out round's calls
 }
 
 // ThreeTrips is the sum of the p50s of the three trips on a chain step's
@@ -146,11 +155,20 @@ func MeasureBus(ctx context.Context, cfg BusConfig) (*BusFloor, error) {
 	if out.Step, out.StepCPU, err = fb.rounds(ctx, cfg.Steps, fb.chain); err != nil {
 		return nil, err
 	}
-	span, cpu, err := fb.rounds(ctx, cfg.Calls, fb.fanout)
+	span, cpu, err := fb.rounds(ctx, cfg.Calls, func(ctx context.Context, round string, n int) (time.Duration, time.Duration, error) {
+		return fb.fanout(ctx, round, n, false)
+	})
 	if err != nil {
 		return nil, err
 	}
 	out.ToolsPerSec, out.ToolCPU = 1/span.Seconds(), cpu
+	span, cpu, err = fb.rounds(ctx, cfg.Calls, func(ctx context.Context, round string, n int) (time.Duration, time.Duration, error) {
+		return fb.fanout(ctx, "e"+round, n, true)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.EventsToolsPerSec, out.EventsToolCPU = 1/span.Seconds(), cpu
 	return out, nil
 }
 
@@ -171,6 +189,11 @@ func (fb *floorBus) declare(ctx context.Context) error {
 	if fb.calls, err = fb.d.CreateOrUpdateStream(ctx, sc(floorCalls, "calls", jetstream.WorkQueuePolicy)); err != nil {
 		return fmt.Errorf("bench: bus floor: stream %s: %w", floorCalls, err)
 	}
+	ev := sc(floorEvents, "events", jetstream.LimitsPolicy)
+	ev.Storage, ev.MaxBytes, ev.Discard, ev.Duplicates = jetstream.MemoryStorage, 256<<20, jetstream.DiscardOld, 0
+	if _, err = fb.d.CreateOrUpdateStream(ctx, ev); err != nil {
+		return fmt.Errorf("bench: bus floor: stream %s: %w", floorEvents, err)
+	}
 	fb.kv, err = fb.d.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: floorBucket, History: 1, TTL: bc.Retention,
 		Storage: jetstream.FileStorage, Replicas: bc.Replicas, MaxValueSize: bc.MaxPayload})
 	if err != nil {
@@ -185,6 +208,7 @@ func (fb *floorBus) remove() {
 	defer cancel()
 	_ = fb.d.DeleteStream(ctx, floorResults)
 	_ = fb.d.DeleteStream(ctx, floorCalls)
+	_ = fb.d.DeleteStream(ctx, floorEvents)
 	_ = fb.d.DeleteKeyValue(ctx, floorBucket)
 }
 
@@ -446,10 +470,19 @@ func (fb *floorBus) chain(ctx context.Context, round string, steps int) (time.Du
 // pulls them, publishes a result for each (asynchronously) and
 // acknowledges the call; the dispatcher's consumer takes the results and
 // one goroutine folds what has arrived into the state with one
-// compare-and-set per batch, as planbus's dispatcher shards do.
-func (fb *floorBus) fanout(ctx context.Context, round string, n int) (time.Duration, time.Duration, error) {
+// compare-and-set per batch, as planbus's dispatcher shards do. With
+// events, each call also has planbus's three progress events published
+// on core NATS: released and succeeded by the dispatcher, started by the
+// worker.
+func (fb *floorBus) fanout(ctx context.Context, round string, n int, events bool) (time.Duration, time.Duration, error) {
 	calls, results := floorPrefix+"calls.fanout"+round, floorPrefix+"results.fanout"+round
 	callData, resultData, state := payload(floorCallBytes), payload(floorResultBytes), payload(floorStateBytes)
+	eventData, eventPrefix := payload(floorEventBytes), floorPrefix+"events.fanout"+round+"."
+	event := func(conn *bus.Conn, typ string) {
+		if events {
+			_ = conn.NC.Publish(eventPrefix+typ, eventData)
+		}
+	}
 	key := "state.fanout" + round
 	rev, err := fb.kv.Create(ctx, key, state)
 	if err != nil {
@@ -466,6 +499,7 @@ func (fb *floorBus) fanout(ctx context.Context, round string, n int) (time.Durat
 	defer fb.dropConsumers([2]string{floorCalls, "fanout-worker" + round}, [2]string{floorResults, "fanout-dispatcher" + round})
 	fail := make(chan error, 1)
 	stopW, err := consume(wc, 256, func(m jetstream.Msg) {
+		event(fb.cfg.Worker, "tool.started")
 		id := m.Headers().Get(jetstream.MsgIDHeader)
 		if _, err := fb.w.PublishAsync(results, resultData, jetstream.WithMsgID(id+"/result")); err != nil {
 			select {
@@ -484,6 +518,7 @@ func (fb *floorBus) fanout(ctx context.Context, round string, n int) (time.Durat
 	arrived := 0
 	wake := make(chan struct{}, 1)
 	stopD, err := consume(dc, 512, func(m jetstream.Msg) {
+		event(fb.cfg.Dispatcher, "tool.succeeded")
 		mu.Lock()
 		arrived++
 		mu.Unlock()
@@ -499,6 +534,7 @@ func (fb *floorBus) fanout(ctx context.Context, round string, n int) (time.Durat
 	defer stopD()
 	return fb.timed(func() error {
 		for i := range n {
+			event(fb.cfg.Dispatcher, "tool.released")
 			if _, err := fb.d.PublishAsync(calls, callData, jetstream.WithMsgID("fanout-"+round+"/"+strconv.Itoa(i))); err != nil {
 				return fmt.Errorf("bench: bus-only fan-out: publish call: %w", err)
 			}

@@ -30,10 +30,11 @@ func TestMeasureBus(t *testing.T) {
 	if f.ThreeTrips() != f.Publish[0]+f.CAS[0]+f.Delivery[0] {
 		t.Errorf("three trips %v, want the sum of the p50s", f.ThreeTrips())
 	}
-	if f.Step <= 0 || f.ToolsPerSec <= 0 || f.StepCPU <= 0 || f.ToolCPU <= 0 {
-		t.Errorf("patterns: step %v (CPU %v), %v tools/s (CPU %v); want all positive", f.Step, f.StepCPU, f.ToolsPerSec, f.ToolCPU)
+	if f.Step <= 0 || f.ToolsPerSec <= 0 || f.StepCPU <= 0 || f.ToolCPU <= 0 || f.EventsToolsPerSec <= 0 || f.EventsToolCPU <= 0 {
+		t.Errorf("patterns: step %v (CPU %v), %v tools/s (CPU %v), with events %v tools/s (CPU %v); want all positive",
+			f.Step, f.StepCPU, f.ToolsPerSec, f.ToolCPU, f.EventsToolsPerSec, f.EventsToolCPU)
 	}
-	for _, name := range []string{floorResults, floorCalls, "KV_" + floorBucket} {
+	for _, name := range []string{floorResults, floorCalls, floorEvents, "KV_" + floorBucket} {
 		if _, err := d.JS.Stream(ctx, name); err != jetstream.ErrStreamNotFound {
 			t.Errorf("stream %s after the floor: err = %v, want it deleted", name, err)
 		}
@@ -41,7 +42,7 @@ func TestMeasureBus(t *testing.T) {
 	var out strings.Builder
 	ReportBus(&out, f)
 	for _, want := range []string{"| JetStream publish+ack |", "| KV compare-and-set |", "| work-queue publish→pull delivery |",
-		"| three-trip sum (the p50s) |", "| bus-only chain, per step", "tools/s"} {
+		"| three-trip sum (the p50s) |", "| bus-only chain, per step", "tools/s", "with planbus's 3 events a call"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -53,7 +54,7 @@ func TestMeasureBus(t *testing.T) {
 func TestReportRatios(t *testing.T) {
 	f := &BusFloor{Publish: [2]time.Duration{100 * time.Microsecond}, CAS: [2]time.Duration{100 * time.Microsecond},
 		Delivery: [2]time.Duration{200 * time.Microsecond}, Step: 500 * time.Microsecond, StepCPU: 250 * time.Microsecond,
-		ToolsPerSec: 10000, ToolCPU: 50 * time.Microsecond}
+		ToolsPerSec: 10000, ToolCPU: 50 * time.Microsecond, EventsToolsPerSec: 8000, EventsToolCPU: 80 * time.Microsecond}
 	chain := &Result{Workload: "chain-10", Tools: 10, Instances: 1, Steps: 10, Makespans: []time.Duration{10 * time.Millisecond},
 		CPU: 5 * time.Millisecond, HasCPU: true}
 	fan := &Result{Workload: "many", Tools: 5, Instances: 100, Steps: 3, Makespans: []time.Duration{100 * time.Millisecond},
@@ -65,6 +66,7 @@ func TestReportRatios(t *testing.T) {
 		"| chain-10 | ms/step vs three-trip sum | 1.000 | 0.400 | 2.50 |",
 		"| many | tools/s vs bus-only fan-out | 5000 | 10000 | 2.00 | 0.100 | 0.050 | 2.0 |",
 		"| many | plans/s vs bus-only tools/s ÷ 5 | 1000 | 2000 | 2.00 |",
+		"| many | tools/s vs bus-only fan-out with events | 5000 | 8000 | 1.60 | 0.100 | 0.080 | 1.2 |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("ratios lack %q:\n%s", want, out.String())

@@ -63,6 +63,10 @@ func ReportBus(w io.Writer, f *BusFloor) {
 	fmt.Fprintf(w, "| bus-only chain, per step (median of rounds of %d) | %s | | %s |\n", f.Steps, ms(f.Step), cpu(f.StepCPU))
 	fmt.Fprintf(w, "| bus-only fan-out, per call (median of rounds of %d): %.0f tools/s | %s | | %s |\n",
 		f.Calls, f.ToolsPerSec, ms(time.Duration(float64(time.Second)/f.ToolsPerSec)), cpu(f.ToolCPU))
+	if f.EventsToolsPerSec > 0 {
+		fmt.Fprintf(w, "| the same with planbus's 3 events a call: %.0f tools/s | %s | | %s |\n",
+			f.EventsToolsPerSec, ms(time.Duration(float64(time.Second)/f.EventsToolsPerSec)), cpu(f.EventsToolCPU))
+	}
 }
 
 // IsChain tells whether a result is a chain's: one plan whose tools are
@@ -102,6 +106,11 @@ func ReportRatios(w io.Writer, f *BusFloor, system []*Result) {
 		a, b, c := cpuRatio(r, r.CPUPerTool(), f.ToolCPU)
 		fmt.Fprintf(w, "| %s | tools/s vs bus-only fan-out | %.0f | %.0f | %.2f | %s | %s | %s |\n", r.Workload,
 			r.ToolsPerSec(), f.ToolsPerSec, f.ToolsPerSec/r.ToolsPerSec(), a, b, c)
+		if f.EventsToolsPerSec > 0 {
+			a, b, c := cpuRatio(r, r.CPUPerTool(), f.EventsToolCPU)
+			fmt.Fprintf(w, "| %s | tools/s vs bus-only fan-out with events | %.0f | %.0f | %.2f | %s | %s | %s |\n", r.Workload,
+				r.ToolsPerSec(), f.EventsToolsPerSec, f.EventsToolsPerSec/r.ToolsPerSec(), a, b, c)
+		}
 		if r.Instances > 1 {
 			eq := f.ToolsPerSec / float64(r.Tools)
 			fmt.Fprintf(w, "| %s | plans/s vs bus-only tools/s ÷ %d | %.0f | %.0f | %.2f | | | |\n", r.Workload, r.Tools,
