@@ -1,7 +1,10 @@
 package schemas
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -97,5 +100,44 @@ func TestToolResultNeedsItsToken(t *testing.T) {
 	}
 	if err := Validate(ToolResult, []byte(base+`,"token":"`+strings.Repeat("A", 43)+`"}`)); err != nil {
 		t.Errorf("a result with a token: %v", err)
+	}
+}
+
+// decode reads every document as encoding/json alone would: the same
+// value when it reads one, the same error when it does not.
+func FuzzDecodeAsEncodingJSON(f *testing.F) {
+	for _, doc := range []string{`{"tools":[{"toolId":"A","skill":"echo","input":{"x":1.5e3,"y":[true,null,"\u00e9"]}}]}`,
+		`{"a":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":1} {}`, `[1, 2`, ``, ` 17 `, `{"n":123456789012345678901234567890}`} {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		got, gotErr := decode(Plan, doc)
+		var want any
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		wantErr := dec.Decode(&want)
+		if wantErr == nil {
+			if _, err := dec.Token(); err == nil {
+				wantErr = errors.New("more than one value")
+			}
+		}
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q: decode error %v, encoding/json's %v", doc, gotErr, wantErr)
+		}
+		if gotErr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: decoded %#v, encoding/json %#v", doc, got, want)
+		}
+	})
+}
+
+// Duplicate names and invalid UTF-8, which the fast decoder refuses, are
+// read as encoding/json reads them: the last duplicate wins.
+func TestDecodeTakesWhatEncodingJSONTakes(t *testing.T) {
+	v, err := decode(Plan, []byte(`{"a":1,"a":2}`))
+	if err != nil || v.(map[string]any)["a"] != 2.0 {
+		t.Fatalf("duplicate names: %v, %v; want a = 2", v, err)
+	}
+	v, err = decode(Plan, []byte("{\"a\":\"\xff\"}"))
+	if err != nil || v.(map[string]any)["a"] != "\ufffd" {
+		t.Fatalf("invalid UTF-8: %v, %v; want the replacement character", v, err)
 	}
 }
