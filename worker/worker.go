@@ -602,7 +602,7 @@ func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *p
 	} else {
 		s.stats.Failed.Add(1)
 	}
-	data, err := json.Marshal(res)
+	data, err := wire.AppendResult(make([]byte, 0, 384+len(res.Output)+len(res.StatePatch)), res)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot encode result")
 		_ = msg.Nak()
@@ -637,7 +637,7 @@ func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *p
 // event publishes a progress event. Events are best effort: they are for
 // watching, and nothing depends on them.
 func (w *Worker) event(ev planbus.Event) {
-	data, err := json.Marshal(ev)
+	data, err := wire.AppendEvent(make([]byte, 0, 320), &ev)
 	if err != nil {
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/token"
+	"github.com/planbus/planbus/internal/wire"
 )
 
 // DefaultSession is the session of plans that name none.
@@ -117,7 +118,10 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 			Attempt: r.Attempt, MaxAttempts: t.Attempts(), Input: input, TimeoutMs: r.TimeoutMs,
 			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC(),
 			Token: d.key.Result(p.PlanID, t.ToolID, r.Attempt), CancelDigest: ent.cancelDigest}
-		data := mustJSON(call)
+		data, err := wire.AppendCall(make([]byte, 0, 384+len(input)), &call)
+		if err != nil {
+			panic(fmt.Sprintf("dispatcher: encode a call: %v", err)) // inputs are JSON by the time they are resolved
+		}
 		if len(data) > limit {
 			fx.Merge(eng.OnResult(&plan.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: plan.ToolFailed,
 				Error: &plan.ErrorInfo{Code: "INPUT_TOO_LARGE", Category: plan.CategoryPermanent,
@@ -260,7 +264,11 @@ func (d *Dispatcher) cancel(planID string) {
 // event publishes a progress event on core NATS; the EVENTS stream keeps
 // it. Events are best effort: nothing depends on them.
 func (d *Dispatcher) event(ev plan.Event) {
-	_ = d.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), mustJSON(ev))
+	data, err := wire.AppendEvent(make([]byte, 0, 320), &ev)
+	if err != nil {
+		panic(fmt.Sprintf("dispatcher: encode an event: %v", err)) // only our own values are encoded
+	}
+	_ = d.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), data)
 }
 
 func sessionOf(st *execution.State) string {

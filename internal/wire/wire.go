@@ -1,6 +1,8 @@
 // Package wire decodes the two messages on the hot path of every tool call,
 // the call a worker receives and the result a dispatcher receives, at a
-// fraction of the cost of validating them against their JSON Schemas.
+// fraction of the cost of validating them against their JSON Schemas, and
+// encodes them and the progress events around them without reflection
+// (encode.go).
 //
 // Both are checked by hand for exactly what their schemas require (types,
 // required fields, id and token patterns, enums, bounds, no unknown
