@@ -21,16 +21,7 @@ import (
 // AppendCall appends c as json.Marshal writes it.
 func AppendCall(b []byte, c *planbus.ToolCall) ([]byte, error) {
 	var err error
-	b = appendKey(b, '{', "planId")
-	b = appendString(b, c.PlanID)
-	b = appendKey(b, ',', "requestId")
-	b = appendString(b, c.RequestID)
-	b = appendKey(b, ',', "toolId")
-	b = appendString(b, c.ToolID)
-	b = appendKey(b, ',', "skill")
-	b = appendString(b, c.Skill)
-	b = appendKey(b, ',', "attempt")
-	b = strconv.AppendInt(b, int64(c.Attempt), 10)
+	b = appendAttempt(b, c.PlanID, c.RequestID, c.ToolID, c.Skill, c.Attempt)
 	b = appendKey(b, ',', "maxAttempts")
 	b = strconv.AppendInt(b, int64(c.MaxAttempts), 10)
 	b = appendKey(b, ',', "input")
@@ -57,16 +48,7 @@ func AppendCall(b []byte, c *planbus.ToolCall) ([]byte, error) {
 // AppendResult appends r as json.Marshal writes it.
 func AppendResult(b []byte, r *planbus.ToolResult) ([]byte, error) {
 	var err error
-	b = appendKey(b, '{', "planId")
-	b = appendString(b, r.PlanID)
-	b = appendKey(b, ',', "requestId")
-	b = appendString(b, r.RequestID)
-	b = appendKey(b, ',', "toolId")
-	b = appendString(b, r.ToolID)
-	b = appendKey(b, ',', "skill")
-	b = appendString(b, r.Skill)
-	b = appendKey(b, ',', "attempt")
-	b = strconv.AppendInt(b, int64(r.Attempt), 10)
+	b = appendAttempt(b, r.PlanID, r.RequestID, r.ToolID, r.Skill, r.Attempt)
 	b = appendKey(b, ',', "state")
 	b = appendString(b, r.State)
 	if len(r.Output) > 0 {
@@ -145,6 +127,21 @@ func AppendEvent(b []byte, e *planbus.Event) ([]byte, error) {
 	b = appendOptString(b, "template", e.Template)
 	b = appendOptInt(b, "step", int64(e.Step))
 	return append(b, '}'), nil
+}
+
+// appendAttempt opens a call's or a result's object with the fields both
+// begin with, which name the attempt.
+func appendAttempt(b []byte, planID, requestID, toolID, skill string, attempt int) []byte {
+	b = appendKey(b, '{', "planId")
+	b = appendString(b, planID)
+	b = appendKey(b, ',', "requestId")
+	b = appendString(b, requestID)
+	b = appendKey(b, ',', "toolId")
+	b = appendString(b, toolID)
+	b = appendKey(b, ',', "skill")
+	b = appendString(b, skill)
+	b = appendKey(b, ',', "attempt")
+	return strconv.AppendInt(b, int64(attempt), 10)
 }
 
 func appendError(b []byte, e *planbus.ErrorInfo) []byte {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
@@ -123,21 +122,7 @@ func BenchmarkAppend(b *testing.B) {
 		buf, _ = AppendResult(buf[:0], &r)
 		buf, _ = AppendEvent(buf[:0], &e)
 	}
-	const round = 200
-	var base, cur []float64
-	timeRound := func(f func()) float64 {
-		start := time.Now()
-		for range round {
-			f()
-		}
-		return float64(time.Since(start).Nanoseconds()) / round
-	}
-	for b.Loop() {
-		base = append(base, timeRound(std))
-		cur = append(cur, timeRound(mine))
-	}
-	median := func(xs []float64) float64 { slices.Sort(xs); return xs[len(xs)/2] }
-	mb, mc := median(base), median(cur)
+	mb, mc := alternate(b, std, mine)
 	b.ReportMetric(mb, "ns-baseline/3msgs")
 	b.ReportMetric(mc, "ns-append/3msgs")
 	b.ReportMetric(mb/mc, "x-faster")
