@@ -156,7 +156,7 @@ func (p *plannerFlags) register(f *flags) {
 		"memory all generations running at once may hold together; a generation waits until its budget fits")
 	f.Int(&p.genConc, "gen-concurrency", "PLANBUS_GEN_CONCURRENCY", 0, "generations run at once, the others wait in line (0: the CPU count)")
 	f.Size(&p.memoryLimit, "memory-limit", "PLANBUS_MEMORY_LIMIT", 0,
-		"Go's soft memory limit for this process (0: $GOMEMLIMIT if set, else --gen-max-memory + 128MiB)")
+		"Go's soft memory limit for this process (0: $GOMEMLIMIT if set, else --gen-max-memory + 128MiB + what the embedded server's events stream holds)")
 }
 
 // memoryHeadroom is what the soft memory limit leaves above the
@@ -167,15 +167,37 @@ const memoryHeadroom = 128 << 20
 // else $GOMEMLIMIT when set, else --gen-max-memory plus room for the rest
 // of the process. Generations that fill their budgets leave as much
 // garbage as they hold; with the limit, Go collects it before it doubles
-// the heap. It returns the limit in force.
-func (p *plannerFlags) applyMemoryLimit(env func(string) string) int64 {
+// the heap. It returns the limit in force, and whether it is planbus's
+// choice (neither flag nor variable given).
+func (p *plannerFlags) applyMemoryLimit(env func(string) string) (limit int64, chosen bool) {
 	switch {
 	case p.memoryLimit > 0:
 		debug.SetMemoryLimit(p.memoryLimit)
 	case env("GOMEMLIMIT") == "":
 		debug.SetMemoryLimit(p.genMaxMemory + memoryHeadroom)
+		chosen = true
 	}
-	return debug.SetMemoryLimit(-1)
+	return debug.SetMemoryLimit(-1), chosen
+}
+
+// followStoredMemory raises the soft memory limit planbus chose, base, by
+// what the embedded server holds in its in-memory streams (the events
+// stream, up to 256 MiB at high rates), every interval until ctx ends.
+// That memory is live, not garbage: under a limit that left it out the
+// collector would run without pause once the stream filled, taking CPU
+// from the plans. With no plans running it is near 0, and the limit stays
+// what bounds runaway generations.
+func followStoredMemory(ctx context.Context, base int64, stored func() uint64, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		debug.SetMemoryLimit(base + int64(stored()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (p *plannerFlags) config() (planner.Config, error) {
@@ -550,7 +572,8 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
+	memLimit, memChosen := nf.plan.applyMemoryLimit(io.Env)
+	log.Debug().Int64("memory_limit", memLimit).Bool("follows_stored_memory", memChosen).Msg("soft memory limit")
 	ms, err := nf.metrics.start(cfg.Metrics, log)
 	if err != nil {
 		return usageErr(io.Stderr, fmt.Errorf("planner serve: %w", err))
@@ -563,6 +586,9 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 			return ExitUsage
 		}
 		return ctxExit(ctx, ExitFailed)
+	}
+	if memChosen {
+		go followStoredMemory(ctx, memLimit, n.MemoryStored, 2*time.Second)
 	}
 	watch := "nats --server " + n.Bus.URL
 	if n.Seeds != nil {

@@ -101,7 +101,8 @@ func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Log
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	log.Debug().Int64("memory_limit", nf.plan.applyMemoryLimit(io.Env)).Msg("soft memory limit")
+	memLimit, _ := nf.plan.applyMemoryLimit(io.Env)
+	log.Debug().Int64("memory_limit", memLimit).Msg("soft memory limit")
 	pc.Metrics = metrics.New()
 	ms, err := nf.metrics.start(pc.Metrics, log)
 	if err != nil {

@@ -350,6 +350,15 @@ func (n *Node) Stop() {
 	}
 }
 
+// MemoryStored is what the node's embedded server holds in its in-memory
+// streams, in bytes; 0 when the node uses an external server.
+func (n *Node) MemoryStored() uint64 {
+	if n.server == nil {
+		return 0
+	}
+	return n.server.MemoryStored()
+}
+
 // Dial opens a new connection to the node's server; with Auth, as an
 // admin.
 func (n *Node) Dial(ctx context.Context, log zerolog.Logger) (*bus.Conn, error) {
