@@ -122,6 +122,32 @@ func TestHandlersGetTheCallsLogger(t *testing.T) {
 	}
 }
 
+// The worker's own lines about a call name the call and its skill too.
+func TestWorkerLinesNameTheCall(t *testing.T) {
+	e := newEnv(t)
+	logs := make(lines, 256)
+	e.startWorker(worker.Config{ID: "w-own", Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(zerolog.New(logs).Level(zerolog.DebugLevel)))
+	tc := newCall("p-own", "say", "echo", `{}`)
+	tc.Attempt, tc.MaxAttempts = 3, 3
+	e.publish(tc)
+	if res, _ := e.result("p-own"); res.State != plan.ToolSucceeded {
+		t.Fatalf("result %s %+v", res.State, res.Error)
+	}
+	var line map[string]any
+	for line == nil || line["message"] != "call finished" {
+		line = nil
+		if err := json.Unmarshal(receive(t, (<-chan []byte)(logs), "the worker's call finished line"), &line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]any{"plan_id": "p-own", "tool_id": "say", "skill": "echo", "attempt": 3.0, "state": "succeeded", "worker": "w-own"}
+	for k, v := range want {
+		if line[k] != v {
+			t.Errorf("log line %v: %s = %v, want %v", line, k, line[k], v)
+		}
+	}
+}
+
 // Middleware given to the worker wraps every call, inside the recovery
 // and the logger and outside the input check.
 func TestWithMiddlewareWrapsEveryCall(t *testing.T) {

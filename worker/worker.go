@@ -82,7 +82,26 @@ type served struct {
 	skill   skill.Skill
 	handler skill.Handler
 	stats   stats
+	log     zerolog.Logger // the worker's, with the skill
 }
+
+// callLog adds a call's plan, tool and attempt to the log events of its
+// handling, which are few (errors, and debug lines when enabled): building
+// a logger with them for every call cost an allocation a call.
+type callLog struct {
+	log *zerolog.Logger
+	tc  *planbus.ToolCall
+}
+
+// with returns e with the call's fields; e may be nil (level disabled).
+func (c callLog) with(e *zerolog.Event) *zerolog.Event {
+	return e.Str("plan_id", c.tc.PlanID).Str("tool_id", c.tc.ToolID).Int("attempt", c.tc.Attempt)
+}
+
+func (c callLog) Error() *zerolog.Event { return c.with(c.log.Error()) }
+func (c callLog) Warn() *zerolog.Event  { return c.with(c.log.Warn()) }
+func (c callLog) Info() *zerolog.Event  { return c.with(c.log.Info()) }
+func (c callLog) Debug() *zerolog.Event { return c.with(c.log.Debug()) }
 
 type stats struct {
 	Received  atomic.Int64 `json:"-"`
@@ -153,7 +172,8 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		}
 		mw := append([]skill.Middleware{skill.Recover, skill.Logger(w.log)}, o.middleware...)
 		mw = append(mw, check, skill.Timeout)
-		w.skills = append(w.skills, &served{skill: s, handler: skill.Chain(s.Handler, mw...)})
+		w.skills = append(w.skills, &served{skill: s, handler: skill.Chain(s.Handler, mw...),
+			log: w.log.With().Str("skill", s.Manifest.Name).Logger()})
 	}
 	return w, nil
 }
@@ -442,7 +462,7 @@ func (w *Worker) onCancel(m *nats.Msg) {
 
 func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	name := s.skill.Manifest.Name
-	log := w.log.With().Str("skill", name).Logger()
+	log := &s.log
 	defer func() {
 		// Skills run under Recover; this catches bugs of the worker itself.
 		if r := recover(); r != nil {
@@ -461,16 +481,16 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		_ = msg.TermWithReason("tool call for skill " + tc.Skill + " on the queue of " + name)
 		return
 	}
-	log = log.With().Str("plan_id", tc.PlanID).Str("tool_id", tc.ToolID).Int("attempt", tc.Attempt).Logger()
+	clog := callLog{log: log, tc: &tc}
 	s.stats.Received.Add(1)
 
 	if meta, err := msg.Metadata(); err == nil && int(meta.NumDelivered) > w.cfg.MaxDeliver {
-		log.Error().Uint64("deliveries", meta.NumDelivered).Msg("call delivered too often without a result; reporting it failed")
+		clog.Error().Uint64("deliveries", meta.NumDelivered).Msg("call delivered too often without a result; reporting it failed")
 		res := w.newResult(&tc, time.Now())
 		res.State = planbus.ToolFailed
 		res.Error = &planbus.ErrorInfo{Code: planbus.CodeWorkerCrash, Category: planbus.CategoryInternal,
 			Message: fmt.Sprintf("delivered %d times without a result: the workers it went to died, hung or were stopped while running it", meta.NumDelivered-1)}
-		w.finish(log, s, msg, res, nil)
+		w.finish(clog, s, msg, res, nil)
 		return
 	}
 
@@ -488,7 +508,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}
 	c := &call{msg: msg, planID: tc.PlanID, digest: tc.CancelDigest, cancel: cancel}
 	if !w.track(c) {
-		log.Debug().Msg("plan ended; dropping its call")
+		clog.Debug().Msg("plan ended; dropping its call")
 		_ = msg.Ack()
 		return
 	}
@@ -508,11 +528,11 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		switch context.Cause(ctx) {
 		case errShutdown:
 			span.SetAttributes(telemetry.AttrState.String("handed back"))
-			log.Info().Msg("handing an unfinished call back")
+			clog.Info().Msg("handing an unfinished call back")
 			_ = msg.Nak()
 			return
 		case errPlanEnded:
-			log.Debug().Msg("plan ended; dropping its call")
+			clog.Debug().Msg("plan ended; dropping its call")
 			_ = msg.Ack()
 			return
 		}
@@ -525,7 +545,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 			span.SetStatus(codes.Error, res.Error.Message)
 		}
 	}
-	w.finish(log, s, msg, res, telemetry.Inject(ctx, nil))
+	w.finish(clog, s, msg, res, telemetry.Inject(ctx, nil))
 }
 
 // track adds a call to those in flight, unless a cancel of its plan with
@@ -596,7 +616,7 @@ func (w *Worker) newResult(tc *planbus.ToolCall, started time.Time) *planbus.Too
 // then acknowledges the call.
 //
 // h, when not nil, is the trace context the result carries: the run's span.
-func (w *Worker) finish(log zerolog.Logger, s *served, msg jetstream.Msg, res *planbus.ToolResult, h nats.Header) {
+func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.ToolResult, h nats.Header) {
 	if res.State == planbus.ToolSucceeded {
 		s.stats.Succeeded.Add(1)
 	} else {
