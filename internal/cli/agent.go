@@ -117,19 +117,14 @@ func agentStart(ctx context.Context, args []string, io IO) int {
 }
 
 func agentStop(ctx context.Context, args []string, io IO) int {
-	var c common
 	var reason string
-	var asJSON bool
-	f := newFlags("planner agent stop", io.Stderr, io.Env, agentUsage)
-	c.register(f, connects)
-	c.registerClient(f)
-	f.String(&reason, "reason", "", "", "why, said in the events and the outcome (at most 1024 characters)")
-	f.Bool(&asJSON, "json", "", false, "print the planner's answer as JSON")
-	log, code, ok := clientFlags(f, &c, args, io, "planner agent stop")
+	v, code, ok := parseAnswerVerb("planner agent stop", agentUsage, args, io, func(f *flags) {
+		f.String(&reason, "reason", "", "", "why, said in the events and the outcome (at most 1024 characters)")
+	})
 	if !ok {
 		return code
 	}
-	cl, id, closeConn, code, ok := c.dialForID(ctx, f, log, io, "planner agent stop", "session id")
+	cl, id, closeConn, code, ok := v.dialForID(ctx, io, "session id")
 	if !ok {
 		return code
 	}
@@ -138,27 +133,15 @@ func agentStop(ctx context.Context, args []string, io IO) int {
 	if code, failed := agentErr(ctx, io, "planner agent stop", err); failed {
 		return code
 	}
-	if asJSON {
-		line, _ := jsonLine(reply)
-		fmt.Fprintln(io.Stdout, line)
-	} else {
-		fmt.Fprintln(io.Stdout, reply.Message)
-	}
-	return ExitOK
+	return v.print(io, reply, func(w writer) { fmt.Fprintln(w, reply.Message) })
 }
 
 func agentStatus(ctx context.Context, args []string, io IO) int {
-	var c common
-	var asJSON bool
-	f := newFlags("planner agent status", io.Stderr, io.Env, agentUsage)
-	c.register(f, connects)
-	c.registerClient(f)
-	f.Bool(&asJSON, "json", "", false, "print the planner's answer as JSON")
-	log, code, ok := clientFlags(f, &c, args, io, "planner agent status")
+	v, code, ok := parseAnswerVerb("planner agent status", agentUsage, args, io, nil)
 	if !ok {
 		return code
 	}
-	cl, id, closeConn, code, ok := c.dialForID(ctx, f, log, io, "planner agent status", "session id")
+	cl, id, closeConn, code, ok := v.dialForID(ctx, io, "session id")
 	if !ok {
 		return code
 	}
@@ -167,13 +150,7 @@ func agentStatus(ctx context.Context, args []string, io IO) int {
 	if code, failed := agentErr(ctx, io, "planner agent status", err); failed {
 		return code
 	}
-	if asJSON {
-		line, _ := jsonLine(st)
-		fmt.Fprintln(io.Stdout, line)
-	} else {
-		printAgent(io.Stdout, st)
-	}
-	return ExitOK
+	return v.print(io, st, func(w writer) { printAgent(w, st) })
 }
 
 // agentErr reports an agent endpoint's error and the exit code it means.

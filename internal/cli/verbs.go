@@ -72,6 +72,53 @@ func clientFlags(f *flags, c *common, args []string, io IO, cmd string) (log zer
 	return log, 0, true
 }
 
+// writer is io.Writer, named where a verb's IO parameter hides package io.
+type writer = io.Writer
+
+// answerVerb is a verb that asks the planner one thing and prints its
+// answer: its flags are the connection's, the verb's own and --json.
+type answerVerb struct {
+	name   string
+	c      common
+	f      *flags
+	asJSON bool
+	log    zerolog.Logger
+}
+
+// parseAnswerVerb registers and parses an answer verb's flags; own
+// registers the verb's own. ok is false, with the exit code, when the
+// command line is not usable.
+func parseAnswerVerb(name, usage string, args []string, io IO, own func(f *flags)) (v *answerVerb, code int, ok bool) {
+	v = &answerVerb{name: name}
+	v.f = newFlags(name, io.Stderr, io.Env, usage)
+	v.c.register(v.f, connects)
+	v.c.registerClient(v.f)
+	if own != nil {
+		own(v.f)
+	}
+	v.f.Bool(&v.asJSON, "json", "", false, "print the planner's answer as JSON")
+	v.log, code, ok = clientFlags(v.f, &v.c, args, io, name)
+	return v, code, ok
+}
+
+// dialForID checks the verb's one id argument (what it names) and
+// connects a client.
+func (v *answerVerb) dialForID(ctx context.Context, io IO, what string) (cl *client.Client, id string, closeConn func(), code int, ok bool) {
+	return v.c.dialForID(ctx, v.f, v.log, io, v.name, what)
+}
+
+// print prints the answer: as one JSON line with --json, else as text
+// writes it. It returns ExitOK.
+func (v *answerVerb) print(std IO, answer any, text func(w writer)) int {
+	if v.asJSON {
+		line, _ := jsonLine(answer)
+		fmt.Fprintln(std.Stdout, line)
+	} else {
+		text(std.Stdout)
+	}
+	return ExitOK
+}
+
 const submitUsage = `Usage: planner submit --nats-url URL [flags] FILE
 
 Sends FILE ('-' for stdin) to the planner and does not wait for it to run:
@@ -243,19 +290,14 @@ ended (nothing changes; the answer says so), 1 when nothing has the id or
 the planner cannot be reached, 2 on bad usage.`
 
 func plannerCancel(ctx context.Context, args []string, io IO) int {
-	var c common
 	var reason string
-	var asJSON bool
-	f := newFlags("planner cancel", io.Stderr, io.Env, cancelUsage)
-	c.register(f, connects)
-	c.registerClient(f)
-	f.String(&reason, "reason", "", "", "why, said in the outcome and the events (at most 1024 characters)")
-	f.Bool(&asJSON, "json", "", false, "print the planner's answer as JSON")
-	log, code, ok := clientFlags(f, &c, args, io, "planner cancel")
+	v, code, ok := parseAnswerVerb("planner cancel", cancelUsage, args, io, func(f *flags) {
+		f.String(&reason, "reason", "", "", "why, said in the outcome and the events (at most 1024 characters)")
+	})
 	if !ok {
 		return code
 	}
-	cl, id, closeConn, code, ok := c.dialForID(ctx, f, log, io, "planner cancel", "request or plan id")
+	cl, id, closeConn, code, ok := v.dialForID(ctx, io, "request or plan id")
 	if !ok {
 		return code
 	}
@@ -273,13 +315,7 @@ func plannerCancel(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "planner cancel: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
 	}
-	if asJSON {
-		line, _ := jsonLine(reply)
-		fmt.Fprintln(io.Stdout, line)
-	} else {
-		fmt.Fprintln(io.Stdout, reply.Message)
-	}
-	return ExitOK
+	return v.print(io, reply, func(w writer) { fmt.Fprintln(w, reply.Message) })
 }
 
 const approveUsage = `Usage: planner approve --nats-url URL [flags] ID TOOL
@@ -295,24 +331,21 @@ nothing has the id or the tool, when the tool is not waiting for approval
 planner cannot be reached, 2 on bad usage.`
 
 func plannerApprove(ctx context.Context, args []string, io IO) int {
-	var c common
-	var reject, asJSON bool
+	var reject bool
 	var reason string
-	f := newFlags("planner approve", io.Stderr, io.Env, approveUsage)
-	c.register(f, connects)
-	c.registerClient(f)
-	f.Bool(&reject, "reject", "", false, "reject the tool: it fails with code REJECTED without running")
-	f.String(&reason, "reason", "", "", "why, said in the events and a rejection's error (at most 1024 characters)")
-	f.Bool(&asJSON, "json", "", false, "print the planner's answer as JSON")
-	log, code, ok := clientFlags(f, &c, args, io, "planner approve")
+	v, code, ok := parseAnswerVerb("planner approve", approveUsage, args, io, func(f *flags) {
+		f.Bool(&reject, "reject", "", false, "reject the tool: it fails with code REJECTED without running")
+		f.String(&reason, "reason", "", "", "why, said in the events and a rejection's error (at most 1024 characters)")
+	})
 	if !ok {
 		return code
 	}
+	f := v.f
 	if f.NArg() != 2 || !plan.ValidID(f.Arg(0)) {
 		fmt.Fprintln(io.Stderr, "planner approve: want a request or plan id and a tool id")
 		return ExitUsage
 	}
-	cl, closeConn, err := c.dialClient(ctx, log)
+	cl, closeConn, err := v.c.dialClient(ctx, v.log)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner approve: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
@@ -335,13 +368,7 @@ func plannerApprove(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "planner approve: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
 	}
-	if asJSON {
-		line, _ := jsonLine(reply)
-		fmt.Fprintln(io.Stdout, line)
-	} else {
-		fmt.Fprintln(io.Stdout, reply.Message)
-	}
-	return ExitOK
+	return v.print(io, reply, func(w writer) { fmt.Fprintln(w, reply.Message) })
 }
 
 const lsUsage = `Usage: planner ls --nats-url URL [flags]
