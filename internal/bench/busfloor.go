@@ -190,7 +190,7 @@ func (fb *floorBus) declare(ctx context.Context) error {
 		return fmt.Errorf("bench: bus floor: stream %s: %w", floorCalls, err)
 	}
 	ev := sc(floorEvents, "events", jetstream.LimitsPolicy)
-	ev.Storage, ev.MaxBytes, ev.Discard, ev.Duplicates = jetstream.MemoryStorage, 256<<20, jetstream.DiscardOld, 0
+	ev.Storage, ev.MaxBytes, ev.Discard, ev.Duplicates = jetstream.MemoryStorage, 32<<20, jetstream.DiscardOld, 0
 	if _, err = fb.d.CreateOrUpdateStream(ctx, ev); err != nil {
 		return fmt.Errorf("bench: bus floor: stream %s: %w", floorEvents, err)
 	}
