@@ -231,28 +231,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 	}()
 	for _, src := range sources {
-		cons, err := d.conn.JS.CreateOrUpdateConsumer(ctx, src.stream, jetstream.ConsumerConfig{
-			Durable:       src.durable,
-			Description:   "planbus: shared by every dispatcher",
-			FilterSubject: src.filter,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       d.cfg.AckWait,
-			MaxDeliver:    bus.ConsumerMaxDeliver(d.cfg.DeliveryLimit),
-			MaxAckPending: src.maxAck,
-		})
-		if err != nil {
-			return fmt.Errorf("dispatcher: consumer %s: %w", src.durable, err)
-		}
-		k := src.kind
-		cc, err := cons.Consume(func(m jetstream.Msg) { d.route(k, m) },
-			jetstream.PullMaxMessages(512),
-			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		k, durable := src.kind, src.durable
+		cc, err := d.conn.ConsumeShared(ctx, bus.Shared{Stream: src.stream, Durable: durable, Filter: src.filter,
+			Description: "planbus: shared by every dispatcher", AckWait: d.cfg.AckWait, DeliveryLimit: d.cfg.DeliveryLimit,
+			MaxAckPending: src.maxAck, Batch: 512},
+			func(m jetstream.Msg) { d.route(k, m) },
+			func(err error) {
 				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
-					d.log.Debug().Err(err).Str("consumer", src.durable).Msg("consume")
+					d.log.Debug().Err(err).Str("consumer", durable).Msg("consume")
 				}
-			}))
+			})
 		if err != nil {
-			return fmt.Errorf("dispatcher: consume %s: %w", src.durable, err)
+			return fmt.Errorf("dispatcher: %w", err)
 		}
 		consuming = append(consuming, cc)
 	}

@@ -248,24 +248,19 @@ func (s *Service) Run(ctx context.Context) error {
 		// agents perceive (agent_service.go).
 		{bus.SessionsStream, bus.ConsumerPlannerSessions, bus.SessionChanges, 1024, handler{s.onSessionChange, s.abandonAgentMessage}, jetstream.DeliverNewPolicy},
 	} {
-		cons, err := s.conn.JS.CreateOrUpdateConsumer(ctx, src.stream, jetstream.ConsumerConfig{
-			Durable: src.durable, Description: "planbus: shared by every planner", FilterSubject: src.filter, DeliverPolicy: src.deliver,
-			AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.cfg.AckWait,
-			MaxDeliver: bus.ConsumerMaxDeliver(s.cfg.DeliveryLimit), MaxAckPending: src.maxAck,
-		})
-		if err != nil {
-			return fmt.Errorf("planner: consumer %s: %w", src.durable, err)
-		}
 		h := src.handle
-		cc, err := cons.Consume(func(m jetstream.Msg) {
-			s.work.Add(1)
-			go func() {
-				defer s.work.Done()
-				s.handle(m, h)
-			}()
-		}, jetstream.PullMaxMessages(256))
+		cc, err := s.conn.ConsumeShared(ctx, bus.Shared{Stream: src.stream, Durable: src.durable, Filter: src.filter,
+			Description: "planbus: shared by every planner", Deliver: src.deliver, AckWait: s.cfg.AckWait,
+			DeliveryLimit: s.cfg.DeliveryLimit, MaxAckPending: src.maxAck, Batch: 256},
+			func(m jetstream.Msg) {
+				s.work.Add(1)
+				go func() {
+					defer s.work.Done()
+					s.handle(m, h)
+				}()
+			}, nil)
 		if err != nil {
-			return fmt.Errorf("planner: consume %s: %w", src.durable, err)
+			return fmt.Errorf("planner: %w", err)
 		}
 		consuming = append(consuming, cc)
 	}
