@@ -107,14 +107,20 @@ func TestHandlersGetTheCallsLogger(t *testing.T) {
 	if res, _ := e.result("p-log"); res.State != plan.ToolSucceeded {
 		t.Fatalf("result %s %+v", res.State, res.Error)
 	}
+	lineHas(t, logs, "talking", map[string]any{"plan_id": "p-log", "tool_id": "speak", "skill": "talker", "attempt": 2.0,
+		"worker": "w-log", "component": "toolworker", "said": "hello"})
+}
+
+// lineHas reads log lines until one with message, and checks its fields.
+func lineHas(t *testing.T, logs lines, message string, want map[string]any) {
+	t.Helper()
 	var line map[string]any
-	for line == nil || line["message"] != "talking" {
-		if err := json.Unmarshal(receive(t, (<-chan []byte)(logs), "the handler's log line"), &line); err != nil {
+	for line == nil || line["message"] != message {
+		line = nil
+		if err := json.Unmarshal(receive(t, (<-chan []byte)(logs), "the log line "+message), &line); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := map[string]any{"plan_id": "p-log", "tool_id": "speak", "skill": "talker", "attempt": 2.0,
-		"worker": "w-log", "component": "toolworker", "said": "hello"}
 	for k, v := range want {
 		if line[k] != v {
 			t.Errorf("log line %v: %s = %v, want %v", line, k, line[k], v)
@@ -133,19 +139,8 @@ func TestWorkerLinesNameTheCall(t *testing.T) {
 	if res, _ := e.result("p-own"); res.State != plan.ToolSucceeded {
 		t.Fatalf("result %s %+v", res.State, res.Error)
 	}
-	var line map[string]any
-	for line == nil || line["message"] != "call finished" {
-		line = nil
-		if err := json.Unmarshal(receive(t, (<-chan []byte)(logs), "the worker's call finished line"), &line); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := map[string]any{"plan_id": "p-own", "tool_id": "say", "skill": "echo", "attempt": 3.0, "state": "succeeded", "worker": "w-own"}
-	for k, v := range want {
-		if line[k] != v {
-			t.Errorf("log line %v: %s = %v, want %v", line, k, line[k], v)
-		}
-	}
+	lineHas(t, logs, "call finished", map[string]any{"plan_id": "p-own", "tool_id": "say", "skill": "echo", "attempt": 3.0,
+		"state": "succeeded", "worker": "w-own"})
 }
 
 // Middleware given to the worker wraps every call, inside the recovery
