@@ -110,10 +110,6 @@ func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 // in the same process (Config.InProcess).
 func (s *Server) InProcessConn() (net.Conn, error) { return s.ns.InProcessConn() }
 
-// MemoryStored is what the server's in-memory streams hold now, in bytes
-// (planbus's: the events stream).
-func (s *Server) MemoryStored() uint64 { return s.ns.GlobalAccount().JetStreamUsage().Memory }
-
 // Shutdown stops the server and waits until it is down.
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/planbus/planbus/internal/bench"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/node"
+	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -65,6 +67,7 @@ type benchFlags struct {
 	dispatchers           int
 	concurrency           int
 	procs                 bool
+	serveMemory           bool
 	busFloor              bool
 	floorSamples          int
 	floorRounds           int
@@ -81,6 +84,8 @@ func (b *benchFlags) register(f *flags) {
 	f.Int(&b.dispatchers, "dispatchers", "", 1, "dispatchers")
 	f.Int(&b.concurrency, "concurrency", "", 128, "calls per skill per worker")
 	f.Bool(&b.procs, "procs", "", false, "run the dispatchers and workers as processes of their own")
+	f.Bool(&b.serveMemory, "serve-memory-limit", "", false,
+		"run under the soft memory limit planner serve sets by default (--gen-max-memory + 128MiB, raised by twice the live heap that is not generations')")
 	f.Bool(&b.busFloor, "bus-floor", "", true, "measure the bus floor first and print each workload's ratio to it")
 	f.Int(&b.floorSamples, "floor-samples", "", 1000, "samples of each bus floor trip")
 	f.Int(&b.floorRounds, "floor-rounds", "", 5, "measured rounds of each bus-only pattern (100-step chain, 1000-call fan-out)")
@@ -184,6 +189,13 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 		return fail(err)
 	}
 	defer n.Stop()
+	if b.serveMemory {
+		base := planner.DefaultGenMaxMemory + memoryHeadroom
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(base))
+		mctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go followLiveMemory(mctx, base, n.GenerationMemory, 2*time.Second)
+	}
 	conn, err := n.Dial(ctx, log)
 	if err != nil {
 		return fail(err)

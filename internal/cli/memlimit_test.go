@@ -8,24 +8,40 @@ import (
 	"time"
 )
 
-// The soft memory limit planbus chose follows what the embedded server
-// holds in memory: base plus the latest reading, until ctx ends.
-func TestFollowStoredMemory(t *testing.T) {
+// The limit is base plus twice the live heap that is not the generations'.
+func TestMemoryLimitFor(t *testing.T) {
+	const MiB = 1 << 20
+	for _, tt := range []struct{ live, gens, want int64 }{
+		{0, 0, 384 * MiB},                          // idle
+		{300 * MiB, 256 * MiB, 472 * MiB},          // runaway generations: near base
+		{200 * MiB, 256 * MiB, 384 * MiB},          // generations using less than their budgets
+		{500 * MiB, 0, (384 + 1000) * MiB},         // plans at a high rate: GOGC's room
+		{600 * MiB, 100 * MiB, (384 + 1000) * MiB}, // both
+	} {
+		if got := memoryLimitFor(384*MiB, tt.live, tt.gens); got != tt.want {
+			t.Errorf("live %d MiB, generations %d MiB: limit %d MiB, want %d MiB", tt.live/MiB, tt.gens/MiB, got/MiB, tt.want/MiB)
+		}
+	}
+}
+
+// followLiveMemory sets the limit from the live heap and the generations'
+// budgets as they change, until its context ends.
+func TestFollowLiveMemory(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	const base = 384 << 20
-	var stored atomic.Uint64
-	stored.Store(100 << 20)
+	var gens atomic.Int64
+	gens.Store(1 << 40) // more than any live heap: the limit is base
 	reads := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		followStoredMemory(ctx, base, func() uint64 {
+		followLiveMemory(ctx, base, func() int64 {
 			select {
 			case reads <- struct{}{}:
 			case <-ctx.Done():
 			}
-			return stored.Load()
+			return gens.Load()
 		}, time.Millisecond)
 	}()
 	read := func() {
@@ -33,24 +49,24 @@ func TestFollowStoredMemory(t *testing.T) {
 		select {
 		case <-reads:
 		case <-time.After(10 * time.Second):
-			t.Fatal("the stored memory was not read again within 10 s")
+			t.Fatal("the generations' memory was not read again within 10 s")
 		}
 	}
 	read()
 	read() // the limit from the first reading is set
-	if got := debug.SetMemoryLimit(-1); got != base+100<<20 {
-		t.Errorf("limit %d MiB, want base + 100 MiB = %d MiB", got>>20, (base+100<<20)>>20)
+	if got := debug.SetMemoryLimit(-1); got != base {
+		t.Errorf("limit %d MiB with generations holding more than the heap, want base %d MiB", got>>20, base>>20)
 	}
-	stored.Store(250 << 20)
+	gens.Store(0)
 	read()
 	read()
-	if got := debug.SetMemoryLimit(-1); got != base+250<<20 {
-		t.Errorf("limit %d MiB after the events grew, want %d MiB", got>>20, (base+250<<20)>>20)
+	if got := debug.SetMemoryLimit(-1); got <= base {
+		t.Errorf("limit %d MiB with no generations, want base + twice the live heap, above %d MiB", got>>20, base>>20)
 	}
 	cancel()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("followStoredMemory did not return after its context ended")
+		t.Fatal("followLiveMemory did not return after its context ended")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"strings"
 	"time"
 
@@ -156,7 +157,7 @@ func (p *plannerFlags) register(f *flags) {
 		"memory all generations running at once may hold together; a generation waits until its budget fits")
 	f.Int(&p.genConc, "gen-concurrency", "PLANBUS_GEN_CONCURRENCY", 0, "generations run at once, the others wait in line (0: the CPU count)")
 	f.Size(&p.memoryLimit, "memory-limit", "PLANBUS_MEMORY_LIMIT", 0,
-		"Go's soft memory limit for this process (0: $GOMEMLIMIT if set, else --gen-max-memory + 128MiB + what the embedded server's events stream holds)")
+		"Go's soft memory limit for this process (0: $GOMEMLIMIT if set, else --gen-max-memory + 128MiB, raised by twice the live heap that is not the running generations')")
 }
 
 // memoryHeadroom is what the soft memory limit leaves above the
@@ -180,24 +181,37 @@ func (p *plannerFlags) applyMemoryLimit(env func(string) string) (limit int64, c
 	return debug.SetMemoryLimit(-1), chosen
 }
 
-// followStoredMemory raises the soft memory limit planbus chose, base, by
-// what the embedded server holds in its in-memory streams (the events
-// stream, up to 256 MiB at high rates), every interval until ctx ends.
-// That memory is live, not garbage: under a limit that left it out the
-// collector would run without pause once the stream filled, taking CPU
-// from the plans. With no plans running it is near 0, and the limit stays
-// what bounds runaway generations.
-func followStoredMemory(ctx context.Context, base int64, stored func() uint64, interval time.Duration) {
+// followLiveMemory raises the soft memory limit planbus chose, base, by
+// twice the live heap that is not the running generations' (their memory
+// budgets, generations()), every interval until ctx ends. The limit is
+// there to collect what runaway generations leave, before it doubles the
+// heap; but a node running plans at a high rate holds hundreds of MB that
+// are live (its embedded server's events stream, message ids kept for
+// de-duplication, subject indexes), and under a limit below that the
+// collector runs without pause: at 300 plans a second with the limit at
+// 384 MiB, plans waited seconds. Twice the rest of the live heap is the
+// room Go's default (GOGC=100) gives it; with nothing but generations
+// running, the limit stays near base.
+func followLiveMemory(ctx context.Context, base int64, generations func() int64, interval time.Duration) {
+	sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		debug.SetMemoryLimit(base + int64(stored()))
+		rtmetrics.Read(sample)
+		live := int64(sample[0].Value.Uint64())
+		debug.SetMemoryLimit(memoryLimitFor(base, live, generations()))
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// memoryLimitFor is base plus twice what of the live heap is not the
+// generations'.
+func memoryLimitFor(base, live, generations int64) int64 {
+	return base + 2*max(0, live-generations)
 }
 
 func (p *plannerFlags) config() (planner.Config, error) {
@@ -573,7 +587,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	memLimit, memChosen := nf.plan.applyMemoryLimit(io.Env)
-	log.Debug().Int64("memory_limit", memLimit).Bool("follows_stored_memory", memChosen).Msg("soft memory limit")
+	log.Debug().Int64("memory_limit", memLimit).Bool("follows_live_heap", memChosen).Msg("soft memory limit")
 	ms, err := nf.metrics.start(cfg.Metrics, log)
 	if err != nil {
 		return usageErr(io.Stderr, fmt.Errorf("planner serve: %w", err))
@@ -588,7 +602,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 		return ctxExit(ctx, ExitFailed)
 	}
 	if memChosen {
-		go followStoredMemory(ctx, memLimit, n.MemoryStored, 2*time.Second)
+		go followLiveMemory(ctx, memLimit, n.GenerationMemory, 2*time.Second)
 	}
 	watch := "nats --server " + n.Bus.URL
 	if n.Seeds != nil {

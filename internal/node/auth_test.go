@@ -135,11 +135,6 @@ func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
 	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
 		t.Errorf("the system needed more than its roles allow:\n%s", logs.String())
 	}
-	// The plans' events are in the embedded server's in-memory stream,
-	// which planner serve's memory limit follows.
-	if got := n.MemoryStored(); got == 0 {
-		t.Errorf("MemoryStored after two plans: 0, want the events stream's bytes")
-	}
 }
 
 // With authorization on, external planners live under planners.: a

@@ -58,6 +58,9 @@ type Node struct {
 	// Others are the components started with Add.
 	Others []*Component
 
+	svcMu    sync.Mutex
+	services []*planner.Service // the planners', for GenerationMemory
+
 	died    chan struct{} // closed when the first component dies
 	dieOnce sync.Once
 	err     error // why; written once, before died is closed
@@ -232,6 +235,9 @@ func (n *Node) AddPlanner(ctx context.Context, cfg planner.Config, log zerolog.L
 		return nil, err
 	}
 	n.Planners = append(n.Planners, c)
+	n.svcMu.Lock()
+	n.services = append(n.services, p)
+	n.svcMu.Unlock()
 	return c, n.run(ctx, c, p.Run, p.Ready())
 }
 
@@ -350,13 +356,16 @@ func (n *Node) Stop() {
 	}
 }
 
-// MemoryStored is what the node's embedded server holds in its in-memory
-// streams, in bytes; 0 when the node uses an external server.
-func (n *Node) MemoryStored() uint64 {
-	if n.server == nil {
-		return 0
+// GenerationMemory is the memory budgets of the generations the node's
+// planners run now, in bytes.
+func (n *Node) GenerationMemory() int64 {
+	n.svcMu.Lock()
+	defer n.svcMu.Unlock()
+	var b int64
+	for _, p := range n.services {
+		b += p.GenerationMemory()
 	}
-	return n.server.MemoryStored()
+	return b
 }
 
 // Dial opens a new connection to the node's server; with Auth, as an

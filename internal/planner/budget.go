@@ -101,6 +101,8 @@ type gate struct {
 	waiting atomic.Int64
 	running atomic.Int64
 	served  atomic.Int64
+	// reserved is the memory budgets of the generations running.
+	reserved atomic.Int64
 }
 
 func newGate(concurrency int, memory int64) *gate {
@@ -120,9 +122,11 @@ func (g *gate) enter(ctx context.Context, bytes int64) (func(), error) {
 		return nil, err
 	}
 	g.running.Add(1)
+	g.reserved.Add(bytes)
 	return func() {
 		g.running.Add(-1)
 		g.served.Add(1)
+		g.reserved.Add(-bytes)
 		g.memory.Release(bytes)
 		g.slots.Release(1)
 	}, nil

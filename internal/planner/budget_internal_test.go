@@ -43,8 +43,14 @@ func TestGateBoundsConcurrencyAndMemory(t *testing.T) {
 	if got := g.running.Load(); got != 2 {
 		t.Errorf("running %d, want 2", got)
 	}
+	if got := g.reserved.Load(); got != 70 {
+		t.Errorf("reserved %d bytes, want the two budgets, 70", got)
+	}
 	first()
 	second()
+	if got := g.reserved.Load(); got != 0 {
+		t.Errorf("reserved %d bytes after all left, want 0", got)
+	}
 	if blocked(100) {
 		t.Error("a generation of the whole pool waited with nothing running")
 	}

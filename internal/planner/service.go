@@ -205,6 +205,10 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 // Ready is closed once the service takes requests.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
+// GenerationMemory is the memory budgets of the generations running now,
+// in bytes: at most Config.GenMaxMemory.
+func (s *Service) GenerationMemory() int64 { return s.gate.reserved.Load() }
+
 // Run serves until ctx ends, then returns once the messages in hand are
 // handled or handed back. Every handler works within ctx, so a handler
 // busy with a generation or a slow store stops with it: its message comes
