@@ -134,7 +134,7 @@ func Validate(name string, doc []byte) error {
 // integer the schemas bound (ids, counts, milliseconds), and far cheaper for
 // the validator to compare than json.Number.
 //
-// The JSON v2 decoder reads a well-formed document three times faster;
+// The JSON v2 decoder reads a well-formed document several times faster;
 // one it refuses (a syntax error, also duplicate names or invalid UTF-8,
 // which encoding/json takes) is read again by encoding/json, which names
 // the error as users have seen it and otherwise reads it as it always has.

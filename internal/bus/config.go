@@ -3,11 +3,12 @@ package bus
 import (
 	"errors"
 	"fmt"
-	"github.com/nats-io/nats.go"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // DefaultRetention is Config.Retention's default.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -190,11 +189,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	}
 	defer n.Stop()
 	if b.serveMemory {
-		base := planner.DefaultGenMaxMemory + memoryHeadroom
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(base))
-		mctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go followLiveMemory(mctx, base, n.GenerationMemory, 2*time.Second)
+		go followLiveMemory(ctx, planner.DefaultGenMaxMemory+memoryHeadroom, n.GenerationMemory, memoryFollowEvery)
 	}
 	conn, err := n.Dial(ctx, log)
 	if err != nil {

@@ -160,6 +160,9 @@ func (p *plannerFlags) register(f *flags) {
 		"Go's soft memory limit for this process (0: $GOMEMLIMIT if set, else --gen-max-memory + 128MiB, raised by twice the live heap that is not the running generations')")
 }
 
+// memoryFollowEvery is how often followLiveMemory sets the limit again.
+const memoryFollowEvery = 2 * time.Second
+
 // memoryHeadroom is what the soft memory limit leaves above the
 // generations' budget for the rest of the process.
 const memoryHeadroom = 128 << 20
@@ -602,7 +605,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 		return ctxExit(ctx, ExitFailed)
 	}
 	if memChosen {
-		go followLiveMemory(ctx, memLimit, n.GenerationMemory, 2*time.Second)
+		go followLiveMemory(ctx, memLimit, n.GenerationMemory, memoryFollowEvery)
 	}
 	watch := "nats --server " + n.Bus.URL
 	if n.Seeds != nil {

@@ -23,8 +23,6 @@ import (
 // cancel, approve and ls. Each needs --nats-url and takes the credentials flags;
 // with --nkey, the seed is the client role's.
 
-// dialClient connects to the system named by c and returns a client on
-// the connection and a function that closes it.
 // dialForID checks that a command was given one id (of the kind what
 // names) and connects; on failure it has said why on stderr and code is
 // the exit code.
@@ -41,6 +39,8 @@ func (c *common) dialForID(ctx context.Context, f *flags, log zerolog.Logger, io
 	return cl, f.Arg(0), closeConn, 0, true
 }
 
+// dialClient connects to the system named by c and returns a client on
+// the connection and a function that closes it.
 func (c *common) dialClient(ctx context.Context, log zerolog.Logger) (*client.Client, func(), error) {
 	conn, err := bus.Dial(ctx, c.bus, log)
 	if err != nil {

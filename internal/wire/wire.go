@@ -55,7 +55,7 @@ func DecodeResult(data []byte) (planbus.ToolResult, error) {
 // strict decodes one JSON object into v, refusing unknown fields and
 // trailing data, as the schemas' additionalProperties: false does. It
 // uses the JSON v2 decoder (the proposal for encoding/json/v2, which
-// decodes these messages three times faster than encoding/json's
+// decodes these messages about four times faster than encoding/json's
 // Decoder); it also matches names exactly, as the schema does, where
 // encoding/json would accept "PlanId" for planId, and refuses duplicate
 // names and invalid UTF-8.
