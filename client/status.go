@@ -196,13 +196,16 @@ func barePlan(meta json.RawMessage) bool {
 
 // planStatus reads a plan's state and definition; nil if it has none.
 func (c *Client) planStatus(ctx context.Context, planID string) (*PlanStatus, error) {
-	doc, err := c.get(ctx, bus.BucketPlans, bus.StateKey(planID))
-	if err != nil || doc == nil {
+	kv, err := c.bucket(ctx, bus.BucketPlans)
+	if err != nil {
 		return nil, err
 	}
-	var st execution.Stored
-	if err := json.Unmarshal(doc, &st); err != nil {
+	st, _, err := execution.ReadStored(ctx, bus.StateKey(planID), bus.KVRead(kv))
+	if err != nil {
 		return nil, fmt.Errorf("client: state of plan %s: %w", planID, err)
+	}
+	if st == nil {
+		return nil, nil
 	}
 	pdoc, err := c.get(ctx, bus.BucketPlans, bus.PlanKey(planID))
 	if err != nil {

@@ -211,6 +211,12 @@ func SessionOfChange(subject string) string {
 	return strings.TrimPrefix(subject, "$KV."+BucketSessions+".")
 }
 
-// PlanKey and StateKey are keys of BucketPlans.
+// KVSubject is the subject a put or delete of key in bucket is published
+// on.
+func KVSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
+
+// PlanKey and StateKey are keys of BucketPlans. A plan whose state is
+// stored in chunks has its chunks under the state's key too (see
+// execution.ChunkKey).
 func PlanKey(planID string) string  { return planID + ".plan" }
 func StateKey(planID string) string { return planID + ".state" }

@@ -70,7 +70,7 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 			planID = pid
 		}
 	}
-	state, err := kvGet(ctx, conn, bus.BucketPlans, bus.StateKey(planID))
+	state, err := planState(ctx, conn, planID)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
 		return ExitFailed
@@ -78,7 +78,15 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 	if state != nil {
 		found = true
 		if asJSON {
-			fmt.Fprintln(io.Stdout, string(state))
+			// A state stored in chunks is printed whole, as a smaller
+			// plan's is stored.
+			state.ChunkTools, state.Chunks = 0, nil
+			doc, err := json.Marshal(state)
+			if err != nil {
+				fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
+				return ExitFailed
+			}
+			fmt.Fprintln(io.Stdout, string(doc))
 		} else if err := printPlan(ctx, conn, io.Stdout, planID, state); err != nil {
 			fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
 			return ExitFailed
@@ -164,12 +172,22 @@ func printRequest(w io.Writer, id string, doc []byte) string {
 	return l.PlanID
 }
 
-// printPlan shows a plan's state as a table of its tools.
-func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, doc []byte) error {
-	var st execution.Stored
-	if err := json.Unmarshal(doc, &st); err != nil {
-		return fmt.Errorf("state of plan %s: %w", planID, err)
+// planState reads a plan's stored state, with its chunks; nil if it has
+// none.
+func planState(ctx context.Context, conn *bus.Conn, planID string) (*execution.Stored, error) {
+	kv, err := conn.JS.KeyValue(ctx, bus.BucketPlans)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", bus.BucketPlans, err)
 	}
+	st, _, err := execution.ReadStored(ctx, bus.StateKey(planID), bus.KVRead(kv))
+	if err != nil {
+		return nil, fmt.Errorf("state of plan %s: %w", planID, err)
+	}
+	return st, nil
+}
+
+// printPlan shows a plan's state as a table of its tools.
+func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, st *execution.Stored) error {
 	pdoc, err := kvGet(ctx, conn, bus.BucketPlans, bus.PlanKey(planID))
 	if err != nil || pdoc == nil {
 		return fmt.Errorf("plan %s: its definition is missing (%v)", planID, err)
@@ -177,6 +195,9 @@ func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, 
 	p, err := plan.Decode(pdoc)
 	if err != nil {
 		return fmt.Errorf("plan %s: %w", planID, err)
+	}
+	if len(p.Tools) != len(st.Tools) {
+		return fmt.Errorf("plan %s has %d tools, its state %d", planID, len(p.Tools), len(st.Tools))
 	}
 	started := time.UnixMilli(st.StartedAt)
 	line := fmt.Sprintf("plan %s (request %s): %s, started %s", planID, st.RequestID, st.Status, started.Local().Format(time.DateTime))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/metrics"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -57,6 +58,11 @@ type Config struct {
 	// dropped messages there, and reports each skill's backlog and workers
 	// through it while it runs. Default: no metrics.
 	Metrics *metrics.Registry
+	// StateChunkTools: a plan with more than twice as many tools keeps
+	// its state in chunks of this many (execution.ChunkBy), so a write
+	// costs what a batch changed rather than the whole plan. Default
+	// execution.DefaultChunkTools (1024).
+	StateChunkTools int
 }
 
 // DefaultDeliveryLimit is Config.DeliveryLimit's default.
@@ -88,6 +94,9 @@ func (c Config) withDefaults() Config {
 	if c.DeliveryLimit == 0 {
 		c.DeliveryLimit = DefaultDeliveryLimit
 	}
+	if c.StateChunkTools == 0 {
+		c.StateChunkTools = execution.DefaultChunkTools
+	}
 	return c
 }
 
@@ -106,6 +115,8 @@ func (c Config) validate() error {
 		return bad("MaxBatch", "%d, want at least 1", c.MaxBatch)
 	case c.DeliveryLimit < 1:
 		return bad("DeliveryLimit", "%d, want at least 1", c.DeliveryLimit)
+	case c.StateChunkTools < 1:
+		return bad("StateChunkTools", "%d, want at least 1", c.StateChunkTools)
 	}
 	return nil
 }

@@ -299,15 +299,3 @@ func (d *Dispatcher) skillHealth(sessionID, skill string) string {
 	}
 	return d.health.Get(sessionID, skill).State
 }
-
-// storedJSON encodes a plan's state for KV into buf's storage (nil: a
-// new one) and returns it. The state is written after every batch: for a
-// plan of tens of thousands of tools, reusing one buffer spares a
-// megabyte of garbage a write.
-func storedJSON(eng *execution.Engine, buf []byte) []byte {
-	b, err := eng.State().AppendStored(buf[:0])
-	if err != nil {
-		panic(fmt.Sprintf("dispatcher: encode plan state: %v", err)) // states only hold known tool states
-	}
-	return b
-}

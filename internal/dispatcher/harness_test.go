@@ -107,9 +107,12 @@ func start(t *testing.T, o opts) *harness {
 		Bus:          cfg,
 		Dispatchers:  o.dispatchers,
 		NoDispatcher: o.dispatchers < 0,
-		Dispatcher:   dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8, DeliveryLimit: o.deliveryLimit},
-		Workers:      o.workers,
-		Worker:       workerConfig(pr, o),
+		// Chunks of two tools: every plan of more than four tools keeps its
+		// state in chunks, so the tests run both ways of storing it.
+		Dispatcher: dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8, DeliveryLimit: o.deliveryLimit,
+			StateChunkTools: 2},
+		Workers: o.workers,
+		Worker:  workerConfig(pr, o),
 	}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -129,10 +129,9 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 	}
 	out := d.render(ent, &fx, now)
 	if fx.Changed {
-		// Update returns once the server has the value, so the buffer is
-		// free for the next write.
-		ent.stateBuf = storedJSON(ent.eng, ent.stateBuf)
-		rev, err := d.kv.Update(ctx, bus.StateKey(planID), ent.stateBuf, ent.rev)
+		// The store returns once the server has the values, so the
+		// buffer is free for the next write.
+		err := d.storeState(ctx, ent, d.stateWrite(ent))
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			// Another dispatcher changed the plan: start again from its state.
 			d.stats.Conflicts.Add(1)
@@ -143,7 +142,6 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 		if err != nil {
 			return false, failed("cannot store plan state", err)
 		}
-		ent.rev = rev
 		d.countAttempts(ent.eng, fx.Applied)
 	}
 	pd, err := d.send(ent, fx, out)
@@ -317,16 +315,9 @@ func (d *Dispatcher) entry(ctx context.Context, s *shard, planID string) (ent *e
 
 // load rebuilds a plan's engine from KV and caches it.
 func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry, error) {
-	kve, err := d.kv.Get(ctx, bus.StateKey(planID))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, errNoPlan
-	}
+	stored, rev, err := d.readState(ctx, planID)
 	if err != nil {
 		return nil, err
-	}
-	var stored execution.Stored
-	if err := json.Unmarshal(kve.Value(), &stored); err != nil {
-		return nil, fmt.Errorf("state of plan %s: %w", planID, err)
 	}
 	p, ok := s.plans[planID]
 	if !ok {
@@ -343,7 +334,7 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 	}
 	known := s.results[planID]
 	read := map[uint64]*plan.ToolResult{}
-	st, err := execution.Load(p, &stored, func(seq uint64) (*plan.ToolResult, error) {
+	st, err := execution.Load(p, stored, func(seq uint64) (*plan.ToolResult, error) {
 		if r, ok := known[seq]; ok {
 			return r, nil
 		}
@@ -360,7 +351,7 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{eng: eng, rev: kve.Revision()}
+	e := &entry{eng: eng, rev: rev}
 	d.remember(s, planID, p, e)
 	for seq, r := range read {
 		d.keepResult(s, planID, seq, r)

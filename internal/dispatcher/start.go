@@ -54,19 +54,24 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	now := time.Now()
 	eng, fx := execution.StartReusing(p, now, d.cfg.DefaultMaxConcurrency, d.engineHealth, reused)
 	eng.State().Trace = d.traceStart(it.msg.Headers())
-	state := storedJSON(eng, nil)
-	if limit := d.storeLimit(); len(stored) > limit || len(state) > limit {
+	eng.State().ChunkBy(d.cfg.StateChunkTools)
+	ent := &entry{eng: eng}
+	w := d.stateWrite(ent)
+	state := len(w.Head) // the state's largest value
+	for _, c := range w.Chunks {
+		state = max(state, len(c.Value))
+	}
+	if limit := d.storeLimit(); len(stored) > limit || state > limit {
 		d.reject(ctx, log, it, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
-			"the plan takes %d bytes with its defaults and its state %d; the store holds at most %d bytes a value (max payload)", len(stored), len(state), limit)})
+			"the plan takes %d bytes with its defaults and its state %d; the store holds at most %d bytes a value (max payload)", len(stored), state, limit)})
 		return
 	}
 	if _, err := d.kv.Create(ctx, bus.PlanKey(p.PlanID), stored); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		d.fail(s, p.PlanID, log, []item{it}, failed("cannot store plan", err))
 		return
 	}
-	ent := &entry{eng: eng}
 	out := d.render(ent, &fx, now)
-	rev, err := d.kv.Create(ctx, bus.StateKey(p.PlanID), state)
+	err = d.storeState(ctx, ent, w)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists):
 		// Started before: by a dispatcher that died before acknowledging,
@@ -85,7 +90,6 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		d.stats.PlansStarted.Add(1)
 		d.metrics.PlanStarted()
 		d.countAttempts(ent.eng, fx.Applied)
-		ent.rev = rev
 		d.remember(s, p.PlanID, p, ent)
 		log.Debug().Int("tools", len(p.Tools)).Msg("plan started")
 		d.traceEnded(eng, nil, &fx, now) // a plan that ends as it starts (every tool reused)

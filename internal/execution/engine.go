@@ -178,6 +178,7 @@ func (e *Engine) reuse(reused map[int]Reused) {
 			continue
 		}
 		res := r.Result
+		e.st.touch(i)
 		ts.State, ts.Reused, ts.Attempt, ts.ResultSeq, ts.FinishedAt = plan.ToolSucceeded, true, max(res.Attempt, 1), r.Seq, e.ms()
 		ts.setResult(res)
 		if !res.FinishedAt.IsZero() {
@@ -329,6 +330,7 @@ func (e *Engine) hold() {
 	ready := e.tracker.Ready()
 	for _, i := range ready[min(max(e.scanned-e.popped, 0), len(ready)):] {
 		if ts := &e.st.Tools[i]; ts.State == plan.ToolPending && e.unapproved(i) {
+			e.st.touch(i)
 			ts.State = plan.ToolWaitingApproval
 			e.fx.Changed = true
 			e.toolEvent(plan.EventToolWaiting, i, plan.Event{Message: e.plan.Tools[i].Approval.Prompt})
@@ -338,6 +340,7 @@ func (e *Engine) hold() {
 }
 
 func (e *Engine) release(i, attempt int) {
+	e.st.touch(i)
 	ts := &e.st.Tools[i]
 	if ts.State == plan.ToolPending {
 		e.inFlight++
@@ -382,6 +385,7 @@ func verified(t *plan.Tool, r *plan.ToolResult) *plan.ToolResult {
 
 // leave frees tool i's slot as it reaches terminal state s.
 func (e *Engine) leave(i int, s string) {
+	e.st.touch(i)
 	ts := &e.st.Tools[i]
 	if inFlight(ts.State) {
 		e.inFlight--
@@ -420,6 +424,7 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 	if ts.State != plan.ToolRunning || ts.Attempt != r.Attempt {
 		return e.end()
 	}
+	e.st.touch(i)
 	t := &e.plan.Tools[i]
 	r = verified(t, r)
 	ts.setResult(r)
@@ -532,6 +537,7 @@ func (e *Engine) OnTimer(t Timer, now time.Time) Effects {
 
 // approve releases waiting tool i as soon as a slot is free.
 func (e *Engine) approve(i int, reason string) {
+	e.st.touch(i)
 	ts := &e.st.Tools[i]
 	ts.State, ts.Approved = plan.ToolPending, true
 	e.fx.Changed = true
@@ -545,6 +551,7 @@ func (e *Engine) approve(i int, reason string) {
 // the step itself; its failure semantics apply as to any failure. A plan
 // that fails this way is not replanned (see Result).
 func (e *Engine) reject(i int, reason string) {
+	e.st.touch(i)
 	t, ts := &e.plan.Tools[i], &e.st.Tools[i]
 	msg := "rejected by a person"
 	if reason = strings.TrimSpace(reason); reason != "" {
@@ -618,6 +625,9 @@ func (e *Engine) finish(status string, errInfo *plan.ErrorInfo, reason string) {
 		}
 	}
 	e.st.Status, e.st.Error, e.st.FinishedAt = status, errInfo, e.ms()
+	// An ended plan's chunks are all written again, so they are kept as
+	// long as its head (see chunks.go).
+	e.st.touchAll()
 	e.fx.Changed = true
 	evType := map[string]string{plan.PlanSucceeded: plan.EventPlanSucceeded, plan.PlanFailed: plan.EventPlanFailed,
 		plan.PlanTimeout: plan.EventPlanTimeout, plan.PlanCancelled: plan.EventPlanCancelled}[status]

@@ -24,6 +24,9 @@ type State struct {
 	// when the plan is traced: any dispatcher parents the plan's tool spans
 	// with it. The engine only keeps it.
 	Trace map[string]string `json:"trace,omitempty"`
+
+	// chunks is where the state is stored, when it is stored in chunks.
+	chunks chunks
 }
 
 // ToolState is one tool's part of State, in plan order.

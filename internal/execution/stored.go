@@ -2,6 +2,7 @@ package execution
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/planbus/planbus/internal/plan"
 )
@@ -21,9 +22,17 @@ type Stored struct {
 	Deadline       int64           `json:"deadline"`
 	FinishedAt     int64           `json:"finishedAt,omitempty"`
 	Error          *plan.ErrorInfo `json:"error,omitempty"`
-	Tools          []StoredTool    `json:"tools"` // written compactly, see storedjson.go
+	// Tools are written last, under "tools", compactly (see
+	// storedjson.go); in a chunked state's head the array is empty and the
+	// tools are in its chunks.
+	Tools []StoredTool `json:"-"`
 	// Trace is State.Trace.
 	Trace map[string]string `json:"trace,omitempty"`
+	// ChunkTools and Chunks are set in the head of a state stored in
+	// chunks (see chunks.go): the tools each chunk holds, and the write id
+	// each chunk is stored under.
+	ChunkTools int      `json:"chunkTools,omitempty"`
+	Chunks     []string `json:"chunks,omitempty"`
 }
 
 // StoredTool is one tool in Stored, in plan order.
@@ -75,7 +84,8 @@ func (t *ToolState) stored() StoredTool {
 	return sv
 }
 
-// Load rebuilds a State from its stored form and the plan. The details
+// Load rebuilds a State from its stored form and the plan (a chunked
+// one as ReadStored returns it, with its tools). The details
 // that live in results (outputs, errors, workers, times) are filled in by
 // result, called for every tool with a Result sequence; it may return nil
 // for a result that is gone, leaving those details empty. A result is
@@ -88,6 +98,9 @@ func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, er
 	st := &State{PlanID: s.PlanID, RequestID: s.RequestID, SessionID: s.SessionID, Status: s.Status,
 		MaxConcurrency: s.MaxConcurrency, StartedAt: s.StartedAt, Deadline: s.Deadline, FinishedAt: s.FinishedAt,
 		Error: s.Error, Tools: make([]ToolState, len(s.Tools)), Trace: s.Trace}
+	if s.ChunkTools > 0 {
+		st.chunks = chunks{size: s.ChunkTools, ids: slices.Clone(s.Chunks), dirty: make([]bool, len(s.Chunks))}
+	}
 	for i, sv := range s.Tools {
 		t := ToolState{ID: p.Tools[i].ToolID, State: sv.State, Attempt: sv.Attempt, ResultSeq: sv.Result, Reason: sv.Reason, Error: sv.Error,
 			Approved: sv.Approved, Reused: sv.Reused}

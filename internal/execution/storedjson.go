@@ -76,10 +76,8 @@ func (st *State) AppendStored(b []byte) ([]byte, error) {
 // appendHead appends everything of s but its tools, and opens the tools'
 // array.
 func (s *Stored) appendHead(b []byte) ([]byte, error) {
-	type head Stored
-	h := head(*s)
-	h.Tools = nil
-	hb, err := json.Marshal(h)
+	type head Stored // without the methods: Tools are not in it
+	hb, err := json.Marshal(head(*s))
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +156,8 @@ func stateCode(state string) string {
 	return ""
 }
 
-// UnmarshalJSON reads what MarshalJSON writes.
+// UnmarshalJSON reads what MarshalJSON writes, and a chunked state's
+// head (whose tools are in its chunks).
 func (s *Stored) UnmarshalJSON(data []byte) error {
 	type head Stored
 	var h struct {
@@ -169,15 +168,27 @@ func (s *Stored) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*s = Stored(h.head)
-	s.Tools = make([]StoredTool, len(h.Tools))
-	for i, row := range h.Tools {
+	tools, err := decodeTools(h.Tools, 0, s.StartedAt)
+	if err != nil {
+		return err
+	}
+	s.Tools = tools
+	return nil
+}
+
+// decodeTools reads tools written by appendTool; first is the index of
+// the first of them in the plan, for errors.
+func decodeTools(rows [][]json.RawMessage, first int, startedAt int64) ([]StoredTool, error) {
+	tools := make([]StoredTool, len(rows))
+	for j, row := range rows {
+		i := first + j
 		if len(row) < 4 {
-			return fmt.Errorf("execution: stored tool %d: %d fields, want at least 4", i, len(row))
+			return nil, fmt.Errorf("execution: stored tool %d: %d fields, want at least 4", i, len(row))
 		}
 		var code string
-		t := &s.Tools[i]
+		t := &tools[j]
 		if err := json.Unmarshal(row[0], &code); err != nil {
-			return fmt.Errorf("execution: stored tool %d: %w", i, err)
+			return nil, fmt.Errorf("execution: stored tool %d: %w", i, err)
 		}
 		switch code {
 		case codeApproved:
@@ -187,29 +198,29 @@ func (s *Stored) UnmarshalJSON(data []byte) error {
 		}
 		state, ok := codeStates[code]
 		if !ok {
-			return fmt.Errorf("execution: stored tool %d: unknown state code %q", i, code)
+			return nil, fmt.Errorf("execution: stored tool %d: unknown state code %q", i, code)
 		}
 		t.State = state
 		var at *int64
 		for k, dst := range []any{&t.Attempt, &t.Result, &at} {
 			if err := json.Unmarshal(row[k+1], dst); err != nil {
-				return fmt.Errorf("execution: stored tool %d: %w", i, err)
+				return nil, fmt.Errorf("execution: stored tool %d: %w", i, err)
 			}
 		}
 		if at != nil {
-			t.At = s.StartedAt + *at
+			t.At = startedAt + *at
 		}
 		if len(row) > 4 {
 			if err := json.Unmarshal(row[4], &t.Reason); err != nil {
-				return fmt.Errorf("execution: stored tool %d: %w", i, err)
+				return nil, fmt.Errorf("execution: stored tool %d: %w", i, err)
 			}
 		}
 		if len(row) > 5 {
 			t.Error = &plan.ErrorInfo{}
 			if err := json.Unmarshal(row[5], t.Error); err != nil {
-				return fmt.Errorf("execution: stored tool %d: %w", i, err)
+				return nil, fmt.Errorf("execution: stored tool %d: %w", i, err)
 			}
 		}
 	}
-	return nil
+	return tools, nil
 }

@@ -179,12 +179,12 @@ type storedTool struct {
 // storedPlan reads plan id's tools and state as the dispatchers stored
 // them; both are nil if the plan has not started (or expired).
 func (s *Service) storedPlan(ctx context.Context, id string) ([]storedTool, *execution.State, error) {
-	se, err := s.plans.Get(ctx, bus.StateKey(id))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil, nil
-	}
+	stored, _, err := execution.ReadStored(ctx, bus.StateKey(id), bus.KVRead(s.plans))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("planner: state of plan %s: %w", id, err)
+	}
+	if stored == nil {
+		return nil, nil, nil
 	}
 	pe, err := s.plans.Get(ctx, bus.PlanKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -198,10 +198,6 @@ func (s *Service) storedPlan(ctx context.Context, id string) ([]storedTool, *exe
 	}
 	if err := json.Unmarshal(pe.Value(), &p); err != nil {
 		return nil, nil, fmt.Errorf("planner: stored plan %s: %w", id, err)
-	}
-	var stored execution.Stored
-	if err := json.Unmarshal(se.Value(), &stored); err != nil {
-		return nil, nil, fmt.Errorf("planner: state of plan %s: %w", id, err)
 	}
 	st := &execution.State{PlanID: stored.PlanID, RequestID: stored.RequestID, Status: stored.Status, Tools: make([]execution.ToolState, len(stored.Tools))}
 	for i, t := range stored.Tools {

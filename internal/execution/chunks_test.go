@@ -1,0 +1,364 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/planbus/planbus/internal/plan"
+)
+
+// bucket is a bucket in memory, with revisions, as a state is stored in.
+type bucket struct {
+	vals map[string][]byte
+	revs map[string]uint64
+	rev  uint64
+	// gets counts the reads of each key.
+	gets map[string]int
+}
+
+func newBucket() *bucket {
+	return &bucket{vals: map[string][]byte{}, revs: map[string]uint64{}, gets: map[string]int{}}
+}
+
+func (b *bucket) get(_ context.Context, key string) ([]byte, uint64, error) {
+	b.gets[key]++
+	v, ok := b.vals[key]
+	if !ok {
+		return nil, 0, nil
+	}
+	return v, b.revs[key], nil
+}
+
+func (b *bucket) put(key string, v []byte) {
+	b.rev++
+	b.vals[key], b.revs[key] = slices.Clone(v), b.rev
+}
+
+// store carries out w as a dispatcher does, the head stored unless lose.
+func (b *bucket) store(t interface{ Fatalf(string, ...any) }, st *State, head string, w *StateWrite, lose bool) {
+	for _, c := range w.Chunks {
+		if _, ok := b.vals[c.Key]; ok {
+			t.Fatalf("chunk key %s written twice", c.Key)
+		}
+		b.put(c.Key, c.Value)
+	}
+	if lose {
+		for _, c := range w.Chunks {
+			delete(b.vals, c.Key)
+		}
+		return
+	}
+	b.put(head, w.Head)
+	st.Wrote(w)
+	for _, k := range w.Superseded {
+		if _, ok := b.vals[k]; !ok {
+			t.Fatalf("superseded chunk %s is not stored", k)
+		}
+		delete(b.vals, k)
+	}
+}
+
+// A chunked state, written after every step of a random run (some writes
+// lost to another writer, as a lost compare-and-set is), reads back as
+// the state's whole stored form; the bucket then holds the head and the
+// chunks it names and nothing else; and a write puts only the chunks of
+// tools that changed.
+func TestPropertyChunkedStateReadsBackWhole(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(3, 14).Draw(t, "n")
+		size := rapid.IntRange(1, n/3).Draw(t, "chunkTools")
+		type tool struct {
+			ToolID       string           `json:"toolId"`
+			Skill        string           `json:"skill"`
+			Dependencies []string         `json:"dependencies"`
+			Required     bool             `json:"required"`
+			RetryPolicy  plan.RetryPolicy `json:"retryPolicy"`
+			Approval     *plan.Approval   `json:"approval,omitempty"`
+		}
+		tools := make([]tool, n)
+		for i := range tools {
+			tools[i] = tool{ToolID: fmt.Sprintf("t%d", i), Skill: "s", Dependencies: []string{},
+				Required:    rapid.Bool().Draw(t, "required"),
+				RetryPolicy: plan.RetryPolicy{MaxAttempts: rapid.IntRange(1, 3).Draw(t, "attempts"), BackoffMs: 10}}
+			if rapid.IntRange(0, 4).Draw(t, "approval") == 0 {
+				tools[i].Approval = &plan.Approval{Prompt: "ok?"}
+			}
+			for j := range i {
+				if rapid.IntRange(0, 3).Draw(t, "edge") == 0 {
+					tools[i].Dependencies = append(tools[i].Dependencies, tools[j].ToolID)
+				}
+			}
+		}
+		doc, _ := json.Marshal(map[string]any{"planId": "p", "requestId": "r", "timeoutMs": 60000, "parallel": true,
+			"maxConcurrency": rapid.IntRange(1, 4).Draw(t, "maxConcurrency"), "tools": tools})
+		p, err := plan.Decode(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		e, fx := Start(p, now, 8, nil)
+		e.st.ChunkBy(size)
+		if !e.st.Chunked() {
+			t.Fatalf("%d tools in chunks of %d are not chunked", n, size)
+		}
+		b := newBucket()
+		const head = "p.state"
+		writes := 0
+		// write stores the state's changes as a dispatcher does, or, when
+		// it may and the draw says so, loses the write to another writer.
+		write := func(mayLose bool) (lost bool) {
+			// The stored form as it was, to see what changed.
+			var before *Stored
+			if writes > 0 {
+				if before, _, err = ReadStored(context.Background(), head, b.get); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w, err := e.st.Write(head, fmt.Sprintf("w%d", writes), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writes++
+			want := e.st.Store()
+			if before != nil {
+				changed := map[int]bool{}
+				for i := range want.Tools {
+					if !cmp.Equal(want.Tools[i], before.Tools[i]) || (before.Status == plan.PlanRunning && want.Status != plan.PlanRunning) {
+						changed[i/size] = true
+					}
+				}
+				for _, c := range w.Chunks {
+					var k int
+					if _, err := fmt.Sscanf(strings.TrimPrefix(c.Key, head), ".c%d.", &k); err != nil {
+						t.Fatalf("chunk key %s: %v", c.Key, err)
+					}
+					delete(changed, k)
+				}
+				if len(changed) > 0 {
+					t.Fatalf("chunks %v changed but were not written", slices.Sorted(maps.Keys(changed)))
+				}
+			}
+			lost = mayLose && rapid.IntRange(0, 4).Draw(t, "lose") == 0
+			b.store(t, e.st, head, w, lost)
+			if lost {
+				return true // the next write catches up
+			}
+			got, _, err := ReadStored(context.Background(), head, b.get)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.ChunkTools, want.Chunks = size, got.Chunks
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("state read back (-want +got):\n%s", diff)
+			}
+			keys := []string{head}
+			for k, id := range got.Chunks {
+				keys = append(keys, ChunkKey(head, k, id))
+			}
+			if stored := slices.Sorted(maps.Keys(b.vals)); !slices.Equal(stored, slices.Sorted(slices.Values(keys))) {
+				t.Fatalf("bucket holds %v, want %v", stored, keys)
+			}
+			return false
+		}
+		var running []Release
+		var timers []Timer
+		handle := func(fx Effects) {
+			running = append(running, fx.Releases...)
+			timers = append(timers, fx.Timers...)
+			write(writes > 0)
+		}
+		handle(fx)
+		for steps := 0; !e.Done(); steps++ {
+			if steps > 1000 {
+				t.Fatal("run does not end")
+			}
+			var waiting []int
+			for i, ts := range e.st.Tools {
+				if ts.State == plan.ToolWaitingApproval {
+					waiting = append(waiting, i)
+				}
+			}
+			switch k := rapid.IntRange(0, 9).Draw(t, "event"); {
+			case k == 0:
+				handle(e.Cancel("enough", now))
+			case k <= 2 && len(waiting) > 0:
+				i := rapid.SampledFrom(waiting).Draw(t, "waiting")
+				kind := rapid.SampledFrom([]string{TimerApprove, TimerReject}).Draw(t, "decision")
+				handle(e.OnTimer(Timer{Kind: kind, Index: i, FireAt: now}, now))
+			case k <= 4 && len(timers) > 0:
+				j := rapid.IntRange(0, len(timers)-1).Draw(t, "timer")
+				tm := timers[j]
+				timers = slices.Delete(timers, j, j+1)
+				now = later(now, tm.FireAt)
+				handle(e.OnTimer(tm, now))
+			case len(running) > 0:
+				j := rapid.IntRange(0, len(running)-1).Draw(t, "finish")
+				r := running[j]
+				running = slices.Delete(running, j, j+1)
+				res := &plan.ToolResult{ToolID: p.Tools[r.Index].ToolID, Attempt: r.Attempt, State: plan.ToolSucceeded}
+				if rapid.IntRange(0, 3).Draw(t, "fails") == 0 {
+					res.State = plan.ToolFailed
+					res.Error = &plan.ErrorInfo{Code: "X", Category: plan.CategoryNetwork, Message: "x"}
+				}
+				now = now.Add(time.Millisecond)
+				handle(e.OnResultSeq(res, uint64(steps+1), now))
+			case len(timers) > 0:
+				tm := timers[0]
+				timers = timers[1:]
+				now = later(now, tm.FireAt)
+				handle(e.OnTimer(tm, now))
+			default:
+				// Only approvals are left to give.
+				if len(waiting) == 0 {
+					t.Fatalf("stuck: nothing running, no timers, no approvals, plan %s", e.st.Status)
+				}
+				handle(e.OnTimer(Timer{Kind: TimerApprove, Index: waiting[0], FireAt: now}, now))
+			}
+		}
+		// The write after the plan ended rewrote every chunk.
+		for write(true) {
+		}
+		got, _, err := ReadStored(context.Background(), head, b.get)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, id := range got.Chunks {
+			if id != got.Chunks[0] {
+				t.Fatalf("chunk %d of an ended plan is from write %s, chunk 0 from %s", k, id, got.Chunks[0])
+			}
+		}
+	})
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// chunkedPlan starts a plan of n independent tools, its state in chunks
+// of size.
+func chunkedPlan(t *testing.T, n, size int) *Engine {
+	t.Helper()
+	tools := make([]map[string]any, n)
+	for i := range tools {
+		tools[i] = map[string]any{"toolId": fmt.Sprintf("t%d", i), "skill": "s"}
+	}
+	doc, _ := json.Marshal(map[string]any{"planId": "p", "requestId": "r", "parallel": true, "maxConcurrency": n, "tools": tools})
+	p, err := plan.Decode(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := Start(p, t0, 8, nil)
+	e.st.ChunkBy(size)
+	return e
+}
+
+// A reader that finds a chunk gone because a writer replaced it reads the
+// new head and its chunks; a chunk gone while its head stays is an error
+// naming it.
+func TestReadStoredFollowsAHeadThatMovedOn(t *testing.T) {
+	const head = "p.state"
+	e := chunkedPlan(t, 7, 2)
+	b := newBucket()
+	w, err := e.st.Write(head, "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Chunks) != 4 || len(w.Superseded) != 0 {
+		t.Fatalf("first write: %d chunks, %d superseded; want 4 and 0", len(w.Chunks), len(w.Superseded))
+	}
+	b.store(t, e.st, head, w, false)
+
+	// A reader has the head; a writer then replaces chunk 1.
+	old := b.vals[head]
+	e.OnResultSeq(&plan.ToolResult{ToolID: "t2", Attempt: 1, State: plan.ToolSucceeded}, 9, t0)
+	w, err = e.st.Write(head, "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Chunks) != 1 || w.Chunks[0].Key != "p.state.c1.b" || !slices.Equal(w.Superseded, []string{"p.state.c1.a"}) {
+		t.Fatalf("second write puts %v and supersedes %v; want chunk 1 only", w.Chunks, w.Superseded)
+	}
+	b.store(t, e.st, head, w, false)
+	fresh := b.vals[head]
+	reads := 0
+	get := func(ctx context.Context, key string) ([]byte, uint64, error) {
+		if key == head {
+			reads++
+			if reads == 1 {
+				return old, 1, nil
+			}
+		}
+		return b.get(ctx, key)
+	}
+	got, rev, err := ReadStored(context.Background(), head, get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads != 2 || rev != b.revs[head] || got.Tools[2].State != plan.ToolSucceeded || got.Tools[2].Result != 9 {
+		t.Fatalf("read the head %d times, revision %d (stored %d), tool t2 %+v; want the second head's state", reads, rev, b.revs[head], got.Tools[2])
+	}
+	if string(fresh) != string(b.vals[head]) {
+		t.Fatal("reading changed the head")
+	}
+
+	delete(b.vals, "p.state.c3.a")
+	if _, _, err := ReadStored(context.Background(), head, b.get); !errors.Is(err, ErrChunkMissing) || !strings.Contains(err.Error(), "p.state.c3.a") {
+		t.Fatalf("a chunk gone under a head that stays: %v, want ErrChunkMissing naming p.state.c3.a", err)
+	}
+}
+
+// Heads and chunks that do not fit together are errors naming the key.
+func TestReadStoredRefusesMalformedChunks(t *testing.T) {
+	const head = "p.state"
+	for _, c := range []struct{ name, head, chunk, want string }{
+		{"no chunk size", `{"chunks":["a"],"tools":[]}`, `[["p",0,0,null]]`, "chunkTools 0"},
+		{"tools in a head", `{"chunkTools":1,"chunks":["a"],"tools":[["p",0,0,null]]}`, `[["p",0,0,null]]`, "1 tools of its own"},
+		{"chunk too big", `{"chunkTools":1,"chunks":["a"],"tools":[]}`, `[["p",0,0,null],["p",0,0,null]]`, "p.state.c0.a: 2 tools"},
+		{"empty chunk", `{"chunkTools":1,"chunks":["a"],"tools":[]}`, `[]`, "p.state.c0.a: 0 tools"},
+		{"not an array", `{"chunkTools":1,"chunks":["a"],"tools":[]}`, `{}`, "p.state.c0.a: json"},
+		{"bad code", `{"chunkTools":2,"chunks":["a"],"tools":[]}`, `[["p",0,0,null],["?",0,0,null]]`, "stored tool 1: unknown state code"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBucket()
+			b.put(head, []byte(c.head))
+			b.put(ChunkKey(head, 0, "a"), []byte(c.chunk))
+			_, _, err := ReadStored(context.Background(), head, b.get)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+	if s, rev, err := ReadStored(context.Background(), head, newBucket().get); s != nil || rev != 0 || err != nil {
+		t.Fatalf("no head: %v, %d, %v; want nothing", s, rev, err)
+	}
+}
+
+// A plan of at most twice the chunk size is stored whole, as before.
+func TestSmallStatesAreStoredWhole(t *testing.T) {
+	e := chunkedPlan(t, 4, 2)
+	if e.st.Chunked() {
+		t.Fatal("4 tools in chunks of 2 are chunked")
+	}
+	w, err := e.st.Write("p.state", "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := e.st.AppendStored(nil)
+	if len(w.Chunks) != 0 || len(w.Superseded) != 0 || string(w.Head) != string(whole) {
+		t.Fatalf("write %+v, want the whole state %s", w, whole)
+	}
+}
