@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
 	"github.com/planbus/planbus/internal/plan"
@@ -361,4 +362,40 @@ func TestSmallStatesAreStoredWhole(t *testing.T) {
 	if len(w.Chunks) != 0 || len(w.Superseded) != 0 || string(w.Head) != string(whole) {
 		t.Fatalf("write %+v, want the whole state %s", w, whole)
 	}
+}
+
+// FuzzReadStored: any head and chunks, however malformed, give a state or
+// an error, never a panic; a state read whole or from chunks has its
+// chunks' tools, in order, and encodes again to what reads back the same.
+func FuzzReadStored(f *testing.F) {
+	f.Add([]byte(`{"planId":"p","status":"running","startedAt":5,"tools":[["p",0,0,null],["s",1,3,2]]}`), []byte(`[]`), []byte(`[]`))
+	f.Add([]byte(`{"planId":"p","status":"running","chunkTools":2,"chunks":["a","a"],"tools":[]}`),
+		[]byte(`[["r",1,0,4],["w",2,0,9,"x",{"code":"C","category":"network","message":"m"}]]`), []byte(`[["u",1,7,-3]]`))
+	f.Add([]byte(`{"chunkTools":1,"chunks":["a","b"],"tools":[]}`), []byte(`[["y",0,0,null]]`), []byte(`[["k",0,0,1,"why"]]`))
+	f.Fuzz(func(t *testing.T, head, c0, c1 []byte) {
+		b := newBucket()
+		b.put("p.state", head)
+		b.put(ChunkKey("p.state", 0, "a"), c0)
+		b.put(ChunkKey("p.state", 1, "a"), c1)
+		b.put(ChunkKey("p.state", 1, "b"), c1)
+		s, _, err := ReadStored(context.Background(), "p.state", b.get)
+		if err != nil {
+			return
+		}
+		if len(s.Chunks) > 0 && (len(s.Tools) <= (len(s.Chunks)-1)*s.ChunkTools || len(s.Tools) > len(s.Chunks)*s.ChunkTools) {
+			t.Fatalf("%d tools from %d chunks of %d", len(s.Tools), len(s.Chunks), s.ChunkTools)
+		}
+		s.ChunkTools, s.Chunks = 0, nil
+		doc, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("a state read cannot be written: %v", err)
+		}
+		var back Stored
+		if err := json.Unmarshal(doc, &back); err != nil {
+			t.Fatalf("%s does not read back: %v", doc, err)
+		}
+		if diff := cmp.Diff(s.Tools, back.Tools, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("tools written as %s read back otherwise (-read +again):\n%s", doc, diff)
+		}
+	})
 }
