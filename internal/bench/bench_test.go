@@ -65,7 +65,7 @@ func TestMeasureOnTheFloor(t *testing.T) {
 	defer cancel()
 	var conflicts int64
 	counter := func(context.Context) (int64, error) { conflicts += 3; return conflicts, nil }
-	r, err := Measure(ctx, ws[0], "floor", FloorRunner, Options{Runs: 3, CPU: SelfCPU, Conflicts: counter})
+	r, err := Measure(ctx, ws[0], "floor", FloorRunner, Options{Runs: 3, CPU: SelfCPU, Conflicts: counter, Decoded: true})
 	if err != nil {
 		t.Fatal(err)
 	}

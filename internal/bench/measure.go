@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -14,14 +15,24 @@ import (
 
 // Runner runs a set of plans at once and reports the makespan and each
 // plan's latency.
-type Runner func(ctx context.Context, plans []*plan.Plan) (time.Duration, []time.Duration, error)
+type Runner func(ctx context.Context, plans []Input) (time.Duration, []time.Duration, error)
 
-// FloorRunner runs plans with RunFloor, concurrently.
-func FloorRunner(ctx context.Context, plans []*plan.Plan) (time.Duration, []time.Duration, error) {
+// Input is one plan of a run: its id and document, and the plan decoded
+// when the runner asks for it (Options.Decoded).
+type Input struct {
+	ID   string
+	Doc  []byte
+	Plan *plan.Plan
+}
+
+// FloorRunner runs plans with RunFloor, concurrently; it wants them
+// decoded.
+func FloorRunner(ctx context.Context, plans []Input) (time.Duration, []time.Duration, error) {
 	lat := make([]time.Duration, len(plans))
 	errs := make(chan error, len(plans))
 	start := time.Now()
-	for i, p := range plans {
+	for i, in := range plans {
+		p := in.Plan
 		go func() {
 			s := time.Now()
 			res, err := RunFloor(ctx, p)
@@ -59,6 +70,10 @@ type Options struct {
 	CPU CPUClock
 	// Conflicts, if set, is read before the measured runs and after them.
 	Conflicts Counter
+	// Decoded: the runner takes decoded plans (Input.Plan). Otherwise it
+	// is given documents only, which hold no pointers for the collector
+	// to scan while the system runs.
+	Decoded bool
 }
 
 // Result holds the measurements of one workload on one runner.
@@ -87,17 +102,25 @@ func Measure(ctx context.Context, w *Workload, name string, run Runner, o Option
 	runs := max(o.Runs, 1)
 	steps, sleep := w.CriticalPath()
 	r := &Result{Workload: w.Name, Runner: name, Tools: len(w.Tools), Instances: w.Instances, Steps: steps, SleepMs: sleep}
-	// Every run's plans are made before the clocks are read, so the CPU
-	// time counts the system at work and not the making of its input.
-	batches := make([][]*plan.Plan, runs+1)
+	// Every run's plans are made and encoded before the clocks are read,
+	// so the CPU time counts the system at work and not the making of its
+	// input.
+	batches := make([][]Input, runs+1)
 	for k := range batches {
-		batches[k] = make([]*plan.Plan, w.Instances)
+		batches[k] = make([]Input, w.Instances)
 		for i := range batches[k] {
 			p, err := w.Plan(nuid.Next())
 			if err != nil {
 				return nil, err
 			}
-			batches[k][i] = p
+			doc, err := json.Marshal(p)
+			if err != nil {
+				return nil, err
+			}
+			batches[k][i] = Input{ID: p.PlanID, Doc: doc}
+			if o.Decoded {
+				batches[k][i].Plan = p
+			}
 		}
 	}
 	var cpu0 time.Duration

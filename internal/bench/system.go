@@ -74,28 +74,22 @@ func (s *System) forget(id string) {
 
 // Run submits the plans at once and waits for all; it returns the time
 // from the first submission to the last result and each plan's latency.
-func (s *System) Run(ctx context.Context, plans []*plan.Plan) (time.Duration, []time.Duration, error) {
+func (s *System) Run(ctx context.Context, plans []Input) (time.Duration, []time.Duration, error) {
 	type pending struct {
 		ch    chan *plan.ExecutionResult
 		start time.Time
 	}
 	ps := make([]pending, len(plans))
-	docs := make([][]byte, len(plans))
 	for i, p := range plans {
-		b, err := json.Marshal(p)
-		if err != nil {
-			return 0, nil, err
-		}
-		docs[i] = b
 		ch := make(chan *plan.ExecutionResult, 1)
 		ps[i].ch = ch
-		s.await(p.PlanID, func(r *plan.ExecutionResult) { ch <- r })
+		s.await(p.ID, func(r *plan.ExecutionResult) { ch <- r })
 	}
 	start := time.Now()
 	var futures []jetstream.PubAckFuture
 	for i, p := range plans {
 		ps[i].start = time.Now()
-		f, err := s.conn.JS.PublishAsync(bus.PlanSubject(p.PlanID), docs[i], jetstream.WithMsgID(p.PlanID))
+		f, err := s.conn.JS.PublishAsync(bus.PlanSubject(p.ID), p.Doc, jetstream.WithMsgID(p.ID))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -121,7 +115,7 @@ func (s *System) Run(ctx context.Context, plans []*plan.Plan) (time.Duration, []
 				if res != nil {
 					msg = fmt.Sprintf("%s: %v", res.State, res.Error)
 				}
-				return 0, nil, fmt.Errorf("bench: plan %s: %s", plans[i].PlanID, msg)
+				return 0, nil, fmt.Errorf("bench: plan %s: %s", plans[i].ID, msg)
 			}
 			// Results are read in submission order; a plan that finished
 			// earlier than it was read waited in its channel.

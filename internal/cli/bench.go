@@ -300,7 +300,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 		if err != nil {
 			return fail(err)
 		}
-		e, err := bench.Measure(ctx, w, "engine", bench.FloorRunner, bench.Options{Runs: b.runs, Progress: io.Stderr})
+		e, err := bench.Measure(ctx, w, "engine", bench.FloorRunner, bench.Options{Runs: b.runs, Progress: io.Stderr, Decoded: true})
 		if err != nil {
 			return fail(err)
 		}
