@@ -427,3 +427,26 @@ func TestAFallbackRunsInTheFailedToolsPlace(t *testing.T) {
 		t.Errorf("a fallback with an unknown skill: %s %+v", res.State, res.Error)
 	}
 }
+
+// A first tool whose call is too large to send, in a plan that is not,
+// fails as the plan starts, and the state stored says so: the plan's
+// status agrees with its result.
+func TestTooLargeToSendAtTheStartIsStored(t *testing.T) {
+	h := start(t, opts{})
+	limit := int(h.conn.NC.MaxPayload()) - 4096 // the dispatcher's store limit
+	// The call adds ids, a token and a digest to the input; the stored
+	// plan adds less (its defaults), so the plan fits and the call does not.
+	input := `{"blob":"` + strings.Repeat("x", limit-360) + `"}`
+	res, _ := h.run(`{"tools":[{"toolId":"A","skill":"echo","input":`+input+`},{"toolId":"B","skill":"echo","dependencies":["A"]}]}`, minute)
+	a := tool(res, "A")
+	if res.State != plan.PlanFailed || a.Error == nil || a.Error.Code != "INPUT_TOO_LARGE" {
+		t.Fatalf("plan %s (%+v), A %s %+v: want A failed with INPUT_TOO_LARGE", res.State, res.Error, a.State, a.Error)
+	}
+	st, err := h.client().Status(context.Background(), res.PlanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Plan == nil || st.Plan.State != plan.PlanFailed || st.Plan.Tools[0].State != plan.ToolFailed || st.Plan.Tools[1].State != plan.ToolSkipped {
+		t.Fatalf("stored state %+v, want the plan failed, A failed and B skipped", st.Plan)
+	}
+}

@@ -56,6 +56,9 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	eng.State().Trace = d.traceStart(it.msg.Headers())
 	eng.State().ChunkBy(d.cfg.StateChunkTools)
 	ent := &entry{eng: eng}
+	// Rendering may fail a call that is too large to send: the state
+	// stored is the one after that.
+	out := d.render(ent, &fx, now)
 	w := d.stateWrite(ent)
 	state := len(w.Head) // the state's largest value
 	for _, c := range w.Chunks {
@@ -70,7 +73,6 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		d.fail(s, p.PlanID, log, []item{it}, failed("cannot store plan", err))
 		return
 	}
-	out := d.render(ent, &fx, now)
 	err = d.storeState(ctx, ent, w)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists):
