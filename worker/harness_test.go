@@ -173,7 +173,7 @@ func (e *env) result(planID string) (plan.ToolResult, jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	cons, err := e.conn.JS.OrderedConsumer(ctx, bus.StreamResults, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.ResultSubject(planID)},
+		FilterSubjects: []string{bus.Partitioned(bus.SubjectResultsAll).Of(planID)},
 	})
 	if err != nil {
 		e.t.Fatalf("results consumer: %v", err)
@@ -198,12 +198,15 @@ func (e *env) resultCount(planID string) uint64 {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	subject := bus.ResultSubject(planID)
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(bus.Partitioned(bus.SubjectResultsAll).Of(planID)))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return info.State.Subjects[subject]
+	var n uint64
+	for _, count := range info.State.Subjects { // one: the plan's partition
+		n += count
+	}
+	return n
 }
 
 // allResults is how many results of any plan the RESULTS stream holds.

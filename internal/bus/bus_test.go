@@ -3,7 +3,10 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -196,5 +199,80 @@ func TestRetentionSetsStreamsAndBuckets(t *testing.T) {
 	}
 	if got := events.CachedInfo().Config.MaxAge; got != 10*time.Minute {
 		t.Errorf("events kept %s, want the retention when it is under an hour", got)
+	}
+}
+
+// Plans, results and timers are stored under their plan's partition, on a
+// new stream and on one declared before streams were partitioned; a
+// plan's messages all land in one partition, and the plans spread over
+// all of them.
+func TestPlanStreamsArePartitionedByPlan(t *testing.T) {
+	cfg := bustest.StartBare(t)
+	cfg.Partitions = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := bustest.Dial(t, cfg)
+	// PLANBUS_RESULTS as an earlier version declared it, holding a result.
+	old := cfg.Streams()[2]
+	if old.Name != bus.StreamResults {
+		t.Fatalf("stream 2 is %s", old.Name)
+	}
+	old.SubjectTransform = nil
+	if _, err := c.JS.CreateStream(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.JS.Publish(ctx, bus.ResultSubject("before"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]map[string]bool{} // partition token -> stream
+	for i := range 40 {
+		id := fmt.Sprintf("p%d", i)
+		subjects := map[string]string{bus.StreamPlans: bus.PlanSubject(id), bus.StreamResults: bus.ResultSubject(id), bus.StreamTimers: bus.TimerSubject(id)}
+		var part string
+		for stream, subject := range subjects {
+			ack, err := c.JS.Publish(ctx, subject, []byte("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := c.JS.Stream(ctx, stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := s.GetMsg(ctx, ack.Sequence)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := strings.TrimSuffix(strings.Split(subject, id)[0], ".")
+			tokens := strings.Split(strings.TrimPrefix(m.Subject, all+"."), ".")
+			if len(tokens) != 2 || tokens[1] != id || bus.PlanOfSubject(m.Subject) != id || tokens[0] != strconv.Itoa(bus.PartitionOf(id, 4)) {
+				t.Fatalf("%s stored as %s, want %s.%d.%s", subject, m.Subject, all, bus.PartitionOf(id, 4), id)
+			}
+			if part != "" && tokens[0] != part {
+				t.Fatalf("plan %s: %s in partition %s, another of its messages in %s", id, subject, tokens[0], part)
+			}
+			part = tokens[0]
+			// Readers find a plan's messages whatever its partition.
+			last, err := s.GetLastMsgForSubject(ctx, bus.Partitioned(all+".>").Of(id))
+			if err != nil || last.Sequence != ack.Sequence {
+				t.Fatalf("the last message of plan %s on %s: %v, %v; want sequence %d", id, stream, last, err, ack.Sequence)
+			}
+		}
+		if seen[part] == nil {
+			seen[part] = map[string]bool{}
+		}
+		seen[part][id] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("40 plans fell in partitions %v, want all of 0-3", slices.Sorted(maps.Keys(seen)))
+	}
+	s, err := c.JS.Stream(ctx, bus.StreamResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.GetMsg(ctx, 1); err != nil || m.Subject != bus.ResultSubject("before") {
+		t.Errorf("the result stored before: %v, %v", m, err)
 	}
 }

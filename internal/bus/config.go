@@ -11,6 +11,13 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// DefaultPartitions is Config.Partitions' default, and MaxPartitions its
+// largest value.
+const (
+	DefaultPartitions = 8
+	MaxPartitions     = 256
+)
+
 // DefaultRetention is Config.Retention's default.
 const DefaultRetention = 24 * time.Hour
 
@@ -58,6 +65,14 @@ type Config struct {
 	// process of a system must be given the same value (as Replicas):
 	// each declares the streams with its own.
 	Retention time.Duration
+	// Partitions splits the plans, results and timers streams by plan id
+	// (a subject transform stores planbus.results.<planId> as
+	// planbus.results.<partition>.<planId>), and each partition is
+	// consumed by one dispatcher, so one dispatcher applies all of a
+	// plan's messages and dispatchers do not contend for its state.
+	// Default DefaultPartitions. Every process of a system must be given
+	// the same value; change it only with no plan running.
+	Partitions int
 	// DuplicateWindow is how long a message id is remembered for
 	// de-duplication on the tool, result and plan streams. Default 10m, or
 	// the retention if shorter. It
@@ -142,6 +157,9 @@ func (c Config) Defaults() Config {
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = min(10*time.Minute, c.Retention)
 	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
 	if c.MaxPayload == 0 {
 		c.MaxPayload = 8 << 20
 	}
@@ -199,6 +217,9 @@ func (c Config) Validate() error {
 	}
 	if c.DuplicateWindow < time.Second || c.DuplicateWindow > c.Retention {
 		return bad("DuplicateWindow", "%s is not between 1s and the retention %s", c.DuplicateWindow, c.Retention)
+	}
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		return bad("Partitions", "%d is not between 1 and %d", c.Partitions, MaxPartitions)
 	}
 	if c.MaxPayload < 1<<20 || c.MaxPayload > 64<<20 {
 		return bad("MaxPayload", "%d is not between 1 MiB and 64 MiB", c.MaxPayload)

@@ -20,7 +20,7 @@ func (c Config) Streams() []jetstream.StreamConfig {
 		{
 			Name: StreamPlans, Description: "planbus: plans to execute",
 			Subjects: []string{SubjectPlansAll}, Retention: jetstream.LimitsPolicy,
-			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, SubjectTransform: c.partitioned(SubjectPlansAll),
 		},
 		{
 			Name: StreamTools, Description: "planbus: tool calls, one work queue per skill",
@@ -31,12 +31,12 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			// Kept as long as plan state: a plan's state points at its results.
 			Name: StreamResults, Description: "planbus: tool results",
 			Subjects: []string{SubjectResultsAll}, Retention: jetstream.LimitsPolicy,
-			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, SubjectTransform: c.partitioned(SubjectResultsAll),
 		},
 		{
 			Name: StreamTimers, Description: "planbus: dispatcher timers (retry backoff, plan timeouts)",
 			Subjects: []string{SubjectTimersAll}, Retention: jetstream.WorkQueuePolicy,
-			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, SubjectTransform: c.partitioned(SubjectTimersAll),
 		},
 		{
 			Name: StreamExecutions, Description: "planbus: execution results",
@@ -66,6 +66,13 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
 		},
 	}
+}
+
+// partitioned is the subject transform that splits the stream of
+// subjects all into c.Partitions partitions by plan id.
+func (c Config) partitioned(all string) *jetstream.SubjectTransformConfig {
+	p := Partitioned(all)
+	return &jetstream.SubjectTransformConfig{Source: p.Published(), Destination: p.Transform(c.Partitions)}
 }
 
 // Buckets returns the configs of every planbus KV bucket.

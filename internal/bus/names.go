@@ -1,6 +1,10 @@
 package bus
 
-import "strings"
+import (
+	"hash/fnv"
+	"strconv"
+	"strings"
+)
 
 // Subjects. Tokens in angle brackets are filled by the functions below.
 const (
@@ -97,7 +101,10 @@ const (
 )
 
 // Durable consumers. Every dispatcher shares the dispatcher ones; every
-// worker serving a skill shares that skill's.
+// worker serving a skill shares that skill's. The dispatcher ones take
+// the messages stored before their streams were partitioned (see
+// Partitioned); partition k of each has a consumer of its own,
+// PartitionConsumer.
 const (
 	ConsumerDispatcherPlans   = "dispatcher-plans"
 	ConsumerDispatcherResults = "dispatcher-results"
@@ -151,6 +158,53 @@ const (
 	// HeaderFireAt carries a timer's due time in Unix milliseconds.
 	HeaderFireAt = "Planbus-Fire-At"
 )
+
+// Partitioned is how a stream of per-plan subjects (SubjectPlansAll,
+// SubjectResultsAll, SubjectTimersAll) is split by plan id into
+// partitions: the subjects published, planbus.results.<planId>, and the
+// subjects stored, planbus.results.<partition>.<planId>. all is the
+// stream's subjects (planbus.results.>).
+type Partitioned string
+
+func (all Partitioned) prefix() string { return strings.TrimSuffix(string(all), ">") }
+
+// Published selects the subjects messages are published on.
+func (all Partitioned) Published() string { return all.prefix() + "*" }
+
+// Transform is the stream's subject transform into n partitions.
+func (all Partitioned) Transform(n int) string {
+	return all.prefix() + "{{partition(" + strconv.Itoa(n) + ",1)}}.{{wildcard(1)}}"
+}
+
+// Partition selects the subjects stored in partition k, or with k < 0 in
+// any partition.
+func (all Partitioned) Partition(k int) string {
+	if k < 0 {
+		return all.prefix() + "*.*"
+	}
+	return all.prefix() + strconv.Itoa(k) + ".*"
+}
+
+// Of selects the subject plan id's messages are stored under, whatever
+// the number of partitions: planbus.results.*.<planId>. (Its messages are
+// published on planbus.results.<planId>.)
+func (all Partitioned) Of(planID string) string { return all.prefix() + "*." + planID }
+
+// PartitionOf is the partition of n that a plan's messages are stored
+// in: the server's partition transform, FNV-1a of the plan id modulo n.
+func PartitionOf(planID string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(planID))
+	return int(h.Sum32() % uint32(max(n, 1)))
+}
+
+// PartitionConsumer is the durable consumer of partition k of the stream
+// whose shared consumer is durable.
+func PartitionConsumer(durable string, k int) string { return durable + "-" + strconv.Itoa(k) }
+
+// PlanOfSubject is the plan id a per-plan subject names: its last token,
+// partitioned or not.
+func PlanOfSubject(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
 
 // PlanSubject is where a plan is submitted.
 func PlanSubject(planID string) string { return "planbus.plans." + planID }

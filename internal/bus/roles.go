@@ -248,10 +248,20 @@ func (r Role) Grants() Grants {
 		for _, kc := range (Config{}).Buckets() {
 			pub(declaring(kvStream(kc.Bucket))...)
 		}
-		// The three shared consumers: plans, tool results, timers.
-		pub(consuming(StreamPlans, ConsumerDispatcherPlans, SubjectPlansAll)...)
-		pub(consuming(StreamResults, ConsumerDispatcherResults, SubjectResultsAll)...)
-		pub(consuming(StreamTimers, ConsumerDispatcherTimers, SubjectTimersAll)...)
+		// Plans, tool results, timers: the consumers of the partitions
+		// (any number of them, on the subjects of a partition), and the
+		// shared ones of the messages stored before the streams were
+		// partitioned.
+		for _, c := range []struct{ stream, durable, all string }{
+			{StreamPlans, ConsumerDispatcherPlans, SubjectPlansAll},
+			{StreamResults, ConsumerDispatcherResults, SubjectResultsAll},
+			{StreamTimers, ConsumerDispatcherTimers, SubjectTimersAll},
+		} {
+			pub(consuming(c.stream, "*", Partitioned(c.all).Partition(-1))...)
+			pub(consuming(c.stream, c.durable, Partitioned(c.all).Published())...)
+		}
+		// Who else dispatches, to share the partitions.
+		pub("$SRV.PING." + ServiceDispatcher)
 		// A plan's engine is rebuilt from results read back by sequence.
 		pub(reading(StreamResults)...)
 		// A timer whose retry has happened is deleted from its stream.

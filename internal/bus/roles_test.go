@@ -226,6 +226,15 @@ func consume(stream, durable, filter, sample string) func(context.Context, *env,
 	}
 }
 
+// createConsumer: the peer creates (or updates) a durable pull consumer.
+func createConsumer(stream, durable, filter string) func(context.Context, *env, *peer) error {
+	return func(ctx context.Context, _ *env, p *peer) error {
+		_, err := p.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: durable, FilterSubject: filter,
+			AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	}
+}
+
 // lastFor: the peer reads a stream's last message on a subject an admin
 // published to.
 func lastFor(stream, subject string) func(context.Context, *env, *peer) error {
@@ -280,9 +289,9 @@ func bySequence(stream, sample string) func(context.Context, *env, *peer) error 
 // the publish is acknowledged: under load an info read at once can come
 // before it, so the peer reads again until it sees the message or ctx
 // ends.
-func backlog(stream, durable, sample string) func(context.Context, *env, *peer) error {
+func backlog(stream, durable, filter, sample string) func(context.Context, *env, *peer) error {
 	return func(ctx context.Context, e *env, p *peer) error {
-		if _, err := e.admin.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: durable, FilterSubject: sample,
+		if _, err := e.admin.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: durable, FilterSubject: filter,
 			AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 			return err
 		}
@@ -333,6 +342,7 @@ func TestRolePermissions(t *testing.T) {
 	e := &env{cfg: cfg, seeds: seeds}
 	e.admin = connectAs(t, cfg, seeds, bus.RoleAdmin)
 
+	p1 := bus.PartitionOf("p1", bus.DefaultPartitions) // the partition of plan p1's messages
 	matrix := map[bus.Role][]check{
 		bus.RoleClient: {
 			allow("request a plan", request(bus.SubjectPlanRequest)),
@@ -359,8 +369,9 @@ func TestRolePermissions(t *testing.T) {
 			deny("wake an agent past the planner", bus.AgentSubject("s1"), jsPublish(bus.AgentSubject("s1"))),
 			deny("write an agent's state", "$KV.planbus-agents.s1", kvPut(bus.BucketAgents, "s1")),
 			deny("forge an agent event", bus.EventSubject("x", "agent.preempted"), publish(bus.EventSubject("x", "agent.preempted"))),
-			allow("read a skill's backlog (the web view)", backlog(bus.StreamTools, bus.SkillConsumer("web"), bus.ToolSubject("web"))),
-			allow("read a backlog of the results (the web view)", backlog(bus.StreamResults, "web-backlog", bus.ResultSubject("pw"))),
+			allow("read a skill's backlog (the web view)", backlog(bus.StreamTools, bus.SkillConsumer("web"), bus.ToolSubject("web"), bus.ToolSubject("web"))),
+			allow("read a backlog of the results (the web view)", backlog(bus.StreamResults, "web-backlog",
+				bus.Partitioned(bus.SubjectResultsAll).Partition(bus.PartitionOf("pw", bus.DefaultPartitions)), bus.ResultSubject("pw"))),
 			deny("read tool calls by sequence", "$JS.API.DIRECT.GET.PLANBUS_TOOLS", bySequence(bus.StreamTools, bus.ToolSubject("sleep"))),
 			deny("read results by sequence", "$JS.API.DIRECT.GET.PLANBUS_RESULTS", bySequence(bus.StreamResults, bus.ResultSubject("p9"))),
 			deny("delete a consumer", "$JS.API.CONSUMER.DELETE.PLANBUS_RESULTS.dispatcher-results",
@@ -416,8 +427,17 @@ func TestRolePermissions(t *testing.T) {
 			deny("read a client's replies", "_INBOX.>", subscribe("_INBOX.>", "_INBOX.x")),
 		},
 		bus.RoleDispatcher: {
-			allow("consume plans", consume(bus.StreamPlans, bus.ConsumerDispatcherPlans, bus.SubjectPlansAll, bus.PlanSubject("p1"))),
-			allow("consume results", consume(bus.StreamResults, bus.ConsumerDispatcherResults, bus.SubjectResultsAll, bus.ResultSubject("p1"))),
+			allow("consume plans", consume(bus.StreamPlans, bus.PartitionConsumer(bus.ConsumerDispatcherPlans, p1),
+				bus.Partitioned(bus.SubjectPlansAll).Partition(p1), bus.PlanSubject("p1"))),
+			allow("consume results", consume(bus.StreamResults, bus.PartitionConsumer(bus.ConsumerDispatcherResults, p1),
+				bus.Partitioned(bus.SubjectResultsAll).Partition(p1), bus.ResultSubject("p1"))),
+			allow("consume timers", consume(bus.StreamTimers, bus.PartitionConsumer(bus.ConsumerDispatcherTimers, p1),
+				bus.Partitioned(bus.SubjectTimersAll).Partition(p1), bus.TimerSubject("p1"))),
+			allow("consume results stored before partitions", createConsumer(bus.StreamResults, bus.ConsumerDispatcherResults,
+				bus.Partitioned(bus.SubjectResultsAll).Published())),
+			allow("find the other dispatchers", publish("$SRV.PING."+bus.ServiceDispatcher)),
+			deny("consume the results of every partition at once", "$JS.API.CONSUMER.CREATE.PLANBUS_RESULTS.all.planbus.results.>",
+				createConsumer(bus.StreamResults, "all", bus.SubjectResultsAll)),
 			allow("read a result by sequence", bySequence(bus.StreamResults, bus.ResultSubject("p2"))),
 			allow("release a tool call", jsPublish(bus.ToolSubject("echo"))),
 			allow("publish a timer", jsPublish(bus.TimerSubject("p1"))),
@@ -430,7 +450,7 @@ func TestRolePermissions(t *testing.T) {
 			allow("write the signing key", kvPut(bus.BucketKeys, "signing")),
 			allow("declare a stream", declareStream(bus.StreamPlans)),
 			allow("answer status", respond(bus.SubjectDispatcherStatus)),
-			allow("read a skill's backlog (metrics)", backlog(bus.StreamTools, bus.SkillConsumer("metrics"), bus.ToolSubject("metrics"))),
+			allow("read a skill's backlog (metrics)", backlog(bus.StreamTools, bus.SkillConsumer("metrics"), bus.ToolSubject("metrics"), bus.ToolSubject("metrics"))),
 			allow("ask the tool workers who they are (metrics)", request("$SRV.INFO."+bus.ServiceToolworker)),
 			deny("ask the planners' info", "$SRV.INFO."+bus.ServicePlanner, request("$SRV.INFO."+bus.ServicePlanner)),
 			deny("forge a result", bus.ResultSubject("x"), jsPublish(bus.ResultSubject("x"))),

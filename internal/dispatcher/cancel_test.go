@@ -57,7 +57,7 @@ func TestCancelCommandBeforeItsPlanWaitsForIt(t *testing.T) {
 	// back: wait until it has been delivered at least once.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cons, err := h.conn.JS.Consumer(ctx, bus.StreamTimers, bus.ConsumerDispatcherTimers)
+	cons, err := h.conn.JS.Consumer(ctx, bus.StreamTimers, consumerOf(bus.ConsumerDispatcherTimers, "early"))
 	if err != nil {
 		t.Fatal(err)
 	}

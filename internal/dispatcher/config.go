@@ -58,6 +58,12 @@ type Config struct {
 	// dropped messages there, and reports each skill's backlog and workers
 	// through it while it runs. Default: no metrics.
 	Metrics *metrics.Registry
+	// EveryPartition has the dispatcher consume every partition of the
+	// plans' messages whatever other dispatchers run, as all do while
+	// they disagree about who is there: their contention for a plan's
+	// state then rests on its compare-and-set alone. For tests of that
+	// path; leave it false.
+	EveryPartition bool
 	// StateChunkTools: a plan with more than twice as many tools keeps
 	// its state in chunks of this many (execution.ChunkBy), so a write
 	// costs what a batch changed rather than the whole plan. Default

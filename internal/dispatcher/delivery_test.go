@@ -44,7 +44,7 @@ func TestUnhandleableTimerIsDroppedAtTheDeliveryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The server announces every message a consumer's client terminates.
-	terminated, err := h.conn.NC.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + bus.StreamTimers + "." + bus.ConsumerDispatcherTimers)
+	terminated, err := h.conn.NC.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + bus.StreamTimers + "." + consumerOf(bus.ConsumerDispatcherTimers, "p-bad"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestUnhandleableTimerIsDroppedAtTheDeliveryLimit(t *testing.T) {
 	if got := dispatcherStat(t, h, "messagesDropped"); got != 1 {
 		t.Errorf("messagesDropped %d, want 1", got)
 	}
-	cons, err := h.conn.JS.Consumer(ctx, bus.StreamTimers, bus.ConsumerDispatcherTimers)
+	cons, err := h.conn.JS.Consumer(ctx, bus.StreamTimers, consumerOf(bus.ConsumerDispatcherTimers, "p-bad"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,13 +134,14 @@ func dispatcherStatSum(t *testing.T, h *harness, name string, dispatchers int) i
 	return sum
 }
 
-// Two dispatchers share a chain's results, so each often finds its cached
-// state behind the other's and rebuilds it. A rebuild reads back from the
+// Two dispatchers share a chain's results (both consume every partition,
+// as while they disagree about who is there), so each often finds its
+// cached state behind the other's and rebuilds it. A rebuild reads back from the
 // results stream only the results this dispatcher has not seen: at most
 // each result once per dispatcher, not the whole plan's on every step
 // (which made a 100-step chain cost five times its CPU with two).
 func TestRebuiltStatesReadBackOnlyUnseenResults(t *testing.T) {
-	h := start(t, opts{dispatchers: 2})
+	h := start(t, opts{dispatchers: 2, contend: true})
 	const steps = 40
 	tools := []string{`{"toolId":"t0","skill":"echo","input":{"k":0}}`}
 	for i := 1; i < steps; i++ {

@@ -3,10 +3,8 @@ package dispatcher
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,6 +109,8 @@ type Dispatcher struct {
 	// records at all, so a process without tracing skips the work.
 	tracer trace.Tracer
 	traced bool
+	// parts are the partitions of plans this dispatcher consumes.
+	parts partitions
 }
 
 type counters struct {
@@ -188,16 +188,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.states, err = session.Open(ctx, d.conn.JS); err != nil {
 		return fmt.Errorf("dispatcher: %w", err)
 	}
-	type source struct {
-		stream, durable, filter string
-		kind                    kind
-		maxAck                  int
-	}
-	sources := []source{
-		{bus.StreamPlans, bus.ConsumerDispatcherPlans, bus.SubjectPlansAll, kindPlan, 1000},
-		{bus.StreamResults, bus.ConsumerDispatcherResults, bus.SubjectResultsAll, kindResult, 20000},
-		{bus.StreamTimers, bus.ConsumerDispatcherTimers, bus.SubjectTimersAll, kindTimer, 200000},
-	}
 	var shardsDone, ackersDone sync.WaitGroup
 	for _, s := range d.shards {
 		shardsDone.Add(1)
@@ -223,38 +213,35 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		ackersDone.Wait()
 	}()
-	var consuming []jetstream.ConsumeContext
-	defer func() {
-		for _, cc := range consuming {
-			cc.Stop()
-			<-cc.Closed()
-		}
-	}()
-	for _, src := range sources {
-		k, durable := src.kind, src.durable
-		cc, err := d.conn.ConsumeShared(ctx, bus.Shared{Stream: src.stream, Durable: durable, Filter: src.filter,
-			Description: "planbus: shared by every dispatcher", AckWait: d.cfg.AckWait, DeliveryLimit: d.cfg.DeliveryLimit,
-			MaxAckPending: src.maxAck, Batch: 512},
-			func(m jetstream.Msg) { d.route(k, m) },
-			func(err error) {
-				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
-					d.log.Debug().Err(err).Str("consumer", durable).Msg("consume")
-				}
-			})
-		if err != nil {
-			return fmt.Errorf("dispatcher: %w", err)
-		}
-		consuming = append(consuming, cc)
-	}
+	// The micro service answers the other dispatchers' pings, which share
+	// the partitions out (partitions.go).
 	svc, err := d.addService()
 	if err != nil {
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
+	d.parts = partitions{n: d.conn.Config.Defaults().Partitions, self: svc.Info().ID, owned: map[int][]jetstream.ConsumeContext{}}
 	if err := d.conn.NC.FlushTimeout(10 * time.Second); err != nil {
 		return fmt.Errorf("dispatcher: flush: %w", err)
 	}
-	d.log.Info().Int("shards", d.cfg.Shards).Msg("dispatcher running")
+	defer d.stopConsuming()
+	err = d.consumeShared(ctx)
+	if err == nil {
+		err = d.balance(ctx)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return err
+	}
+	balanced := make(chan struct{})
+	go func() {
+		defer close(balanced)
+		d.runBalance(ctx)
+	}()
+	defer func() { <-balanced }()
+	d.log.Info().Int("shards", d.cfg.Shards).Ints("partitions", d.Partitions()).Msg("dispatcher running")
 	close(d.ready)
 	<-ctx.Done()
 	d.log.Info().Msg("dispatcher stopping")
@@ -265,7 +252,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 	it := item{kind: k, msg: m}
 	subj := m.Subject()
-	it.planID = subj[strings.LastIndexByte(subj, '.')+1:]
+	it.planID = bus.PlanOfSubject(subj)
 	if meta, err := m.Metadata(); err == nil {
 		it.redelivered, it.seq = meta.NumDelivered > 1, meta.Sequence.Stream
 	}

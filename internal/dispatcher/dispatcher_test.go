@@ -331,12 +331,13 @@ func TestTooLargeToSendIsAFailureNotAHang(t *testing.T) {
 	}
 }
 
-// TestDispatchersShareEveryPlan runs three dispatchers: the messages of one
-// plan reach all of them, each with its own cached view of the plan, and
-// every plan must still finish with every tool released once and the
-// concurrency cap held.
+// TestDispatchersShareEveryPlan runs three dispatchers that all consume
+// every partition, as they do while they disagree about who is there: the
+// messages of one plan reach all of them, each with its own cached view
+// of the plan, and every plan must still finish with every tool released
+// once and the concurrency cap held.
 func TestDispatchersShareEveryPlan(t *testing.T) {
-	h := start(t, opts{dispatchers: 3, workers: 2, concurrency: 16})
+	h := start(t, opts{dispatchers: 3, workers: 2, concurrency: 16, contend: true})
 	var tools []string
 	for i := range 6 {
 		tools = append(tools, fmt.Sprintf(`{"toolId":"a%d","skill":"probe","input":{"ms":20}}`, i))

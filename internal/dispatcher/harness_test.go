@@ -89,6 +89,9 @@ type opts struct {
 	ackWait                           time.Duration
 	extra                             []skill.Skill // served besides the built-ins and the probe
 	deliveryLimit                     int
+	// contend: every dispatcher consumes every partition, so they
+	// contend for each plan's state.
+	contend bool
 }
 
 func start(t *testing.T, o opts) *harness {
@@ -110,7 +113,7 @@ func start(t *testing.T, o opts) *harness {
 		// Chunks of two tools: every plan of more than four tools keeps its
 		// state in chunks, so the tests run both ways of storing it.
 		Dispatcher: dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8, DeliveryLimit: o.deliveryLimit,
-			StateChunkTools: 2},
+			StateChunkTools: 2, EveryPartition: o.contend},
 		Workers: o.workers,
 		Worker:  workerConfig(pr, o),
 	}, zerolog.Nop())
@@ -200,6 +203,12 @@ func tool(res *plan.ExecutionResult, id string) plan.ToolOutcome {
 		}
 	}
 	return plan.ToolOutcome{}
+}
+
+// consumerOf is the dispatcher consumer (of the shared durable's stream)
+// that takes plan id's messages: its partition's.
+func consumerOf(durable, planID string) string {
+	return bus.PartitionConsumer(durable, bus.PartitionOf(planID, bus.DefaultPartitions))
 }
 
 // waitFor receives from ch until want is seen or the deadline passes.

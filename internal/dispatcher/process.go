@@ -272,7 +272,7 @@ func (d *Dispatcher) decodeResult(m jetstream.Msg) *plan.ToolResult {
 		d.rejectResult(m, metrics.RejectInvalid, "invalid tool result: "+err.Error())
 		return nil
 	}
-	if bus.ResultSubject(r.PlanID) != m.Subject() {
+	if bus.PlanOfSubject(m.Subject()) != r.PlanID {
 		d.rejectResult(m, metrics.RejectWrongSubject, "result published on another plan's subject")
 		return nil
 	}

@@ -37,9 +37,15 @@ func (d *Dispatcher) addService() (micro.Service, error) {
 // does not echo it). messagesDropped counts messages given up at their
 // delivery limit (Config.DeliveryLimit) and invalid timers.
 // resultsReadBack counts results read back from the results stream to
-// rebuild a plan's state.
+// rebuild a plan's state. partitionsOwned is how many partitions of the
+// plans' messages this dispatcher consumes, dispatchersSeen how many
+// dispatchers answered its last ping (itself included).
 func (d *Dispatcher) Stats() map[string]int64 {
+	d.parts.mu.Lock()
+	owned, seen := len(d.parts.owned), d.parts.seen
+	d.parts.mu.Unlock()
 	return map[string]int64{
+		"partitionsOwned": int64(owned), "dispatchersSeen": int64(seen),
 		"plansStarted": d.stats.PlansStarted.Load(), "plansRejected": d.stats.PlansRejected.Load(),
 		"plansEnded": d.stats.PlansEnded.Load(), "results": d.stats.Results.Load(), "timers": d.stats.Timers.Load(),
 		"toolsReleased": d.stats.Released.Load(), "casConflicts": d.stats.Conflicts.Load(), "batches": d.stats.Batches.Load(), "resultsReadBack": d.stats.ReadBack.Load(),

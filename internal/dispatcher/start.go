@@ -232,7 +232,7 @@ func (d *Dispatcher) reusedResult(ctx context.Context, p *plan.Plan, ref *plan.R
 	}
 	var r plan.ToolResult
 	switch {
-	case ref.PlanID == p.PlanID || m.Subject != bus.ResultSubject(ref.PlanID):
+	case ref.PlanID == p.PlanID || bus.PlanOfSubject(m.Subject) != ref.PlanID:
 		return nil, "is not a result of an earlier plan " + ref.PlanID, nil
 	case schemas.Validate(schemas.ToolResult, m.Data) != nil || json.Unmarshal(m.Data, &r) != nil:
 		return nil, "is not a valid tool result", nil

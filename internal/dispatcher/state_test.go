@@ -21,7 +21,7 @@ import (
 // again), and nothing else: chunks replaced, and chunks of writes that
 // lost the compare-and-set, are deleted. Its status reads whole.
 func TestChunkedStateLeavesOnlyWhatItsHeadNames(t *testing.T) {
-	h := start(t, opts{dispatchers: 2, workers: 2, concurrency: 8})
+	h := start(t, opts{dispatchers: 2, workers: 2, concurrency: 8, contend: true})
 	var tools []string
 	for i := range 11 {
 		tools = append(tools, fmt.Sprintf(`{"toolId":"t%d","skill":"probe","dependencies":["root"],"input":{"ms":%d}}`, i, i%3))

@@ -341,7 +341,7 @@ func TestResultBeforeItsPlansStateIsHeldBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The dispatcher sees the result with no plan state, more than once.
-	cons, err := h.conn.JS.Consumer(ctx, bus.StreamResults, bus.ConsumerDispatcherResults)
+	cons, err := h.conn.JS.Consumer(ctx, bus.StreamResults, consumerOf(bus.ConsumerDispatcherResults, planID))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestCancelOfAQueuedRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := plans.GetLastMsgForSubject(ctx, bus.PlanSubject("q1-1")); !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if _, err := plans.GetLastMsgForSubject(ctx, bus.Partitioned(bus.SubjectPlansAll).Of("q1-1")); !errors.Is(err, jetstream.ErrMsgNotFound) {
 		t.Errorf("plan q1-1: %v, want none published", err)
 	}
 	l, _, err := s.load(ctx, "q1")

@@ -247,7 +247,7 @@ func TestCancelDuringGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := 1; n <= 3; n++ {
-		if _, err := plans.GetLastMsgForSubject(ctx, bus.PlanSubject(fmt.Sprintf("%s-%d", id, n))); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if _, err := plans.GetLastMsgForSubject(ctx, bus.Partitioned(bus.SubjectPlansAll).Of(fmt.Sprintf("%s-%d", id, n))); !errors.Is(err, jetstream.ErrMsgNotFound) {
 			t.Errorf("plan of attempt %d: %v, want none published", n, err)
 		}
 	}

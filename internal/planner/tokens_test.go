@@ -97,7 +97,7 @@ func TestTokensNeverLeaveTheCalls(t *testing.T) {
 				}
 			}
 			// The tokens looked for are the real ones: the workers' results echo them.
-			results := h.messages(ctx, bus.StreamResults, bus.ResultSubject(planID))
+			results := h.messages(ctx, bus.StreamResults, bus.Partitioned(bus.SubjectResultsAll).Of(planID))
 			if len(results) == 0 || !bytes.Contains(results[0], []byte(`"token":"`)) {
 				t.Fatalf("%d results of plan %s, the first without a token", len(results), planID)
 			}
