@@ -58,31 +58,80 @@ func Instances(ctx context.Context, nc *nats.Conn, name string, want int) (map[s
 	return out, nil
 }
 
+// dispatcherStats reads every counter of the want dispatchers, by id.
+func dispatcherStats(ctx context.Context, nc *nats.Conn, want int) (map[string]map[string]int64, error) {
+	all, err := Instances(ctx, nc, bus.ServiceDispatcher, want)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]int64{}
+	for id, b := range all {
+		var st struct {
+			Endpoints []struct {
+				Data map[string]int64 `json:"data"`
+			} `json:"endpoints"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil || len(st.Endpoints) == 0 {
+			return nil, fmt.Errorf("bench: stats of dispatcher %s: no endpoint data (%v)", id, err)
+		}
+		out[id] = st.Endpoints[0].Data
+	}
+	return out, nil
+}
+
 // Conflicts returns a Counter of the state compare-and-set conflicts of
 // the dispatchers: the sum of casConflicts in the stats of the want
 // instances of planbus-dispatcher (nats micro stats shows the same).
 func Conflicts(nc *nats.Conn, want int) Counter {
 	return func(ctx context.Context) (int64, error) {
-		all, err := Instances(ctx, nc, bus.ServiceDispatcher, want)
+		all, err := dispatcherStats(ctx, nc, want)
 		if err != nil {
 			return 0, err
 		}
 		var sum int64
-		for id, b := range all {
-			var st struct {
-				Endpoints []struct {
-					Data map[string]int64 `json:"data"`
-				} `json:"endpoints"`
-			}
-			if err := json.Unmarshal(b, &st); err != nil || len(st.Endpoints) == 0 {
-				return 0, fmt.Errorf("bench: stats of dispatcher %s: no endpoint data (%v)", id, err)
-			}
-			n, ok := st.Endpoints[0].Data["casConflicts"]
+		for id, data := range all {
+			n, ok := data["casConflicts"]
 			if !ok {
 				return 0, fmt.Errorf("bench: stats of dispatcher %s: no casConflicts", id)
 			}
 			sum += n
 		}
 		return sum, nil
+	}
+}
+
+// settleWait bounds how long Settle waits.
+const settleWait = 30 * time.Second
+
+// Settle waits until the want dispatchers have shared the partitions
+// out: each sees all of them, and together they own every one of the
+// partitions once. Before, two may consume one partition and contend
+// for its plans' state, which measurements would count.
+func Settle(ctx context.Context, nc *nats.Conn, want, partitions int) error {
+	deadline := time.Now().Add(settleWait)
+	tick := time.NewTicker(100 * time.Millisecond) // they share out once a second
+	defer tick.Stop()
+	for {
+		all, err := dispatcherStats(ctx, nc, want)
+		if err != nil {
+			return err
+		}
+		var owned int64
+		seen := true
+		for _, data := range all {
+			owned += data["partitionsOwned"]
+			seen = seen && data["dispatchersSeen"] == int64(want)
+		}
+		if seen && owned == int64(partitions) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: %d dispatchers did not share %d partitions out within %s (they own %d)", want, partitions, settleWait, owned)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }

@@ -150,6 +150,8 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync, "when the store is flushed to disk: always or an interval like 1s")
 	f.Duration(&c.bus.Retention, "retention", "PLANBUS_RETENTION", bus.DefaultRetention,
 		"how long finished plans, results and outcomes are kept (a --soak's memory follows it)")
+	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", bus.DefaultPartitions,
+		"partitions of the plans' messages, each consumed by one dispatcher")
 	c.logFormat = "console"
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -211,7 +213,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	}
 	where := "in-process"
 	if b.procs {
-		procs, err := startComponents(ctx, n.Bus.URL, &b, c.logLevel, c.bus.Retention, log, io)
+		procs, err := startComponents(ctx, n.Bus.URL, &b, c.logLevel, c.bus, log, io)
 		if err != nil {
 			return fail(err)
 		}
@@ -239,6 +241,9 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 			return append([]int64{self}, children...), err
 		}
 		where = "as processes"
+	}
+	if err := bench.Settle(ctx, conn.NC, b.dispatchers, c.bus.Defaults().Partitions); err != nil {
+		return fail(err)
 	}
 	sys, err := bench.NewSystem(conn)
 	if err != nil {
@@ -339,14 +344,16 @@ func measureBusFloor(ctx context.Context, n *node.Node, b *benchFlags, cpu bench
 // startComponents starts b.dispatchers dispatcher and b.workers toolworker
 // processes, this binary run as 'planner bench component ...', against the
 // server at url, and waits until each serves (its micro service answers).
-func startComponents(ctx context.Context, url string, b *benchFlags, logLevel string, retention time.Duration, log zerolog.Logger, io IO) (*bench.Procs, error) {
+func startComponents(ctx context.Context, url string, b *benchFlags, logLevel string, cfg bus.Config, log zerolog.Logger, io IO) (*bench.Procs, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("--procs runs this binary again, but its path is unknown: %w", err)
 	}
 	var specs []bench.Proc
-	// Each declares the streams: the same retention as the bench's server.
-	common := []string{"--nats-url", url, "--log-level", logLevel, "--retention", retention.String()}
+	// Each declares the streams: the same retention and partitions as the
+	// bench's own components.
+	common := []string{"--nats-url", url, "--log-level", logLevel, "--retention", cfg.Retention.String(),
+		"--partitions", strconv.Itoa(cfg.Defaults().Partitions)}
 	for i := range b.dispatchers {
 		id := "dispatcher-" + strconv.Itoa(i+1)
 		specs = append(specs, bench.Proc{Name: id, Path: self,

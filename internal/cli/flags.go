@@ -205,6 +205,8 @@ func (c *common) register(f *flags, m mode) {
 	f.Int(&c.bus.Replicas, "replicas", "PLANBUS_REPLICAS", 1, "replicas of planbus streams and buckets (3 on a cluster)")
 	f.Duration(&c.bus.Retention, "retention", "PLANBUS_RETENTION", bus.DefaultRetention,
 		"how long finished plans, their results and outcomes are kept, and the longest a plan may run; give every process the same (docs/deploy.md, Retention)")
+	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", bus.DefaultPartitions,
+		"partitions of the plans' messages, each consumed by one dispatcher; give every process the same, and change it only with no plan running (docs/deploy.md, Partitions)")
 	switch m {
 	case serves:
 		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")

@@ -1,13 +1,23 @@
 package dispatcher_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/worker"
 )
 
 // settled waits until dispatchers dispatchers each see all of them and
@@ -60,5 +70,67 @@ func TestDispatchersSharePartitionsAndTakeOverADeadOnes(t *testing.T) {
 	res, _ := h.run(doc, minute)
 	if !res.Success {
 		t.Fatalf("after a dispatcher died: %s %+v", res.State, res.Error)
+	}
+}
+
+// A system whose streams were declared before partitions, with the
+// dispatchers' consumers of that time (on every subject, the timers' on a
+// work queue) and a plan waiting, upgrades in place: the shared consumers
+// are narrowed to the messages stored before, which they still deliver,
+// the partitions' consumers take the rest, and the waiting plan runs.
+func TestStreamsFromBeforePartitionsUpgradeInPlace(t *testing.T) {
+	cfg := bustest.StartBare(t)
+	ctx, cancel := context.WithTimeout(context.Background(), minute)
+	defer cancel()
+	c := bustest.Dial(t, cfg)
+	old := map[string]string{bus.StreamPlans: bus.ConsumerDispatcherPlans, bus.StreamResults: bus.ConsumerDispatcherResults,
+		bus.StreamTimers: bus.ConsumerDispatcherTimers}
+	for _, sc := range cfg.Streams() {
+		durable, ok := old[sc.Name]
+		if !ok {
+			continue
+		}
+		sc.SubjectTransform = nil
+		if _, err := c.JS.CreateStream(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.JS.CreateOrUpdateConsumer(ctx, sc.Name, jetstream.ConsumerConfig{Durable: durable,
+			FilterSubject: sc.Subjects[0], AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.JS.Publish(ctx, bus.PlanSubject("old1"),
+		[]byte(`{"planId":"old1","tools":[{"toolId":"a","skill":"echo"},{"toolId":"b","skill":"echo","dependencies":["a"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	// The workers first, so the plan finds its skills; then the
+	// dispatcher of the new version.
+	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 1, NoDispatcher: true,
+		Worker: worker.Config{Skills: skills.Builtins(skills.BuiltinConfig{})}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	if _, err := n.AddDispatcher(ctx, dispatcher.Config{}, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.WatchPlan(ctx, "old1", nil)
+	if err != nil || !res.Success {
+		t.Fatalf("the plan stored before partitions: %+v, %v", res, err)
+	}
+	cons, err := c.JS.Consumer(ctx, bus.StreamTimers, bus.ConsumerDispatcherTimers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cons.CachedInfo().Config.FilterSubject; f != "planbus.timers.*" {
+		t.Errorf("the shared timers consumer filters %s, want planbus.timers.*", f)
+	}
+	res, _ = (&harness{t: t, conn: c}).run(`{"tools":[{"toolId":"a","skill":"echo"}]}`, minute)
+	if !res.Success {
+		t.Fatalf("a plan after the upgrade: %s %+v", res.State, res.Error)
 	}
 }

@@ -358,7 +358,10 @@ type backlog struct {
 	AckPending  int
 	Redelivered int
 	Waiting     int
-	Err         string
+	// Partitions: the backlog includes that of Consumer-0, Consumer-1...,
+	// the consumers of a dispatcher stream's partitions.
+	Partitions int
+	Err        string
 }
 
 // backlogs reads the info of every planbus stream and of the durable
@@ -384,7 +387,7 @@ func (s *source) backlogs(ctx context.Context, skills []string) (streams, consum
 	for _, sk := range skills {
 		list = append(list, named{bus.StreamTools, bus.SkillConsumer(sk)})
 	}
-	for _, n := range list {
+	for i, n := range list {
 		b := backlog{Stream: n.stream, Consumer: n.consumer}
 		c, err := s.js.Consumer(ctx, n.stream, n.consumer)
 		if err != nil {
@@ -393,12 +396,41 @@ func (s *source) backlogs(ctx context.Context, skills []string) (streams, consum
 				b.Err = "not created yet"
 			}
 		} else {
-			info := c.CachedInfo()
-			b.Pending, b.AckPending, b.Redelivered, b.Waiting = info.NumPending, info.NumAckPending, info.NumRedelivered, info.NumWaiting
+			b.add(c.CachedInfo())
+		}
+		if i < 3 {
+			// A dispatcher stream: its partitions' consumers count too.
+			s.addPartitions(ctx, &b)
 		}
 		consumers = append(consumers, b)
 	}
 	return streams, consumers
+}
+
+// add counts a consumer's backlog in b.
+func (b *backlog) add(info *jetstream.ConsumerInfo) {
+	b.Pending += info.NumPending
+	b.AckPending += info.NumAckPending
+	b.Redelivered += info.NumRedelivered
+	b.Waiting += info.NumWaiting
+}
+
+// addPartitions adds to b, the backlog of a dispatcher stream's shared
+// consumer, those of the consumers of its partitions, as many as there
+// are (bus.PartitionConsumer), and names them in b.Consumer.
+func (s *source) addPartitions(ctx context.Context, b *backlog) {
+	k := 0
+	for ; k < bus.MaxPartitions; k++ {
+		c, err := s.js.Consumer(ctx, b.Stream, bus.PartitionConsumer(b.Consumer, k))
+		if err != nil {
+			break
+		}
+		b.add(c.CachedInfo())
+	}
+	if k > 0 {
+		b.Partitions = k
+		b.Err = ""
+	}
 }
 
 // sessions lists the sessions of recent requests, most recent first,

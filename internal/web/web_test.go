@@ -74,7 +74,7 @@ func TestPagesOfADiamond(t *testing.T) {
 	s.get(t, "/skills").must(t, "skills", http.StatusOK, `data-skill="echo" data-health="healthy"`, `data-skill="sleep"`, "<code>")
 	sys := s.get(t, "/system")
 	sys.must(t, "system", http.StatusOK, bus.ServicePlanner, bus.ServiceDispatcher, bus.ServiceToolworker,
-		"<code>"+bus.StreamTools+"</code>", `data-consumer="skill-echo"`, `data-consumer="dispatcher-results"`, "planbus.invoke.echo")
+		"<code>"+bus.StreamTools+"</code>", `data-consumer="skill-echo"`, `data-consumer="dispatcher-results"`, "and its 8 partitions", "planbus.invoke.echo")
 	if strings.Contains(sys.body, "None answers") {
 		t.Errorf("a service has no instance on the system page:\n%s", sys.body)
 	}
