@@ -177,7 +177,8 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 		return fail(err)
 	}
 	defer os.RemoveAll(tmp)
-	cfg := node.Config{Bus: bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync, Retention: c.bus.Retention}}
+	cfg := node.Config{Bus: bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync, Retention: c.bus.Retention,
+		Partitions: c.bus.Partitions}}
 	if b.procs {
 		cfg.NoDispatcher = true
 	} else {

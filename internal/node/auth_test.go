@@ -17,7 +17,9 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bench"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
@@ -328,5 +330,30 @@ func TestAuthClientSubmitsWatchesCancelsAndLists(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
 		t.Errorf("the client, planner or dispatcher needed more than their roles allow:\n%s", logs.String())
+	}
+}
+
+// With authorization on, dispatchers find each other (a ping of their
+// micro service, on their role's inbox) and share the partitions out,
+// within their role.
+func TestAuthDispatchersSharePartitions(t *testing.T) {
+	var logs logBuffer
+	log := zerolog.New(&logs).Level(zerolog.WarnLevel)
+	n := startAuthNode(t, t.TempDir(), log)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, err := n.AddDispatcher(ctx, dispatcher.Config{}, log); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := n.DialAs(ctx, bus.RoleAdmin, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := bench.Settle(ctx, conn.NC, 2, bus.DefaultPartitions); err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, logs.String())
+	}
+	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
+		t.Errorf("the dispatchers needed more than their role allows:\n%s", logs.String())
 	}
 }
