@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/schemas"
@@ -443,8 +444,10 @@ func TestCLIWorker(t *testing.T) {
 		if got := msg.Header.Get(jetstream.MsgIDHeader); got != want {
 			t.Errorf("the result's Nats-Msg-Id is %q, want %q", got, want)
 		}
-		if msg.Subject != "planbus.results."+res.PlanID {
-			t.Errorf("the result is on %s, want planbus.results.%s", msg.Subject, res.PlanID)
+		// Published on planbus.results.<planId>, stored in the plan's
+		// partition (docs/deploy.md, Partitions).
+		if want := fmt.Sprintf("planbus.results.%d.%s", bus.PartitionOf(res.PlanID, bus.DefaultPartitions), res.PlanID); msg.Subject != want {
+			t.Errorf("the result is stored on %s, want %s", msg.Subject, want)
 		}
 	})
 
