@@ -23,9 +23,10 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, SubjectTransform: c.partitioned(SubjectPlansAll),
 		},
 		{
+			// Per-message TTLs: the dispatchers' keeper message (KeeperSubject).
 			Name: StreamTools, Description: "planbus: tool calls, one work queue per skill",
 			Subjects: []string{SubjectToolsAll}, Retention: jetstream.WorkQueuePolicy,
-			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
+			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, AllowMsgTTL: true,
 		},
 		{
 			// Kept as long as plan state: a plan's state points at its results.

@@ -209,6 +209,12 @@ func PlanOfSubject(subject string) string { return subject[strings.LastIndexByte
 // PlanSubject is where a plan is submitted.
 func PlanSubject(planID string) string { return "planbus.plans." + planID }
 
+// KeeperSubject is where dispatchers keep a short-lived message in the
+// tool queue's store, so that its last block does not empty (and is not
+// deleted and created again) every time the queue drains. It is no
+// skill's subject ("~" is not in a skill name), so no worker takes it.
+const KeeperSubject = "planbus.tools.~keeper"
+
 // ToolSubject is the work queue of one skill.
 func ToolSubject(skill string) string { return "planbus.tools." + skill }
 

@@ -264,8 +264,11 @@ func (r Role) Grants() Grants {
 		pub("$SRV.PING." + ServiceDispatcher)
 		// A plan's engine is rebuilt from results read back by sequence.
 		pub(reading(StreamResults)...)
-		// A timer whose retry has happened is deleted from its stream.
+		// A timer whose retry has happened is deleted from its stream; so
+		// is the keeper message a dispatcher has replaced in the tool
+		// queue (KeeperSubject).
 		pub(jsAPI("STREAM", "INFO", StreamTimers), jsAPI("STREAM", "MSG", "DELETE", StreamTimers))
+		pub(jsAPI("STREAM", "INFO", StreamTools), jsAPI("STREAM", "MSG", "DELETE", StreamTools))
 		// Effects: tool calls, durable timers, execution results
 		// (JetStream publishes), cancels of a finished plan's running
 		// calls and every plan.*, tool.* and skill.* event.

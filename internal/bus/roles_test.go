@@ -226,6 +226,22 @@ func consume(stream, durable, filter, sample string) func(context.Context, *env,
 	}
 }
 
+// deleteMsg: the peer publishes on subject and deletes what it stored
+// from the stream.
+func deleteMsg(stream, subject string) func(context.Context, *env, *peer) error {
+	return func(ctx context.Context, _ *env, p *peer) error {
+		ack, err := p.js.Publish(ctx, subject, []byte(`{}`))
+		if err != nil {
+			return err
+		}
+		s, err := p.js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		return s.DeleteMsg(ctx, ack.Sequence)
+	}
+}
+
 // createConsumer: the peer creates (or updates) a durable pull consumer.
 func createConsumer(stream, durable, filter string) func(context.Context, *env, *peer) error {
 	return func(ctx context.Context, _ *env, p *peer) error {
@@ -436,6 +452,8 @@ func TestRolePermissions(t *testing.T) {
 			allow("consume results stored before partitions", createConsumer(bus.StreamResults, bus.ConsumerDispatcherResults,
 				bus.Partitioned(bus.SubjectResultsAll).Published())),
 			allow("find the other dispatchers", publish("$SRV.PING."+bus.ServiceDispatcher)),
+			allow("delete a timer", deleteMsg(bus.StreamTimers, bus.TimerSubject("p1"))),
+			allow("keep a message in the tool queue and delete it", deleteMsg(bus.StreamTools, bus.KeeperSubject)),
 			deny("consume the results of every partition at once", "$JS.API.CONSUMER.CREATE.PLANBUS_RESULTS.all.planbus.results.>",
 				createConsumer(bus.StreamResults, "all", bus.SubjectResultsAll)),
 			allow("read a result by sequence", bySequence(bus.StreamResults, bus.ResultSubject("p2"))),

@@ -90,6 +90,7 @@ type Dispatcher struct {
 	log     zerolog.Logger
 	kv      jetstream.KeyValue
 	timers  jetstream.Stream
+	tools   jetstream.Stream
 	results jetstream.Stream
 	shards  []*shard
 	skills  *skillSet
@@ -111,6 +112,8 @@ type Dispatcher struct {
 	traced bool
 	// parts are the partitions of plans this dispatcher consumes.
 	parts partitions
+	// keeper keeps the tool queue's last block from emptying.
+	keeper keeper
 }
 
 type counters struct {
@@ -169,6 +172,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	if d.timers, err = d.conn.JS.Stream(ctx, bus.StreamTimers); err != nil {
 		return fmt.Errorf("dispatcher: timers stream: %w", err)
+	}
+	if d.tools, err = d.conn.JS.Stream(ctx, bus.StreamTools); err != nil {
+		return fmt.Errorf("dispatcher: tools stream: %w", err)
 	}
 	if d.results, err = d.conn.JS.Stream(ctx, bus.StreamResults); err != nil {
 		return fmt.Errorf("dispatcher: results stream: %w", err)

@@ -182,12 +182,17 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 		pd.futures = append(pd.futures, f)
 		return nil
 	}
+	callBytes := 0
 	for _, c := range out.calls {
 		if err := pub(c.subject, c.data, c.msgID, c.header); err != nil {
 			return pd, err
 		}
+		callBytes += len(c.data)
 		d.stats.Released.Add(1)
 		d.metrics.Released(c.skill)
+	}
+	if callBytes > 0 {
+		d.keep(callBytes)
 	}
 	for _, tm := range fx.Timers {
 		body := tm.Message(p.PlanID)

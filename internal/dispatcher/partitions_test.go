@@ -134,3 +134,72 @@ func TestStreamsFromBeforePartitionsUpgradeInPlace(t *testing.T) {
 		t.Fatalf("a plan after the upgrade: %s %+v", res.State, res.Error)
 	}
 }
+
+// A dispatcher that releases calls keeps one short-lived message of its
+// own in the tool queue, which no worker takes, so the queue's store does
+// not empty as a chain runs: after a chain, the queue holds that message,
+// with its time to live, and nothing else.
+func TestDispatcherKeepsAMessageInTheToolQueue(t *testing.T) {
+	h := start(t, opts{})
+	var tools []string
+	for i := range 20 {
+		deps := "[]"
+		if i > 0 {
+			deps = fmt.Sprintf(`["c%d"]`, i-1)
+		}
+		tools = append(tools, fmt.Sprintf(`{"toolId":"c%d","skill":"echo","dependencies":%s}`, i, deps))
+	}
+	if res, _ := h.run(`{"tools":[`+strings.Join(tools, ",")+`]}`, minute); !res.Success {
+		t.Fatalf("chain: %s %+v", res.State, res.Error)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), minute)
+	defer cancel()
+	s, err := h.conn.JS.Stream(ctx, bus.StreamTools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(bus.SubjectToolsAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.State.Subjects) != 1 || info.State.Subjects[bus.KeeperSubject] != 1 {
+		t.Fatalf("the tool queue holds %v, want one message on %s", info.State.Subjects, bus.KeeperSubject)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, bus.KeeperSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl := m.Header.Get(jetstream.MsgTTLHeader); ttl == "" {
+		t.Errorf("the keeper message has no time to live (headers %v)", m.Header)
+	}
+
+	// Releasing more than keepEvery bytes of calls replaces the keeper
+	// message: the one before is deleted, so one stays.
+	big := `{"blob":"` + strings.Repeat("x", 100<<10) + `"}`
+	tools = tools[:0]
+	for i := range 6 {
+		tools = append(tools, fmt.Sprintf(`{"toolId":"b%d","skill":"echo","input":%s}`, i, big))
+	}
+	if res, _ := h.run(`{"tools":[`+strings.Join(tools, ",")+`]}`, minute); !res.Success {
+		t.Fatalf("large calls: %s %+v", res.State, res.Error)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m2, err := s.GetLastMsgForSubject(ctx, bus.KeeperSubject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(bus.SubjectToolsAll))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m2.Sequence > m.Sequence && len(info.State.Subjects) == 1 && info.State.Subjects[bus.KeeperSubject] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 600 KB of calls the tool queue holds %v and the last keeper message is %d (the first %d); want one, a new one",
+				info.State.Subjects, m2.Sequence, m.Sequence)
+		}
+		time.Sleep(20 * time.Millisecond) // the old one is deleted after the new one's acknowledgement
+	}
+}
