@@ -203,7 +203,8 @@ func TestRetentionSetsStreamsAndBuckets(t *testing.T) {
 }
 
 // Plans, results and timers are stored under their plan's partition, on a
-// new stream and on one declared before streams were partitioned; a
+// new stream and on one declared before streams were partitioned (and the
+// tool queue of that time gains per-message TTLs); a
 // plan's messages all land in one partition, and the plans spread over
 // all of them.
 func TestPlanStreamsArePartitionedByPlan(t *testing.T) {
@@ -212,6 +213,16 @@ func TestPlanStreamsArePartitionedByPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := bustest.Dial(t, cfg)
+	// PLANBUS_TOOLS as an earlier version declared it, without per-message
+	// TTLs (the dispatchers' keeper message needs them).
+	tools := cfg.Streams()[1]
+	if tools.Name != bus.StreamTools || !tools.AllowMsgTTL {
+		t.Fatalf("stream 1 is %s, AllowMsgTTL %v", tools.Name, tools.AllowMsgTTL)
+	}
+	tools.AllowMsgTTL = false
+	if _, err := c.JS.CreateStream(ctx, tools); err != nil {
+		t.Fatal(err)
+	}
 	// PLANBUS_RESULTS as an earlier version declared it, holding a result.
 	old := cfg.Streams()[2]
 	if old.Name != bus.StreamResults {
@@ -226,6 +237,9 @@ func TestPlanStreamsArePartitionedByPlan(t *testing.T) {
 	}
 	if err := c.Declare(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if ts, err := c.JS.Stream(ctx, bus.StreamTools); err != nil || !ts.CachedInfo().Config.AllowMsgTTL {
+		t.Fatalf("PLANBUS_TOOLS after the upgrade: %v, per-message TTLs not allowed", err)
 	}
 	seen := map[string]map[string]bool{} // partition token -> stream
 	for i := range 40 {
