@@ -176,14 +176,11 @@ func (all Partitioned) Transform(n int) string {
 	return all.prefix() + "{{partition(" + strconv.Itoa(n) + ",1)}}.{{wildcard(1)}}"
 }
 
-// Partition selects the subjects stored in partition k, or with k < 0 in
-// any partition.
-func (all Partitioned) Partition(k int) string {
-	if k < 0 {
-		return all.prefix() + "*.*"
-	}
-	return all.prefix() + strconv.Itoa(k) + ".*"
-}
+// Partition selects the subjects stored in partition k.
+func (all Partitioned) Partition(k int) string { return all.prefix() + strconv.Itoa(k) + ".*" }
+
+// Partitions selects the subjects stored in any partition.
+func (all Partitioned) Partitions() string { return all.prefix() + "*.*" }
 
 // Of selects the subject plan id's messages are stored under, whatever
 // the number of partitions: planbus.results.*.<planId>. (Its messages are

@@ -257,7 +257,7 @@ func (r Role) Grants() Grants {
 			{StreamResults, ConsumerDispatcherResults, SubjectResultsAll},
 			{StreamTimers, ConsumerDispatcherTimers, SubjectTimersAll},
 		} {
-			pub(consuming(c.stream, "*", Partitioned(c.all).Partition(-1))...)
+			pub(consuming(c.stream, "*", Partitioned(c.all).Partitions())...)
 			pub(consuming(c.stream, c.durable, Partitioned(c.all).Published())...)
 		}
 		// Who else dispatches, to share the partitions.

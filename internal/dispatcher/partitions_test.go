@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bench"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/dispatcher"
@@ -24,18 +25,10 @@ import (
 // together own every partition once.
 func settled(t *testing.T, h *harness, dispatchers int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		owned := dispatcherStatSum(t, h, "partitionsOwned", dispatchers)
-		seen := dispatcherStatSum(t, h, "dispatchersSeen", dispatchers)
-		if owned == bus.DefaultPartitions && seen == int64(dispatchers*dispatchers) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dispatchers own %d partitions between them and see %d dispatchers in all; want %d and %d",
-				dispatchers, owned, seen, bus.DefaultPartitions, dispatchers*dispatchers)
-		}
-		time.Sleep(50 * time.Millisecond) // the dispatchers rebalance once a second
+	ctx, cancel := context.WithTimeout(context.Background(), minute)
+	defer cancel()
+	if err := bench.Settle(ctx, h.conn.NC, dispatchers, bus.DefaultPartitions); err != nil {
+		t.Fatal(err)
 	}
 }
 
