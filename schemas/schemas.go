@@ -38,7 +38,14 @@ const (
 	AgentStatus        = "agent-status.schema.json"
 	// ApproveRequest is the body of planbus.plan.approve.
 	ApproveRequest = "approve-request.schema.json"
+
+	// Gate is a definition within a file: a verification gate, as a
+	// plan's tools and fallbacks carry them.
+	Gate = "common.schema.json#/$defs/gate"
 )
+
+// defs are the definitions within files that have names of their own.
+var defs = []string{Gate}
 
 const baseURL = "https://planbus.dev/schemas/"
 
@@ -100,6 +107,14 @@ func compileAll() {
 			return
 		}
 		compiled[e.Name()] = s
+	}
+	for _, name := range defs {
+		s, err := c.Compile(baseURL + name)
+		if err != nil {
+			compileErr = fmt.Errorf("schemas: %s: %w", name, err)
+			return
+		}
+		compiled[name] = s
 	}
 }
 

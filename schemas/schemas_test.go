@@ -141,3 +141,15 @@ func TestDecodeTakesWhatEncodingJSONTakes(t *testing.T) {
 		t.Fatalf("invalid UTF-8: %v, %v; want the replacement character", v, err)
 	}
 }
+
+// A definition with a name of its own validates as a schema does.
+func TestGateDefinition(t *testing.T) {
+	if err := Validate(Gate, []byte(`{"type":"contains","value":"ok"}`)); err != nil {
+		t.Errorf("a contains gate: %v", err)
+	}
+	for _, doc := range []string{`{"type":"sometimes"}`, `{"value":"ok"}`, `[]`, `{"type":"contains","extra":1}`} {
+		if err := Validate(Gate, []byte(doc)); err == nil {
+			t.Errorf("%s validated as a gate", doc)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/dag"
 	"github.com/planbus/planbus/internal/gate"
+	"github.com/planbus/planbus/internal/wire"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -224,6 +225,8 @@ type toolOut struct {
 }
 
 // toolJSON is Tool as decoded: pointers tell absent fields from zeros.
+// Gates stay raw until tool() decodes them, so that a fast check can hold
+// them to their schema first (fast.go).
 type toolJSON struct {
 	ToolID       string          `json:"toolId"`
 	Skill        string          `json:"skill"`
@@ -233,34 +236,53 @@ type toolJSON struct {
 	Required     *bool           `json:"required"`
 	Async        *bool           `json:"async"`
 	TimeoutMs    *int64          `json:"timeoutMs"`
-	RetryPolicy  *struct {
-		MaxAttempts *int   `json:"maxAttempts"`
-		BackoffMs   *int64 `json:"backoffMs"`
-	} `json:"retryPolicy"`
-	Metadata json.RawMessage `json:"metadata"`
-	Verify   *gate.Gate      `json:"verify"`
-	Fallback *struct {
-		Skill       string          `json:"skill"`
-		Description string          `json:"description"`
-		Input       json.RawMessage `json:"input"`
-		TimeoutMs   *int64          `json:"timeoutMs"`
-		RetryPolicy *struct {
-			MaxAttempts *int   `json:"maxAttempts"`
-			BackoffMs   *int64 `json:"backoffMs"`
-		} `json:"retryPolicy"`
-		Metadata json.RawMessage `json:"metadata"`
-		Verify   *gate.Gate      `json:"verify"`
-	} `json:"fallback"`
-	Approval  *Approval `json:"approval"`
-	Reuse     *bool     `json:"reuse"`
-	ReuseFrom *ReuseRef `json:"reuseFrom"`
+	RetryPolicy  *retryJSON      `json:"retryPolicy"`
+	Metadata     json.RawMessage `json:"metadata"`
+	Verify       json.RawMessage `json:"verify"`
+	Fallback     *fallbackJSON   `json:"fallback"`
+	Approval     *Approval       `json:"approval"`
+	Reuse        *bool           `json:"reuse"`
+	ReuseFrom    *ReuseRef       `json:"reuseFrom"`
+}
+
+// fallbackJSON is Fallback as decoded.
+type fallbackJSON struct {
+	Skill       string          `json:"skill"`
+	Description string          `json:"description"`
+	Input       json.RawMessage `json:"input"`
+	TimeoutMs   *int64          `json:"timeoutMs"`
+	RetryPolicy *retryJSON      `json:"retryPolicy"`
+	Metadata    json.RawMessage `json:"metadata"`
+	Verify      json.RawMessage `json:"verify"`
+}
+
+// retryJSON is RetryPolicy as decoded.
+type retryJSON struct {
+	MaxAttempts *int   `json:"maxAttempts"`
+	BackoffMs   *int64 `json:"backoffMs"`
+}
+
+// decodeGate decodes a raw gate; absent or null is no gate.
+func decodeGate(raw json.RawMessage) (*gate.Gate, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	g := new(gate.Gate)
+	if err := json.Unmarshal(raw, g); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // tool fills the defaults of absent fields.
-func (j *toolJSON) tool() Tool {
+func (j *toolJSON) tool() (Tool, error) {
+	verify, err := decodeGate(j.Verify)
+	if err != nil {
+		return Tool{}, fmt.Errorf("verify: %w", err)
+	}
 	t := Tool{ToolID: j.ToolID, Skill: j.Skill, Description: j.Description, Input: j.Input, Dependencies: j.Dependencies,
 		Required: true, Async: true, TimeoutMs: DefaultToolTimeoutMs,
-		RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: j.Metadata, Verify: j.Verify,
+		RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: j.Metadata, Verify: verify,
 		Approval: j.Approval, NoReuse: j.Reuse != nil && !*j.Reuse, ReuseFrom: j.ReuseFrom}
 	if t.Input == nil {
 		t.Input = json.RawMessage(`{}`)
@@ -277,36 +299,39 @@ func (j *toolJSON) tool() Tool {
 	if j.TimeoutMs != nil {
 		t.TimeoutMs, t.timeoutSet = *j.TimeoutMs, true
 	}
-	if rp := j.RetryPolicy; rp != nil {
-		t.retrySet = true
-		if rp.MaxAttempts != nil {
-			t.RetryPolicy.MaxAttempts = *rp.MaxAttempts
-		}
-		if rp.BackoffMs != nil {
-			t.RetryPolicy.BackoffMs = *rp.BackoffMs
-		}
-	}
+	t.retrySet = j.RetryPolicy.fill(&t.RetryPolicy)
 	if fj := j.Fallback; fj != nil {
+		verify, err := decodeGate(fj.Verify)
+		if err != nil {
+			return Tool{}, fmt.Errorf("fallback.verify: %w", err)
+		}
 		f := &Fallback{Skill: fj.Skill, Description: fj.Description, Input: fj.Input, TimeoutMs: DefaultToolTimeoutMs,
-			RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: fj.Metadata, Verify: fj.Verify}
+			RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}, Metadata: fj.Metadata, Verify: verify}
 		if f.Input == nil {
 			f.Input = json.RawMessage(`{}`)
 		}
 		if fj.TimeoutMs != nil {
 			f.TimeoutMs, f.timeoutSet = *fj.TimeoutMs, true
 		}
-		if rp := fj.RetryPolicy; rp != nil {
-			f.retrySet = true
-			if rp.MaxAttempts != nil {
-				f.RetryPolicy.MaxAttempts = *rp.MaxAttempts
-			}
-			if rp.BackoffMs != nil {
-				f.RetryPolicy.BackoffMs = *rp.BackoffMs
-			}
-		}
+		f.retrySet = fj.RetryPolicy.fill(&f.RetryPolicy)
 		t.Fallback = f
 	}
-	return t
+	return t, nil
+}
+
+// fill sets what the document gave of a retry policy, reporting whether
+// it gave one.
+func (rp *retryJSON) fill(to *RetryPolicy) bool {
+	if rp == nil {
+		return false
+	}
+	if rp.MaxAttempts != nil {
+		to.MaxAttempts = *rp.MaxAttempts
+	}
+	if rp.BackoffMs != nil {
+		to.BackoffMs = *rp.BackoffMs
+	}
+	return true
 }
 
 // UnmarshalJSON fills the defaults of absent fields.
@@ -315,8 +340,9 @@ func (t *Tool) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*t = j.tool()
-	return nil
+	var err error
+	*t, err = j.tool()
+	return err
 }
 
 // Plan is a DAG of tool calls.
@@ -336,26 +362,36 @@ type Plan struct {
 	fallbacks [][]ref // per tool, the references in its fallback's input
 }
 
+// planJSON is Plan as decoded.
+type planJSON struct {
+	PlanID         string          `json:"planId"`
+	RequestID      string          `json:"requestId"`
+	SessionID      string          `json:"sessionId"`
+	Description    string          `json:"description"`
+	Parallel       *bool           `json:"parallel"`
+	MaxConcurrency *int            `json:"maxConcurrency"`
+	TimeoutMs      *int64          `json:"timeoutMs"`
+	Tools          []toolJSON      `json:"tools"`
+	Metadata       json.RawMessage `json:"metadata"`
+}
+
 // UnmarshalJSON fills the defaults of absent fields, in one pass over the
 // document (a plan may have thousands of tools).
 func (p *Plan) UnmarshalJSON(b []byte) error {
-	var j struct {
-		PlanID         string          `json:"planId"`
-		RequestID      string          `json:"requestId"`
-		SessionID      string          `json:"sessionId"`
-		Description    string          `json:"description"`
-		Parallel       *bool           `json:"parallel"`
-		MaxConcurrency int             `json:"maxConcurrency"`
-		TimeoutMs      *int64          `json:"timeoutMs"`
-		Tools          []toolJSON      `json:"tools"`
-		Metadata       json.RawMessage `json:"metadata"`
-	}
+	var j planJSON
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
+	return j.plan(p)
+}
+
+// plan fills p with the plan j holds, with the defaults of absent fields.
+func (j *planJSON) plan(p *Plan) error {
 	*p = Plan{PlanID: j.PlanID, RequestID: j.RequestID, SessionID: j.SessionID, Description: j.Description,
-		Parallel: true, MaxConcurrency: j.MaxConcurrency, TimeoutMs: DefaultPlanTimeoutMs, Metadata: j.Metadata,
-		Tools: make([]Tool, len(j.Tools))}
+		Parallel: true, TimeoutMs: DefaultPlanTimeoutMs, Metadata: j.Metadata, Tools: make([]Tool, len(j.Tools))}
+	if j.MaxConcurrency != nil {
+		p.MaxConcurrency = *j.MaxConcurrency
+	}
 	if j.Parallel != nil {
 		p.Parallel = *j.Parallel
 	}
@@ -363,7 +399,11 @@ func (p *Plan) UnmarshalJSON(b []byte) error {
 		p.TimeoutMs = *j.TimeoutMs
 	}
 	for i := range j.Tools {
-		p.Tools[i] = j.Tools[i].tool()
+		t, err := j.Tools[i].tool()
+		if err != nil {
+			return fmt.Errorf("tool %d: %w", i, err)
+		}
+		p.Tools[i] = t
 	}
 	return nil
 }
@@ -400,12 +440,31 @@ func (e *Error) Unwrap() error { return e.Err }
 // Absent fields take their defaults. Every error is an *Error matching
 // ErrInvalid.
 func Decode(doc []byte) (*Plan, error) {
+	if p, ok := decodeFast(doc); ok {
+		if err := p.Check(); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	p, err := decodeSlow(doc)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// decodeSlow validates doc against the plan schema and decodes it with
+// encoding/json; it returns the plan before Check.
+func decodeSlow(doc []byte) (*Plan, error) {
 	if err := schemas.Validate(schemas.Plan, doc); err != nil {
 		var id struct {
 			PlanID string `json:"planId"`
 		}
 		_ = json.Unmarshal(doc, &id)
-		if !idPattern(id.PlanID) {
+		if !ValidID(id.PlanID) {
 			id.PlanID = ""
 		}
 		return nil, &Error{PlanID: id.PlanID, Msg: err.Error(), Err: err}
@@ -413,9 +472,6 @@ func Decode(doc []byte) (*Plan, error) {
 	var p Plan
 	if err := json.Unmarshal(doc, &p); err != nil {
 		return nil, &Error{Msg: err.Error(), Err: err}
-	}
-	if err := p.Check(); err != nil {
-		return nil, err
 	}
 	return &p, nil
 }
@@ -537,18 +593,6 @@ func graphMessage(err error) string {
 	return err.Error() // "cycle: A -> C -> B -> A"
 }
 
-func idPattern(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // ValidID reports whether s can serve as a plan or request id: 1 to 128
 // letters, digits, '_' or '-', so it is safe in subjects and KV keys.
-func ValidID(s string) bool { return idPattern(s) }
+func ValidID(s string) bool { return wire.IsID(s) }

@@ -78,19 +78,19 @@ func explain(schema string, data []byte, fast error) error {
 
 func checkCall(c *planbus.ToolCall) error {
 	switch {
-	case !isID(c.PlanID):
+	case !IsID(c.PlanID):
 		return fieldErr("planId", c.PlanID)
-	case !isID(c.RequestID):
+	case !IsID(c.RequestID):
 		return fieldErr("requestId", c.RequestID)
-	case !isToolID(c.ToolID):
+	case !IsToolID(c.ToolID):
 		return fieldErr("toolId", c.ToolID)
-	case !isSkill(c.Skill):
+	case !IsSkill(c.Skill):
 		return fieldErr("skill", c.Skill)
 	case c.Attempt < 1:
 		return fmt.Errorf("at /attempt: %d is below the minimum 1", c.Attempt)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("at /maxAttempts: %d is below the minimum 1", c.MaxAttempts)
-	case !isObject(c.Input):
+	case !IsObject(c.Input):
 		return fmt.Errorf("at /input: not a JSON object")
 	case c.TimeoutMs < 1 || c.TimeoutMs > maxTimeoutMs:
 		return fmt.Errorf("at /timeoutMs: %d is not between 1 and %d", c.TimeoutMs, maxTimeoutMs)
@@ -106,13 +106,13 @@ func checkCall(c *planbus.ToolCall) error {
 
 func checkResult(r *planbus.ToolResult) error {
 	switch {
-	case !isID(r.PlanID):
+	case !IsID(r.PlanID):
 		return fieldErr("planId", r.PlanID)
-	case !isID(r.RequestID):
+	case !IsID(r.RequestID):
 		return fieldErr("requestId", r.RequestID)
-	case !isToolID(r.ToolID):
+	case !IsToolID(r.ToolID):
 		return fieldErr("toolId", r.ToolID)
-	case !isSkill(r.Skill):
+	case !IsSkill(r.Skill):
 		return fieldErr("skill", r.Skill)
 	case r.Attempt < 1:
 		return fmt.Errorf("at /attempt: %d is below the minimum 1", r.Attempt)
@@ -120,7 +120,7 @@ func checkResult(r *planbus.ToolResult) error {
 		return fieldErr("token", r.Token)
 	case r.DurationMs < 0:
 		return fmt.Errorf("at /durationMs: below the minimum 0")
-	case r.StatePatch != nil && !isObject(r.StatePatch):
+	case r.StatePatch != nil && !IsObject(r.StatePatch):
 		return fmt.Errorf("at /statePatch: not a JSON object")
 	}
 	switch r.State {
@@ -151,14 +151,17 @@ func fieldErr(field, v string) error {
 	return fmt.Errorf("at /%s: %q does not match its pattern", field, v)
 }
 
-// isID: ^[A-Za-z0-9_-]{1,128}$
-func isID(s string) bool { return match(s, 1, 128, "_-") }
+// IsID reports whether s matches the schemas' id pattern,
+// ^[A-Za-z0-9_-]{1,128}$.
+func IsID(s string) bool { return match(s, 1, 128, "_-") }
 
-// isToolID: ^[A-Za-z0-9_.:-]{1,128}$
-func isToolID(s string) bool { return match(s, 1, 128, "_.:-") }
+// IsToolID reports whether s matches the toolId pattern,
+// ^[A-Za-z0-9_.:-]{1,128}$.
+func IsToolID(s string) bool { return match(s, 1, 128, "_.:-") }
 
-// isSkill: ^[A-Za-z0-9_-]{1,64}$
-func isSkill(s string) bool { return match(s, 1, 64, "_-") }
+// IsSkill reports whether s matches the skill pattern,
+// ^[A-Za-z0-9_-]{1,64}$.
+func IsSkill(s string) bool { return match(s, 1, 64, "_-") }
 
 // isToken: ^[A-Za-z0-9_-]{43}$
 func isToken(s string) bool { return match(s, 43, 43, "_-") }
@@ -189,8 +192,8 @@ func bytesContain(s string, c byte) bool {
 	return false
 }
 
-// isObject reports whether raw JSON (already syntax-checked) is an object.
-func isObject(raw json.RawMessage) bool {
+// IsObject reports whether raw JSON (already syntax-checked) is an object.
+func IsObject(raw json.RawMessage) bool {
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	return len(t) > 0 && t[0] == '{'
 }
