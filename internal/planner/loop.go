@@ -250,7 +250,8 @@ func (h *executionHead) agent() bool {
 
 // decodeExecutionHead reads the head of an execution result with the
 // JSON v2 decoder, which skips the rest far faster than encoding/json
-// (0.25 against 1.1 ms for a result of 1,000 tools); a document it
+// decodes it (0.26 against 2.2 ms and 4,000 allocations for a result of
+// 1,000 tools, BenchmarkExecutionResult1000); a document it
 // refuses (duplicate names, invalid UTF-8) is read by encoding/json, as
 // the whole result will be.
 func decodeExecutionHead(data []byte) (executionHead, error) {

@@ -1,6 +1,12 @@
 package planner
 
-import "testing"
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/planbus/planbus/internal/plan"
+)
 
 // The head of an execution result is read by the JSON v2 decoder, and by
 // encoding/json when v2 refuses the document, so both read it alike.
@@ -41,4 +47,33 @@ func TestExecutionHead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The head of a 1,000-tool plan's execution result against the whole.
+func BenchmarkExecutionResult1000(b *testing.B) {
+	res := plan.ExecutionResult{PlanID: "p1", RequestID: "r1", State: plan.PlanSucceeded, Success: true}
+	for i := range 1000 {
+		res.Tools = append(res.Tools, plan.ToolOutcome{ToolID: fmt.Sprintf("f%d", i), Skill: "echo", State: plan.ToolSucceeded,
+			Attempts: 1, Output: json.RawMessage(fmt.Sprintf(`{"echo":{"i":%d}}`, i))})
+	}
+	doc, err := json.Marshal(&res)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("head", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeExecutionHead(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeExecution(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
