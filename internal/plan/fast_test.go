@@ -1,8 +1,12 @@
 package plan
 
 import (
+	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/planbus/planbus/internal/gate"
+	"github.com/planbus/planbus/schemas"
 )
 
 // agree checks the fast path against the slow one on doc: what the fast
@@ -163,4 +168,59 @@ func FuzzDecodeFast(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		agree(t, doc)
 	})
+}
+
+// The decoding types have exactly the members the schema allows, object
+// by object: the fast path relies on the decoder refusing the others.
+func TestDecodingTypesMatchTheSchema(t *testing.T) {
+	read := func(name string) map[string]any {
+		doc, err := fs.ReadFile(schemas.FS(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(doc, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	plan, common := read(schemas.Plan), read("common.schema.json")
+	// at follows a path of member names from the root of a schema.
+	at := func(v map[string]any, path ...string) map[string]any {
+		for _, p := range path {
+			v, _ = v[p].(map[string]any)
+		}
+		return v
+	}
+	tool := at(plan, "$defs", "tool")
+	for _, tt := range []struct {
+		what   string
+		schema map[string]any
+		typ    reflect.Type
+	}{
+		{"plan", plan, reflect.TypeFor[planJSON]()},
+		{"tool", tool, reflect.TypeFor[toolJSON]()},
+		{"approval", at(tool, "properties", "approval"), reflect.TypeFor[Approval]()},
+		{"reuseFrom", at(tool, "properties", "reuseFrom"), reflect.TypeFor[ReuseRef]()},
+		{"fallback", at(tool, "properties", "fallback"), reflect.TypeFor[fallbackJSON]()},
+		{"retryPolicy", at(common, "$defs", "retryPolicy"), reflect.TypeFor[retryJSON]()},
+	} {
+		if tt.schema["additionalProperties"] != false {
+			t.Errorf("%s: the schema allows other members; the fast path would refuse them", tt.what)
+		}
+		var want, got []string
+		for name := range at(tt.schema, "properties") {
+			want = append(want, name)
+		}
+		for f := range tt.typ.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				got = append(got, name)
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if len(want) == 0 || !slices.Equal(want, got) {
+			t.Errorf("%s: the schema has members %v, the decoding type %v", tt.what, want, got)
+		}
+	}
 }
