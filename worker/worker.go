@@ -258,25 +258,34 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 	for i, s := range w.skills {
 		m := s.skill.Manifest
 		b, _ := json.Marshal(m)
-		if _, err := kv.Put(ctx, m.Name, b); err != nil {
+		err := w.refusable(ctx, "$KV."+bus.BucketSkills+"."+m.Name, func(ctx context.Context) error {
+			_, err := kv.Put(ctx, m.Name, b)
+			return err
+		})
+		if err != nil {
 			return nil, fmt.Errorf("worker: advertise skill %s: %w", m.Name, err)
 		}
 		maxAck := 100000
 		if m.Concurrency > 0 {
 			maxAck = m.Concurrency
 		}
-		cons, err := w.js.CreateOrUpdateConsumer(ctx, bus.StreamTools, jetstream.ConsumerConfig{
-			Durable:       bus.SkillConsumer(m.Name),
-			Description:   "planbus: calls of skill " + m.Name + ", shared by its workers",
-			FilterSubject: bus.ToolSubject(m.Name),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       w.cfg.AckWait,
-			// Above MaxDeliver, where the worker reports WORKER_CRASH, so
-			// that report gets deliveries of its own; then the server
-			// stops and the plan's timeout ends the call.
-			MaxDeliver:    bus.ConsumerMaxDeliver(w.cfg.MaxDeliver),
-			MaxAckPending: maxAck,
-			MaxWaiting:    4096,
+		var cons jetstream.Consumer
+		create := "$JS.API.CONSUMER.CREATE." + bus.StreamTools + "." + bus.SkillConsumer(m.Name) + "." + bus.ToolSubject(m.Name)
+		err = w.refusable(ctx, create, func(ctx context.Context) (err error) {
+			cons, err = w.js.CreateOrUpdateConsumer(ctx, bus.StreamTools, jetstream.ConsumerConfig{
+				Durable:       bus.SkillConsumer(m.Name),
+				Description:   "planbus: calls of skill " + m.Name + ", shared by its workers",
+				FilterSubject: bus.ToolSubject(m.Name),
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       w.cfg.AckWait,
+				// Above MaxDeliver, where the worker reports WORKER_CRASH, so
+				// that report gets deliveries of its own; then the server
+				// stops and the plan's timeout ends the call.
+				MaxDeliver:    bus.ConsumerMaxDeliver(w.cfg.MaxDeliver),
+				MaxAckPending: maxAck,
+				MaxWaiting:    4096,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("worker: consumer for skill %s: %w", m.Name, err)
@@ -284,6 +293,46 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 		consumers[i] = cons
 	}
 	return consumers, nil
+}
+
+// refusedEvery is how often a request refusable waits on is checked for a
+// refusal.
+const refusedEvery = 50 * time.Millisecond
+
+// refusable runs op, a request on subject, and ends it as soon as the
+// server refuses this connection that subject: a server drops a request
+// its sender may not publish and tells why only on the connection's error
+// stream (nats.Conn.LastError), so a worker whose credentials do not
+// cover a skill would otherwise wait for ever. The error then says so.
+func (w *Worker) refusable(ctx context.Context, subject string, op func(context.Context) error) error {
+	refused := func() error {
+		if le := w.nc.LastError(); le != nil && errors.Is(le, nats.ErrPermissionViolation) && strings.Contains(le.Error(), `"`+subject+`"`) {
+			return fmt.Errorf("the server refused it: %w; a worker group's seed serves only its group's skills (planner auth init --worker)", le)
+		}
+		return nil
+	}
+	before := w.nc.LastError()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- op(ctx) }()
+	tick := time.NewTicker(refusedEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				if r := refused(); r != nil && w.nc.LastError() != before {
+					return r
+				}
+			}
+			return err
+		case <-tick.C:
+			if r := refused(); r != nil && w.nc.LastError() != before {
+				return r
+			}
+		}
+	}
 }
 
 func (w *Worker) skillNames() []string {

@@ -20,10 +20,142 @@ var ErrSeed = errors.New("bus: nkey seed")
 
 // Seeds are the nkey seed files of the roles, one per role in one
 // directory: <dir>/<role>.nk. Whoever holds a role's file is that role.
+// The directory may also hold worker groups (AddWorkerGroup): workers
+// narrowed to some skills, each with a seed of its own.
 type Seeds struct {
 	// Dir holds the files.
-	Dir  string
-	keys map[Role]string
+	Dir    string
+	keys   map[Role]string
+	groups []WorkerGroup
+}
+
+// A WorkerGroup is a worker identity narrowed to some skills (the worker
+// role's grants for those skills alone, WorkerGrants): whoever holds its
+// seed, worker-<name>.nk, may take the calls of its skills, advertise
+// their manifests and answer their invocations, and no other skill's.
+// Its skills are listed one per line in worker-<name>.skills beside the
+// seed.
+type WorkerGroup struct {
+	Name   string
+	Skills []string
+	// PublicKey is the group's nkey user.
+	PublicKey string
+}
+
+// GroupSeedFile is the name of a worker group's seed file.
+func GroupSeedFile(name string) string { return "worker-" + name + ".nk" }
+
+// groupSkillsFile is the name of the file listing a worker group's skills.
+func groupSkillsFile(name string) string { return "worker-" + name + ".skills" }
+
+// Groups are the worker groups in the directory, by name.
+func (s *Seeds) Groups() []WorkerGroup { return s.groups }
+
+// GroupFile is the path of a worker group's seed file.
+func (s *Seeds) GroupFile(name string) string { return filepath.Join(s.Dir, GroupSeedFile(name)) }
+
+// validName reports whether s is 1 to max letters, digits, '_' or '-' (the
+// skill pattern of the schemas): group and skill names end up in file
+// names and subjects.
+func validName(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckWorkerGroup checks a worker group's name and skills, each 1 to 64
+// letters, digits, '_' or '-', and returns the skills without repeats.
+func CheckWorkerGroup(name string, skills []string) ([]string, error) {
+	if !validName(name, 64) {
+		return nil, fmt.Errorf("%w: worker group %q: want 1 to 64 letters, digits, '_' or '-'", ErrSeed, name)
+	}
+	if len(skills) == 0 {
+		return nil, fmt.Errorf("%w: worker group %s: no skills", ErrSeed, name)
+	}
+	seen := map[string]bool{}
+	var list []string
+	for _, sk := range skills {
+		if !validName(sk, 64) {
+			return nil, fmt.Errorf("%w: worker group %s: skill %q: want 1 to 64 letters, digits, '_' or '-'", ErrSeed, name, sk)
+		}
+		if !seen[sk] {
+			seen[sk] = true
+			list = append(list, sk)
+		}
+	}
+	return list, nil
+}
+
+// AddWorkerGroup writes a worker group to dir: its skills file (replacing
+// the list of a group of that name) and its seed (kept if it exists).
+// EnsureSeeds then reads it with the roles' seeds. A name or skill that
+// is not 1 to 64 letters, digits, '_' or '-' is refused.
+func AddWorkerGroup(dir, name string, skills []string) error {
+	list, err := CheckWorkerGroup(name, skills)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("%w: directory %s: %w", ErrSeed, dir, err)
+	}
+	path := filepath.Join(dir, groupSkillsFile(name))
+	tmp, err := os.CreateTemp(dir, ".skills-*")
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.WriteString(strings.Join(list, "\n") + "\n")
+	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	_, err = ensureSeed(filepath.Join(dir, GroupSeedFile(name)))
+	return err
+}
+
+// readGroups reads the worker groups of dir, by name.
+func readGroups(dir string) ([]WorkerGroup, error) {
+	files, err := filepath.Glob(filepath.Join(dir, groupSkillsFile("*")))
+	if err != nil {
+		return nil, err
+	}
+	var groups []WorkerGroup
+	for _, f := range files { // Glob sorts them
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "worker-"), ".skills")
+		if !validName(name, 64) {
+			return nil, fmt.Errorf("%w: %s: not a worker group's file (want worker-<name>.skills)", ErrSeed, f)
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSeed, err)
+		}
+		g := WorkerGroup{Name: name}
+		for _, line := range strings.Split(string(data), "\n") {
+			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if !validName(line, 64) {
+				return nil, fmt.Errorf("%w: %s: skill %q: want 1 to 64 letters, digits, '_' or '-'", ErrSeed, f, line)
+			}
+			g.Skills = append(g.Skills, line)
+		}
+		if len(g.Skills) == 0 {
+			return nil, fmt.Errorf("%w: %s lists no skills", ErrSeed, f)
+		}
+		if g.PublicKey, err = ensureSeed(filepath.Join(dir, GroupSeedFile(name))); err != nil {
+			return nil, err
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
 }
 
 // SeedFileName is the name of a role's seed file.
@@ -63,6 +195,11 @@ func EnsureSeeds(dir string) (*Seeds, error) {
 		}
 		s.keys[r] = pub
 	}
+	groups, err := readGroups(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.groups = groups
 	return s, nil
 }
 
@@ -132,6 +269,9 @@ func ServerAuth(s *Seeds) ServerOption {
 		for _, r := range Roles() {
 			o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: s.PublicKey(r), Permissions: r.Permissions()})
 		}
+		for _, g := range s.groups {
+			o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: g.PublicKey, Permissions: WorkerGrants(g.Skills).Permissions()})
+		}
 	}
 }
 
@@ -144,15 +284,20 @@ func NATSAuthConfig(s *Seeds) []byte {
 		"# `planner auth init` from the seeds next to this file; run it again rather\n" +
 		"# than editing. Public keys only: the seeds stay with their holders.\n")
 	b.WriteString("authorization {\n  users: [\n")
-	for _, r := range Roles() {
-		g := r.Grants()
-		fmt.Fprintf(&b, "    # %s\n    {\n      nkey: %s\n      permissions: {\n", r, quote(s.PublicKey(r)))
+	user := func(comment, key string, g Grants) {
+		fmt.Fprintf(&b, "    # %s\n    {\n      nkey: %s\n      permissions: {\n", comment, quote(key))
 		fmt.Fprintf(&b, "        publish: { allow: %s }\n", quoteList(g.Publish))
 		fmt.Fprintf(&b, "        subscribe: { allow: %s }\n", quoteList(g.Subscribe))
 		if g.Respond {
 			fmt.Fprintf(&b, "        allow_responses: { max: 1, expires: %s }\n", quote(g.ResponseExpiry.String()))
 		}
 		b.WriteString("      }\n    }\n")
+	}
+	for _, r := range Roles() {
+		user(string(r), s.PublicKey(r), r.Grants())
+	}
+	for _, g := range s.groups {
+		user(fmt.Sprintf("worker group %s: skills %s", g.Name, strings.Join(g.Skills, ", ")), g.PublicKey, WorkerGrants(g.Skills))
 	}
 	b.WriteString("  ]\n}\n")
 	return []byte(b.String())

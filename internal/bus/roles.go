@@ -303,31 +303,7 @@ func (r Role) Grants() Grants {
 		g.Respond, g.ResponseExpiry = true, 2*time.Minute
 
 	case RoleWorker:
-		// Pull the calls of its skills: a durable consumer skill-<skill>
-		// per skill on the TOOLS work queue, created or updated by
-		// whichever worker starts first, filtered on planbus.tools.>.
-		// No direct or sequence reads of TOOLS: calls come only through
-		// the consumers.
-		pub(jsAPI("CONSUMER", "CREATE", StreamTools, "*", SubjectToolsAll), jsAPI("CONSUMER", "INFO", StreamTools, "*"),
-			jsAPI("CONSUMER", "MSG", "NEXT", StreamTools, "*"), "$JS.ACK."+StreamTools+".*.>")
-		// Results of its calls, and tool.started events.
-		pub(SubjectResultsAll, eventsOf("tool"))
-		// Register its skills' manifests.
-		pub(jsAPI("STREAM", "INFO", kvStream(BucketSkills)), writing(BucketSkills))
-		// Declare lets a worker wait for the streams it needs when it
-		// starts before a planner or dispatcher has declared them.
-		pub(jsAPI("STREAM", "INFO", StreamTools), jsAPI("STREAM", "INFO", StreamResults))
-		// Stop a plan's running calls when its dispatcher says so.
-		sub(SubjectCancelAll)
-		// planbus.invoke.<skill> (answered for admins) and discovery.
-		sub(SubjectInvokeAll)
-		sub(serving(ServiceToolworker)...)
-		// External planners connect as workers: they answer the
-		// planner's requests under planners.> and need nothing else.
-		sub(SubjectExternalPlanners)
-		sub(inbox(r))
-		// A skill invoked directly may run as long as its timeout.
-		g.Respond, g.ResponseExpiry = true, time.Hour
+		workerGrants(&g, nil)
 
 	case RoleClient:
 		// The endpoints: plan requests, session reset, skills, and those
@@ -365,6 +341,60 @@ func (r Role) Grants() Grants {
 	return g
 }
 
+// WorkerGrants are the worker role's permissions narrowed to skills: a
+// worker holding them takes the calls of those skills only, advertises
+// only their manifests and answers only their direct invocations (see
+// WorkerGroup). With no skills they are the role's own, for every skill.
+func WorkerGrants(skills []string) Grants {
+	var g Grants
+	workerGrants(&g, skills)
+	g.Publish, g.Subscribe = dedupe(g.Publish), dedupe(g.Subscribe)
+	return g
+}
+
+func workerGrants(g *Grants, skills []string) {
+	pub := func(s ...string) { g.Publish = append(g.Publish, s...) }
+	sub := func(s ...string) { g.Subscribe = append(g.Subscribe, s...) }
+	if len(skills) == 0 {
+		// Pull the calls of its skills: a durable consumer skill-<skill>
+		// per skill on the TOOLS work queue, created or updated by
+		// whichever worker starts first, filtered on planbus.tools.>.
+		// No direct or sequence reads of TOOLS: calls come only through
+		// the consumers.
+		pub(jsAPI("CONSUMER", "CREATE", StreamTools, "*", SubjectToolsAll), jsAPI("CONSUMER", "INFO", StreamTools, "*"),
+			jsAPI("CONSUMER", "MSG", "NEXT", StreamTools, "*"), "$JS.ACK."+StreamTools+".*.>")
+		// Register its skills' manifests.
+		pub(writing(BucketSkills))
+		// planbus.invoke.<skill> (answered for admins).
+		sub(SubjectInvokeAll)
+	}
+	for _, s := range skills {
+		// The same, for each of its skills alone: its consumer on its
+		// own subject, its manifest's key, its invocations.
+		pub(consuming(StreamTools, SkillConsumer(s), ToolSubject(s))...)
+		pub("$KV." + BucketSkills + "." + s)
+		sub(InvokeSubject(s))
+	}
+	// Results of its calls, and tool.started events. A result needs the
+	// token of its call, so a worker cannot forge the result of a call
+	// it was not given.
+	pub(SubjectResultsAll, eventsOf("tool"))
+	pub(jsAPI("STREAM", "INFO", kvStream(BucketSkills)))
+	// Declare lets a worker wait for the streams it needs when it
+	// starts before a planner or dispatcher has declared them.
+	pub(jsAPI("STREAM", "INFO", StreamTools), jsAPI("STREAM", "INFO", StreamResults))
+	// Stop a plan's running calls when its dispatcher says so.
+	sub(SubjectCancelAll)
+	// Discovery of the workers' micro service.
+	sub(serving(ServiceToolworker)...)
+	// External planners connect as workers: they answer the
+	// planner's requests under planners.> and need nothing else.
+	sub(SubjectExternalPlanners)
+	sub(inbox(RoleWorker))
+	// A skill invoked directly may run as long as its timeout.
+	g.Respond, g.ResponseExpiry = true, time.Hour
+}
+
 // dedupe drops repeated subjects (two grants may need the same one),
 // keeping the first.
 func dedupe(ss []string) []string {
@@ -380,8 +410,10 @@ func dedupe(ss []string) []string {
 }
 
 // Permissions are the role's grants in the embedded server's terms.
-func (r Role) Permissions() *server.Permissions {
-	g := r.Grants()
+func (r Role) Permissions() *server.Permissions { return r.Grants().Permissions() }
+
+// Permissions are the grants in the embedded server's terms.
+func (g Grants) Permissions() *server.Permissions {
 	p := &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: g.Publish},
 		Subscribe: &server.SubjectPermission{Allow: g.Subscribe},

@@ -30,7 +30,13 @@ type peer struct {
 
 func connectAs(t *testing.T, cfg bus.Config, seeds *bus.Seeds, role bus.Role) *peer {
 	t.Helper()
-	opt, err := nats.NkeyOptionFromSeed(seeds.File(role))
+	return connectWith(t, cfg, seeds.File(role), role)
+}
+
+// connectWith connects with the seed in file, with role's inbox.
+func connectWith(t *testing.T, cfg bus.Config, file string, role bus.Role) *peer {
+	t.Helper()
+	opt, err := nats.NkeyOptionFromSeed(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,29 +536,84 @@ func TestRolePermissions(t *testing.T) {
 		}
 		for _, c := range checks {
 			t.Run(string(role)+"/"+c.name, func(t *testing.T) {
-				p := connectAs(t, cfg, seeds, role)
-				ctx, cancel := context.WithTimeout(context.Background(), patience)
-				defer cancel()
-				if c.allowed {
-					if err := c.op(ctx, e, p); err != nil {
-						t.Fatalf("refused: %v", err)
-					}
-					select {
-					case err := <-p.errs:
-						t.Fatalf("allowed, with an error: %v", err)
-					default:
-					}
-					return
-				}
-				done := make(chan error, 1)
-				go func() { done <- c.op(ctx, e, p) }()
-				if err := p.violation(c.subject); err != nil {
-					t.Error(err)
-				}
-				cancel()
-				<-done
+				c.run(t, e, connectAs(t, cfg, seeds, role))
 			})
 		}
+	}
+}
+
+// run carries out the check as p: an allowed operation must work without
+// an error, a denied one must get a permissions violation on its subject.
+func (c check) run(t *testing.T, e *env, p *peer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if c.allowed {
+		if err := c.op(ctx, e, p); err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		select {
+		case err := <-p.errs:
+			t.Fatalf("allowed, with an error: %v", err)
+		default:
+		}
+		return
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.op(ctx, e, p) }()
+	if err := p.violation(c.subject); err != nil {
+		t.Error(err)
+	}
+	cancel()
+	<-done
+}
+
+// A worker group holds the worker role's grants for its skills alone: it
+// takes their calls, advertises their manifests and answers their
+// invocations, and may touch no other skill's.
+func TestWorkerGroupPermissions(t *testing.T) {
+	cfg, seeds := bustest.StartAuth(t, bus.WorkerGroup{Name: "echoers", Skills: []string{"echo", "sleep"}})
+	e := &env{cfg: cfg, seeds: seeds}
+	e.admin = connectAs(t, cfg, seeds, bus.RoleAdmin)
+	if g := seeds.Groups(); len(g) != 1 || g[0].Name != "echoers" || !strings.HasPrefix(g[0].PublicKey, "U") {
+		t.Fatalf("groups %+v", g)
+	}
+	other := "$JS.API.CONSUMER.MSG.NEXT." + bus.StreamTools + "." + bus.SkillConsumer("shell")
+	for _, c := range []check{
+		allow("pull, ack its skill's calls", consume(bus.StreamTools, bus.SkillConsumer("echo"), bus.ToolSubject("echo"), bus.ToolSubject("echo"))),
+		allow("pull its other skill's calls", consume(bus.StreamTools, bus.SkillConsumer("sleep"), bus.ToolSubject("sleep"), bus.ToolSubject("sleep"))),
+		allow("register its manifest", kvPut(bus.BucketSkills, "echo")),
+		allow("answer its invocations", respond(bus.InvokeSubject("sleep"))),
+		allow("publish a result", jsPublish(bus.ResultSubject("p1"))),
+		allow("publish a tool event", publish(bus.EventSubject("r1", "tool.started"))),
+		allow("receive cancels", subscribe(bus.SubjectCancelAll, bus.CancelSubject("p1"))),
+		allow("answer discovery", respond("$SRV.PING."+bus.ServiceToolworker)),
+		deny("take another skill's calls", "$JS.API.CONSUMER.CREATE.PLANBUS_TOOLS.skill-shell.planbus.tools.shell",
+			createConsumer(bus.StreamTools, bus.SkillConsumer("shell"), bus.ToolSubject("shell"))),
+		deny("take every skill's calls", "$JS.API.CONSUMER.CREATE.PLANBUS_TOOLS.all.planbus.tools.>",
+			createConsumer(bus.StreamTools, "all", bus.SubjectToolsAll)),
+		deny("pull from another skill's consumer", other, pullFrom(bus.StreamTools, bus.SkillConsumer("shell"), bus.ToolSubject("shell"))),
+		deny("rewrite another skill's manifest", "$KV.planbus-skills.shell", kvPut(bus.BucketSkills, "shell")),
+		deny("answer another skill's invocations", bus.InvokeSubject("shell"), respond(bus.InvokeSubject("shell"))),
+		deny("read other results", bus.SubjectResultsAll, subscribe(bus.SubjectResultsAll, bus.ResultSubject("p1"))),
+		deny("write health", "$KV.planbus-health.victim.echo", kvPut(bus.BucketHealth, "victim.echo")),
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.run(t, e, connectWith(t, cfg, seeds.GroupFile("echoers"), bus.RoleWorker))
+		})
+	}
+}
+
+// pullFrom: the peer asks for the next message of a consumer an admin
+// made.
+func pullFrom(stream, durable, filter string) func(context.Context, *env, *peer) error {
+	return func(ctx context.Context, e *env, p *peer) error {
+		if _, err := e.admin.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: durable, FilterSubject: filter,
+			AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			return err
+		}
+		_, err := p.nc.Request("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+durable, []byte(`{"batch":1,"no_wait":true}`), patience)
+		return err
 	}
 }
 

@@ -71,7 +71,17 @@ with one user per role and the role's permissions, for servers configured
 by file: include it from their configuration. Seeds that exist are kept,
 so running it again only writes the configuration again, with the same
 keys. A component connects as its role with --nkey DIR/<role>.nk.
-'planner serve --auth' does the same in <data-dir>/auth by itself.`
+'planner serve --auth' does the same in <data-dir>/auth by itself.
+
+worker.nk may serve every skill. --worker NAME=SKILL,SKILL... (repeatable)
+adds a worker group: a seed DIR/worker-NAME.nk whose holder may take the
+calls of those skills only, advertise only their manifests and answer
+only their invocations; its skills are kept in DIR/worker-NAME.skills, so
+later runs (and 'planner serve --auth' on that directory) keep the group.
+Giving a group again replaces its skills and keeps its seed. Run a worker
+as a group with 'toolworker --nkey DIR/worker-NAME.nk --skills ...'.
+
+  planner auth init --worker shell=shell --worker web=http,echo ./auth`
 
 // plannerAuth is `planner auth`: only init, for now.
 func plannerAuth(_ context.Context, args []string, io IO) int {
@@ -84,8 +94,10 @@ func plannerAuth(_ context.Context, args []string, io IO) int {
 		return ExitUsage
 	}
 	var natsConf string
+	var groups workerGroups
 	f := newFlags("planner auth init", io.Stderr, io.Env, authUsage)
 	f.String(&natsConf, "nats-conf", "", "", "where to write the nats-server configuration block (default DIR/auth.conf)")
+	f.Var(&groups, "worker", "add a worker group NAME=SKILL,SKILL...: a seed worker-NAME.nk that serves those skills only (repeatable)")
 	if err := f.parse(args[1:]); err != nil {
 		return usageErr(io.Stderr, err)
 	}
@@ -102,6 +114,21 @@ func plannerAuth(_ context.Context, args []string, io IO) int {
 		_, err := os.Stat(filepath.Join(dir, bus.SeedFileName(r)))
 		existed[r] = err == nil
 	}
+	for _, g := range groups {
+		if _, err := bus.CheckWorkerGroup(g.Name, g.Skills); err != nil {
+			fmt.Fprintf(io.Stderr, "planner auth init: --worker: %v\n", err)
+			return ExitUsage
+		}
+	}
+	groupExisted := map[string]bool{}
+	for _, g := range groups {
+		_, err := os.Stat(filepath.Join(dir, bus.GroupSeedFile(g.Name)))
+		groupExisted[g.Name] = err == nil
+		if err := bus.AddWorkerGroup(dir, g.Name, g.Skills); err != nil {
+			fmt.Fprintf(io.Stderr, "planner auth init: %v\n", err)
+			return ExitFailed
+		}
+	}
 	seeds, err := bus.EnsureSeeds(dir)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner auth init: %v\n", err)
@@ -114,12 +141,39 @@ func plannerAuth(_ context.Context, args []string, io IO) int {
 		}
 		fmt.Fprintf(io.Stdout, "%s  %s (%s)\n", seeds.File(r), what, seeds.PublicKey(r))
 	}
+	for _, g := range seeds.Groups() {
+		what := "kept"
+		if ex, given := groupExisted[g.Name]; given && !ex {
+			what = "created"
+		}
+		fmt.Fprintf(io.Stdout, "%s  %s (%s): worker group for skills %s\n", seeds.GroupFile(g.Name), what, g.PublicKey, strings.Join(g.Skills, ", "))
+	}
 	if err := writeFileAtomic(natsConf, bus.NATSAuthConfig(seeds), 0o644); err != nil {
 		fmt.Fprintf(io.Stderr, "planner auth init: %v\n", err)
 		return ExitFailed
 	}
 	fmt.Fprintf(io.Stdout, "%s  written: users and permissions of every role, to include in nats-server's configuration\n", natsConf)
 	return ExitOK
+}
+
+// workerGroups is --worker NAME=SKILL,SKILL..., repeatable.
+type workerGroups []bus.WorkerGroup
+
+func (w *workerGroups) String() string {
+	var out []string
+	for _, g := range *w {
+		out = append(out, g.Name+"="+strings.Join(g.Skills, ","))
+	}
+	return strings.Join(out, " ")
+}
+
+func (w *workerGroups) Set(v string) error {
+	name, list, ok := strings.Cut(v, "=")
+	if !ok || name == "" || list == "" {
+		return fmt.Errorf("want NAME=SKILL,SKILL..., e.g. shell=shell or web=http,echo; got %q", v)
+	}
+	*w = append(*w, bus.WorkerGroup{Name: name, Skills: strings.Split(list, ",")})
+	return nil
 }
 
 // writeFileAtomic replaces path with data: a reader sees the old file or

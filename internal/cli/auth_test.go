@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -280,4 +282,80 @@ func FuzzCheckExposure(f *testing.F) {
 			t.Fatalf("refusal %q does not name --auth", err)
 		}
 	})
+}
+
+// --worker adds worker groups: a seed each, their skills kept beside it
+// (so a later run without --worker keeps them), and a user each in the
+// configuration with the worker's grants for those skills alone.
+func TestAuthInitWorkerGroups(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "auth")
+	o := runPlanner(t, "auth", "init", "--worker", "web=http,echo", "--worker", "shell=shell", dir)
+	if o.code != ExitOK || !strings.Contains(o.stdout, "worker-web.nk  created") || !strings.Contains(o.stdout, "skills http, echo") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
+	}
+	seed, err := os.ReadFile(filepath.Join(dir, "worker-web.nk"))
+	if st, _ := os.Stat(filepath.Join(dir, "worker-web.nk")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("worker-web.nk: %v", err)
+	}
+	if skills, _ := os.ReadFile(filepath.Join(dir, "worker-web.skills")); string(skills) != "http\necho\n" {
+		t.Errorf("worker-web.skills = %q", skills)
+	}
+	conf, err := os.ReadFile(filepath.Join(dir, "auth.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := bus.EnsureSeeds(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := s.Groups(); len(g) != 2 || g[0].Name != "shell" || g[1].Name != "web" {
+		t.Fatalf("groups %+v", g)
+	}
+	web := s.Groups()[1]
+	for _, want := range []string{"# worker group web: skills http, echo", web.PublicKey, `"$KV.planbus-skills.http"`,
+		`"$JS.API.CONSUMER.MSG.NEXT.PLANBUS_TOOLS.skill-echo"`, `"planbus.invoke.shell"`} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("auth.conf lacks %s", want)
+		}
+	}
+	if bytes.Contains(conf, bytes.TrimSpace(seed)) {
+		t.Error("auth.conf holds a group's seed")
+	}
+
+	// Again without --worker: the groups stay, with their seeds.
+	o = runPlanner(t, "auth", "init", dir)
+	if o.code != ExitOK || !strings.Contains(o.stdout, "worker-web.nk  kept") {
+		t.Fatalf("again: exit %d, stdout %q", o.code, o.stdout)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "auth.conf")); !bytes.Equal(again, conf) {
+		t.Error("the same seeds and groups gave another configuration")
+	}
+	// Given again, a group's skills are replaced and its seed kept.
+	o = runPlanner(t, "auth", "init", "--worker", "web=echo", dir)
+	if now, _ := os.ReadFile(filepath.Join(dir, "worker-web.nk")); o.code != ExitOK || !bytes.Equal(now, seed) {
+		t.Fatalf("exit %d, seed changed %v", o.code, !bytes.Equal(now, seed))
+	}
+	if skills, _ := os.ReadFile(filepath.Join(dir, "worker-web.skills")); string(skills) != "echo\n" {
+		t.Errorf("worker-web.skills = %q after --worker web=echo", skills)
+	}
+
+	for _, tt := range []struct {
+		arg, want string
+		code      int
+	}{
+		{"web", "want NAME=SKILL", ExitUsage},
+		{"=echo", "want NAME=SKILL", ExitUsage},
+		{"a b=echo", `worker group "a b"`, ExitUsage},
+		{"web=echo,no/slash", `skill "no/slash"`, ExitUsage},
+		{"web=,", `skill ""`, ExitUsage},
+	} {
+		bad := filepath.Join(t.TempDir(), "auth")
+		o := runPlanner(t, "auth", "init", "--worker", "fine=echo", "--worker", tt.arg, bad)
+		if o.code != tt.code || !strings.Contains(o.stderr, tt.want) {
+			t.Errorf("--worker %q: exit %d, stderr %q; want %d naming %s", tt.arg, o.code, o.stderr, tt.code, tt.want)
+		}
+		if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("--worker %q: %s was written (%v); a refused run writes nothing", tt.arg, bad, err)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
+	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
 )
 
@@ -355,5 +357,88 @@ func TestAuthDispatchersSharePartitions(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
 		t.Errorf("the dispatchers needed more than their role allows:\n%s", logs.String())
+	}
+}
+
+// A worker holding a worker group's seed serves the group's skills: a plan
+// of one of them runs on it. With the same seed, a worker that would serve
+// another skill is refused when it advertises it.
+func TestAuthWorkerGroupServesItsSkillsOnly(t *testing.T) {
+	dataDir := t.TempDir()
+	if err := bus.AddWorkerGroup(filepath.Join(dataDir, "auth"), "tallies", []string{"tally"}); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	log := zerolog.New(&logs).Level(zerolog.WarnLevel)
+	n := startAuthNode(t, dataDir, log)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	dialGroup := func() *bus.Conn {
+		t.Helper()
+		cfg := n.Bus
+		cfg.Role, cfg.NKeySeedFile = bus.RoleWorker, n.Seeds.GroupFile("tallies")
+		conn, err := bus.Dial(ctx, cfg, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.Close)
+		return conn
+	}
+	serve := func(name string) (*worker.Worker, error) {
+		s := skill.Skill{Manifest: skill.Manifest{Name: name}, Handler: skill.HandlerFunc(func(context.Context, *skill.Call) (skill.Result, error) {
+			return skill.Result{Output: json.RawMessage(`{"by":"tallies"}`)}, nil
+		})}
+		return worker.New(dialGroup().NC, worker.Config{ID: "w-" + name, Skills: []skill.Skill{s}, DrainTimeout: time.Second})
+	}
+
+	w, err := serve("tally")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(wctx) }()
+	t.Cleanup(func() { stop(); <-ran })
+
+	conn, err := n.DialAs(ctx, bus.RoleClient, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The planner takes plans of the skills it has seen advertised: wait
+	// until it lists tally.
+	select {
+	case <-w.Ready():
+	case err := <-ran:
+		t.Fatalf("the group's worker stopped: %v", err)
+	}
+	for {
+		reply, err := conn.NC.RequestWithContext(ctx, bus.SubjectSkills, []byte(`{}`))
+		if err != nil {
+			t.Fatalf("skills: %v", err)
+		}
+		if strings.Contains(string(reply.Data), `"tally"`) {
+			break
+		}
+	}
+	out, err := newClient(t, conn).RunPlan(ctx, []byte(`{"planId": "grp", "tools": [{"toolId": "T", "skill": "tally"}]}`), nil)
+	if err != nil {
+		t.Fatalf("run: %v\nlog:\n%s", err, logs.String())
+	}
+	if res := out.Execution; res == nil || !res.Success || string(res.Tools[0].Output) != `{"by":"tallies"}` {
+		t.Fatalf("outcome %+v; want tally to succeed on the group's worker\nlog:\n%s", out.Execution, logs.String())
+	}
+	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
+		t.Errorf("the group's worker needed more than its grants:\n%s", logs.String())
+	}
+
+	// Another skill with the group's seed: refused at its manifest.
+	other, err := serve("count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = other.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), `"$KV.planbus-skills.count"`) || !errors.Is(err, nats.ErrPermissionViolation) {
+		t.Fatalf("serving count as the tallies group: %v; want a permissions error naming count", err)
 	}
 }

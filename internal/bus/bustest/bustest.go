@@ -57,11 +57,18 @@ func Dial(t testing.TB, cfg bus.Config) *bus.Conn {
 
 // StartAuth runs an embedded server with authorization on: a user per
 // role (bus.Roles) whose seeds it returns, every stream and bucket
-// declared by the admin. The config's URL points at the server and names
-// no seed: set NKeySeedFile (and Role) to connect as someone.
-func StartAuth(t testing.TB) (bus.Config, *bus.Seeds) {
+// declared by the admin, and a user per worker group given (their Name
+// and Skills). The config's URL points at the server and names no seed:
+// set NKeySeedFile (and Role) to connect as someone.
+func StartAuth(t testing.TB, groups ...bus.WorkerGroup) (bus.Config, *bus.Seeds) {
 	t.Helper()
-	seeds, err := bus.EnsureSeeds(filepath.Join(t.TempDir(), "auth"))
+	dir := filepath.Join(t.TempDir(), "auth")
+	for _, g := range groups {
+		if err := bus.AddWorkerGroup(dir, g.Name, g.Skills); err != nil {
+			t.Fatalf("bustest: worker group: %v", err)
+		}
+	}
+	seeds, err := bus.EnsureSeeds(dir)
 	if err != nil {
 		t.Fatalf("bustest: seeds: %v", err)
 	}
