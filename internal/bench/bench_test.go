@@ -105,3 +105,24 @@ func TestBuiltinWorkloads(t *testing.T) {
 		t.Errorf("built-in workloads %v, want %v", names, want)
 	}
 }
+
+// The bench reads an execution result's end, the same whichever decoder
+// reads it.
+func TestEndedReadsTheEnd(t *testing.T) {
+	for _, doc := range []string{
+		`{"planId":"p","state":"failed","success":false,"error":{"code":"X","message":"m","category":"permanent"},"finishedAt":"2026-11-26T12:00:00.5Z","tools":[{"toolId":"a"}]}`,
+		`{"planId":"p","planId":"p","state":"failed","success":false,"error":{"code":"X","message":"m","category":"permanent"},"finishedAt":"2026-11-26T12:00:00.5Z"}`,
+	} {
+		r, err := ended([]byte(doc))
+		if err != nil || r.State != "failed" || r.Success || r.Error == nil || r.Error.Code != "X" ||
+			!r.FinishedAt.Equal(time.Date(2026, 11, 26, 12, 0, 0, 5e8, time.UTC)) {
+			t.Errorf("%s: %+v, %v", doc, r, err)
+		}
+	}
+	if r, err := ended([]byte(`{"state":"succeeded","success":true}`)); err != nil || !r.Success {
+		t.Errorf("success: %+v, %v", r, err)
+	}
+	if _, err := ended([]byte(`{"state":`)); err == nil {
+		t.Error("a broken result was read")
+	}
+}
