@@ -80,3 +80,60 @@ func TestCancelCommandBeforeItsPlanWaitsForIt(t *testing.T) {
 		t.Fatalf("result %s, tool %s: want the plan cancelled once it started", r.State, r.Tools[0].State)
 	}
 }
+
+// The timeout timer of a plan that ends first is removed from the timers
+// work queue by acknowledging the delivery that postponed it, not by a
+// delete through the JetStream API.
+func TestAnEndedPlansTimeoutTimerIsAcknowledged(t *testing.T) {
+	h := start(t, opts{})
+	deletes, err := h.conn.NC.SubscribeSync("$JS.API.STREAM.MSG.DELETE." + bus.StreamTimers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &eventLog{}
+	res := h.submit(`{"planId":"acked","tools":[{"toolId":"A","skill":"probe","approval":{"prompt":"go?"}}]}`, time.Minute, events.add)
+	events.waitEvent(t, plan.EventToolWaiting, "A")
+	// Wait until the timeout timer (due in a minute) has been delivered,
+	// and so postponed, before letting the plan end.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := h.conn.JS.Consumer(ctx, bus.StreamTimers, consumerOf(bus.ConsumerDispatcherTimers, "acked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timers := func() *jetstream.ConsumerInfo {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	for timers().Delivered.Stream < 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the timeout timer was never delivered")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	h.publishDecision("acked", 0, true, "")
+	if r := <-res; r == nil || !r.Success {
+		t.Fatalf("result %+v", r)
+	}
+	for {
+		s, err := h.conn.JS.Stream(ctx, bus.StreamTimers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.CachedInfo().State.Msgs == 0 && timers().NumAckPending == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the ended plan's timers stay: %+v", s.CachedInfo().State)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if m, err := deletes.NextMsg(300 * time.Millisecond); err == nil {
+		t.Errorf("a timer was deleted through the API: %s", m.Data)
+	}
+}

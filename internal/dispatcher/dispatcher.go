@@ -85,16 +85,19 @@ type pending struct {
 
 // Dispatcher executes plans. Create it with New and start it with Run.
 type Dispatcher struct {
-	cfg     Config
-	conn    *bus.Conn
-	log     zerolog.Logger
-	kv      jetstream.KeyValue
-	timers  jetstream.Stream
-	tools   jetstream.Stream
-	results jetstream.Stream
-	shards  []*shard
-	skills  *skillSet
-	health  *health.Book
+	cfg    Config
+	conn   *bus.Conn
+	log    zerolog.Logger
+	kv     jetstream.KeyValue
+	timers jetstream.Stream
+	// timeouts holds the ack subjects of running plans' postponed
+	// timeout timers (timeouts.go).
+	timeouts timeouts
+	tools    jetstream.Stream
+	results  jetstream.Stream
+	shards   []*shard
+	skills   *skillSet
+	health   *health.Book
 	// engineHealth is the skill health the engines see: the book's.
 	engineHealth execution.Health
 	states       *session.Store
@@ -273,10 +276,17 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 			return
 		}
 		it.timer = tm.Timer()
-		if wait := time.Until(it.timer.FireAt); wait > 0 {
+		now := time.Now()
+		if wait := it.timer.FireAt.Sub(now); wait > 0 {
 			// Not due: JetStream holds it and delivers it again when it is.
+			if it.timer.Kind == execution.TimerPlanTimeout {
+				d.timeouts.hold(it.planID, m.Reply(), it.timer.FireAt, now)
+			}
 			_ = m.NakWithDelay(wait)
 			return
+		}
+		if it.timer.Kind == execution.TimerPlanTimeout {
+			d.timeouts.take(it.planID, now)
 		}
 	}
 	h := fnv.New32a()

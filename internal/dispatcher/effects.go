@@ -244,9 +244,12 @@ func (d *Dispatcher) settle(pd pending) {
 		d.stats.PlansEnded.Add(1)
 		d.metrics.PlanEnded(pd.doneState)
 		// The timeout timer of an ended plan would only be ignored when it
-		// fires; delete it rather than keep it pending. (After a failover
-		// its sequence is unknown here and it fires as a no-op.)
-		if seq := pd.ent.timerSeq.Load(); seq > 0 {
+		// fires; remove it rather than keep it pending: acknowledged if
+		// this dispatcher postponed it (timeouts.go), else deleted. (After
+		// a failover its sequence is unknown here and it fires as a no-op.)
+		if reply, ok := d.timeouts.take(pd.planID, time.Now()); ok {
+			_ = d.conn.NC.Publish(reply, ackBody)
+		} else if seq := pd.ent.timerSeq.Load(); seq > 0 {
 			if err := d.timers.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 				d.log.Debug().Err(err).Str("plan_id", pd.planID).Msg("cannot delete the timeout timer of an ended plan")
 			}

@@ -1,0 +1,72 @@
+package dispatcher
+
+import (
+	"sync"
+	"time"
+)
+
+// timeouts are the timeout timers of running plans as they wait in their
+// consumer: a timer that is not due is postponed (route) until it is, and
+// when its plan ends first the dispatcher acknowledges it through the ack
+// subject of that delivery, which removes it from the work queue. An ack
+// is one message; deleting the timer through the JetStream API, which a
+// dispatcher that never saw the delivery still does (settle), is a
+// request the server decodes, carries out and answers, a few per cent of
+// the CPU a short plan costs. A lost ack changes nothing: the timer fires
+// at its time and is ignored, its plan having ended.
+type timeouts struct {
+	mu sync.Mutex
+	m  map[string]heldTimeout
+	// swept is when entries past their time were last dropped.
+	swept time.Time
+}
+
+// ackBody acknowledges a JetStream message.
+var ackBody = []byte("+ACK")
+
+// heldTimeout is the ack subject of a postponed timeout timer.
+type heldTimeout struct {
+	reply  string
+	fireAt time.Time
+}
+
+// sweepEvery is how often hold drops entries past their time: a timer
+// that came due was redelivered, and its entry is of no more use
+// (entries of plans that end elsewhere, after a partition moved, or that
+// end before their timer's first delivery is postponed, go this way).
+const sweepEvery = time.Minute
+
+// hold records the ack subject of plan planID's postponed timeout timer.
+func (t *timeouts) hold(planID, reply string, fireAt, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]heldTimeout{}
+	}
+	if now.Sub(t.swept) >= sweepEvery {
+		for id, h := range t.m {
+			if h.fireAt.Before(now) {
+				delete(t.m, id)
+			}
+		}
+		t.swept = now
+	}
+	t.m[planID] = heldTimeout{reply: reply, fireAt: fireAt}
+}
+
+// take returns and forgets the ack subject of plan planID's timeout timer,
+// if it is held and not yet due.
+func (t *timeouts) take(planID string, now time.Time) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.m[planID]
+	delete(t.m, planID)
+	return h.reply, ok && h.fireAt.After(now)
+}
+
+// held is how many timers are held.
+func (t *timeouts) held() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
