@@ -189,3 +189,48 @@ func TestExecutionResultTooLargeForItsToolsStillEnds(t *testing.T) {
 		t.Errorf("%d tools listed; %d failures of 4 KB do not fit a message", len(res.Tools), n)
 	}
 }
+
+// A result that comes back after its state has moved on, as a first
+// delivery (a server that crashed lost the record of its delivery, and
+// perhaps the call its application released), makes the dispatcher redo
+// what the state implies: the released call is published again (and
+// de-duplicated if it was stored after all).
+func TestAResultPastItsStateRepublishesWhatTheStateImplies(t *testing.T) {
+	h := start(t, opts{})
+	calls, err := h.conn.NC.SubscribeSync(bus.ToolSubject("probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.submit(`{"planId":"past","tools":[{"toolId":"A","skill":"echo"},
+		{"toolId":"B","skill":"probe","dependencies":["A"],"input":{"ms":60000}}]}`, 2*time.Minute, nil)
+	callOf := func(what string) {
+		t.Helper()
+		m, err := calls.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var c plan.ToolCall
+		if err := json.Unmarshal(m.Data, &c); err != nil || c.PlanID != "past" || c.ToolID != "B" || c.Attempt != 1 {
+			t.Fatalf("%s: call %s", what, m.Data)
+		}
+	}
+	callOf("B's release")
+	waitFor(t, h.probe.started, "B", 30*time.Second)
+
+	// A's result again, as a new message of the results stream: its
+	// first delivery, past the state, which already holds it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	results, err := h.conn.JS.Stream(ctx, bus.StreamResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := results.GetLastMsgForSubject(ctx, bus.Partitioned(bus.SubjectResultsAll).Of("past"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.conn.JS.Publish(ctx, bus.ResultSubject("past"), m.Data); err != nil {
+		t.Fatal(err)
+	}
+	callOf("B's call published again")
+}

@@ -109,20 +109,21 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 	// means another dispatcher moved the plan on: a cached state is
 	// reloaded; a state just read may come from a replica that is
 	// behind, so such messages wait a moment and come back.
-	// A redelivered message republishes what the state implies, so it
-	// too wants the state as stored rather than as cached.
-	ahead, current, redelivered := d.sort(ent.eng, items)
-	if cached && (len(ahead) > 0 || redelivered) {
+	// A message that may have been handled before (redelivered, or past
+	// the state) republishes what the state implies, so it too wants the
+	// state as stored rather than as cached.
+	ahead, current, again := d.sort(ent.eng, items)
+	if cached && (len(ahead) > 0 || again) {
 		delete(s.cache, planID)
 		return true, nil
 	}
 	now := time.Now()
 	before := d.inFlight(ent.eng)
-	fx, redo := d.step(ent.eng, current, now)
+	fx := d.step(ent.eng, current, now)
 	if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
 		return false, failed("cannot record skill health or session state", err)
 	}
-	if redo {
+	if again {
 		// This message may have been handled before by a dispatcher
 		// that died before finishing: redo what the state implies.
 		fx.Merge(ent.eng.Outstanding())
@@ -164,22 +165,30 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 }
 
 // sort splits results and timers into those ahead of the state and the
-// others, and reports whether any was delivered before.
-func (d *Dispatcher) sort(eng *execution.Engine, items []item) (ahead, current []item, redelivered bool) {
+// others, and reports whether any may have been handled before: delivered
+// before, or past the state. A message the state has already taken in
+// may come back as a first delivery: a server that crashed can lose the
+// record of its delivery (consumer state is written behind), and with it
+// the ack of a batch whose effects it did not all store. So a past
+// message too has what the state implies done again (process.go, apply).
+func (d *Dispatcher) sort(eng *execution.Engine, items []item) (ahead, current []item, again bool) {
 	for _, it := range items {
-		if d.verdict(eng, it) == execution.Ahead {
+		switch d.verdict(eng, it) {
+		case execution.Ahead:
 			ahead = append(ahead, it)
-		} else {
+		case execution.Past:
+			current = append(current, it)
+			again = true
+		default:
 			current = append(current, it)
 		}
-		redelivered = redelivered || it.redelivered
+		again = again || it.redelivered
 	}
-	return ahead, current, redelivered
+	return ahead, current, again
 }
 
-// step applies results and timers to the engine at now; redelivered
-// reports whether any of them was delivered before.
-func (d *Dispatcher) step(eng *execution.Engine, items []item, now time.Time) (fx execution.Effects, redelivered bool) {
+// step applies results and timers to the engine at now.
+func (d *Dispatcher) step(eng *execution.Engine, items []item, now time.Time) (fx execution.Effects) {
 	for _, it := range items {
 		switch it.kind {
 		case kindResult:
@@ -189,9 +198,8 @@ func (d *Dispatcher) step(eng *execution.Engine, items []item, now time.Time) (f
 			d.stats.Timers.Add(1)
 			fx.Merge(eng.OnTimer(it.timer, now))
 		}
-		redelivered = redelivered || it.redelivered
 	}
-	return fx, redelivered
+	return fx
 }
 
 // failure is why a batch cannot be carried out now: what could not be
