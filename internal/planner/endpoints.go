@@ -75,10 +75,21 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 			return nil, err
 		}
 		for i, t := range p.Tools {
-			if _, ok := known[t.Skill]; !ok {
+			if _, ok := known[t.Skill]; ok {
+				continue
+			}
+			// A listing can miss a key a worker is writing again as it
+			// runs (a starting worker advertises every skill it serves):
+			// ask for the skill itself before calling it unknown.
+			m, err := s.skillManifest(ctx, t.Skill)
+			if err != nil {
+				return nil, err
+			}
+			if m == nil {
 				return nil, &RequestError{Field: fmt.Sprintf("/plan/tools/%d/skill", i),
 					Msg: fmt.Sprintf("unknown skill %q: no worker has advertised it", t.Skill)}
 			}
+			known[t.Skill] = *m
 		}
 	case KindHTN:
 		if _, err := (htnPlanner{domains: s.cfg.DomainsDir}).program(r.HTN, nil); err != nil {

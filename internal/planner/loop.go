@@ -678,6 +678,24 @@ func (s *Service) skillManifests(ctx context.Context) (map[string]planbus.SkillM
 	return out, nil
 }
 
+// skillManifest reads one skill's manifest; nil if none is advertised.
+func (s *Service) skillManifest(ctx context.Context, name string) (*planbus.SkillManifest, error) {
+	ctx, cancel := storeOp(ctx)
+	defer cancel()
+	e, err := s.manifests.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("skill %s: %w", name, err)
+	}
+	var m planbus.SkillManifest
+	if json.Unmarshal(e.Value(), &m) != nil {
+		return nil, nil
+	}
+	return &m, nil
+}
+
 // finish ends the loop with an outcome; advance stores and publishes it.
 func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 	r := l.Request
