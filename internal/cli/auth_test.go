@@ -227,14 +227,7 @@ func TestAuthInit(t *testing.T) {
 		}
 		seeds[r], _ = os.ReadFile(path)
 	}
-	conf, err := os.ReadFile(filepath.Join(dir, "auth.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := bus.EnsureSeeds(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conf, s := written(t, dir)
 	for _, r := range bus.Roles() {
 		if !strings.Contains(string(conf), s.PublicKey(r)) {
 			t.Errorf("auth.conf lacks %s's key", r)
@@ -284,6 +277,21 @@ func FuzzCheckExposure(f *testing.F) {
 	})
 }
 
+// written reads what auth init wrote to dir: the configuration and the
+// seeds.
+func written(t *testing.T, dir string) ([]byte, *bus.Seeds) {
+	t.Helper()
+	conf, err := os.ReadFile(filepath.Join(dir, "auth.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := bus.EnsureSeeds(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conf, s
+}
+
 // --worker adds worker groups: a seed each, their skills kept beside it
 // (so a later run without --worker keeps them), and a user each in the
 // configuration with the worker's grants for those skills alone.
@@ -300,14 +308,7 @@ func TestAuthInitWorkerGroups(t *testing.T) {
 	if skills, _ := os.ReadFile(filepath.Join(dir, "worker-web.skills")); string(skills) != "http\necho\n" {
 		t.Errorf("worker-web.skills = %q", skills)
 	}
-	conf, err := os.ReadFile(filepath.Join(dir, "auth.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := bus.EnsureSeeds(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conf, s := written(t, dir)
 	if g := s.Groups(); len(g) != 2 || g[0].Name != "shell" || g[1].Name != "web" {
 		t.Fatalf("groups %+v", g)
 	}
