@@ -104,21 +104,29 @@ func AddWorkerGroup(dir, name string, skills []string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("%w: directory %s: %w", ErrSeed, dir, err)
 	}
-	path := filepath.Join(dir, groupSkillsFile(name))
-	tmp, err := os.CreateTemp(dir, ".skills-*")
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.WriteString(strings.Join(list, "\n") + "\n")
-	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	if err := WriteFileAtomic(filepath.Join(dir, groupSkillsFile(name)), []byte(strings.Join(list, "\n")+"\n"), 0o600); err != nil {
+		return fmt.Errorf("%w: %w", ErrSeed, err)
 	}
 	_, err = ensureSeed(filepath.Join(dir, GroupSeedFile(name)))
 	return err
+}
+
+// WriteFileAtomic replaces path with data: a reader sees the old file or
+// the new one, never half of it.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Chmod(mode), tmp.Sync(), tmp.Close()); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // readGroups reads the worker groups of dir, by name.

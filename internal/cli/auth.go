@@ -148,7 +148,7 @@ func plannerAuth(_ context.Context, args []string, io IO) int {
 		}
 		fmt.Fprintf(io.Stdout, "%s  %s (%s): worker group for skills %s\n", seeds.GroupFile(g.Name), what, g.PublicKey, strings.Join(g.Skills, ", "))
 	}
-	if err := writeFileAtomic(natsConf, bus.NATSAuthConfig(seeds), 0o644); err != nil {
+	if err := bus.WriteFileAtomic(natsConf, bus.NATSAuthConfig(seeds), 0o644); err != nil {
 		fmt.Fprintf(io.Stderr, "planner auth init: %v\n", err)
 		return ExitFailed
 	}
@@ -173,23 +173,5 @@ func (w *workerGroups) Set(v string) error {
 		return fmt.Errorf("want NAME=SKILL,SKILL..., e.g. shell=shell or web=http,echo; got %q", v)
 	}
 	*w = append(*w, bus.WorkerGroup{Name: name, Skills: strings.Split(list, ",")})
-	return nil
-}
-
-// writeFileAtomic replaces path with data: a reader sees the old file or
-// the new one, never half of it.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.Write(data)
-	if err := errors.Join(werr, tmp.Chmod(mode), tmp.Sync(), tmp.Close()); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
 	return nil
 }

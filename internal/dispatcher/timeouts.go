@@ -63,10 +63,3 @@ func (t *timeouts) take(planID string, now time.Time) (string, bool) {
 	delete(t.m, planID)
 	return h.reply, ok && h.fireAt.After(now)
 }
-
-// held is how many timers are held.
-func (t *timeouts) held() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
-}

@@ -35,3 +35,10 @@ func TestTimeoutsHoldTakeSweep(t *testing.T) {
 		t.Error("a swept timer was taken")
 	}
 }
+
+// held is how many timers are held.
+func (t *timeouts) held() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}

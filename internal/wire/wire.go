@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -64,6 +65,19 @@ func strict(data []byte, v any) error {
 		return fmt.Errorf("not a JSON object")
 	}
 	return jsonv2.Unmarshal(data, v, jsonv2.RejectUnknownMembers(true))
+}
+
+// Lenient decodes data into v, which points to a struct of the fields
+// wanted: with the JSON v2 decoder, which skips the rest far faster than
+// encoding/json decodes it, and with encoding/json (v reset) when v2
+// refuses the document (duplicate names, invalid UTF-8), so it reads any
+// document as encoding/json would.
+func Lenient(data []byte, v any) error {
+	if jsonv2.Unmarshal(data, v) == nil {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero()
+	return json.Unmarshal(data, v)
 }
 
 // explain turns a failed fast check into the schema's own error when the
