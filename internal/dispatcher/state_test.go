@@ -12,7 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/plan"
 )
 
 // A plan's state in chunks, written by dispatchers that contend for it,
@@ -99,6 +101,48 @@ func keysSettle(t *testing.T, ctx context.Context, kv jetstream.KeyValue, id str
 			}
 		case <-deadline:
 			t.Fatalf("plan %s: the bucket holds %v, want %v", id, slices.Sorted(maps.Keys(live)), slices.Sorted(maps.Keys(want)))
+		}
+	}
+}
+
+// BenchmarkReloadState50k reads a 50,000-tool plan's state, a head and 49
+// chunks, from the plans bucket of a real server, as a dispatcher does when
+// it rebuilds the plan's engine (after a restart, another dispatcher's
+// write, or an eviction from its cache).
+func BenchmarkReloadState50k(b *testing.B) {
+	ctx := context.Background()
+	conn := bustest.Dial(b, bustest.Start(b))
+	if err := conn.Declare(ctx); err != nil {
+		b.Fatal(err)
+	}
+	kv, err := conn.JS.KeyValue(ctx, bus.BucketPlans)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools := make([]string, 50_000)
+	for i := range tools {
+		tools[i] = fmt.Sprintf(`{"toolId":"t%d","skill":"s"}`, i)
+	}
+	p, err := plan.Decode([]byte(`{"planId":"p","requestId":"r","parallel":true,"maxConcurrency":64,"tools":[` + strings.Join(tools, ",") + `]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng, _ := execution.Start(p, time.Now(), 64, nil)
+	eng.State().ChunkBy(0)
+	w, err := eng.State().Write(bus.StateKey("p"), "a", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range append(w.Chunks, execution.KeyValue{Key: bus.StateKey("p"), Value: w.Head}) {
+		if _, err := kv.Put(ctx, c.Key, c.Value); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s, _, err := execution.ReadStored(ctx, bus.StateKey("p"), bus.KVRead(kv))
+		if err != nil || len(s.Tools) != len(tools) || len(s.Chunks) != 49 {
+			b.Fatalf("read %d tools in %d chunks: %v", len(s.Tools), len(s.Chunks), err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 )
 
 // A plan of many tools keeps its state in chunks, so that the write after
@@ -161,7 +162,8 @@ func (st *State) Wrote(w *StateWrite) {
 }
 
 // Getter reads a key of the bucket a state is stored in: its value and
-// revision, or a nil value if the key has none.
+// revision, or a nil value if the key has none. ReadStored calls it from
+// several goroutines at once.
 type Getter func(ctx context.Context, key string) (value []byte, revision uint64, err error)
 
 // readRounds bounds how often ReadStored starts again from a head that
@@ -209,30 +211,61 @@ func ReadStored(ctx context.Context, head string, get Getter) (*Stored, uint64, 
 	return nil, 0, fmt.Errorf("execution: %s changed %d times while it was read", head, readRounds)
 }
 
-// readChunks reads the chunks s names into s.Tools, or returns the key of
-// the first that is gone.
+// chunkReaders bounds the chunks read at once: each read is a round trip
+// to the server (to a replica of a cluster), and a plan of 50,000 tools
+// has 49 of them.
+const chunkReaders = 8
+
+// readChunks reads the chunks s names into s.Tools, up to chunkReaders at
+// once, or returns the key of the first that is gone.
 func readChunks(ctx context.Context, head string, s *Stored, get Getter) (missing string, err error) {
+	parts := make([][]StoredTool, len(s.Chunks))
+	errs := make([]error, len(s.Chunks))
+	gone := make([]bool, len(s.Chunks))
+	sem := make(chan struct{}, chunkReaders)
+	var wg sync.WaitGroup
 	for k, id := range s.Chunks {
-		key := ChunkKey(head, k, id)
-		doc, _, err := get(ctx, key)
-		if err != nil {
-			return "", err
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			key := ChunkKey(head, k, id)
+			doc, _, err := get(ctx, key)
+			switch {
+			case err != nil:
+				errs[k] = err
+			case doc == nil:
+				gone[k] = true
+			default:
+				parts[k], errs[k] = readChunk(key, doc, k, s)
+			}
+		}()
+	}
+	wg.Wait()
+	// As if read in order: the first chunk gone or refused is the answer.
+	for k := range s.Chunks {
+		if gone[k] {
+			return ChunkKey(head, k, s.Chunks[k]), nil
 		}
-		if doc == nil {
-			return key, nil
+		if errs[k] != nil {
+			return "", errs[k]
 		}
-		var rows [][]json.RawMessage
-		if err := json.Unmarshal(doc, &rows); err != nil {
-			return "", fmt.Errorf("%s: %w", key, err)
-		}
-		if n := len(rows); n > s.ChunkTools || n == 0 || (n < s.ChunkTools && k < len(s.Chunks)-1) {
-			return "", fmt.Errorf("%s: %d tools, chunk %d of %d holds %d", key, n, k, len(s.Chunks), s.ChunkTools)
-		}
-		tools, err := decodeTools(rows, k*s.ChunkTools, s.StartedAt)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", key, err)
-		}
+	}
+	for _, tools := range parts {
 		s.Tools = append(s.Tools, tools...)
 	}
 	return "", nil
+}
+
+// readChunk decodes chunk k of s, stored under key, and checks it holds
+// as many tools as its place says.
+func readChunk(key string, doc []byte, k int, s *Stored) ([]StoredTool, error) {
+	tools, err := decodeChunk(doc, k*s.ChunkTools, s.StartedAt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	if n := len(tools); n > s.ChunkTools || n == 0 || (n < s.ChunkTools && k < len(s.Chunks)-1) {
+		return nil, fmt.Errorf("%s: %d tools, chunk %d of %d holds %d", key, n, k, len(s.Chunks), s.ChunkTools)
+	}
+	return tools, nil
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 )
 
 // bucket is a bucket in memory, with revisions, as a state is stored in.
+// ReadStored reads chunks at once: get may be called concurrently.
 type bucket struct {
+	mu   sync.Mutex
 	vals map[string][]byte
 	revs map[string]uint64
 	rev  uint64
@@ -32,6 +35,8 @@ func newBucket() *bucket {
 }
 
 func (b *bucket) get(_ context.Context, key string) ([]byte, uint64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.gets[key]++
 	v, ok := b.vals[key]
 	if !ok {
@@ -251,7 +256,7 @@ func later(a, b time.Time) time.Time {
 
 // chunkedPlan starts a plan of n independent tools, its state in chunks
 // of size.
-func chunkedPlan(t *testing.T, n, size int) *Engine {
+func chunkedPlan(t testing.TB, n, size int) *Engine {
 	t.Helper()
 	tools := make([]map[string]any, n)
 	for i := range tools {
@@ -398,4 +403,82 @@ func FuzzReadStored(f *testing.F) {
 			t.Fatalf("tools written as %s read back otherwise (-read +again):\n%s", doc, diff)
 		}
 	})
+}
+
+// decodeChunkSlow is how a chunk was read before decodeChunk's walk, and
+// how it still is when the walk cannot vouch: encoding/json throughout.
+func decodeChunkSlow(doc []byte, first int, startedAt int64) ([]StoredTool, error) {
+	var rows [][]json.RawMessage
+	if err := json.Unmarshal(doc, &rows); err != nil {
+		return nil, err
+	}
+	return decodeTools(rows, first, startedAt)
+}
+
+// decodeChunk reads every chunk as encoding/json reads it: the same tools,
+// or an error for both. The rows here are those its walk (parseRow) reads
+// itself and those next to them it must leave to encoding/json.
+func TestDecodeChunkReadsAsEncodingJSON(t *testing.T) {
+	for _, doc := range []string{
+		`[["s",1,9,3]]`, `[["p",0,0,null],["r",12,0,-4],["u",1,7,-3],["y",0,0,null]]`,
+		`[["w",2,0,9,"x",{"code":"C","category":"network","message":"m"}],["s",1,2,3]]`,
+		`[["k",0,0,1,"why"]]`, `[["s",-0,0,0]]`, `[["s",1,-0,0]]`, `[["s",01,0,0]]`, `[["s",1,0,1.5]]`,
+		`[["s",1,0,1e3]]`, `[["s",1,18446744073709551615,0]]`, `[["s",1,18446744073709551616,0]]`,
+		`[["s",9223372036854775807,0,0]]`, `[["s",9223372036854775808,0,0]]`, `[["s",1,0,-9223372036854775808]]`,
+		`[["s",1,0,0,null]]`, `[["s",1,0,0,null,null]]`, `[["s",1,0,0,"",{"code":"C","code":"D"}]]`,
+		`[["s", 1,0,0]]`, `[ ["s",1,0,0] ]`, `[["s",1,0]]`, `[["s",1,0,0,]]`, `[["x",1,0,0]]`, `[["ss",1,0,0]]`,
+		`[["s",null,0,0]]`, `[["s",1,null,0]]`, `[["s",true,0,0]]`, `[["\u0073",1,0,0]]`, `[["s",1,0,0]] x`,
+		`[["s",1,0,0]]]`, `[null]`, `null`, `[]`, `{}`, `[["s",1,0,0],]`, "[[\"s\",1,0,0,\"\xff\"]]", ``,
+	} {
+		slow, slowErr := decodeChunkSlow([]byte(doc), 0, 100)
+		fast, fastErr := decodeChunk([]byte(doc), 0, 100)
+		if (slowErr == nil) != (fastErr == nil) {
+			t.Errorf("%s: encoding/json: %v; decodeChunk: %v", doc, slowErr, fastErr)
+			continue
+		}
+		if diff := cmp.Diff(slow, fast, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s read otherwise (-encoding/json +decodeChunk):\n%s", doc, diff)
+		}
+	}
+}
+
+// FuzzDecodeChunk: decodeChunk and encoding/json agree on every document.
+func FuzzDecodeChunk(f *testing.F) {
+	f.Add([]byte(`[["p",0,0,null],["s",1,3,2],["u",1,7,-3],["y",0,0,null]]`), int64(5))
+	f.Add([]byte(`[["w",2,0,9,"x",{"code":"C","category":"network","message":"m"}],["s",1,2,3]]`), int64(0))
+	f.Add([]byte(`[["s",01,0,0],["s",1,-0,0],["s",1,0,1e3]]`), int64(-1))
+	f.Fuzz(func(t *testing.T, doc []byte, startedAt int64) {
+		slow, slowErr := decodeChunkSlow(doc, 0, startedAt)
+		fast, fastErr := decodeChunk(doc, 0, startedAt)
+		if (slowErr == nil) != (fastErr == nil) {
+			t.Fatalf("%q: encoding/json: %v; decodeChunk: %v", doc, slowErr, fastErr)
+		}
+		if diff := cmp.Diff(slow, fast, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("%q read otherwise (-encoding/json +decodeChunk):\n%s", doc, diff)
+		}
+	})
+}
+
+// BenchmarkReadStored50k reads back the state of a 50,000-tool plan, in
+// 49 chunks, from a bucket in memory: the decoding a dispatcher does when
+// it rebuilds such a plan's engine, without the server's round trips.
+func BenchmarkReadStored50k(b *testing.B) {
+	const head = "p.state"
+	e := chunkedPlan(b, 50_000, DefaultChunkTools)
+	for i := range 40_000 {
+		e.OnResultSeq(&plan.ToolResult{ToolID: fmt.Sprintf("t%d", i), Attempt: 1, State: plan.ToolSucceeded}, uint64(i+1), t0)
+	}
+	bk := newBucket()
+	w, err := e.st.Write(head, "a", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bk.store(b, e.st, head, w, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, _, err := ReadStored(context.Background(), head, bk.get)
+		if err != nil || len(s.Tools) != 50_000 {
+			b.Fatalf("read %v tools, %v", s, err)
+		}
+	}
 }
