@@ -2,8 +2,10 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/schemas"
 )
 
 func TestDeclareIsIdempotent(t *testing.T) {
@@ -288,5 +292,105 @@ func TestPlanStreamsArePartitionedByPlan(t *testing.T) {
 	}
 	if m, err := s.GetMsg(ctx, 1); err != nil || m.Subject != bus.ResultSubject("before") {
 		t.Errorf("the result stored before: %v, %v", m, err)
+	}
+}
+
+// With KeepOutcomeEvents the events stream keeps every event type of the
+// event schema but tool.released and tool.started, and a stream declared
+// with one setting takes the other at the next Declare.
+func TestKeepEventsChoosesWhatTheEventsStreamKeeps(t *testing.T) {
+	cfg := bustest.Start(t)
+	c := bustest.Dial(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw, err := fs.ReadFile(schemas.FS(), "event.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Type struct {
+				Enum []string `json:"enum"`
+			} `json:"type"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &schema); err != nil || len(schema.Properties.Type.Enum) < 20 {
+		t.Fatalf("event types of the schema: %v, %v", schema.Properties.Type.Enum, err)
+	}
+	types := schema.Properties.Type.Enum
+	st, err := c.JS.Stream(ctx, bus.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// publish sends one event of every type for request, then waits until
+	// the stream has stored a last one it keeps either way: events from
+	// one connection are stored in order.
+	publish := func(request string) {
+		t.Helper()
+		for _, typ := range types {
+			if err := c.NC.Publish(bus.EventSubject(request, typ), []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last := bus.EventSubject(request+"-end", plan.EventPlanSucceeded)
+		if err := c.NC.Publish(last, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, err := st.GetLastMsgForSubject(ctx, last)
+			if err == nil {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the events stream did not store %s: %v", last, err)
+			}
+		}
+	}
+	kept := func(request, typ string) bool {
+		t.Helper()
+		_, err := st.GetLastMsgForSubject(ctx, bus.EventSubject(request, typ))
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+
+	c.Config.KeepEvents = bus.KeepOutcomeEvents
+	if err := c.Declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	publish("r1")
+	for _, typ := range types {
+		want := typ != plan.EventToolReleased && typ != plan.EventToolStarted
+		if got := kept("r1", typ); got != want {
+			t.Errorf("outcomes: %s kept %v, want %v", typ, got, want)
+		}
+	}
+
+	c.Config.KeepEvents = bus.KeepAllEvents
+	if err := c.Declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	publish("r2")
+	for _, typ := range types {
+		if !kept("r2", typ) {
+			t.Errorf("all: %s not kept", typ)
+		}
+	}
+}
+
+func TestParseKeepEvents(t *testing.T) {
+	for _, s := range []string{"all", "outcomes"} {
+		if k, err := bus.ParseKeepEvents(s); err != nil || string(k) != s {
+			t.Errorf("ParseKeepEvents(%q) = %q, %v", s, k, err)
+		}
+	}
+	for _, s := range []string{"", "ALL", "none", "outcome"} {
+		if _, err := bus.ParseKeepEvents(s); !errors.Is(err, bus.ErrInvalidConfig) || !strings.Contains(err.Error(), "KeepEvents") {
+			t.Errorf("ParseKeepEvents(%q) = %v, want an error naming KeepEvents", s, err)
+		}
+	}
+	if err := (bus.Config{KeepEvents: "some"}).Validate(); !errors.Is(err, bus.ErrInvalidConfig) || !strings.Contains(err.Error(), `"some"`) {
+		t.Errorf("Validate with KeepEvents \"some\": %v", err)
 	}
 }

@@ -79,6 +79,12 @@ type Config struct {
 	// must exceed the consumers' AckWait: a redelivered message republishes
 	// its effects within this window, where they are de-duplicated.
 	DuplicateWindow time.Duration
+	// KeepEvents is which progress events the events stream keeps for
+	// those who read them back (planner watch, the web view,
+	// client.Watch); every event is published live either way. Default
+	// KeepAllEvents. Every process of a system must be given the same
+	// value (as Retention).
+	KeepEvents KeepEvents
 	// MaxPayload of the embedded server, in bytes. Default 8 MiB.
 	MaxPayload int32
 	// Sync is when the embedded server's store is flushed to disk
@@ -91,6 +97,29 @@ type Config struct {
 	// (the server still authenticates and authorizes the connection as it
 	// would on its port). StartServer's Server is one.
 	InProcess nats.InProcessConnProvider
+}
+
+// KeepEvents names the progress events the events stream keeps.
+type KeepEvents string
+
+const (
+	// KeepAllEvents keeps every event.
+	KeepAllEvents KeepEvents = "all"
+	// KeepOutcomeEvents keeps every event but the two each tool run
+	// publishes before it ends, tool.released and tool.started: of a
+	// plan's events, those that say what happened. They are most of a
+	// plan's events (two of every tool's three), so the stream takes
+	// less than half the memory and the server less CPU a tool.
+	KeepOutcomeEvents KeepEvents = "outcomes"
+)
+
+// ParseKeepEvents reads "all" or "outcomes".
+func ParseKeepEvents(s string) (KeepEvents, error) {
+	switch k := KeepEvents(s); k {
+	case KeepAllEvents, KeepOutcomeEvents:
+		return k, nil
+	}
+	return "", fmt.Errorf("%w: KeepEvents: %q is neither %q nor %q", ErrInvalidConfig, s, KeepAllEvents, KeepOutcomeEvents)
 }
 
 // Sync says when a JetStream store is flushed to disk.
@@ -160,6 +189,9 @@ func (c Config) Defaults() Config {
 	if c.Partitions == 0 {
 		c.Partitions = DefaultPartitions
 	}
+	if c.KeepEvents == "" {
+		c.KeepEvents = KeepAllEvents
+	}
 	if c.MaxPayload == 0 {
 		c.MaxPayload = 8 << 20
 	}
@@ -220,6 +252,9 @@ func (c Config) Validate() error {
 	}
 	if c.Partitions < 1 || c.Partitions > MaxPartitions {
 		return bad("Partitions", "%d is not between 1 and %d", c.Partitions, MaxPartitions)
+	}
+	if _, err := ParseKeepEvents(string(c.KeepEvents)); err != nil {
+		return err
 	}
 	if c.MaxPayload < 1<<20 || c.MaxPayload > 64<<20 {
 		return bad("MaxPayload", "%d is not between 1 MiB and 64 MiB", c.MaxPayload)

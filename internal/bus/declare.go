@@ -48,7 +48,7 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			// Events are for watching: kept in memory, the oldest dropped
 			// first, so they cost the store no disk writes.
 			Name: StreamEvents, Description: "planbus: progress events",
-			Subjects: []string{SubjectEventsAll}, Retention: jetstream.LimitsPolicy,
+			Subjects: EventSubjectsKept(c.KeepEvents), Retention: jetstream.LimitsPolicy,
 			MaxAge: short, MaxBytes: 256 << 20, Discard: jetstream.DiscardOld, Storage: jetstream.MemoryStorage,
 		},
 		{

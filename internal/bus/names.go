@@ -231,6 +231,23 @@ func EventSubject(requestID, eventType string) string {
 	return "planbus.events." + requestID + "." + eventType
 }
 
+// EventSubjectsKept are the subjects the events stream keeps with k:
+// SubjectEventsAll, or for KeepOutcomeEvents every event's but
+// tool.released's and tool.started's.
+func EventSubjectsKept(k KeepEvents) []string {
+	if k != KeepOutcomeEvents {
+		return []string{SubjectEventsAll}
+	}
+	out := []string{}
+	for _, family := range []string{"plan", "request", "skill", "agent", "guide"} {
+		out = append(out, "planbus.events.*."+family+".>")
+	}
+	for _, t := range []string{"succeeded", "failed", "retrying", "timeout", "skipped", "cancelled", "waiting", "approved", "rejected", "reused"} {
+		out = append(out, "planbus.events.*.tool."+t)
+	}
+	return out
+}
+
 // EventsOfRequest selects every event of one request.
 func EventsOfRequest(requestID string) string { return "planbus.events." + requestID + ".>" }
 

@@ -152,6 +152,8 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 		"how long finished plans, results and outcomes are kept (a --soak's memory follows it)")
 	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", bus.DefaultPartitions,
 		"partitions of the plans' messages, each consumed by one dispatcher")
+	f.KeepEvents(&c.bus.KeepEvents, "keep-events", "PLANBUS_KEEP_EVENTS",
+		"progress events the events stream keeps: all, or outcomes (all but tool.released and tool.started)")
 	c.logFormat = "console"
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)
@@ -178,7 +180,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	}
 	defer os.RemoveAll(tmp)
 	cfg := node.Config{Bus: bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.bus.Sync, Retention: c.bus.Retention,
-		Partitions: c.bus.Partitions}}
+		Partitions: c.bus.Partitions, KeepEvents: c.bus.KeepEvents}}
 	if b.procs {
 		cfg.NoDispatcher = true
 	} else {
@@ -351,10 +353,10 @@ func startComponents(ctx context.Context, url string, b *benchFlags, logLevel st
 		return nil, fmt.Errorf("--procs runs this binary again, but its path is unknown: %w", err)
 	}
 	var specs []bench.Proc
-	// Each declares the streams: the same retention and partitions as the
-	// bench's own components.
+	// Each declares the streams: the same retention, partitions and events
+	// kept as the bench's own components.
 	common := []string{"--nats-url", url, "--log-level", logLevel, "--retention", cfg.Retention.String(),
-		"--partitions", strconv.Itoa(cfg.Defaults().Partitions)}
+		"--partitions", strconv.Itoa(cfg.Defaults().Partitions), "--keep-events", string(cfg.Defaults().KeepEvents)}
 	for i := range b.dispatchers {
 		id := "dispatcher-" + strconv.Itoa(i+1)
 		specs = append(specs, bench.Proc{Name: id, Path: self,

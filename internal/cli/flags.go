@@ -156,6 +156,37 @@ func (f *flags) Sync(p *bus.Sync, name, env string, def bus.Sync, usage string) 
 	f.Var(syncValue{p}, name, usage+envNote(env))
 }
 
+// KeepEvents is a flag of bus.KeepEvents, checked as it is parsed.
+func (f *flags) KeepEvents(p *bus.KeepEvents, name, env string, usage string) {
+	*p = bus.KeepAllEvents
+	if s := f.envOr(env, ""); s != "" {
+		k, err := bus.ParseKeepEvents(s)
+		if err != nil {
+			f.errors = append(f.errors, fmt.Sprintf("$%s=%q is neither all nor outcomes", env, s))
+		}
+		*p = k
+	}
+	f.Var(keepEventsValue{p}, name, usage+envNote(env))
+}
+
+type keepEventsValue struct{ p *bus.KeepEvents }
+
+func (v keepEventsValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return string(*v.p)
+}
+
+func (v keepEventsValue) Set(s string) error {
+	k, err := bus.ParseKeepEvents(s)
+	if err != nil {
+		return fmt.Errorf("%q is neither all nor outcomes", s)
+	}
+	*v.p = k
+	return nil
+}
+
 // parse parses args and reports environment errors too.
 func (f *flags) parse(args []string) error {
 	if err := f.Parse(args); err != nil {
@@ -207,6 +238,8 @@ func (c *common) register(f *flags, m mode) {
 		"how long finished plans, their results and outcomes are kept, and the longest a plan may run; give every process the same (docs/deploy.md, Retention)")
 	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", bus.DefaultPartitions,
 		"partitions of the plans' messages, each consumed by one dispatcher; give every process the same, and change it only with no plan running (docs/deploy.md, Partitions)")
+	f.KeepEvents(&c.bus.KeepEvents, "keep-events", "PLANBUS_KEEP_EVENTS",
+		"progress events the events stream keeps for those who read them back: all, or outcomes (all but tool.released and tool.started, which are still published live); give every process the same (docs/deploy.md, Retention)")
 	switch m {
 	case serves:
 		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")

@@ -235,7 +235,7 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 // Flags that cannot make a node are usage errors, as `planner serve` and
 // `toolworker` treat them.
 func TestRunWithBadNodeFlagsIsAUsageError(t *testing.T) {
-	for _, args := range [][]string{{"--skills", "teleport"}, {"--workers", "-1"}} {
+	for _, args := range [][]string{{"--skills", "teleport"}, {"--workers", "-1"}, {"--keep-events", "none"}} {
 		o := runPlanner(t, append(append([]string{"run"}, args...), example(t, "diamond.json"))...)
 		if o.code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2; stderr:\n%s", args, o.code, o.stderr)
