@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -33,6 +35,12 @@ const (
 	floorResultBytes = 256
 	floorStateBytes  = 512
 	floorEventBytes  = 300
+	// A 5-tool plan as submitted and as stored with its defaults, its
+	// timeout timer and its execution result.
+	floorPlanBytes       = 600
+	floorStoredPlanBytes = 1000
+	floorTimerBytes      = 150
+	floorExecutionBytes  = 1500
 )
 
 // BusConfig says how the bus floor is measured.
@@ -47,6 +55,9 @@ type BusConfig struct {
 	Steps int
 	// Calls of each bus-only fan-out round. Default 1000 (fanout-1000).
 	Calls int
+	// Plans of each bus-only plans round. Default 1000
+	// (many-plans-1000).
+	Plans int
 	// Rounds of each pattern after one to warm up; the median is kept.
 	// Default 5.
 	Rounds int
@@ -63,6 +74,9 @@ func (c BusConfig) withDefaults() BusConfig {
 	}
 	if c.Calls <= 0 {
 		c.Calls = 1000
+	}
+	if c.Plans <= 0 {
+		c.Plans = 1000
 	}
 	if c.Rounds <= 0 {
 		c.Rounds = 5
@@ -106,8 +120,15 @@ type BusFloor struct {
 	// with the result). They are planbus's full message set a tool.
 	EventsToolsPerSec float64
 	EventsToolCPU     time.Duration
-	Steps             int // a chain round's steps
-	Calls             int // a fan-out round's calls
+	// PlansPerSec is the median throughput of the bus-only plans: Plans
+	// 5-tool diamonds submitted at once, each with every message planbus
+	// stores and sends for such a plan (plans, below). PlanCPU is the
+	// system's CPU time per plan (0 if not measured).
+	PlansPerSec float64
+	PlanCPU     time.Duration
+	Steps       int // a chain round's steps
+	Calls       int // a fan-out round's calls
+	Plans       int // a plans round's plans
 }
 
 // ThreeTrips is the sum of the p50s of the three trips on a chain step's
@@ -141,7 +162,7 @@ func MeasureBus(ctx context.Context, cfg BusConfig) (*BusFloor, error) {
 		return nil, err
 	}
 	defer fb.remove()
-	out := &BusFloor{Steps: cfg.Steps, Calls: cfg.Calls}
+	out := &BusFloor{Steps: cfg.Steps, Calls: cfg.Calls, Plans: cfg.Plans}
 	var err error
 	if out.Publish, err = fb.publishTrip(ctx); err != nil {
 		return nil, err
@@ -169,6 +190,10 @@ func MeasureBus(ctx context.Context, cfg BusConfig) (*BusFloor, error) {
 		return nil, err
 	}
 	out.EventsToolsPerSec, out.EventsToolCPU = 1/span.Seconds(), cpu
+	if span, cpu, err = fb.rounds(ctx, cfg.Plans, fb.plans); err != nil {
+		return nil, err
+	}
+	out.PlansPerSec, out.PlanCPU = 1/span.Seconds(), cpu
 	return out, nil
 }
 
@@ -569,5 +594,280 @@ func (fb *floorBus) fanout(ctx context.Context, round string, n int, events bool
 			rev, applied = r, now
 		}
 		return nil
+	})
+}
+
+// floorPlanTools is the tools of a bus-only plan, a diamond A → B,C,D → E
+// as many-plans-N's.
+const floorPlanTools = 5
+
+// floorShards is how many goroutines apply the bus-only plans' messages,
+// each to the plans it owns, as planbus's dispatcher shards do.
+const floorShards = 16
+
+// floorPlan is what the bus-only plans' dispatcher keeps of a plan.
+type floorPlan struct {
+	rev   uint64          // its state's revision
+	held  []jetstream.Msg // results of B, C and D, until all three are in
+	timer jetstream.Msg   // its timeout timer's delivery, postponed
+	ended bool
+}
+
+// plans is the bus-only many-plans pattern: n 5-tool diamonds (A → B,C,D
+// → E) submitted at once, each with the messages planbus stores and
+// sends for such a plan, counted on planbus's own run, and no planbus
+// code. The client publishes the plan to a limits stream; the
+// dispatcher's consumer takes it, creates the plan's key and its state's
+// in KV, publishes its timeout timer to a work queue and call A with the
+// events plan.started and tool.released, and acknowledges the plan once
+// JetStream has them. The timer is delivered and postponed (a nak with a
+// delay) and acknowledged when the plan ends. The worker takes each call,
+// publishes tool.started and the result, and acknowledges the call; the
+// dispatcher's results consumer publishes tool.succeeded for each result
+// and compare-and-sets the state after A (releasing B, C and D), after
+// the last of B, C and D (releasing E) and after E, when it publishes
+// plan.succeeded and the execution result to a limits stream. A planner
+// consumer takes each execution result, looks its request up in KV and
+// acknowledges it; the client sees it on a subscription. That is 17
+// events, 5 KV writes, 5 calls, 5 results, the plan, its timer and its
+// execution result a plan. The dispatcher's work runs on floorShards
+// goroutines, each owning the plans whose index it is given.
+func (fb *floorBus) plans(ctx context.Context, round string, n int) (time.Duration, time.Duration, error) {
+	pre := floorPrefix + "results.plans" + round + "."
+	execs := floorPrefix + "results.exec" + round + "."
+	results := floorPrefix + "results.res" + round + "."
+	calls := floorPrefix + "calls.plan" + round + "."
+	timers := floorPrefix + "calls.timer" + round + "."
+	events := floorPrefix + "events.plans" + round + "."
+	planDoc, storedPlan, state := payload(floorPlanBytes), payload(floorStoredPlanBytes), payload(floorStateBytes)
+	callData, resultData, timerData := payload(floorCallBytes), payload(floorResultBytes), payload(floorTimerBytes)
+	execData, eventData := payload(floorExecutionBytes), payload(floorEventBytes)
+
+	type spec struct {
+		js                    jetstream.JetStream
+		stream, name, subject string
+	}
+	specs := []spec{{fb.d, floorResults, "plans-dispatcher" + round, pre + ">"}, {fb.d, floorResults, "plans-results" + round, results + ">"},
+		{fb.d, floorCalls, "plans-timers" + round, timers + ">"}, {fb.w, floorCalls, "plans-worker" + round, calls + ">"},
+		{fb.d, floorResults, "plans-planner" + round, execs + ">"}}
+	cons := make([]jetstream.Consumer, len(specs))
+	var drop [][2]string
+	for k, sp := range specs {
+		c, err := consumer(ctx, sp.js, sp.stream, sp.name, sp.subject)
+		if err != nil {
+			return 0, 0, err
+		}
+		cons[k] = c
+		drop = append(drop, [2]string{sp.stream, sp.name})
+	}
+	defer fb.dropConsumers(drop...)
+
+	fail := make(chan error, 1)
+	report := func(err error) {
+		select {
+		case fail <- fmt.Errorf("bench: bus-only plans: %w", err):
+		default:
+		}
+	}
+	event := func(conn *bus.Conn, id, typ string) { _ = conn.NC.Publish(events+id+"."+typ, eventData) }
+	pub := func(subject string, data []byte, msgID string) jetstream.PubAckFuture {
+		f, err := fb.d.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
+		if err != nil {
+			report(err)
+			return nil
+		}
+		return f
+	}
+	// settle acknowledges ms once JetStream has stored fs.
+	settle := func(fs []jetstream.PubAckFuture, ms ...jetstream.Msg) {
+		go func() {
+			for _, f := range fs {
+				if f == nil {
+					return
+				}
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					report(err)
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+			for _, m := range ms {
+				_ = m.Ack()
+			}
+		}()
+	}
+
+	// The dispatcher's shards, each with the plans of the indexes it is
+	// given; a message's index is the token after its prefix.
+	plans := make([]floorPlan, n)
+	shards := make([]chan func(), floorShards)
+	var wg sync.WaitGroup
+	for k := range shards {
+		shards[k] = make(chan func(), 1024)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for work := range shards[k] {
+				work()
+			}
+		}()
+	}
+	defer func() {
+		for _, ch := range shards {
+			close(ch)
+		}
+		wg.Wait()
+	}()
+	index := func(subject, prefix string) (id string, i int, rest string) {
+		id, rest, _ = strings.Cut(strings.TrimPrefix(subject, prefix), ".")
+		i, _ = strconv.Atoi(id)
+		return id, i, rest
+	}
+	update := func(id string, p *floorPlan) bool {
+		r, err := fb.kv.Update(ctx, "state.plans"+round+"."+id, state, p.rev)
+		if err != nil {
+			report(fmt.Errorf("state compare-and-set: %w", err))
+			return false
+		}
+		p.rev = r
+		return true
+	}
+	onPlan := func(m jetstream.Msg) {
+		id, i, _ := index(m.Subject(), pre)
+		shards[i%floorShards] <- func() {
+			p := &plans[i]
+			if _, err := fb.kv.Create(ctx, "plan.plans"+round+"."+id, storedPlan); err != nil {
+				report(fmt.Errorf("create the plan's key: %w", err))
+				return
+			}
+			rev, err := fb.kv.Create(ctx, "state.plans"+round+"."+id, state)
+			if err != nil {
+				report(fmt.Errorf("create the state: %w", err))
+				return
+			}
+			p.rev = rev
+			event(fb.cfg.Dispatcher, id, "plan.started")
+			event(fb.cfg.Dispatcher, id, "tool.released")
+			settle([]jetstream.PubAckFuture{pub(timers+id, timerData, "timer/"+round+"/"+id),
+				pub(calls+id+".A", callData, round+"/"+id+"/A")}, m)
+		}
+	}
+	onTimer := func(m jetstream.Msg) {
+		_, i, _ := index(m.Subject(), timers)
+		shards[i%floorShards] <- func() {
+			p := &plans[i]
+			if p.ended {
+				_ = m.Ack()
+				return
+			}
+			_ = m.NakWithDelay(time.Minute)
+			p.timer = m
+		}
+	}
+	onResult := func(m jetstream.Msg) {
+		id, i, tool := index(m.Subject(), results)
+		shards[i%floorShards] <- func() {
+			p := &plans[i]
+			event(fb.cfg.Dispatcher, id, "tool.succeeded")
+			switch tool {
+			case "A":
+				if !update(id, p) {
+					return
+				}
+				var fs []jetstream.PubAckFuture
+				for _, t := range []string{"B", "C", "D"} {
+					event(fb.cfg.Dispatcher, id, "tool.released")
+					fs = append(fs, pub(calls+id+"."+t, callData, round+"/"+id+"/"+t))
+				}
+				settle(fs, m)
+			case "B", "C", "D":
+				if p.held = append(p.held, m); len(p.held) < 3 || !update(id, p) {
+					return
+				}
+				event(fb.cfg.Dispatcher, id, "tool.released")
+				settle([]jetstream.PubAckFuture{pub(calls+id+".E", callData, round+"/"+id+"/E")}, p.held...)
+			default:
+				if !update(id, p) {
+					return
+				}
+				event(fb.cfg.Dispatcher, id, "plan.succeeded")
+				if p.timer != nil {
+					_ = p.timer.Ack()
+				}
+				p.ended = true
+				settle([]jetstream.PubAckFuture{pub(execs+id, execData, "exec/"+round+"/"+id)}, m)
+			}
+		}
+	}
+	onCall := func(m jetstream.Msg) {
+		rest := strings.TrimPrefix(m.Subject(), calls)
+		event(fb.cfg.Worker, rest[:strings.IndexByte(rest, '.')], "tool.started")
+		if _, err := fb.w.PublishAsync(results+rest, resultData, jetstream.WithMsgID(round+"/"+rest+"/result")); err != nil {
+			report(fmt.Errorf("publish result: %w", err))
+			return
+		}
+		_ = m.Ack()
+	}
+	onExecution := func(m jetstream.Msg) {
+		id, _, _ := index(m.Subject(), execs)
+		if _, err := fb.kv.Get(ctx, "request.plans"+round+"."+id); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			report(fmt.Errorf("look the request up: %v", err))
+			return
+		}
+		_ = m.Ack()
+	}
+	var ended atomic.Int64
+	all := make(chan struct{})
+	sub, err := fb.cfg.Worker.NC.Subscribe(execs+">", func(*nats.Msg) {
+		if ended.Add(1) == int64(n) {
+			close(all)
+		}
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: bus-only plans: subscribe: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := fb.cfg.Worker.NC.Flush(); err != nil {
+		return 0, 0, err
+	}
+	for k, h := range []func(jetstream.Msg){onPlan, onResult, onTimer, onCall, onExecution} {
+		stop, err := consume(cons[k], 512, h)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer stop()
+	}
+	return fb.timed(func() error {
+		futures := make([]jetstream.PubAckFuture, n)
+		for i := range n {
+			id := strconv.Itoa(i)
+			f, err := fb.w.PublishAsync(pre+id, planDoc, jetstream.WithMsgID("plan/"+round+"/"+id))
+			if err != nil {
+				return fmt.Errorf("bench: bus-only plans: publish a plan: %w", err)
+			}
+			futures[i] = f
+		}
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return fmt.Errorf("bench: bus-only plans: publish a plan: %w", err)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		select {
+		case <-all:
+			return nil
+		case err := <-fail:
+			return err
+		case <-time.After(time.Duration(n)*10*time.Millisecond + 30*time.Second):
+			return fmt.Errorf("bench: bus-only plans: %d of %d plans ended in time", ended.Load(), n)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	})
 }

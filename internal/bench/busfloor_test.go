@@ -18,7 +18,7 @@ func TestMeasureBus(t *testing.T) {
 	d, w := bustest.Dial(t, cfg), bustest.Dial(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	f, err := MeasureBus(ctx, BusConfig{Dispatcher: d, Worker: w, Samples: 50, Steps: 10, Calls: 50, Rounds: 2, CPU: SelfCPU})
+	f, err := MeasureBus(ctx, BusConfig{Dispatcher: d, Worker: w, Samples: 50, Steps: 10, Calls: 50, Plans: 50, Rounds: 2, CPU: SelfCPU})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +34,10 @@ func TestMeasureBus(t *testing.T) {
 		t.Errorf("patterns: step %v (CPU %v), %v tools/s (CPU %v), with events %v tools/s (CPU %v); want all positive",
 			f.Step, f.StepCPU, f.ToolsPerSec, f.ToolCPU, f.EventsToolsPerSec, f.EventsToolCPU)
 	}
+	if f.Plans != 50 || f.PlansPerSec <= 0 || f.PlanCPU <= 0 || f.PlanCPU < f.ToolCPU {
+		t.Errorf("bus-only plans: %d a round, %v plans/s, CPU %v a plan (a tool's %v); want 50, positive, and a plan dearer than a call",
+			f.Plans, f.PlansPerSec, f.PlanCPU, f.ToolCPU)
+	}
 	for _, name := range []string{floorResults, floorCalls, floorEvents, "KV_" + floorBucket} {
 		if _, err := d.JS.Stream(ctx, name); err != jetstream.ErrStreamNotFound {
 			t.Errorf("stream %s after the floor: err = %v, want it deleted", name, err)
@@ -42,7 +46,8 @@ func TestMeasureBus(t *testing.T) {
 	var out strings.Builder
 	ReportBus(&out, f)
 	for _, want := range []string{"| JetStream publish+ack |", "| KV compare-and-set |", "| work-queue publish→pull delivery |",
-		"| three-trip sum (the p50s) |", "| bus-only chain, per step", "tools/s", "with planbus's 3 events a call"} {
+		"| three-trip sum (the p50s) |", "| bus-only chain, per step", "tools/s", "with planbus's 3 events a call",
+		"| bus-only plans, per plan (median of rounds of 50 5-tool diamonds"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -54,7 +59,8 @@ func TestMeasureBus(t *testing.T) {
 func TestReportRatios(t *testing.T) {
 	f := &BusFloor{Publish: [2]time.Duration{100 * time.Microsecond}, CAS: [2]time.Duration{100 * time.Microsecond},
 		Delivery: [2]time.Duration{200 * time.Microsecond}, Step: 500 * time.Microsecond, StepCPU: 250 * time.Microsecond,
-		ToolsPerSec: 10000, ToolCPU: 50 * time.Microsecond, EventsToolsPerSec: 8000, EventsToolCPU: 80 * time.Microsecond}
+		ToolsPerSec: 10000, ToolCPU: 50 * time.Microsecond, EventsToolsPerSec: 8000, EventsToolCPU: 80 * time.Microsecond,
+		PlansPerSec: 2500, PlanCPU: 250 * time.Microsecond}
 	chain := &Result{Workload: "chain-10", Tools: 10, Instances: 1, Steps: 10, Makespans: []time.Duration{10 * time.Millisecond},
 		CPU: 5 * time.Millisecond, HasCPU: true}
 	fan := &Result{Workload: "many", Tools: 5, Instances: 100, Steps: 3, Makespans: []time.Duration{100 * time.Millisecond},
@@ -67,6 +73,7 @@ func TestReportRatios(t *testing.T) {
 		"| many | tools/s vs bus-only fan-out | 5000 | 10000 | 2.00 | 0.100 | 0.050 | 2.0 |",
 		"| many | plans/s vs bus-only tools/s ÷ 5 | 1000 | 2000 | 2.00 |",
 		"| many | tools/s vs bus-only fan-out with events | 5000 | 8000 | 1.60 | 0.100 | 0.080 | 1.2 |",
+		"| many | plans/s vs bus-only plans | 1000 | 2500 | 2.50 | 0.500 | 0.250 | 2.0 |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("ratios lack %q:\n%s", want, out.String())

@@ -67,6 +67,10 @@ func ReportBus(w io.Writer, f *BusFloor) {
 		fmt.Fprintf(w, "| the same with planbus's 3 events a call: %.0f tools/s | %s | | %s |\n",
 			f.EventsToolsPerSec, ms(time.Duration(float64(time.Second)/f.EventsToolsPerSec)), cpu(f.EventsToolCPU))
 	}
+	if f.PlansPerSec > 0 {
+		fmt.Fprintf(w, "| bus-only plans, per plan (median of rounds of %d 5-tool diamonds, every message of planbus's): %.0f plans/s | %s | | %s |\n",
+			f.Plans, f.PlansPerSec, ms(time.Duration(float64(time.Second)/f.PlansPerSec)), cpu(f.PlanCPU))
+	}
 }
 
 // IsChain tells whether a result is a chain's: one plan whose tools are
@@ -83,7 +87,9 @@ func (r *Result) IsChain() bool {
 // step with the bus-only chain's; any other workload compares its time
 // per tool (1 ÷ tools/s) with the bus-only fan-out's, and its CPU per
 // tool with the bus-only fan-out's. plans/s for many-plan workloads is
-// set against the bus-only fan-out's tools/s ÷ tools per plan.
+// set against the bus-only fan-out's tools/s ÷ tools per plan, and for
+// those of 5-tool plans against the bus-only plans' plans/s, with the CPU
+// per plan (the CPU columns then count a plan, not a tool).
 func ReportRatios(w io.Writer, f *BusFloor, system []*Result) {
 	fmt.Fprintf(w, "| workload | compared as | planbus | bus floor | × floor | CPU ms planbus | CPU ms bus-only | × floor CPU |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|\n")
@@ -115,6 +121,11 @@ func ReportRatios(w io.Writer, f *BusFloor, system []*Result) {
 			eq := f.ToolsPerSec / float64(r.Tools)
 			fmt.Fprintf(w, "| %s | plans/s vs bus-only tools/s ÷ %d | %.0f | %.0f | %.2f | | | |\n", r.Workload, r.Tools,
 				r.PlansPerSec(), eq, eq/r.PlansPerSec())
+		}
+		if r.Instances > 1 && r.Tools == floorPlanTools && f.PlansPerSec > 0 {
+			a, b, c := cpuRatio(r, r.CPUPerTool()*floorPlanTools, f.PlanCPU)
+			fmt.Fprintf(w, "| %s | plans/s vs bus-only plans | %.0f | %.0f | %.2f | %s | %s | %s |\n", r.Workload,
+				r.PlansPerSec(), f.PlansPerSec, f.PlansPerSec/r.PlansPerSec(), a, b, c)
 		}
 	}
 }
