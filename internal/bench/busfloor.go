@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -609,7 +610,7 @@ const floorShards = 16
 type floorPlan struct {
 	rev   uint64          // its state's revision
 	held  []jetstream.Msg // results of B, C and D, until all three are in
-	timer jetstream.Msg   // its timeout timer's delivery, postponed
+	timer string          // where to acknowledge its timeout timer's delivery, postponed
 	ended bool
 }
 
@@ -763,8 +764,12 @@ func (fb *floorBus) plans(ctx context.Context, round string, n int) (time.Durati
 				_ = m.Ack()
 				return
 			}
+			// As planbus does: the delivery is postponed, and acknowledged
+			// through its reply subject when the plan ends (a nak leaves
+			// the message pending; nats.go's Ack would refuse a message it
+			// has nakked).
 			_ = m.NakWithDelay(time.Minute)
-			p.timer = m
+			p.timer = m.Reply()
 		}
 	}
 	onResult := func(m jetstream.Msg) {
@@ -794,8 +799,8 @@ func (fb *floorBus) plans(ctx context.Context, round string, n int) (time.Durati
 					return
 				}
 				event(fb.cfg.Dispatcher, id, "plan.succeeded")
-				if p.timer != nil {
-					_ = p.timer.Ack()
+				if p.timer != "" {
+					_ = fb.cfg.Dispatcher.NC.Publish(p.timer, []byte("+ACK"))
 				}
 				p.ended = true
 				settle([]jetstream.PubAckFuture{pub(execs+id, execData, "exec/"+round+"/"+id)}, m)
@@ -840,7 +845,7 @@ func (fb *floorBus) plans(ctx context.Context, round string, n int) (time.Durati
 		}
 		defer stop()
 	}
-	return fb.timed(func() error {
+	span, cpu, err := fb.timed(func() error {
 		futures := make([]jetstream.PubAckFuture, n)
 		for i := range n {
 			id := strconv.Itoa(i)
@@ -870,4 +875,35 @@ func (fb *floorBus) plans(ctx context.Context, round string, n int) (time.Durati
 			return ctx.Err()
 		}
 	})
+	if err != nil {
+		return 0, 0, err
+	}
+	// Outside the clock: the last acknowledgements (of calls, and of
+	// timers delivered after their plan ended) reach the server before
+	// the consumers go.
+	return span, cpu, fb.drained(ctx, calls, timers)
+}
+
+// drained waits until the work queue holds nothing on the subjects of
+// prefixes, for up to 10 s. (A subject filter narrows a stream info's
+// Subjects, not its message count.)
+func (fb *floorBus) drained(ctx context.Context, prefixes ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		left := map[string]uint64{}
+		for _, p := range prefixes {
+			info, err := fb.calls.Info(context.WithoutCancel(ctx), jetstream.WithSubjectFilter(p+">"))
+			if err != nil {
+				return fmt.Errorf("bench: bus-only plans: %w", err)
+			}
+			maps.Copy(left, info.State.Subjects)
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("bench: bus-only plans: %d calls and timers never acknowledged: %v", len(left), left)
+		}
+	}
 }

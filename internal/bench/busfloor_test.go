@@ -80,3 +80,28 @@ func TestReportRatios(t *testing.T) {
 		}
 	}
 }
+
+// The bus-only plans leave nothing in their work queue: every call, and
+// every timeout timer (postponed by a nak, as planbus does), is
+// acknowledged, by the time the round returns.
+func TestBusOnlyPlansLeaveTheirWorkQueueEmpty(t *testing.T) {
+	cfg := bustest.Start(t)
+	d, w := bustest.Dial(t, cfg), bustest.Dial(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fb := &floorBus{cfg: BusConfig{Dispatcher: d, Worker: w}.withDefaults(), d: d.JS, w: w.JS}
+	if err := fb.declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer fb.remove()
+	if _, _, err := fb.plans(ctx, "t", 50); err != nil {
+		t.Fatal(err)
+	}
+	info, err := fb.calls.Info(ctx, jetstream.WithSubjectFilter(floorPrefix+"calls.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.State.Subjects) != 0 {
+		t.Fatalf("calls and timers left in the work queue after the round: %v", info.State.Subjects)
+	}
+}

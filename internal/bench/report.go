@@ -88,7 +88,7 @@ func (r *Result) IsChain() bool {
 // per tool (1 ÷ tools/s) with the bus-only fan-out's, and its CPU per
 // tool with the bus-only fan-out's. plans/s for many-plan workloads is
 // set against the bus-only fan-out's tools/s ÷ tools per plan, and for
-// those of 5-tool plans against the bus-only plans' plans/s, with the CPU
+// those of 5-tool no-op plans three steps deep (the diamond) against the bus-only plans' plans/s, with the CPU
 // per plan (the CPU columns then count a plan, not a tool).
 func ReportRatios(w io.Writer, f *BusFloor, system []*Result) {
 	fmt.Fprintf(w, "| workload | compared as | planbus | bus floor | × floor | CPU ms planbus | CPU ms bus-only | × floor CPU |\n")
@@ -122,7 +122,7 @@ func ReportRatios(w io.Writer, f *BusFloor, system []*Result) {
 			fmt.Fprintf(w, "| %s | plans/s vs bus-only tools/s ÷ %d | %.0f | %.0f | %.2f | | | |\n", r.Workload, r.Tools,
 				r.PlansPerSec(), eq, eq/r.PlansPerSec())
 		}
-		if r.Instances > 1 && r.Tools == floorPlanTools && f.PlansPerSec > 0 {
+		if r.Instances > 1 && r.Tools == floorPlanTools && r.Steps == 3 && r.SleepMs == 0 && f.PlansPerSec > 0 {
 			a, b, c := cpuRatio(r, r.CPUPerTool()*floorPlanTools, f.PlanCPU)
 			fmt.Fprintf(w, "| %s | plans/s vs bus-only plans | %.0f | %.0f | %.2f | %s | %s | %s |\n", r.Workload,
 				r.PlansPerSec(), f.PlansPerSec, f.PlansPerSec/r.PlansPerSec(), a, b, c)

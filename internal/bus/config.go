@@ -108,8 +108,8 @@ const (
 	// KeepOutcomeEvents keeps every event but the two each tool run
 	// publishes before it ends, tool.released and tool.started: of a
 	// plan's events, those that say what happened. They are most of a
-	// plan's events (two of every tool's three), so the stream takes
-	// less than half the memory and the server less CPU a tool.
+	// plan's events (two of every tool's three), so the stream keeps
+	// less than half as many and the server spends less CPU a tool.
 	KeepOutcomeEvents KeepEvents = "outcomes"
 )
 

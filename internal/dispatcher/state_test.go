@@ -141,8 +141,11 @@ func BenchmarkReloadState50k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s, _, err := execution.ReadStored(ctx, bus.StateKey("p"), bus.KVRead(kv))
-		if err != nil || len(s.Tools) != len(tools) || len(s.Chunks) != 49 {
-			b.Fatalf("read %d tools in %d chunks: %v", len(s.Tools), len(s.Chunks), err)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(s.Tools) != len(tools) || len(s.Chunks) != 49 {
+			b.Fatalf("read %d tools in %d chunks, want %d in 49", len(s.Tools), len(s.Chunks), len(tools))
 		}
 	}
 }

@@ -251,6 +251,11 @@ func readChunks(ctx context.Context, head string, s *Stored, get Getter) (missin
 			return "", errs[k]
 		}
 	}
+	n := 0
+	for _, tools := range parts {
+		n += len(tools)
+	}
+	s.Tools = make([]StoredTool, 0, n)
 	for _, tools := range parts {
 		s.Tools = append(s.Tools, tools...)
 	}
