@@ -36,9 +36,10 @@ refuse is reported as refused and the others run.
 
 First it measures the bus floor on the same server with the same --sync:
 p50 and p99 of a JetStream publish+ack, a KV compare-and-set and a
-work-queue publish→pull delivery, and two bus-only programs that do a
-chain step's and a fan-out's messages with no planbus code (the fan-out
-again with planbus's three progress events a call). Then it prints
+work-queue publish→pull delivery, and bus-only programs that do a
+chain step's, a fan-out's and many 5-tool plans' messages with no planbus
+code (the fan-out again with planbus's three progress events a call; the
+plans with every message planbus stores and sends for one). Then it prints
 a Markdown table per workload (makespan median (min–max), ms per
 critical-path step, tools/s, for workloads with instances plans/s and plan
 latency p50/p99, the whole system's CPU time per tool and the dispatchers'
