@@ -196,6 +196,20 @@ func decodeTools(rows [][]json.RawMessage, first int, startedAt int64) ([]Stored
 	return tools, nil
 }
 
+// setCode sets t's state, and its Approved or Reused flag, from its
+// stored code; false for a code that names no state.
+func (t *StoredTool) setCode(code string) bool {
+	switch code {
+	case codeApproved:
+		code, t.Approved = stateCodes[plan.ToolPending], true
+	case codeReused:
+		code, t.Reused = stateCodes[plan.ToolSucceeded], true
+	}
+	state, ok := codeStates[code]
+	t.State = state
+	return ok
+}
+
 // decodeTool reads tool i from the fields of its array.
 func decodeTool(row []json.RawMessage, i int, startedAt int64, t *StoredTool) error {
 	if len(row) < 4 {
@@ -205,17 +219,9 @@ func decodeTool(row []json.RawMessage, i int, startedAt int64, t *StoredTool) er
 	if err := json.Unmarshal(row[0], &code); err != nil {
 		return fmt.Errorf("execution: stored tool %d: %w", i, err)
 	}
-	switch code {
-	case codeApproved:
-		code, t.Approved = stateCodes[plan.ToolPending], true
-	case codeReused:
-		code, t.Reused = stateCodes[plan.ToolSucceeded], true
-	}
-	state, ok := codeStates[code]
-	if !ok {
+	if !t.setCode(code) {
 		return fmt.Errorf("execution: stored tool %d: unknown state code %q", i, code)
 	}
-	t.State = state
 	var at *int64
 	for k, dst := range []any{&t.Attempt, &t.Result, &at} {
 		if err := json.Unmarshal(row[k+1], dst); err != nil {
@@ -298,15 +304,7 @@ func parseRow(row []byte, startedAt int64, t *StoredTool) bool {
 	if len(row) < len(`["s",0,0,0]`) || row[0] != '[' || row[1] != '"' || row[3] != '"' || row[4] != ',' || row[len(row)-1] != ']' {
 		return false
 	}
-	code := string(row[2:3])
-	switch code {
-	case codeApproved:
-		code, t.Approved = stateCodes[plan.ToolPending], true
-	case codeReused:
-		code, t.Reused = stateCodes[plan.ToolSucceeded], true
-	}
-	state, ok := codeStates[code]
-	if !ok {
+	if !t.setCode(string(row[2:3])) {
 		return false
 	}
 	rest := row[5 : len(row)-1]
@@ -335,7 +333,7 @@ func parseRow(row []byte, startedAt int64, t *StoredTool) bool {
 	if !ok {
 		return false
 	}
-	t.State, t.Attempt, t.Result = state, int(attempt), uint64(result)
+	t.Attempt, t.Result = int(attempt), uint64(result)
 	if string(fields[2]) != "null" {
 		at, ok := jsonInt(fields[2])
 		if !ok {
