@@ -345,17 +345,12 @@ func measureBusFloor(ctx context.Context, n *node.Node, b *benchFlags, cpu bench
 	return bench.MeasureBus(ctx, bench.BusConfig{Dispatcher: d, Worker: w, CPU: cpu, Samples: b.floorSamples, Rounds: b.floorRounds})
 }
 
-// startComponents starts b.dispatchers dispatcher and b.workers toolworker
-// processes, this binary run as 'planner bench component ...', against the
-// server at url, and waits until each serves (its micro service answers).
-func startComponents(ctx context.Context, url string, b *benchFlags, logLevel string, cfg bus.Config, log zerolog.Logger, io IO) (*bench.Procs, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("--procs runs this binary again, but its path is unknown: %w", err)
-	}
+// componentSpecs are the dispatcher and toolworker processes of a --procs
+// bench: self run as 'planner bench component ...' against url. Each
+// declares the streams, with the same retention, partitions and events
+// kept as cfg.
+func componentSpecs(self, url string, b *benchFlags, logLevel string, cfg bus.Config) []bench.Proc {
 	var specs []bench.Proc
-	// Each declares the streams: the same retention, partitions and events
-	// kept as the bench's own components.
 	common := []string{"--nats-url", url, "--log-level", logLevel, "--retention", cfg.Retention.String(),
 		"--partitions", strconv.Itoa(cfg.Defaults().Partitions), "--keep-events", string(cfg.Defaults().KeepEvents)}
 	for i := range b.dispatchers {
@@ -369,7 +364,18 @@ func startComponents(ctx context.Context, url string, b *benchFlags, logLevel st
 			Args: append([]string{"bench", "component", "toolworker", "--id", id, "--skills", "echo,sleep",
 				"--concurrency", strconv.Itoa(b.concurrency), "--drain-timeout", "1s"}, common...)})
 	}
-	procs, err := bench.StartProcs(specs, io.Stderr)
+	return specs
+}
+
+// startComponents starts b.dispatchers dispatcher and b.workers toolworker
+// processes, this binary run as 'planner bench component ...', against the
+// server at url, and waits until each serves (its micro service answers).
+func startComponents(ctx context.Context, url string, b *benchFlags, logLevel string, cfg bus.Config, log zerolog.Logger, io IO) (*bench.Procs, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--procs runs this binary again, but its path is unknown: %w", err)
+	}
+	procs, err := bench.StartProcs(componentSpecs(self, url, b, logLevel, cfg), io.Stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/planbus/planbus/internal/bus"
 )
 
 // Flags that cannot make a benchmark are refused with a usage error
@@ -120,6 +123,31 @@ func TestBenchProcs(t *testing.T) {
 	for _, want := range []string{"| RSS bench MB | RSS dispatcher-1 MB | RSS dispatcher-2 MB | RSS worker-1 MB | RSS total MB |", "; 0 plans lost."} {
 		if !strings.Contains(soak, want) {
 			t.Errorf("soak lacks %q:\n%s", want, soak)
+		}
+	}
+}
+
+// Component processes of a --procs bench declare the streams with the
+// bench's own retention, partitions and events kept: one that did not
+// would change them for the whole run.
+func TestComponentSpecsCarryTheBusSettings(t *testing.T) {
+	cfg := bus.Config{Retention: 5 * time.Minute, Partitions: 4, KeepEvents: bus.KeepOutcomeEvents}
+	specs := componentSpecs("planner", "nats://127.0.0.1:4222", &benchFlags{dispatchers: 1, workers: 2, concurrency: 8}, "warn", cfg)
+	if len(specs) != 3 {
+		t.Fatalf("%d processes, want 1 dispatcher and 2 workers", len(specs))
+	}
+	for _, sp := range specs {
+		got := map[string]string{}
+		for i := 0; i+1 < len(sp.Args); i++ {
+			if strings.HasPrefix(sp.Args[i], "--") {
+				got[sp.Args[i]] = sp.Args[i+1]
+			}
+		}
+		for flag, want := range map[string]string{"--retention": "5m0s", "--partitions": "4", "--keep-events": "outcomes",
+			"--nats-url": "nats://127.0.0.1:4222"} {
+			if got[flag] != want {
+				t.Errorf("%s: %s %q, want %q (args %v)", sp.Name, flag, got[flag], want, sp.Args)
+			}
 		}
 	}
 }
