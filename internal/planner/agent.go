@@ -76,6 +76,11 @@ type agentDoc struct {
 	Planner string          `json:"planner,omitempty"`
 	Started time.Time       `json:"startedAt"`
 	Updated time.Time       `json:"updatedAt"`
+	// Trace is the W3C trace context of the request that started the
+	// agent: every turn's span (planbus.agent.turn) is its child,
+	// whichever planner takes the turn, and the step plans' spans the
+	// turns' children.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // agentStep is a step in flight: a plan of one tool.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -51,7 +52,7 @@ func (s *Service) startAgent(ctx context.Context, r *Request) error {
 	kept.GOAP = &kg
 	now := time.Now().UTC()
 	a := &agentDoc{Request: &kept, Domain: doc, Status: planbus.AgentRunning, Goals: map[string]*planbus.GoalStats{},
-		Planner: s.cfg.ID, Started: now, Updated: now, Detail: "starting"}
+		Planner: s.cfg.ID, Started: now, Updated: now, Detail: "starting", Trace: telemetry.Map(ctx)}
 	for range agentTries {
 		cur, rev, err := s.loadAgent(ctx, r.SessionID)
 		if err != nil {
@@ -144,7 +145,7 @@ func (s *Service) handleAgentStop(req micro.Request) {
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
 	planID, stopped := "", false
-	doc, err := s.agentTurn(ctx, q.SessionID, false, 0, func(a *agent, _, _ uint64) error {
+	doc, err := s.agentTurn(ctx, triggerStop, q.SessionID, false, 0, func(a *agent, _, _ uint64) error {
 		if a.doc.Step != nil {
 			planID = a.doc.Step.PlanID
 		}

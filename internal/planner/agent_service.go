@@ -11,12 +11,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/telemetry"
 )
 
 // The agents' effect shell: it loads a session's agent, lets agent.go
@@ -154,9 +158,58 @@ type turn func(a *agent, worldRev, seenRev uint64) error
 // called for an agent that has ended. redelivered: the message came
 // before, and its turn may have been stored without its effects being
 // carried out: they are carried out again. floor is the least revision of
-// the session state the message stands for.
-func (s *Service) agentTurn(ctx context.Context, sessionID string, redelivered bool, floor uint64, f turn) (*agentDoc, error) {
+// the session state the message stands for. A turn for an agent records a
+// span (planbus.agent.turn) saying what it answers (trigger), under the
+// request that started the agent, with links (to the plan whose end it
+// takes).
+func (s *Service) agentTurn(ctx context.Context, trigger, sessionID string, redelivered bool, floor uint64, f turn, links ...trace.Link) (*agentDoc, error) {
 	defer s.lock("agent/" + sessionID)()
+	sp := &turnSpan{tracer: s.tracer, trigger: trigger, sessionID: sessionID, links: links}
+	doc, err := s.takeTurn(ctx, sp, sessionID, redelivered, floor, f)
+	sp.end(doc, err)
+	return doc, err
+}
+
+// turnSpan is the span of an agent's turn (planbus.agent.turn), a child of
+// the request that started the agent, begun once there is an agent to act
+// for.
+type turnSpan struct {
+	tracer             trace.Tracer
+	trigger, sessionID string
+	links              []trace.Link
+	span               trace.Span
+}
+
+// begin starts the span for doc, once; it returns ctx with the span.
+func (t *turnSpan) begin(ctx context.Context, doc *agentDoc) context.Context {
+	if t.span != nil {
+		return ctx
+	}
+	ctx, t.span = t.tracer.Start(telemetry.FromMap(ctx, doc.Trace), telemetry.SpanAgentTurn, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(t.links...), trace.WithAttributes(telemetry.AttrRequestID.String(doc.ID()),
+			telemetry.AttrSessionID.String(t.sessionID), telemetry.AttrTrigger.String(t.trigger)))
+	return ctx
+}
+
+// end ends the span, if it began, with the agent's state after the turn.
+func (t *turnSpan) end(doc *agentDoc, err error) {
+	if t.span == nil {
+		return
+	}
+	if doc != nil {
+		t.span.SetAttributes(telemetry.AttrState.String(doc.Status))
+		if doc.Step != nil {
+			t.span.SetAttributes(telemetry.AttrPlanID.String(doc.Step.PlanID))
+		}
+	}
+	if err != nil {
+		t.span.SetStatus(codes.Error, err.Error())
+	}
+	t.span.End()
+}
+
+// takeTurn is agentTurn's work, under the session's lock.
+func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, redelivered bool, floor uint64, f turn) (*agentDoc, error) {
 	for range agentTries {
 		doc, rev, err := s.loadAgent(ctx, sessionID)
 		if err != nil || doc == nil {
@@ -164,10 +217,11 @@ func (s *Service) agentTurn(ctx context.Context, sessionID string, redelivered b
 		}
 		if doc.Status != planbus.AgentRunning {
 			if redelivered {
-				return doc, s.agentEnsure(ctx, doc)
+				return doc, s.agentEnsure(sp.begin(ctx, doc), doc)
 			}
 			return doc, nil
 		}
+		ctx = sp.begin(ctx, doc)
 		world, wrev, err := s.world(ctx, sessionID, floor)
 		if err != nil {
 			return doc, err
@@ -215,6 +269,14 @@ func (s *Service) agentTurn(ctx context.Context, sessionID string, redelivered b
 	return nil, fmt.Errorf("planner: the agent of session %s changed %d times during one turn; trying again later", sessionID, agentTries)
 }
 
+// What an agent's turn answers (telemetry.AttrTrigger).
+const (
+	triggerWake    = "wake"    // a wake-up: the agent's start, or a cooldown's end
+	triggerSession = "session" // a change of the session's state
+	triggerStep    = "step"    // the end of its step plan
+	triggerStop    = "stop"    // planbus.agent.stop
+)
+
 // agentEffects carries out a stored turn's effects.
 func (s *Service) agentEffects(ctx context.Context, doc *agentDoc, fx agentEffects) error {
 	for _, ev := range fx.events {
@@ -226,7 +288,9 @@ func (s *Service) agentEffects(ctx context.Context, doc *agentDoc, fx agentEffec
 		}
 	}
 	if st := fx.publish; st != nil {
-		if _, err := s.conn.JS.Publish(ctx, bus.PlanSubject(st.PlanID), st.Plan, jetstream.WithMsgID(st.PlanID)); err != nil {
+		// The step's plan span is a child of this turn's.
+		m := &nats.Msg{Subject: bus.PlanSubject(st.PlanID), Data: st.Plan, Header: telemetry.Inject(ctx, nil)}
+		if _, err := s.conn.JS.PublishMsg(ctx, m, jetstream.WithMsgID(st.PlanID)); err != nil {
 			return fmt.Errorf("planner: agent %s: publish step %s: %w", doc.ID(), st.PlanID, err)
 		}
 	}
@@ -322,7 +386,7 @@ func (s *Service) onAgentWake(ctx context.Context, m jetstream.Msg) error {
 		_ = m.NakWithDelay(wait)
 		return nil
 	}
-	_, err := s.agentTurn(ctx, w.SessionID, bus.Deliveries(m) > 1, 0, func(a *agent, _, _ uint64) error {
+	_, err := s.agentTurn(ctx, triggerWake, w.SessionID, bus.Deliveries(m) > 1, 0, func(a *agent, _, _ uint64) error {
 		if a.doc.ID() != w.AgentID {
 			return nil // an earlier agent's
 		}
@@ -347,7 +411,7 @@ func (s *Service) onSessionChange(ctx context.Context, m jetstream.Msg) error {
 	if meta, err := m.Metadata(); err == nil {
 		floor = meta.Sequence.Stream
 	}
-	_, err := s.agentTurn(ctx, sid, bus.Deliveries(m) > 1, floor, func(a *agent, worldRev, seenRev uint64) error {
+	_, err := s.agentTurn(ctx, triggerSession, sid, bus.Deliveries(m) > 1, floor, func(a *agent, worldRev, seenRev uint64) error {
 		if worldRev <= seenRev {
 			return nil // acted on already
 		}
@@ -373,13 +437,16 @@ func (s *Service) onAgentExecution(ctx context.Context, m jetstream.Msg, res *pl
 		return false, nil
 	}
 	taken := false
-	_, err := s.agentTurn(ctx, meta.Agent.SessionID, bus.Deliveries(m) > 1, 0, func(a *agent, _, _ uint64) error {
+	// The turn links to the span of the plan that ended, whose context the
+	// execution result carries.
+	ended := trace.LinkFromContext(telemetry.Extract(context.Background(), m.Headers()))
+	_, err := s.agentTurn(ctx, triggerStep, meta.Agent.SessionID, bus.Deliveries(m) > 1, 0, func(a *agent, _, _ uint64) error {
 		if a.doc.ID() != res.RequestID || a.doc.Step == nil || a.doc.Step.PlanID != res.PlanID {
 			return nil
 		}
 		taken = true
 		return a.onResult(res)
-	})
+	}, ended)
 	if err != nil {
 		return false, fmt.Errorf("agent of session %s: %w", meta.Agent.SessionID, err)
 	}
@@ -418,7 +485,13 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 		defer release()
 		gctx, cancel := context.WithTimeout(ctx, GenerationTimeout)
 		defer cancel()
+		gctx, span := s.tracer.Start(gctx, telemetry.SpanGenerate, trace.WithAttributes(telemetry.AttrRequestID.String(doc.ID()),
+			telemetry.AttrKind.String(KindGOAP), telemetry.AttrGoal.String(goal)))
+		defer span.End()
 		res, err := goap.Plan(gctx, d, world, goal, goap.Options{Disabled: off, MaxMemory: lim.memory, MaxNodes: int(lim.nodes)})
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
 		var ue *goap.UnreachableError
 		var be *goap.BudgetError
 		switch {

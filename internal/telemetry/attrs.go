@@ -11,6 +11,10 @@ const (
 	SpanPlan     = "planbus.plan"     // dispatcher: a plan, from its start to its end
 	SpanTool     = "planbus.tool"     // dispatcher: a tool attempt, from its release to its end
 	SpanToolRun  = "planbus.tool.run" // worker: a tool call run by a skill
+	// SpanAgentTurn is the planner's: one turn of a session's GOAP agent,
+	// on a wake-up, a change of the session's state, the end of its step
+	// or a stop, up to what it decided stored and carried out.
+	SpanAgentTurn = "planbus.agent.turn"
 )
 
 // Attribute keys of planbus spans.
@@ -26,4 +30,6 @@ const (
 	AttrErrorCode = attribute.Key("planbus.error_code")
 	AttrWorkerID  = attribute.Key("planbus.worker_id")
 	AttrTools     = attribute.Key("planbus.tools")
+	AttrTrigger   = attribute.Key("planbus.trigger") // what an agent's turn answers: wake, session, step or stop
+	AttrGoal      = attribute.Key("planbus.goal")
 )

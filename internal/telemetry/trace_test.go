@@ -332,3 +332,96 @@ func TestToolSpansStayInTheTraceAfterAFailover(t *testing.T) {
 		t.Errorf("tool A's span attributes %v, want skill hold", a.Attributes)
 	}
 }
+
+// TestAgentTurnsJoinTheStartersTrace starts a GOAP agent from a caller with
+// a span: each of the agent's turns is a span under the request that
+// started it, its GOAP generations under a turn, each step plan it
+// publishes under the turn that published it (and its tools under the
+// plan, as for any plan), and a turn that takes a step's end links to
+// that step plan's span.
+func TestAgentTurnsJoinTheStartersTrace(t *testing.T) {
+	pl, di, wk, caller := newRecorder(t, "planner"), newRecorder(t, "dispatcher"), newRecorder(t, "toolworker"), newRecorder(t, "caller")
+	_, c := startTraced(t, pl, di, wk, skills.Remember())
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ctx, root := caller.tp.Tracer("test").Start(ctx, "caller")
+	// Two steps: the first one's end finds the agent running, with the
+	// second to publish.
+	_, err := c.StartAgent(ctx, []byte(`{"requestId": "tidy", "sessionId": "home", "goap": {"inline": {"name": "tidy",
+		"facts": {"wood": false, "floor": false},
+		"actions": [{"name": "gather", "skill": "remember", "input": {"wood": true}, "effects": {"wood": true}},
+			{"name": "sweep", "skill": "remember", "input": {"floor": true}, "preconditions": {"wood": true}, "effects": {"floor": true}}],
+		"goals": [{"name": "clean-floor", "conditions": {"floor": true}, "utility": 40}]}}}`))
+	root.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Await(ctx, "tidy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != planner.StatusSucceeded || out.Attempts != 2 {
+		t.Fatalf("agent outcome %s after %d plans, want succeeded after 2: %+v", out.Status, out.Attempts, out.Error)
+	}
+	trigger := func(s tracetest.SpanStub) string { v, _ := attr(s, telemetry.AttrTrigger); return v.AsString() }
+	di.await(t, "the two step plans and their tools", func() bool {
+		return len(di.named(telemetry.SpanPlan)) == 2 && len(di.named(telemetry.SpanTool)) == 2
+	})
+	wk.await(t, "the tools' runs", func() bool { return len(wk.named(telemetry.SpanToolRun)) == 2 })
+	pl.await(t, "the agent's start, its turns (a step's end among them) and its generation", func() bool {
+		ended := false
+		for _, s := range pl.named(telemetry.SpanAgentTurn) {
+			ended = ended || trigger(s) == "step"
+		}
+		return len(pl.named(telemetry.SpanAccept)) == 1 && ended && len(pl.named(telemetry.SpanGenerate)) >= 1
+	})
+
+	tid := root.SpanContext().TraceID()
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, r := range []*recorder{caller, pl, di, wk} {
+		for _, s := range r.spans() {
+			if got := s.SpanContext.TraceID(); got != tid {
+				t.Errorf("%s span %s: trace id %s, want the caller's %s", r.name, s.Name, got, tid)
+			}
+			byID[s.SpanContext.SpanID()] = s
+		}
+	}
+	parentName := func(s tracetest.SpanStub) string { return byID[s.Parent.SpanID()].Name }
+	accept := pl.named(telemetry.SpanAccept)[0]
+	if parentName(accept) != "caller" {
+		t.Errorf("accept span: parent %q, want the caller's", parentName(accept))
+	}
+	turns := pl.named(telemetry.SpanAgentTurn)
+	for _, s := range turns {
+		if s.Parent.SpanID() != accept.SpanContext.SpanID() {
+			t.Errorf("turn (%s): parent %q, want the request's accept span", trigger(s), parentName(s))
+		}
+		if v, _ := attr(s, telemetry.AttrRequestID); v.AsString() != "tidy" {
+			t.Errorf("turn (%s): request id %q, want tidy", trigger(s), v.AsString())
+		}
+	}
+	for _, s := range pl.named(telemetry.SpanGenerate) {
+		if parentName(s) != telemetry.SpanAgentTurn {
+			t.Errorf("generation: parent %q, want a turn", parentName(s))
+		}
+		if v, _ := attr(s, telemetry.AttrGoal); v.AsString() != "clean-floor" {
+			t.Errorf("generation: goal %q, want clean-floor", v.AsString())
+		}
+	}
+	plans := map[trace.SpanID]bool{}
+	for _, s := range di.named(telemetry.SpanPlan) {
+		plans[s.SpanContext.SpanID()] = true
+		if parentName(s) != telemetry.SpanAgentTurn {
+			t.Errorf("step plan: parent %q, want the turn that published it", parentName(s))
+		}
+	}
+	for _, s := range turns {
+		if trigger(s) != "step" {
+			continue
+		}
+		if len(s.Links) != 1 || !plans[s.Links[0].SpanContext.SpanID()] {
+			t.Errorf("a turn on a step's end links to %v, want one of the step plans' spans", s.Links)
+		}
+	}
+}
