@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/schemas"
 )
@@ -64,11 +68,19 @@ func (s *Service) handleGuideTurn(req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
+	ctx, span := s.tracer.Start(telemetry.Extract(ctx, nats.Header(req.Headers())), telemetry.SpanGuideTurn,
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(telemetry.AttrSessionID.String(q.SessionID)))
+	defer span.End()
 	reply, err := s.guideTurn(ctx, q)
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		s.log.Warn().Err(err).Str("session_id", q.SessionID).Msg("cannot play a guided turn")
 		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
 		return
+	}
+	span.SetAttributes(telemetry.AttrTransition.String(reply.Transition))
+	if reply.Plan != nil {
+		span.SetAttributes(telemetry.AttrTemplate.String(reply.Plan.ID), telemetry.AttrStep.Int(reply.Plan.Step))
 	}
 	_ = req.RespondJSON(reply)
 }

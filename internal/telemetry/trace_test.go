@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/telemetry/export"
+	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
 )
@@ -422,6 +424,56 @@ func TestAgentTurnsJoinTheStartersTrace(t *testing.T) {
 		}
 		if len(s.Links) != 1 || !plans[s.Links[0].SpanContext.SpanID()] {
 			t.Errorf("a turn on a step's end links to %v, want one of the step plans' spans", s.Links)
+		}
+	}
+}
+
+// TestGuideTurnContinuesTheCallersTrace: a guided turn is a
+// planbus.guide.turn span under the caller's, saying what the turn did to
+// the session's plan.
+func TestGuideTurnContinuesTheCallersTrace(t *testing.T) {
+	pl, caller := newRecorder(t, "planner"), newRecorder(t, "caller")
+	doc, err := os.ReadFile("../../examples/templates/library.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := templates.Decode(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{Bus: cfg, NoDispatcher: true, Planner: planner.Config{Tracer: pl.tp, Templates: lib}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	c, err := client.New(bustest.Dial(t, cfg).NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, root := caller.tp.Tracer("test").Start(ctx, "caller")
+	reply, err := c.Guide(ctx, planbus.GuideTurn{SessionID: "dev", Message: "fix the bug in parser.go", Domain: "bugfix"})
+	root.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Transition != planbus.GuideActivated || reply.Plan == nil {
+		t.Fatalf("turn %s, plan %+v; want the bugfix plan activated", reply.Transition, reply.Plan)
+	}
+	pl.await(t, "the guided turn", func() bool { return len(pl.named(telemetry.SpanGuideTurn)) == 1 })
+	s := pl.named(telemetry.SpanGuideTurn)[0]
+	if s.SpanContext.TraceID() != root.SpanContext().TraceID() || s.Parent.SpanID() != root.SpanContext().SpanID() {
+		t.Errorf("guided turn: trace %s parent %s, want the caller's %s and %s", s.SpanContext.TraceID(), s.Parent.SpanID(),
+			root.SpanContext().TraceID(), root.SpanContext().SpanID())
+	}
+	for key, want := range map[attribute.Key]attribute.Value{
+		telemetry.AttrSessionID: attribute.StringValue("dev"), telemetry.AttrTransition: attribute.StringValue(planbus.GuideActivated),
+		telemetry.AttrTemplate: attribute.StringValue(reply.Plan.ID), telemetry.AttrStep: attribute.IntValue(1),
+	} {
+		if got, _ := attr(s, key); got != want {
+			t.Errorf("guided turn: %s = %v, want %v", key, got.String(), want.String())
 		}
 	}
 }
