@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
@@ -340,17 +342,25 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 			return nil, fmt.Errorf("stored plan %s: %w", planID, err)
 		}
 	}
+	// The results the state names that this dispatcher has not seen are
+	// read back from the stream, several at once: a plan of tens of
+	// thousands of tools names as many.
 	known := s.results[planID]
-	read := map[uint64]*plan.ToolResult{}
+	var unseen []uint64
+	for _, t := range stored.Tools {
+		if _, ok := known[t.Result]; t.Result > 0 && !ok {
+			unseen = append(unseen, t.Result)
+		}
+	}
+	read, err := d.storedResults(ctx, unseen)
+	if err != nil {
+		return nil, err
+	}
 	st, err := execution.Load(p, stored, func(seq uint64) (*plan.ToolResult, error) {
 		if r, ok := known[seq]; ok {
 			return r, nil
 		}
-		r, err := d.storedResult(ctx, seq)
-		if r != nil {
-			read[seq] = r
-		}
-		return r, err
+		return read[seq], nil // nil: expired (storedResult said so)
 	})
 	if err != nil {
 		return nil, err
@@ -375,6 +385,33 @@ func (d *Dispatcher) keepResult(s *shard, planID string, seq uint64, r *plan.Too
 		s.results[planID] = m
 	}
 	m[seq] = r
+}
+
+// resultReaders bounds the results read back at once when a plan's engine
+// is rebuilt: each read is a round trip to the server (to a replica of a
+// cluster).
+const resultReaders = 16
+
+// storedResults reads the results seqs back from the RESULTS stream, up to
+// resultReaders at once, by sequence; a result that has expired is left
+// out. The first error a read returns is the error.
+func (d *Dispatcher) storedResults(ctx context.Context, seqs []uint64) (map[uint64]*plan.ToolResult, error) {
+	out := make(map[uint64]*plan.ToolResult, len(seqs))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(resultReaders)
+	for _, seq := range seqs {
+		g.Go(func() error {
+			r, err := d.storedResult(gctx, seq)
+			if r != nil {
+				mu.Lock()
+				out[seq] = r
+				mu.Unlock()
+			}
+			return err
+		})
+	}
+	return out, g.Wait()
 }
 
 // storedResult reads a result back from the RESULTS stream, for a plan
