@@ -120,7 +120,7 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 		return true, nil
 	}
 	now := time.Now()
-	before := d.inFlight(ent.eng)
+	before, wasDone := d.inFlight(ent.eng), ent.eng.Done()
 	fx := d.step(ent.eng, current, now)
 	if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
 		return false, failed("cannot record skill health or session state", err)
@@ -151,7 +151,7 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 	if err != nil {
 		return false, failed("cannot publish effects", err)
 	}
-	d.traceEnded(ent.eng, before, &fx, now)
+	d.traceEnded(ent.eng, before, &fx, !wasDone && ent.eng.Done(), now)
 	for _, it := range current {
 		if it.kind == kindResult {
 			d.keepResult(s, planID, it.seq, it.result)
@@ -347,9 +347,13 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 	// thousands of tools names as many.
 	known := s.results[planID]
 	var unseen []uint64
-	for _, t := range stored.Tools {
-		if _, ok := known[t.Result]; t.Result > 0 && !ok {
-			unseen = append(unseen, t.Result)
+	if len(stored.Tools) == len(p.Tools) { // else Load refuses the state
+		wanted := map[uint64]bool{}
+		for _, t := range stored.Tools {
+			if _, ok := known[t.Result]; t.Result > 0 && !ok && !wanted[t.Result] {
+				wanted[t.Result] = true
+				unseen = append(unseen, t.Result)
+			}
 		}
 	}
 	read, err := d.storedResults(ctx, unseen)
@@ -401,6 +405,9 @@ func (d *Dispatcher) storedResults(ctx context.Context, seqs []uint64) (map[uint
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(resultReaders)
 	for _, seq := range seqs {
+		if gctx.Err() != nil {
+			break // a read failed: the rest would too, or are not wanted
+		}
 		g.Go(func() error {
 			r, err := d.storedResult(gctx, seq)
 			if r != nil {
@@ -411,7 +418,11 @@ func (d *Dispatcher) storedResults(ctx context.Context, seqs []uint64) (map[uint
 			return err
 		})
 	}
-	return out, g.Wait()
+	err := g.Wait()
+	if err == nil {
+		err = ctx.Err() // ended before a read began
+	}
+	return out, err
 }
 
 // storedResult reads a result back from the RESULTS stream, for a plan

@@ -94,7 +94,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 		d.countAttempts(ent.eng, fx.Applied)
 		d.remember(s, p.PlanID, p, ent)
 		log.Debug().Int("tools", len(p.Tools)).Msg("plan started")
-		d.traceEnded(eng, nil, &fx, now) // a plan that ends as it starts (every tool reused)
+		d.traceEnded(eng, nil, &fx, fx.Done != nil, now) // a plan that ends as it starts (every tool reused)
 	}
 	pd, err := d.send(ent, fx, out)
 	if err != nil {

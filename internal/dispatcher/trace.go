@@ -99,10 +99,15 @@ func (d *Dispatcher) inFlight(eng *execution.Engine) []runningAttempt {
 }
 
 // traceEnded records the spans of the attempts in before that the batch
-// ended (with the results applied, fx.Applied), and the plan's span if the
-// plan ended. Called once the batch's state is stored, so a batch applied
-// again after a lost compare-and-set records nothing twice.
-func (d *Dispatcher) traceEnded(eng *execution.Engine, before []runningAttempt, fx *execution.Effects, now time.Time) {
+// ended (with the results applied, fx.Applied), and the plan's span if
+// the batch ended the plan (ended). Called once the batch's state is
+// stored, so a batch applied again after a lost compare-and-set records
+// nothing twice; nor does a message that comes after the plan ended (a
+// late cancel, a redelivery), which redoes what the state implies, the
+// plan's end included: its span was recorded when it ended. (A dispatcher
+// that died between storing the end and recording the span leaves it
+// unrecorded.)
+func (d *Dispatcher) traceEnded(eng *execution.Engine, before []runningAttempt, fx *execution.Effects, ended bool, now time.Time) {
 	st := eng.State()
 	if st.Trace == nil || !d.traced {
 		return
@@ -137,7 +142,7 @@ func (d *Dispatcher) traceEnded(eng *execution.Engine, before []runningAttempt, 
 		d.record(trace.ContextWithRemoteSpanContext(context.Background(), psc), psc.TraceID(), sid, telemetry.SpanTool,
 			trace.SpanKindProducer, time.UnixMilli(a.released), now, attrs, state == plan.ToolSucceeded, errInfo)
 	}
-	if fx.Done != nil {
+	if ended && fx.Done != nil {
 		d.planSpan(st, fx.Done)
 	}
 }

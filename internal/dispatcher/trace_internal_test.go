@@ -36,7 +36,7 @@ func TestUntracedPlanCostsNothing(t *testing.T) {
 			}
 		},
 		"inFlight":   func() { _ = d.inFlight(eng) },
-		"traceEnded": func() { d.traceEnded(eng, nil, &fx, time.Now()) },
+		"traceEnded": func() { d.traceEnded(eng, nil, &fx, true, time.Now()) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s of an untraced plan: %v allocations, want 0", name, n)

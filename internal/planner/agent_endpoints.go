@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
@@ -145,6 +147,8 @@ func (s *Service) handleAgentStop(req micro.Request) {
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
 	planID, stopped := "", false
+	// The stop's turn is in the agent's trace, linked to the caller's.
+	caller := trace.LinkFromContext(telemetry.Extract(context.Background(), nats.Header(req.Headers())))
 	doc, err := s.agentTurn(ctx, triggerStop, q.SessionID, false, 0, func(a *agent, _, _ uint64) error {
 		if a.doc.Step != nil {
 			planID = a.doc.Step.PlanID
@@ -152,7 +156,7 @@ func (s *Service) handleAgentStop(req micro.Request) {
 		a.stop(clipReason(q.Reason))
 		stopped = true
 		return nil
-	})
+	}, caller)
 	switch {
 	case err != nil:
 		s.log.Warn().Err(err).Str("session", q.SessionID).Msg("cannot stop an agent")

@@ -178,17 +178,28 @@ type turnSpan struct {
 	trigger, sessionID string
 	links              []trace.Link
 	span               trace.Span
+	ctx                context.Context // with span
+	agentID            string          // whose turn span is
 }
 
-// begin starts the span for doc, once; it returns ctx with the span.
-func (t *turnSpan) begin(ctx context.Context, doc *agentDoc) context.Context {
-	if t.span != nil {
-		return ctx
+// begin returns base with the span of doc's turn, started the first time
+// it is asked for doc's agent. A turn tried again after a lost
+// compare-and-set may find another agent in the session (the one it began
+// for stopped, a new one started): the first span ends, and the new
+// agent's turn gets a span of its own, in its own trace.
+func (t *turnSpan) begin(base context.Context, doc *agentDoc) context.Context {
+	if t.span != nil && t.agentID == doc.ID() {
+		return t.ctx
 	}
-	ctx, t.span = t.tracer.Start(telemetry.FromMap(ctx, doc.Trace), telemetry.SpanAgentTurn, trace.WithSpanKind(trace.SpanKindConsumer),
+	if t.span != nil {
+		t.span.SetAttributes(telemetry.AttrState.String("superseded"))
+		t.span.End()
+	}
+	t.agentID = doc.ID()
+	t.ctx, t.span = t.tracer.Start(telemetry.FromMap(base, doc.Trace), telemetry.SpanAgentTurn, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithLinks(t.links...), trace.WithAttributes(telemetry.AttrRequestID.String(doc.ID()),
 			telemetry.AttrSessionID.String(t.sessionID), telemetry.AttrTrigger.String(t.trigger)))
-	return ctx
+	return t.ctx
 }
 
 // end ends the span, if it began, with the agent's state after the turn.
@@ -221,8 +232,8 @@ func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, 
 			}
 			return doc, nil
 		}
-		ctx = sp.begin(ctx, doc)
-		world, wrev, err := s.world(ctx, sessionID, floor)
+		tctx := sp.begin(ctx, doc)
+		world, wrev, err := s.world(tctx, sessionID, floor)
 		if err != nil {
 			return doc, err
 		}
@@ -232,7 +243,7 @@ func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, 
 		var a *agent
 		d, err := s.agentDomain(doc.Domain)
 		if err == nil {
-			a, err = newAgent(doc, d, world, now, s.agentPlanner(ctx, doc, d))
+			a, err = newAgent(doc, d, world, now, s.agentPlanner(tctx, doc, d))
 		}
 		if err != nil {
 			// A domain this planner cannot use (it was decoded when the
@@ -252,19 +263,19 @@ func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, 
 		after, _ := json.Marshal(doc)
 		if bytes.Equal(before, after) {
 			if redelivered {
-				return doc, s.agentEnsure(ctx, doc)
+				return doc, s.agentEnsure(tctx, doc)
 			}
 			return doc, nil
 		}
 		doc.Planner, doc.Updated = s.cfg.ID, now.UTC()
-		_, err = s.saveAgent(ctx, doc, rev)
+		_, err = s.saveAgent(tctx, doc, rev)
 		if casLost(err) {
 			continue
 		}
 		if err != nil {
 			return doc, err
 		}
-		return doc, s.agentEffects(ctx, doc, a.fx)
+		return doc, s.agentEffects(tctx, doc, a.fx)
 	}
 	return nil, fmt.Errorf("planner: the agent of session %s changed %d times during one turn; trying again later", sessionID, agentTries)
 }

@@ -336,11 +336,12 @@ func TestToolSpansStayInTheTraceAfterAFailover(t *testing.T) {
 }
 
 // TestAgentTurnsJoinTheStartersTrace starts a GOAP agent from a caller with
-// a span: each of the agent's turns is a span under the request that
-// started it, its GOAP generations under a turn, each step plan it
-// publishes under the turn that published it (and its tools under the
-// plan, as for any plan), and a turn that takes a step's end links to
-// that step plan's span.
+// a span: everything is in the caller's trace; each of the agent's turns
+// is a span under the request that started it, its GOAP generations under
+// a turn, each step plan under the turn that published it, a turn that
+// takes a step's end links to that step plan's span, and no span is
+// recorded twice (a step the agent drops after it ended gets a cancel the
+// dispatcher takes after the plan's end: it records the plan's span once).
 func TestAgentTurnsJoinTheStartersTrace(t *testing.T) {
 	pl, di, wk, caller := newRecorder(t, "planner"), newRecorder(t, "dispatcher"), newRecorder(t, "toolworker"), newRecorder(t, "caller")
 	_, c := startTraced(t, pl, di, wk, skills.Remember())
@@ -367,8 +368,15 @@ func TestAgentTurnsJoinTheStartersTrace(t *testing.T) {
 		t.Fatalf("agent outcome %s after %d plans, want succeeded after 2: %+v", out.Status, out.Attempts, out.Error)
 	}
 	trigger := func(s tracetest.SpanStub) string { v, _ := attr(s, telemetry.AttrTrigger); return v.AsString() }
+	distinct := func(spans tracetest.SpanStubs) int {
+		ids := map[trace.SpanID]bool{}
+		for _, s := range spans {
+			ids[s.SpanContext.SpanID()] = true
+		}
+		return len(ids)
+	}
 	di.await(t, "the two step plans and their tools", func() bool {
-		return len(di.named(telemetry.SpanPlan)) == 2 && len(di.named(telemetry.SpanTool)) == 2
+		return distinct(di.named(telemetry.SpanPlan)) == 2 && distinct(di.named(telemetry.SpanTool)) == 2
 	})
 	wk.await(t, "the tools' runs", func() bool { return len(wk.named(telemetry.SpanToolRun)) == 2 })
 	pl.await(t, "the agent's start, its turns (a step's end among them) and its generation", func() bool {
@@ -385,6 +393,9 @@ func TestAgentTurnsJoinTheStartersTrace(t *testing.T) {
 		for _, s := range r.spans() {
 			if got := s.SpanContext.TraceID(); got != tid {
 				t.Errorf("%s span %s: trace id %s, want the caller's %s", r.name, s.Name, got, tid)
+			}
+			if _, twice := byID[s.SpanContext.SpanID()]; twice {
+				t.Errorf("%s span %s %s recorded twice", r.name, s.Name, s.SpanContext.SpanID())
 			}
 			byID[s.SpanContext.SpanID()] = s
 		}
@@ -414,8 +425,11 @@ func TestAgentTurnsJoinTheStartersTrace(t *testing.T) {
 	plans := map[trace.SpanID]bool{}
 	for _, s := range di.named(telemetry.SpanPlan) {
 		plans[s.SpanContext.SpanID()] = true
-		if parentName(s) != telemetry.SpanAgentTurn {
-			t.Errorf("step plan: parent %q, want the turn that published it", parentName(s))
+		// The turn that published a step has it in flight when it ends.
+		planID, _ := attr(s, telemetry.AttrPlanID)
+		parent := byID[s.Parent.SpanID()]
+		if published, _ := attr(parent, telemetry.AttrPlanID); parent.Name != telemetry.SpanAgentTurn || published != planID {
+			t.Errorf("step plan %s: parent %q with step %q, want the turn that published it", planID.AsString(), parent.Name, published.AsString())
 		}
 	}
 	for _, s := range turns {
