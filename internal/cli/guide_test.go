@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,11 +24,7 @@ import (
 // planner with the starter library: it prints the context, says on stderr
 // what the turn did, and takes a tool's output from flags.
 func TestGuideVerb(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "templates", "library.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib, err := templates.Decode(doc)
+	lib, err := templates.ReadFile(filepath.Join(repoRoot(t), "examples", "templates", "library.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

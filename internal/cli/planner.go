@@ -240,12 +240,9 @@ func (p *plannerFlags) config() (planner.Config, error) {
 		}
 	}
 	if p.templates != "" {
-		b, err := os.ReadFile(p.templates)
-		if err != nil {
+		var err error
+		if cfg.Templates, err = templates.ReadFile(p.templates); err != nil {
 			return cfg, fmt.Errorf("--templates: %w", err)
-		}
-		if cfg.Templates, err = templates.Decode(b); err != nil {
-			return cfg, fmt.Errorf("--templates %s: %w", p.templates, err)
 		}
 	}
 	if p.fallback != "" {

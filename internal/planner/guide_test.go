@@ -49,11 +49,7 @@ func (b *syncBuffer) String() string {
 
 func starterLibrary(t *testing.T) *templates.Library {
 	t.Helper()
-	doc, err := os.ReadFile("../../examples/templates/library.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib, err := templates.Decode(doc)
+	lib, err := templates.ReadFile("../../examples/templates/library.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package planner_test
 
 import (
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/planbus/planbus/internal/plan"
@@ -16,11 +15,7 @@ import (
 // by the gates its checks become. warn and block steps are retried twice
 // in a plan, then fail it: there is no agent to wait for.
 func TestTemplateKeyedLibraryRunsAsPlans(t *testing.T) {
-	doc, err := os.ReadFile("../templates/testdata/keyed/library.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib, err := templates.Decode(doc)
+	lib, err := templates.ReadFile("../templates/testdata/keyed/library.json")
 	if err != nil {
 		t.Fatal(err)
 	}

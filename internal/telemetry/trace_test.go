@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -113,21 +112,30 @@ func attr(s tracetest.SpanStub, key attribute.Key) (attribute.Value, bool) {
 // serving skills that records with its own.
 func startTraced(t *testing.T, pl, di, wk *recorder, sk ...skill.Skill) (*node.Node, *client.Client) {
 	t.Helper()
-	cfg := bustest.Start(t)
+	return startNode(t, node.Config{Planner: planner.Config{Tracer: pl.tp}, Dispatcher: dispatcher.Config{Tracer: di.tp}}, wk, sk...)
+}
+
+// startNode starts a node as nc says on a real embedded JetStream server
+// and, with wk, a worker serving skills that records with wk's provider;
+// it returns a client of it.
+func startNode(t *testing.T, nc node.Config, wk *recorder, sk ...skill.Skill) (*node.Node, *client.Client) {
+	t.Helper()
+	nc.Bus = bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := node.Start(ctx, node.Config{Bus: cfg, Planner: planner.Config{Tracer: pl.tp},
-		Dispatcher: dispatcher.Config{Tracer: di.tp}}, zerolog.Nop())
+	n, err := node.Start(ctx, nc, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Stop)
-	if _, err := n.Add(ctx, "traced-worker", bus.RoleWorker, func(c *bus.Conn) (node.Runner, error) {
-		return worker.New(c.NC, worker.Config{Skills: sk, DrainTimeout: time.Second}, worker.WithTracerProvider(wk.tp))
-	}, zerolog.Nop()); err != nil {
-		t.Fatal(err)
+	if wk != nil {
+		if _, err := n.Add(ctx, "traced-worker", bus.RoleWorker, func(c *bus.Conn) (node.Runner, error) {
+			return worker.New(c.NC, worker.Config{Skills: sk, DrainTimeout: time.Second}, worker.WithTracerProvider(wk.tp))
+		}, zerolog.Nop()); err != nil {
+			t.Fatal(err)
+		}
 	}
-	c, err := client.New(bustest.Dial(t, cfg).NC)
+	c, err := client.New(bustest.Dial(t, nc.Bus).NC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,26 +455,13 @@ func TestAgentTurnsJoinTheStartersTrace(t *testing.T) {
 // the session's plan.
 func TestGuideTurnContinuesTheCallersTrace(t *testing.T) {
 	pl, caller := newRecorder(t, "planner"), newRecorder(t, "caller")
-	doc, err := os.ReadFile("../../examples/templates/library.json")
+	lib, err := templates.ReadFile("../../examples/templates/library.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib, err := templates.Decode(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := bustest.Start(t)
+	_, c := startNode(t, node.Config{NoDispatcher: true, Planner: planner.Config{Tracer: pl.tp, Templates: lib}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := node.Start(ctx, node.Config{Bus: cfg, NoDispatcher: true, Planner: planner.Config{Tracer: pl.tp, Templates: lib}}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Stop)
-	c, err := client.New(bustest.Dial(t, cfg).NC)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, root := caller.tp.Tracer("test").Start(ctx, "caller")
 	reply, err := c.Guide(ctx, planbus.GuideTurn{SessionID: "dev", Message: "fix the bug in parser.go", Domain: "bugfix"})
 	root.End()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -212,6 +213,20 @@ func (s *Step) Title() string {
 // that each template makes a valid plan. Every error is an *Error matching
 // ErrInvalid.
 //
+// ReadFile reads the library in the file at path (Decode); an error names
+// the file.
+func ReadFile(path string) (*Library, error) {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := Decode(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return l, nil
+}
+
 // A library is in one of two formats: the list format (schema SchemaName:
 // version, plans an array of templates with ids, camelCase fields) or the
 // keyed format (schema KeyedSchemaName: _meta, plans an object keyed by

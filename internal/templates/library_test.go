@@ -2,7 +2,9 @@ package templates
 
 import (
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -175,5 +177,24 @@ func TestStarterLibrary(t *testing.T) {
 		"api_integration", "codegen_module", "refactor_safe", "dependency_update", "log_investigation"}
 	if diff := cmp.Diff(want, ids); diff != "" {
 		t.Errorf("starter plans (-want +got):\n%s", diff)
+	}
+}
+
+// ReadFile decodes a library file, and an error names the file.
+func TestReadFile(t *testing.T) {
+	lib, err := ReadFile("../../examples/templates/library.json")
+	if err != nil || len(lib.Plans) == 0 {
+		t.Fatalf("the starter library: %d plans, %v", len(lib.Plans), err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"version":"1","plans":[{}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("a library that breaks its schema: %v, want an error naming %s", err, bad)
+	}
+	missing := filepath.Join(t.TempDir(), "none.json")
+	if _, err := ReadFile(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
 	}
 }
