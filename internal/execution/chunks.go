@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // A plan of many tools keeps its state in chunks, so that the write after
@@ -222,13 +223,10 @@ func readChunks(ctx context.Context, head string, s *Stored, get Getter) (missin
 	parts := make([][]StoredTool, len(s.Chunks))
 	errs := make([]error, len(s.Chunks))
 	gone := make([]bool, len(s.Chunks))
-	sem := make(chan struct{}, chunkReaders)
-	var wg sync.WaitGroup
+	var g errgroup.Group // each read keeps its own outcome, for the order below
+	g.SetLimit(chunkReaders)
 	for k, id := range s.Chunks {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			key := ChunkKey(head, k, id)
 			doc, _, err := get(ctx, key)
 			switch {
@@ -239,9 +237,10 @@ func readChunks(ctx context.Context, head string, s *Stored, get Getter) (missin
 			default:
 				parts[k], errs[k] = readChunk(key, doc, k, s)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	// As if read in order: the first chunk gone or refused is the answer.
 	for k := range s.Chunks {
 		if gone[k] {

@@ -405,16 +405,6 @@ func FuzzReadStored(f *testing.F) {
 	})
 }
 
-// decodeChunkSlow is how a chunk was read before decodeChunk's walk, and
-// how it still is when the walk cannot vouch: encoding/json throughout.
-func decodeChunkSlow(doc []byte, first int, startedAt int64) ([]StoredTool, error) {
-	var rows [][]json.RawMessage
-	if err := json.Unmarshal(doc, &rows); err != nil {
-		return nil, err
-	}
-	return decodeTools(rows, first, startedAt)
-}
-
 // decodeChunk reads every chunk as encoding/json reads it: the same tools,
 // or an error for both. The rows here are those its walk (parseRow) reads
 // itself and those next to them it must leave to encoding/json.

@@ -257,6 +257,12 @@ func decodeChunk(doc []byte, first int, startedAt int64) ([]StoredTool, error) {
 	if tools, ok := decodeChunkFast(doc, first, startedAt); ok {
 		return tools, nil
 	}
+	return decodeChunkSlow(doc, first, startedAt)
+}
+
+// decodeChunkSlow reads a chunk with encoding/json throughout, as chunks
+// were read before decodeChunk's walk.
+func decodeChunkSlow(doc []byte, first int, startedAt int64) ([]StoredTool, error) {
 	var rows [][]json.RawMessage
 	if err := json.Unmarshal(doc, &rows); err != nil {
 		return nil, err
@@ -307,35 +313,25 @@ func parseRow(row []byte, startedAt int64, t *StoredTool) bool {
 	if !t.setCode(string(row[2:3])) {
 		return false
 	}
-	rest := row[5 : len(row)-1]
-	var fields [3][]byte
-	for f := range fields {
-		end := bytes.IndexByte(rest, ',')
-		if f == len(fields)-1 {
-			end = len(rest)
-		}
-		if end < 0 {
-			return false
-		}
-		fields[f], rest = rest[:end], rest[min(end+1, len(rest)):]
-	}
-	if bytes.IndexByte(fields[2], ',') >= 0 {
+	attemptField, rest, ok1 := bytes.Cut(row[5:len(row)-1], []byte{','})
+	resultField, atField, ok2 := bytes.Cut(rest, []byte{','})
+	if !ok1 || !ok2 || bytes.IndexByte(atField, ',') >= 0 {
 		return false
 	}
-	attempt, ok := jsonInt(fields[0])
+	attempt, ok := jsonInt(attemptField)
 	if !ok || attempt != int64(int(attempt)) {
 		return false
 	}
-	if len(fields[1]) == 0 || fields[1][0] == '-' {
+	if len(resultField) == 0 || resultField[0] == '-' {
 		return false
 	}
-	result, ok := jsonInt(fields[1])
+	result, ok := jsonInt(resultField)
 	if !ok {
 		return false
 	}
 	t.Attempt, t.Result = int(attempt), uint64(result)
-	if string(fields[2]) != "null" {
-		at, ok := jsonInt(fields[2])
+	if string(atField) != "null" {
+		at, ok := jsonInt(atField)
 		if !ok {
 			return false
 		}
