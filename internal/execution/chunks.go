@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -225,7 +226,14 @@ func readChunks(ctx context.Context, head string, s *Stored, get Getter) (missin
 	gone := make([]bool, len(s.Chunks))
 	var g errgroup.Group // each read keeps its own outcome, for the order below
 	g.SetLimit(chunkReaders)
+	// bad is the first chunk found gone or refused so far: chunks after it
+	// cannot change the answer, so they are not read.
+	var bad atomic.Int64
+	bad.Store(int64(len(s.Chunks)))
 	for k, id := range s.Chunks {
+		if int64(k) > bad.Load() {
+			break
+		}
 		g.Go(func() error {
 			key := ChunkKey(head, k, id)
 			doc, _, err := get(ctx, key)
@@ -236,6 +244,10 @@ func readChunks(ctx context.Context, head string, s *Stored, get Getter) (missin
 				gone[k] = true
 			default:
 				parts[k], errs[k] = readChunk(key, doc, k, s)
+			}
+			if gone[k] || errs[k] != nil {
+				for b := bad.Load(); int64(k) < b && !bad.CompareAndSwap(b, int64(k)); b = bad.Load() {
+				}
 			}
 			return nil
 		})
