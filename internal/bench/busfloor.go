@@ -634,6 +634,10 @@ type floorPlan struct {
 // execution result a plan. The dispatcher's work runs on floorShards
 // goroutines, each owning the plans whose index it is given.
 func (fb *floorBus) plans(ctx context.Context, round string, n int) (time.Duration, time.Duration, error) {
+	// The round's own context: what still waits on its acknowledgements
+	// (settle) stops when the round ends, a failed one too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	pre := floorPrefix + "results.plans" + round + "."
 	execs := floorPrefix + "results.exec" + round + "."
 	results := floorPrefix + "results.res" + round + "."
