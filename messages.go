@@ -229,7 +229,11 @@ const (
 
 // Event types of a request's loop, published by the planner.
 const (
-	EventRequestAccepted   = "request.accepted"
+	EventRequestAccepted = "request.accepted"
+	// EventRequestDuplicate: a request was sent again under its id, and
+	// accepted without running anything new (Accepted.Duplicate); Message
+	// says when the first was accepted.
+	EventRequestDuplicate  = "request.duplicate"
 	EventRequestGenerating = "request.generating"
 	EventRequestGenerated  = "request.generated"
 	EventRequestReplanning = "request.replanning"
@@ -306,6 +310,11 @@ type Accepted struct {
 	RequestID string `json:"requestId"`
 	SessionID string `json:"sessionId"`
 	Status    string `json:"status"`
+	// Duplicate is true when the request had been accepted before under
+	// its id (a client sending it again after a lost answer): nothing new
+	// runs, and the request's outcome is the first one's. Another request
+	// under a used id is rejected at /requestId.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // Rejected is the reply to a request that is not valid.

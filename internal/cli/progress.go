@@ -245,7 +245,7 @@ func (p *progress) line(ev plan.Event) {
 	at := ev.Time.Sub(p.start)
 	var what string
 	switch ev.Type {
-	case "request.accepted", "request.generating", "request.generated", "request.replanning",
+	case "request.accepted", "request.duplicate", "request.generating", "request.generated", "request.replanning",
 		"request.succeeded", "request.failed", "request.fallback", "request.cancelled":
 		fmt.Fprintf(p.w, "%8s  %s: %s\n", ms(at), strings.TrimPrefix(ev.Type, "request."), ev.Message)
 		return

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,22 +32,22 @@ const maxAgentID = 112
 // publishes that wake-up again and is accepted (a client that lost the
 // answer may ask again). Errors are *RequestError for the request's
 // faults, else the store's.
-func (s *Service) startAgent(ctx context.Context, r *Request) error {
+func (s *Service) startAgent(ctx context.Context, r *Request) (*sentBefore, error) {
 	g := r.GOAP
 	switch {
 	case g.Goal != "":
-		return &RequestError{Field: "/goap/goal", Msg: "an agent chooses its goals with its arbiter: leave goal out, or leave agent out to plan for this goal once"}
+		return nil, &RequestError{Field: "/goap/goal", Msg: "an agent chooses its goals with its arbiter: leave goal out, or leave agent out to plan for this goal once"}
 	case g.State != nil:
-		return &RequestError{Field: "/goap/state", Msg: "an agent's world is the session state: put these facts there (the remember skill) and leave state out"}
+		return nil, &RequestError{Field: "/goap/state", Msg: "an agent's world is the session state: put these facts there (the remember skill) and leave state out"}
 	case len(r.RequestID) > maxAgentID:
-		return &RequestError{Field: "/requestId", Msg: fmt.Sprintf("an agent's id takes at most %d characters, leaving room for its plans' ids", maxAgentID)}
+		return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf("an agent's id takes at most %d characters, leaving room for its plans' ids", maxAgentID)}
 	}
 	doc, d, err := s.goap.document(g)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(d.Goals) == 0 {
-		return &RequestError{Field: "/goap", Msg: "the domain has no goals: an agent would have nothing to pursue"}
+		return nil, &RequestError{Field: "/goap", Msg: "the domain has no goals: an agent would have nothing to pursue"}
 	}
 	kept := *r
 	kg := *g
@@ -58,29 +59,45 @@ func (s *Service) startAgent(ctx context.Context, r *Request) error {
 	for range agentTries {
 		cur, rev, err := s.loadAgent(ctx, r.SessionID)
 		if err != nil {
-			return err
+			return nil, err
+		}
+		if cur != nil && cur.ID() == r.RequestID {
+			// The session's agent has this id: the same start again is
+			// accepted (its wake-up published again if it runs), another
+			// refused; an ended agent is not started again under its id,
+			// whose plans and outcome are that agent's.
+			was, _ := json.Marshal(cur.Request)
+			now, _ := json.Marshal(&kept)
+			if !bytes.Equal(was, now) {
+				return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf(
+					"agent %s of session %s was started at %s with another request; a request id names one agent: start this one under a new requestId, or leave requestId out",
+					cur.ID(), r.SessionID, cur.Started.UTC().Format(time.RFC3339))}
+			}
+			again := &sentBefore{what: "agent " + cur.ID(), when: "at " + cur.Started.UTC().Format(time.RFC3339)}
+			if cur.Status != planbus.AgentRunning {
+				again.when += " and has ended (" + cur.Status + ")"
+				return again, nil
+			}
+			return again, s.publishWake(ctx, cur, time.Time{})
 		}
 		if cur != nil && cur.Status == planbus.AgentRunning {
-			if cur.ID() != r.RequestID {
-				return &RequestError{Field: "/sessionId", Msg: fmt.Sprintf("session %s already has a running agent, %s; stop it first (planner agent stop %s)",
-					r.SessionID, cur.ID(), r.SessionID)}
-			}
-			return s.publishWake(ctx, cur, time.Time{})
+			return nil, &RequestError{Field: "/sessionId", Msg: fmt.Sprintf("session %s already has a running agent, %s; stop it first (planner agent stop %s)",
+				r.SessionID, cur.ID(), r.SessionID)}
 		}
 		if _, err = s.saveAgent(ctx, a, rev); casLost(err) {
 			continue
 		}
 		if tl, ok := isTooLarge(err); ok {
-			return &RequestError{Field: "/goap", Msg: fmt.Sprintf("the agent's state with its domain takes %d bytes, over the store's limit of %d", tl.size, tl.limit)}
+			return nil, &RequestError{Field: "/goap", Msg: fmt.Sprintf("the agent's state with its domain takes %d bytes, over the store's limit of %d", tl.size, tl.limit)}
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		s.agentEvent(a, plan.Event{Type: planbus.EventAgentStarted,
 			Message: fmt.Sprintf("agent %s started in session %s with domain %s (%d goals)", a.ID(), a.SessionID(), d.Name, len(d.Goals))})
-		return s.publishWake(ctx, a, time.Time{})
+		return nil, s.publishWake(ctx, a, time.Time{})
 	}
-	return fmt.Errorf("planner: the agent of session %s changed %d times while starting; try again", r.SessionID, agentTries)
+	return nil, fmt.Errorf("planner: the agent of session %s changed %d times while starting; try again", r.SessionID, agentTries)
 }
 
 // handleAgentStart takes a plan request of kind goap (kind may be left

@@ -306,12 +306,42 @@ func TestAgentEndpointsRefuseBadRequests(t *testing.T) {
 	if rej == nil || rej.Error.Field != "/sessionId" || !strings.Contains(rej.Error.Message, "already has a running agent, one") {
 		t.Errorf("second agent: %+v %+v", rej, acc)
 	}
-	// The same start again is accepted and changes nothing.
-	if again := startAgent(t, h, `{"requestId": "one", "sessionId": "busy", "goap": {"domain": "preemption"}}`); again.RequestID != "one" {
-		t.Errorf("start again: %+v", again)
+	// The same start again is accepted as a duplicate and changes nothing.
+	if again := startAgent(t, h, `{"requestId": "one", "sessionId": "busy", "goap": {"domain": "preemption"}}`); again.RequestID != "one" || !again.Duplicate {
+		t.Errorf("start again: %+v, want a duplicate", again)
 	}
 	if st := agentStatus(t, h, "busy"); st.AgentID != "one" || st.Plans != 1 || st.Domain != "preemption" {
 		t.Errorf("after the refused start: agent %s, %d plans, domain %s", st.AgentID, st.Plans, st.Domain)
+	}
+	// Another request under a running agent's id is refused.
+	rej = agentCall(t, h, bus.SubjectAgentStart, map[string]any{"requestId": "one", "sessionId": "busy", "goap": map[string]any{"domain": "chores"}}, &acc)
+	if rej == nil || rej.Error.Field != "/requestId" || !strings.Contains(rej.Error.Message, "with another request") {
+		t.Errorf("another agent under the id: %+v %+v", rej, acc)
+	}
+	stopAgent(t, h, "busy")
+	// An ended agent is not started again under its id: its plans and
+	// outcome are that agent's. The same start is a duplicate, another
+	// refused.
+	stopped := outcomeOf(t, h, "one")
+	if again := startAgent(t, h, `{"requestId": "one", "sessionId": "busy", "goap": {"domain": "preemption"}}`); !again.Duplicate {
+		t.Errorf("the ended agent's start again: %+v, want a duplicate", again)
+	}
+	if st := agentStatus(t, h, "busy"); st.AgentID != "one" || st.Status == planbus.AgentRunning || st.Plans != 1 {
+		t.Errorf("after the ended agent's start again: agent %s %s, %d plans; want it still ended", st.AgentID, st.Status, st.Plans)
+	}
+	if o := outcomeOf(t, h, "one"); !o.FinishedAt.Equal(stopped.FinishedAt) {
+		t.Errorf("outcome after the start again: %+v, want the stopped agent's", o)
+	}
+	rej = agentCall(t, h, bus.SubjectAgentStart, map[string]any{"requestId": "one", "sessionId": "busy", "goap": map[string]any{"domain": "chores"}}, &acc)
+	if rej == nil || rej.Error.Field != "/requestId" {
+		t.Errorf("another agent under the ended one's id: %+v %+v", rej, acc)
+	}
+	// A new id starts a new agent in the session.
+	if acc := startAgent(t, h, `{"requestId": "two", "sessionId": "busy", "goap": {"domain": "chores"}}`); acc.Duplicate {
+		t.Errorf("a new agent: %+v", acc)
+	}
+	if st := agentStatus(t, h, "busy"); st.AgentID != "two" || st.Status != planbus.AgentRunning {
+		t.Errorf("after the new start: agent %s %s", st.AgentID, st.Status)
 	}
 	stopAgent(t, h, "busy")
 }

@@ -1,11 +1,13 @@
 package planner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,19 +23,19 @@ import (
 )
 
 // accept validates a request as the endpoint receives it and queues it.
-func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
+func (s *Service) accept(ctx context.Context, doc []byte) (r *Request, again *sentBefore, err error) {
 	if err := s.checkSize(nil, doc); err != nil {
-		return nil, err // before decoding: a request too large is refused cheaply
+		return nil, nil, err // before decoding: a request too large is refused cheaply
 	}
-	r, err := DecodeRequest(doc)
+	r, err = DecodeRequest(doc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.RequestID == "" {
 		r.RequestID = nuid.Next()
 	}
 	if err := s.cfg.checkBudget(r); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch r.Kind {
 	case KindExternal:
@@ -41,38 +43,39 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 			if strings.HasPrefix(r.Planner, reserved) {
 				// planbus's own subjects and the server's are not planners:
 				// a request must not make the planner publish there.
-				return nil, &RequestError{Field: "/planner",
+				return nil, nil, &RequestError{Field: "/planner",
 					Msg: fmt.Sprintf("external planner %q: subjects under %s are reserved; name a planner's own subject (e.g. planners.mine)", r.Planner, reserved)}
 			}
 		}
 		if p := s.cfg.ExternalPrefix; p != "" && !strings.HasPrefix(r.Planner, p) {
-			return nil, &RequestError{Field: "/planner",
+			return nil, nil, &RequestError{Field: "/planner",
 				Msg: fmt.Sprintf("external planner %q: with authorization on, external planners answer on subjects under %s", r.Planner, p)}
 		}
 	case KindGOAP:
 		if r.GOAP.Agent {
-			return r, s.startAgent(ctx, r) // no replan loop: the agent is its own (agent.go)
+			again, err := s.startAgent(ctx, r) // no replan loop: the agent is its own (agent.go)
+			return r, again, err
 		}
 		if _, err := s.goap.domain(r.GOAP); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case KindTemplate:
 		if err := (templatePlanner{lib: s.cfg.Templates}).check(r); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case KindPlan:
 		p, err := plan.Decode(r.Plan)
 		if err != nil {
-			return nil, &RequestError{Field: "/plan", Msg: err.Error()}
+			return nil, nil, &RequestError{Field: "/plan", Msg: err.Error()}
 		}
 		if len(p.Tools) == 0 {
 			// Planners may find that nothing needs doing; a person who
 			// sends a plan of nothing has most likely sent the wrong file.
-			return nil, &RequestError{Field: "/plan/tools", Msg: "the plan has no tools: there is nothing to run"}
+			return nil, nil, &RequestError{Field: "/plan/tools", Msg: "the plan has no tools: there is nothing to run"}
 		}
 		known, err := s.skillManifests(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for i, t := range p.Tools {
 			if _, ok := known[t.Skill]; ok {
@@ -83,10 +86,10 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 			// ask for the skill itself before calling it unknown.
 			m, err := s.skillManifest(ctx, t.Skill)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if m == nil {
-				return nil, &RequestError{Field: fmt.Sprintf("/plan/tools/%d/skill", i),
+				return nil, nil, &RequestError{Field: fmt.Sprintf("/plan/tools/%d/skill", i),
 					Msg: fmt.Sprintf("unknown skill %q: no worker has advertised it", t.Skill)}
 			}
 			known[t.Skill] = *m
@@ -95,25 +98,65 @@ func (s *Service) accept(ctx context.Context, doc []byte) (*Request, error) {
 		if _, err := (htnPlanner{domains: s.cfg.DomainsDir}).program(r.HTN, nil); err != nil {
 			var re *RequestError
 			if errors.As(err, &re) {
-				return nil, re
+				return nil, nil, re
 			}
-			return nil, &RequestError{Field: "/htn", Msg: err.Error()}
+			return nil, nil, &RequestError{Field: "/htn", Msg: err.Error()}
 		}
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.checkSize(r, data); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	// A request id names one request: the same request sent again (by a
+	// client that lost the answer) is accepted and runs nothing new;
+	// another request under the id is refused.
+	if again, err := s.acceptedBefore(ctx, r, data); again != nil || err != nil {
+		return r, again, err
 	}
 	// The request carries the endpoint's trace context to whichever planner
 	// takes it from the stream.
 	msg := &nats.Msg{Subject: bus.RequestSubject(r.RequestID), Data: data, Header: telemetry.Inject(ctx, nil)}
-	if _, err := s.conn.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(r.RequestID)); err != nil {
-		return nil, fmt.Errorf("planner: queue request: %w", err)
+	ack, err := s.conn.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(r.RequestID))
+	if err != nil {
+		return nil, nil, fmt.Errorf("planner: queue request: %w", err)
 	}
-	return r, nil
+	if ack.Duplicate {
+		// Sent under the same id a moment ago, after the look above.
+		if again, err := s.acceptedBefore(ctx, r, data); again != nil || err != nil {
+			return r, again, err
+		}
+		return r, &sentBefore{what: "request " + r.RequestID, when: "a moment ago"}, nil
+	}
+	return r, nil, nil
+}
+
+// sentBefore describes what was accepted before under a request's id, for
+// the answer to the same request sent again.
+type sentBefore struct {
+	what, when string
+}
+
+// acceptedBefore looks the id of r up in the accepted requests: nil if it
+// is new; what it names if that is r itself (data is r as queued); a
+// *RequestError if it names another request.
+func (s *Service) acceptedBefore(ctx context.Context, r *Request, data []byte) (*sentBefore, error) {
+	m, err := s.accepted.GetLastMsgForSubject(ctx, bus.RequestSubject(r.RequestID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("planner: look the request id up: %w", err)
+	}
+	when := "at " + m.Time.UTC().Format(time.RFC3339)
+	if !bytes.Equal(m.Data, data) {
+		return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf(
+			"request %s was accepted %s with another body; a request id names one request: send this one under a new requestId, or leave requestId out",
+			r.RequestID, when)}
+	}
+	return &sentBefore{what: "request " + r.RequestID, when: when}, nil
 }
 
 func (s *Service) addService() (micro.Service, error) {
@@ -170,7 +213,7 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 	ctx, span := s.tracer.Start(telemetry.Extract(ctx, nats.Header(req.Headers())), telemetry.SpanAccept,
 		trace.WithSpanKind(trace.SpanKindServer))
 	defer span.End()
-	r, err := s.accept(ctx, doc)
+	r, again, err := s.accept(ctx, doc)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: err.Error()}}
@@ -185,7 +228,14 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 		return
 	}
 	span.SetAttributes(telemetry.AttrRequestID.String(r.RequestID), telemetry.AttrKind.String(r.Kind))
-	s.event(&loop{Request: r}, plan.Event{Type: "request.accepted", Message: "kind " + r.Kind})
+	if again != nil {
+		s.event(&loop{Request: r}, plan.Event{Type: planbus.EventRequestDuplicate, Message: fmt.Sprintf(
+			"%s was accepted %s: this one, the same sent again, runs nothing new; the outcome is that request's (send a new requestId to run it again)",
+			again.what, again.when)})
+		_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted", Duplicate: true})
+		return
+	}
+	s.event(&loop{Request: r}, plan.Event{Type: planbus.EventRequestAccepted, Message: "kind " + r.Kind})
 	_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted"})
 }
 

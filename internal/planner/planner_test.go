@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
@@ -446,5 +447,67 @@ func TestTemplateFallbackStepRunsInTheSamePlan(t *testing.T) {
 	get := out.Execution.Tools[0]
 	if get.Skill != "echo" || get.Attempts != 3 || string(out.Execution.Tools[1].Output) != `{"got":"cache"}` {
 		t.Errorf("get: %s after %d attempts; show: %s", get.Skill, get.Attempts, out.Execution.Tools[1].Output)
+	}
+}
+
+// A request id names one request: the same request sent again is accepted
+// as a duplicate, runs nothing new and ends with the first one's outcome;
+// another request under the id is refused naming /requestId.
+func TestARequestIDNamesOneRequest(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	const doc = `{"requestId": "once", "kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "echo", "input": {"hi": 1}}]}}`
+	first, _ := h.request(doc)
+	if first.Status != planner.StatusSucceeded {
+		t.Fatalf("first run: %+v", first)
+	}
+	plans := func() uint64 {
+		t.Helper()
+		s, err := h.conn.JS.Stream(context.Background(), bus.StreamPlans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	before := plans()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	acc, err := h.c.SubmitRequest(ctx, []byte(doc))
+	if err != nil || acc.RequestID != "once" || !acc.Duplicate || acc.Status != "accepted" {
+		t.Fatalf("the same request again: %+v, %v; want accepted as a duplicate", acc, err)
+	}
+	again, ev := h.request(doc)
+	if !again.FinishedAt.Equal(first.FinishedAt) || again.PlanID != first.PlanID || again.Attempts != first.Attempts {
+		t.Errorf("outcome of the request sent again: %+v, want the first one's %+v", again, first)
+	}
+	if d := ev.of(planbus.EventRequestDuplicate); len(d) == 0 || !strings.Contains(d[0].Message, "runs nothing new") {
+		t.Errorf("duplicate events %+v, want one saying it runs nothing new", d)
+	}
+	if n := plans(); n != before {
+		t.Errorf("%d plans published for the request sent again", n-before)
+	}
+
+	other := strings.Replace(doc, `"hi": 1`, `"hi": 2`, 1)
+	_, err = h.c.SubmitRequest(ctx, []byte(other))
+	var rej *client.RejectedError
+	if !errors.As(err, &rej) || rej.Reply.Error.Field != "/requestId" || !strings.Contains(rej.Reply.Error.Message, "was accepted at") {
+		t.Fatalf("another request under the id: %v, want a rejection at /requestId", err)
+	}
+	// A bare plan's id is its planId: running the same file twice runs it once.
+	const bare = `{"planId": "bare-once", "tools": [{"toolId": "a", "skill": "echo", "input": {}}]}`
+	p1, err := h.c.RunPlan(ctx, []byte(bare), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err = h.c.SubmitPlan(ctx, []byte(bare))
+	if err != nil || !acc.Duplicate {
+		t.Fatalf("the same bare plan again: %+v, %v; want a duplicate", acc, err)
+	}
+	if p2, err := h.c.RunPlan(ctx, []byte(bare), nil); err != nil || !p2.FinishedAt.Equal(p1.FinishedAt) {
+		t.Errorf("the same bare plan run again: %+v, %v; want the first outcome", p2, err)
 	}
 }
