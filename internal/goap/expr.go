@@ -3,14 +3,18 @@ package goap
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+	"github.com/expr-lang/expr/vm/runtime"
 )
 
 // expression is a compiled expr-lang/expr expression over the facts.
@@ -20,16 +24,59 @@ type expression struct {
 	reads []int // the facts it may read, in Facts order
 }
 
-// Builtins that read the clock or the local time zone would make plans
-// depend on when and where they are made.
-var impure = []string{"now", "date", "timezone"}
+// An expression computes a number, a truth value or a short string from
+// the facts, once per state the search reaches, for whoever sent the
+// domain: what one evaluation may hold is bounded. Strings are at most
+// MaxString bytes, facts and what + builds alike; an expression has at
+// most MaxExprNodes nodes; a range at most exprMemory elements; and the
+// builtins that build collections or long strings from short input
+// (repeat, join, replace, map, toJSON, ...) are not available, nor those
+// that read the clock or the local time zone, which would make plans
+// depend on when and where they are made. An evaluation then holds at
+// most about MaxExprNodes × MaxString bytes.
+const (
+	// MaxString is the longest string a fact may hold or an expression
+	// build, in bytes.
+	MaxString = 16 << 10
+	// MaxExprNodes is the most nodes an expression may have.
+	MaxExprNodes = 1000
+	// exprMemory is the VM's memory budget: elements of ranges, arrays
+	// and maps an evaluation makes.
+	exprMemory = 10_000
+)
+
+// exprBuiltins are the builtins expressions may call: they compute
+// scalars, or strings no longer than their input.
+var exprBuiltins = map[string]bool{
+	"len": true, "type": true, "abs": true, "ceil": true, "floor": true, "round": true, "int": true, "float": true,
+	"string": true, "trim": true, "trimPrefix": true, "trimSuffix": true, "upper": true, "lower": true,
+	"indexOf": true, "lastIndexOf": true, "hasPrefix": true, "hasSuffix": true, "max": true, "min": true,
+	"get": true, "first": true, "last": true,
+	"bitand": true, "bitor": true, "bitxor": true, "bitnand": true, "bitnot": true, "bitshl": true, "bitshr": true, "bitushr": true,
+}
+
+// plusFunc is the function a + of strings becomes (plus); no fact may
+// have its name.
+const plusFunc = "__plus"
 
 // compileExpr compiles src against the facts' types; kind is expr.AsFloat64
 // or expr.AsBool.
 func (d *Domain) compileExpr(src string, kind expr.Option) (*expression, error) {
-	opts := []expr.Option{expr.Env(d.env), kind}
-	for _, name := range impure {
-		opts = append(opts, expr.DisableBuiltin(name))
+	if tree, err := parser.Parse(src); err == nil {
+		v := &callVisitor{}
+		ast.Walk(&tree.Node, v)
+		if v.refused != "" {
+			return nil, fmt.Errorf("%s is not available in GOAP expressions, which compute numbers, truth values and short strings (available: %s)",
+				v.refused, strings.Join(slices.Sorted(maps.Keys(exprBuiltins)), ", "))
+		}
+	}
+	opts := []expr.Option{expr.Env(d.env), kind, expr.MaxNodes(MaxExprNodes),
+		expr.Function(plusFunc, plus, new(func(string, string) string), new(func(any, any) any)),
+		expr.Patch(plusPatcher{})}
+	for _, name := range builtin.Names {
+		if !exprBuiltins[name] {
+			opts = append(opts, expr.DisableBuiltin(name))
+		}
 	}
 	p, err := expr.Compile(src, opts...)
 	if err != nil {
@@ -38,6 +85,59 @@ func (d *Domain) compileExpr(src string, kind expr.Option) (*expression, error) 
 	x := &expression{src: src, prog: p}
 	x.reads = x.findReads(d)
 	return x, nil
+}
+
+// callVisitor finds the first call of a builtin expressions may not use.
+type callVisitor struct{ refused string }
+
+func (v *callVisitor) Visit(n *ast.Node) {
+	if v.refused != "" {
+		return
+	}
+	name := ""
+	switch c := (*n).(type) {
+	case *ast.BuiltinNode:
+		name = c.Name
+	case *ast.CallNode:
+		if id, ok := c.Callee.(*ast.IdentifierNode); ok {
+			name = id.Value
+		}
+	}
+	if name != "" && slices.Contains(builtin.Names, name) && !exprBuiltins[name] {
+		v.refused = name
+	}
+}
+
+// plusPatcher turns a + that may join strings (both sides strings, or of
+// a type known only when it runs) into a call of plus, which bounds what
+// it builds. A + of numbers stays the VM's own.
+type plusPatcher struct{}
+
+func (plusPatcher) Visit(n *ast.Node) {
+	b, ok := (*n).(*ast.BinaryNode)
+	if !ok || b.Operator != "+" || !maybeString(b.Left.Type()) || !maybeString(b.Right.Type()) {
+		return
+	}
+	ast.Patch(n, &ast.CallNode{Callee: &ast.IdentifierNode{Value: plusFunc}, Arguments: []ast.Node{b.Left, b.Right}})
+}
+
+func maybeString(t reflect.Type) bool {
+	return t == nil || t.Kind() == reflect.String || t.Kind() == reflect.Interface
+}
+
+// plus is + for expressions: strings are joined up to MaxString bytes;
+// anything else is added as the VM adds.
+func plus(params ...any) (any, error) {
+	a, b := params[0], params[1]
+	if sa, ok := a.(string); ok {
+		if sb, ok := b.(string); ok {
+			if n := len(sa) + len(sb); n > MaxString {
+				return nil, fmt.Errorf("+ would make a string of %d bytes; expressions make strings of at most %d", n, MaxString)
+			}
+			return sa + sb, nil
+		}
+	}
+	return runtime.Add(a, b), nil
 }
 
 // compileDerived compiles a derived fact's expression, of type typ or,
@@ -104,7 +204,7 @@ type evaluator struct {
 }
 
 func newEvaluator(d *Domain) *evaluator {
-	return &evaluator{d: d, env: make(map[string]any, len(d.Facts))}
+	return &evaluator{d: d, vm: vm.VM{MemoryBudget: exprMemory}, env: make(map[string]any, len(d.Facts))}
 }
 
 // fill sets the facts x reads; the others keep stale values, which x

@@ -68,6 +68,9 @@ func valueOf(x any) (value, error) {
 	case bool:
 		return boolValue(v), nil
 	case string:
+		if len(v) > MaxString {
+			return value{}, fmt.Errorf("a string of %d bytes; a fact holds at most %d", len(v), MaxString)
+		}
 		return value{k: kString, str: v}, nil
 	case float64:
 		f = v

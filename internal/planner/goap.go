@@ -111,6 +111,10 @@ func (g goapPlanner) document(r *GOAPRequest) ([]byte, *goap.Domain, error) {
 	}
 	d, err := g.decoded.decode(doc)
 	if err != nil {
+		var de *goap.DomainError
+		if r.Domain == "" && errors.As(err, &de) {
+			field += de.Path // the place in the inline domain
+		}
 		return nil, nil, &RequestError{Field: field, Msg: err.Error()}
 	}
 	return doc, d, nil

@@ -333,6 +333,9 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 		{"unknown domain", `{"kind":"htn","htn":{"domain":"nowhere", "goal":"x"}}`, "/htn/domain", `no domain "nowhere"`},
 		{"goap without a domain", `{"kind":"goap"}`, "", "missing property 'goap'"},
 		{"unknown goap domain", `{"kind":"goap","goap":{"domain":"nowhere"}}`, "/goap/domain", `no GOAP domain "nowhere"`},
+		{"goap expression that would build a gigabyte", `{"kind":"goap","sessionId":"boom","goap":{"goal":"g","inline":{"name":"b","facts":{"s":"x","done":false},` +
+			`"actions":[{"name":"echo","effects":{"done":true},"cost":"len(repeat(repeat(s, 999999), 999999)) > 0 ? 1 : 1"}],` +
+			`"goals":[{"name":"g","conditions":{"done":true}}]}}}`, "/goap/inline/actions/0/cost", "repeat is not available in GOAP expressions"},
 		{"template without a library", `{"kind":"template","template":{"id":"x"}}`, "/kind", "no template library"},
 	}
 	for _, tt := range tests {
