@@ -14,6 +14,8 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/planbus/planbus/internal/safeexpr"
 )
 
 // Gate types: what a verification gate checks in a tool's output.
@@ -77,9 +79,23 @@ type exprEnv struct {
 	Text   string `expr:"text"`
 }
 
-// Builtins an expression may not call: they read the clock or the time
-// zone database, or expose map iteration order.
-var disabledBuiltins = []string{"now", "date", "timezone", "keys", "values", "toPairs"}
+// exprBuiltins are the builtins an expression may call (package
+// safeexpr): those that compute a scalar, or find or test elements of
+// the output without copying it. A gate comes with a plan, from whoever
+// may submit one, and runs on a dispatcher: builtins that build strings
+// or collections as large as the output, or larger (string, upper,
+// split, filter, sort, map, join, repeat, toJSON, fromJSON, ...), are not
+// available, since an expression of many such calls would hold as many
+// copies; nor those that read the clock or the time zone database, or
+// expose map iteration order.
+var exprBuiltins = map[string]bool{
+	"len": true, "type": true, "abs": true, "ceil": true, "floor": true, "round": true, "int": true, "float": true,
+	"indexOf": true, "lastIndexOf": true, "hasPrefix": true, "hasSuffix": true, "max": true, "min": true,
+	"get": true, "first": true, "last": true,
+	"all": true, "any": true, "none": true, "one": true, "count": true, "sum": true, "mean": true, "median": true,
+	"find": true, "findIndex": true, "findLast": true, "findLastIndex": true,
+	"bitand": true, "bitor": true, "bitxor": true, "bitnand": true, "bitnot": true, "bitshl": true, "bitshr": true, "bitushr": true,
+}
 
 // Parse decodes and compiles a gate from JSON. Unknown fields are an
 // error. Errors match ErrInvalid.
@@ -227,11 +243,10 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 		if g.Expr == "" {
 			return nil, gateErr("expr", "an expr gate needs an expression")
 		}
-		opts := []expr.Option{expr.Env(exprEnv{}), expr.AsBool()}
-		for _, b := range disabledBuiltins {
-			opts = append(opts, expr.DisableBuiltin(b))
+		if why := safeexpr.Refused(g.Expr, exprBuiltins); why != "" {
+			return nil, gateErr("expr", "%s", strings.Replace(why, "not available here", "not available in gate expressions", 1))
 		}
-		prog, err := expr.Compile(g.Expr, opts...)
+		prog, err := expr.Compile(g.Expr, append([]expr.Option{expr.Env(exprEnv{}), expr.AsBool()}, safeexpr.Options(exprBuiltins)...)...)
 		if err != nil {
 			return nil, gateErr("expr", "%v", err)
 		}

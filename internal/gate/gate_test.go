@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -128,8 +129,12 @@ func TestParseGateErrors(t *testing.T) {
 		{`{"type":"expr"}`, "expr: an expr gate needs an expression"},
 		{`{"type":"expr","expr":"output +"}`, "expr: unexpected token EOF"},
 		{`{"type":"expr","expr":"1 + 1"}`, "expr: expected bool, but got int"},
-		{`{"type":"expr","expr":"now().Year() > 2000"}`, "expr: unknown name now"},
-		{`{"type":"expr","expr":"len(keys(output)) > 0"}`, "expr: unknown name keys"},
+		{`{"type":"expr","expr":"now().Year() > 2000"}`, "expr: now is not available in gate expressions"},
+		{`{"type":"expr","expr":"len(keys(output)) > 0"}`, "expr: keys is not available in gate expressions"},
+		{`{"type":"expr","expr":"len(repeat(repeat(text, 999999), 999999)) > 0"}`, "expr: repeat is not available in gate expressions"},
+		{`{"type":"expr","expr":"len(join(map(1..100000, text), text)) > 0"}`, "expr: map is not available in gate expressions"},
+		{`{"type":"expr","expr":"len(string(output)) > 0"}`, "expr: string is not available in gate expressions"},
+		{`{"type":"expr","expr":"` + strings.Repeat("1 + ", 1000) + `1 > 0"}`, "exceeds maximum allowed nodes"},
 		{`{"type":"all","gates":[]}`, "gates: an all gate needs at least one gate"},
 		{`{"type":"all","gates":[{"type":"nope"}]}`, `gates/0: gate: invalid: type: unknown gate type "nope"`},
 		{`{"type":"all","path":"/x","gates":[{"type":"nonEmpty"}]}`, "path: not used by an all gate"},
@@ -176,4 +181,43 @@ func TestGateConcurrentCheck(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// A gate comes with a plan, from whoever may submit one, and runs on a
+// dispatcher: what checking it may build is bounded. Strings joined past
+// safeexpr.MaxString, and ranges past the VM's budget, fail the gate with
+// the reason instead of taking the node's memory (the twenty doublings of
+// a KiB of output would make a gigabyte).
+func TestGateExpressionsCannotExhaustMemory(t *testing.T) {
+	output := `{"s": "` + strings.Repeat("x", 1024) + `"}`
+	var doubled strings.Builder
+	doubled.WriteString("let a0 = text; ")
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&doubled, "let a%d = a%d + a%d; ", i, i-1, i-1)
+	}
+	doubled.WriteString("len(a20) > 0")
+	for _, c := range []struct{ name, expr, want string }{
+		{"text doubled", doubled.String(), "expressions make strings of at most 16384"},
+		{"output doubled through an untyped value", strings.Replace(doubled.String(), "a0 = text", "a0 = output.s", 1), "expressions make strings of at most 16384"},
+		{"a range past the budget", "len(1..10000000) > 0", "memory budget exceeded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			doc, _ := json.Marshal(map[string]any{"type": "expr", "path": "/s", "expr": c.expr})
+			g, err := Parse(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, why := g.Check(json.RawMessage(output)); ok || !strings.Contains(why, c.want) {
+				t.Fatalf("check: %v %q; want it failed naming %q", ok, why, c.want)
+			}
+		})
+	}
+	// Within bounds, + still joins strings.
+	g, err := Parse([]byte(`{"type":"expr","path":"/s","expr":"len(text + text) == 2048 && indexOf(output.s + '!', '!') == 1024"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := g.Check(json.RawMessage(output)); !ok {
+		t.Fatalf("bounded join: %s", why)
+	}
 }

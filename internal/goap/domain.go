@@ -12,6 +12,7 @@ import (
 
 	"github.com/expr-lang/expr"
 
+	"github.com/planbus/planbus/internal/safeexpr"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -299,7 +300,7 @@ func (d *Domain) decodeFacts(raw map[string]json.RawMessage) error {
 		if !factName.MatchString(f.Name) {
 			return &DomainError{Path: "/facts/" + pointerToken(f.Name), Msg: fmt.Sprintf("fact name %q: want a letter or _ followed by up to 127 letters, digits or _", f.Name)}
 		}
-		if !isIdentifier(f.Name) || f.Name == plusFunc {
+		if !isIdentifier(f.Name) || f.Name == safeexpr.PlusFunc {
 			return &DomainError{Path: "/facts/" + f.Name, Msg: fmt.Sprintf("fact name %q is an expression keyword; choose another name", f.Name)}
 		}
 	}
@@ -318,7 +319,7 @@ func (d *Domain) decodeDerived(raw map[string]json.RawMessage) error {
 		if !factName.MatchString(n) {
 			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact name %q: want a letter or _ followed by up to 127 letters, digits or _", n)}
 		}
-		if !isIdentifier(n) || n == plusFunc {
+		if !isIdentifier(n) || n == safeexpr.PlusFunc {
 			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact name %q is an expression keyword; choose another name", n)}
 		}
 		if _, ok := d.facts[n]; ok {

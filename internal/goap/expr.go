@@ -3,18 +3,16 @@ package goap
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
-	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/planbus/planbus/internal/safeexpr"
 )
 
 // expression is a compiled expr-lang/expr expression over the facts.
@@ -26,20 +24,21 @@ type expression struct {
 
 // An expression computes a number, a truth value or a short string from
 // the facts, once per state the search reaches, for whoever sent the
-// domain: what one evaluation may hold is bounded. Strings are at most
-// MaxString bytes, facts and what + builds alike; an expression has at
-// most MaxExprNodes nodes; a range at most exprMemory elements; and the
-// builtins that build collections or long strings from short input
-// (repeat, join, replace, map, toJSON, ...) are not available, nor those
-// that read the clock or the local time zone, which would make plans
-// depend on when and where they are made. An evaluation then holds at
-// most about MaxExprNodes × MaxString bytes.
+// domain: what one evaluation may hold is bounded (package safeexpr).
+// Strings are at most MaxString bytes, facts and what + builds alike; an
+// expression has at most MaxExprNodes nodes; a range at most exprMemory
+// elements; and only the builtins of exprBuiltins are available: not
+// those that build collections or long strings from short input (repeat,
+// join, replace, map, toJSON, ...), nor those that read the clock or the
+// local time zone, which would make plans depend on when and where they
+// are made. An evaluation then holds at most about MaxExprNodes ×
+// MaxString bytes.
 const (
 	// MaxString is the longest string a fact may hold or an expression
 	// build, in bytes.
-	MaxString = 16 << 10
+	MaxString = safeexpr.MaxString
 	// MaxExprNodes is the most nodes an expression may have.
-	MaxExprNodes = 1000
+	MaxExprNodes = safeexpr.MaxNodes
 	// exprMemory is the VM's memory budget: elements of ranges, arrays
 	// and maps an evaluation makes.
 	exprMemory = 10_000
@@ -55,89 +54,19 @@ var exprBuiltins = map[string]bool{
 	"bitand": true, "bitor": true, "bitxor": true, "bitnand": true, "bitnot": true, "bitshl": true, "bitshr": true, "bitushr": true,
 }
 
-// plusFunc is the function a + of strings becomes (plus); no fact may
-// have its name.
-const plusFunc = "__plus"
-
 // compileExpr compiles src against the facts' types; kind is expr.AsFloat64
 // or expr.AsBool.
 func (d *Domain) compileExpr(src string, kind expr.Option) (*expression, error) {
-	if tree, err := parser.Parse(src); err == nil {
-		v := &callVisitor{}
-		ast.Walk(&tree.Node, v)
-		if v.refused != "" {
-			return nil, fmt.Errorf("%s is not available in GOAP expressions, which compute numbers, truth values and short strings (available: %s)",
-				v.refused, strings.Join(slices.Sorted(maps.Keys(exprBuiltins)), ", "))
-		}
+	if why := safeexpr.Refused(src, exprBuiltins); why != "" {
+		return nil, errors.New(strings.Replace(why, "not available here", "not available in GOAP expressions, which compute numbers, truth values and short strings", 1))
 	}
-	opts := []expr.Option{expr.Env(d.env), kind, expr.MaxNodes(MaxExprNodes),
-		expr.Function(plusFunc, plus, new(func(string, string) string), new(func(any, any) any)),
-		expr.Patch(plusPatcher{})}
-	for _, name := range builtin.Names {
-		if !exprBuiltins[name] {
-			opts = append(opts, expr.DisableBuiltin(name))
-		}
-	}
-	p, err := expr.Compile(src, opts...)
+	p, err := expr.Compile(src, append([]expr.Option{expr.Env(d.env), kind}, safeexpr.Options(exprBuiltins)...)...)
 	if err != nil {
 		return nil, errors.New(firstLine(err.Error()))
 	}
 	x := &expression{src: src, prog: p}
 	x.reads = x.findReads(d)
 	return x, nil
-}
-
-// callVisitor finds the first call of a builtin expressions may not use.
-type callVisitor struct{ refused string }
-
-func (v *callVisitor) Visit(n *ast.Node) {
-	if v.refused != "" {
-		return
-	}
-	name := ""
-	switch c := (*n).(type) {
-	case *ast.BuiltinNode:
-		name = c.Name
-	case *ast.CallNode:
-		if id, ok := c.Callee.(*ast.IdentifierNode); ok {
-			name = id.Value
-		}
-	}
-	if name != "" && slices.Contains(builtin.Names, name) && !exprBuiltins[name] {
-		v.refused = name
-	}
-}
-
-// plusPatcher turns a + that may join strings (both sides strings, or of
-// a type known only when it runs) into a call of plus, which bounds what
-// it builds. A + of numbers stays the VM's own.
-type plusPatcher struct{}
-
-func (plusPatcher) Visit(n *ast.Node) {
-	b, ok := (*n).(*ast.BinaryNode)
-	if !ok || b.Operator != "+" || !maybeString(b.Left.Type()) || !maybeString(b.Right.Type()) {
-		return
-	}
-	ast.Patch(n, &ast.CallNode{Callee: &ast.IdentifierNode{Value: plusFunc}, Arguments: []ast.Node{b.Left, b.Right}})
-}
-
-func maybeString(t reflect.Type) bool {
-	return t == nil || t.Kind() == reflect.String || t.Kind() == reflect.Interface
-}
-
-// plus is + for expressions: strings are joined up to MaxString bytes;
-// anything else is added as the VM adds.
-func plus(params ...any) (any, error) {
-	a, b := params[0], params[1]
-	if sa, ok := a.(string); ok {
-		if sb, ok := b.(string); ok {
-			if n := len(sa) + len(sb); n > MaxString {
-				return nil, fmt.Errorf("+ would make a string of %d bytes; expressions make strings of at most %d", n, MaxString)
-			}
-			return sa + sb, nil
-		}
-	}
-	return runtime.Add(a, b), nil
 }
 
 // compileDerived compiles a derived fact's expression, of type typ or,

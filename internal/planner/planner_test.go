@@ -336,6 +336,8 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 		{"goap expression that would build a gigabyte", `{"kind":"goap","sessionId":"boom","goap":{"goal":"g","inline":{"name":"b","facts":{"s":"x","done":false},` +
 			`"actions":[{"name":"echo","effects":{"done":true},"cost":"len(repeat(repeat(s, 999999), 999999)) > 0 ? 1 : 1"}],` +
 			`"goals":[{"name":"g","conditions":{"done":true}}]}}}`, "/goap/inline/actions/0/cost", "repeat is not available in GOAP expressions"},
+		{"plan with a gate that would build a gigabyte", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo",` +
+			`"verify":{"type":"expr","expr":"len(repeat(repeat(text, 999999), 999999)) > 0"}}]}}`, "/plan", "repeat is not available in gate expressions"},
 		{"template without a library", `{"kind":"template","template":{"id":"x"}}`, "/kind", "no template library"},
 	}
 	for _, tt := range tests {
