@@ -489,7 +489,7 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 			return slices.Contains(disabled, skill) || !hasSkill(skills, skill) || !s.health.Get(sid, skill).Usable()
 		}
 		lim := s.cfg.limitsFor(doc.Request)
-		release, err := s.enterGate(ctx, lim.memory)
+		release, err := s.enterGate(ctx, lim)
 		if err != nil {
 			return nil, err
 		}

@@ -34,6 +34,11 @@ type limits struct {
 	memory int64 // bytes; reserved from the node's pool while it runs
 	nodes  int64 // 0: no node budget
 	gated  bool  // runs in this process: takes a generation slot
+	// search: an HTN or GOAP search, which may take its whole time
+	// budget. Other generations (a plan as given, a template filled in)
+	// take slots of a gate of their own, so they never wait behind
+	// searches.
+	search bool
 }
 
 // limitsFor works out the budgets of a request's generations from the
@@ -47,13 +52,13 @@ func (c Config) limitsFor(r *Request) limits {
 	}
 	switch r.Kind {
 	case KindHTN:
-		l := limits{memory: c.HTNMaxMemory, gated: true}
+		l := limits{memory: c.HTNMaxMemory, gated: true, search: true}
 		if b := r.HTN.Budget; b != nil {
 			l.memory, l.nodes = lower(l.memory, b.Memory), b.Nodes
 		}
 		return l
 	case KindGOAP:
-		l := limits{memory: c.GOAPMaxMemory, nodes: int64(c.GOAPMaxNodes), gated: true}
+		l := limits{memory: c.GOAPMaxMemory, nodes: int64(c.GOAPMaxNodes), gated: true, search: true}
 		if b := r.GOAP.Budget; b != nil {
 			l.memory, l.nodes = lower(l.memory, b.Memory), lower(l.nodes, b.Nodes)
 		}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
@@ -312,4 +314,51 @@ func plannerStat(t *testing.T, h *harness, name string) int64 {
 		t.Fatalf("no %s in stats %v", name, stats.Endpoints[0].Data)
 	}
 	return v
+}
+
+// A plan as given does no search: it does not wait for a generation slot
+// behind HTN or GOAP searches, which may each take their whole time
+// budget.
+func TestPlansDoNotWaitBehindSearches(t *testing.T) {
+	h := start(t, planner.Config{GenConcurrency: 1}, simulated(t))
+	var facts []string
+	for i := range 400 {
+		facts = append(facts, fmt.Sprintf("n(%d).", i))
+	}
+	program := strings.Join(facts, " ") + ` go :- if(n(?a), n(?b), n(?c), ==(?a, -1)), do(never).`
+	doc, _ := json.Marshal(map[string]any{"requestId": "slow", "kind": "htn", "htn": map[string]string{"program": program, "goal": "go"}})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	generating := make(chan struct{})
+	var once sync.Once
+	slow := make(chan *planner.Outcome, 1)
+	go func() {
+		o, _ := h.c.Watch(ctx, "slow", func(ev planbus.Event) {
+			if ev.Type == planbus.EventRequestGenerating {
+				once.Do(func() { close(generating) })
+			}
+		})
+		slow <- o
+	}()
+	if _, err := h.c.SubmitRequest(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-generating: // the search holds the only search slot
+	case <-ctx.Done():
+		t.Fatal("the search never began")
+	}
+	out, _ := h.request(`{"kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "echo", "input": {}}]}}`)
+	if out.Status != planner.StatusSucceeded {
+		t.Fatalf("plan: %+v", out)
+	}
+	select {
+	case o := <-slow:
+		t.Fatalf("the search ended (%+v) before the plan beside it: the plan waited for its slot", o)
+	default:
+	}
+	if o := <-slow; o == nil || o.Error == nil || o.Error.Code != "HTN_TIME_BUDGET" {
+		t.Errorf("the search: %+v, want it ended by its time budget", o)
+	}
 }

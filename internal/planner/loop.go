@@ -140,7 +140,7 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 	// A new request generates: it waits for its turn at the gate before it
 	// takes its lock, which it shares with other requests' messages.
 	if lim := s.cfg.limitsFor(r); lim.gated {
-		release, err := s.enterGate(ctx, lim.memory)
+		release, err := s.enterGate(ctx, lim)
 		if err != nil {
 			return err
 		}
@@ -538,7 +538,7 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	lim := s.cfg.limitsFor(r)
 	in.Memory, in.Nodes = lim.memory, lim.nodes
 	if held, _ := ctx.Value(gateHeld{}).(bool); lim.gated && !held {
-		release, err := s.enterGate(ctx, lim.memory)
+		release, err := s.enterGate(ctx, lim)
 		if err != nil {
 			return nil, err
 		}
@@ -587,12 +587,16 @@ type gateHeld struct{}
 
 // enterGate waits for a generation slot and the generation's memory, until
 // ctx ends or the service stops (then the message is handed back).
-func (s *Service) enterGate(ctx context.Context, bytes int64) (func(), error) {
+func (s *Service) enterGate(ctx context.Context, lim limits) (func(), error) {
 	wait, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.stopping, cancel)
 	defer stop()
-	release, err := s.gate.enter(wait, bytes)
+	g := s.quick
+	if lim.search {
+		g = s.gate
+	}
+	release, err := g.enter(wait, lim.memory)
 	switch {
 	case err == nil:
 		return release, nil

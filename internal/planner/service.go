@@ -63,9 +63,12 @@ type Config struct {
 	// DefaultGenMaxMemory (256 MiB); at least HTNMaxMemory and
 	// GOAPMaxMemory.
 	GenMaxMemory int64
-	// GenConcurrency is how many generations run in this process at once
-	// (external planners excepted: their work is elsewhere); the others
-	// wait in line. Default: the CPU count.
+	// GenConcurrency is how many HTN and GOAP searches run in this
+	// process at once, and how many generations that do not search (a
+	// plan as given, a template filled in), in a line of their own, so
+	// that they never wait behind searches; external planners are not
+	// counted (their work is elsewhere). The others wait in line.
+	// Default: the CPU count.
 	GenConcurrency int
 	// DeliveryLimit is how many deliveries of a request or an execution
 	// result the planner tries before it gives up on it: the request then
@@ -168,7 +171,8 @@ type Service struct {
 	health     *health.Book
 	states     *session.Store
 	generators map[string]Generator
-	gate       *gate
+	gate       *gate // HTN and GOAP searches
+	quick      *gate // generations that do not search: plans as given, templates
 	stats      counters
 	metrics    *metrics.Planner
 	stopping   context.Context // Run's context: every handler's derives from it
@@ -188,8 +192,9 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, conn: conn, log: log.With().Str("component", "planner").Str("planner", cfg.ID).Logger(),
-		ready: make(chan struct{}), gate: newGate(cfg.GenConcurrency, cfg.GenMaxMemory), stopping: context.Background(),
-		gens: map[string]context.CancelCauseFunc{}, metrics: cfg.Metrics.Planner()}
+		ready: make(chan struct{}), gate: newGate(cfg.GenConcurrency, cfg.GenMaxMemory), quick: newGate(cfg.GenConcurrency, cfg.GenMaxMemory),
+		stopping: context.Background(),
+		gens:     map[string]context.CancelCauseFunc{}, metrics: cfg.Metrics.Planner()}
 	s.tracer = telemetry.Tracer(cfg.Tracer)
 	s.goap = goapPlanner{domains: cfg.DomainsDir, decoded: newDomainCache()}
 	s.generators = map[string]Generator{
@@ -318,8 +323,8 @@ type counters struct {
 // slot or memory, and done; messages dropped.
 func (s *Service) Stats() map[string]int64 {
 	return map[string]int64{
-		"generationsRunning": s.gate.running.Load(), "generationsWaiting": s.gate.waiting.Load(),
-		"generations": s.gate.served.Load(), "messagesDropped": s.stats.Dropped.Load(),
+		"generationsRunning": s.gate.running.Load() + s.quick.running.Load(), "generationsWaiting": s.gate.waiting.Load() + s.quick.waiting.Load(),
+		"generations": s.gate.served.Load() + s.quick.served.Load(), "messagesDropped": s.stats.Dropped.Load(),
 		"requestsTooLarge": s.stats.TooLarge.Load(),
 	}
 }
