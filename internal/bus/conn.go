@@ -78,7 +78,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	}
 	var nc *nats.Conn
 	var lastErr error
-	tries := 0
+	var said time.Time // when waiting was last said above debug
 	connect := func() error {
 		var err error
 		nc, err = nats.Connect(cfg.URL, opts...)
@@ -89,12 +89,15 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 			return backoff.Permanent(err)
 		default:
 			lastErr = err
-			tries++
 			// The first failure is a warning, so even a command that only
-			// shows warnings says what it waits for; later ones are info.
-			ev := log.Info()
-			if tries == 1 {
-				ev = log.Warn()
+			// shows warnings says what it waits for; then an info line
+			// every waitNotice, and each try in between at debug.
+			ev := log.Debug()
+			switch now := time.Now(); {
+			case said.IsZero():
+				ev, said = log.Warn(), now
+			case now.Sub(said) >= waitNotice:
+				ev, said = log.Info(), now
 			}
 			ev.Err(err).Str("url", redactURL(cfg.URL)).Msg("waiting for NATS")
 		}
@@ -129,6 +132,9 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	}
 	return &Conn{NC: nc, JS: js, Config: cfg, log: log}, nil
 }
+
+// waitNotice is how often Dial says above debug that it still waits.
+const waitNotice = 10 * time.Second
 
 // redactURL hides passwords and tokens in the URLs it is given.
 func redactURL(urls string) string {

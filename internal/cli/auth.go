@@ -102,7 +102,7 @@ func plannerAuth(_ context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	if f.NArg() != 1 {
-		fmt.Fprintln(io.Stderr, "planner auth init: want exactly one DIR")
+		fmt.Fprintln(io.Stderr, "planner auth init: want exactly one DIR"+f.lateFlags())
 		return ExitUsage
 	}
 	dir := f.Arg(0)

@@ -317,3 +317,15 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// lateFlags explains a wrong count of arguments that comes from flags
+// given after them, which the flag package takes as arguments: "" when
+// no argument after the first looks like a flag.
+func (f *flags) lateFlags() string {
+	for _, a := range f.Args()[min(1, f.NArg()):] {
+		if len(a) > 1 && a[0] == '-' {
+			return fmt.Sprintf(" (flags go before the arguments: %s came after them)", a)
+		}
+	}
+	return ""
+}

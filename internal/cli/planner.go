@@ -298,7 +298,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	if f.NArg() != 1 {
-		fmt.Fprintln(io.Stderr, "planner run: want exactly one FILE (or - for stdin)")
+		fmt.Fprintln(io.Stderr, "planner run: want exactly one FILE (or - for stdin)"+f.lateFlags())
 		return ExitUsage
 	}
 	log, err := c.logger(io.Stderr)

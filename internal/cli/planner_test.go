@@ -121,6 +121,10 @@ func TestPlannerUsage(t *testing.T) {
 		{"version", []string{"version"}, ExitOK, "planbus "},
 		{"run without a file", []string{"run"}, ExitUsage, "want exactly one FILE"},
 		{"run with two files", []string{"run", "a.json", "b.json"}, ExitUsage, "want exactly one FILE"},
+		{"run with a flag after the file", []string{"run", "a.json", "--nats-url", "nats://127.0.0.1:4222"}, ExitUsage,
+			"want exactly one FILE (or - for stdin) (flags go before the arguments: --nats-url came after them)"},
+		{"status with a flag after the id", []string{"status", "r1", "--nats-url", "nats://127.0.0.1:4222"}, ExitUsage,
+			"(flags go before the arguments: --nats-url came after them)"},
 		{"unknown flag", []string{"run", "--frobnicate", "a.json"}, ExitUsage, "flag provided but not defined: -frobnicate"},
 		{"bad log level", []string{"run", "--log-level", "loud", "a.json"}, ExitUsage, `--log-level "loud"`},
 		{"run help", []string{"run", "-h"}, ExitOK, "Usage: planner run [flags] FILE"},
@@ -359,6 +363,10 @@ func TestClientCommandsGiveUpOnAnUnreachableServer(t *testing.T) {
 				if !strings.Contains(stderr.String(), want) {
 					t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
 				}
+			}
+			// One line says what it waits for, not one a try.
+			if n := strings.Count(stderr.String(), "waiting for NATS"); n != 1 {
+				t.Errorf("%d lines of waiting for NATS, want 1:\n%s", n, stderr.String())
 			}
 		})
 	}

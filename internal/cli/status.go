@@ -37,11 +37,11 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
-		fmt.Fprintln(io.Stderr, "planner status: want one plan or request id")
+		fmt.Fprintln(io.Stderr, "planner status: want one plan or request id"+f.lateFlags())
 		return ExitUsage
 	}
 	if c.bus.URL == "" {
-		fmt.Fprintln(io.Stderr, "planner status: --nats-url (or $NATS_URL) is required: status reads a running system")
+		fmt.Fprintln(io.Stderr, "planner status: --nats-url (or $NATS_URL) is required: status reads a running system (planner serve listens on nats://127.0.0.1:4222; --nats-url goes before the id)")
 		return ExitUsage
 	}
 	log, err := c.logger(io.Stderr)

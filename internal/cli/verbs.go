@@ -28,7 +28,7 @@ import (
 // the exit code.
 func (c *common) dialForID(ctx context.Context, f *flags, log zerolog.Logger, io IO, name, what string) (cl *client.Client, id string, closeConn func(), code int, ok bool) {
 	if f.NArg() != 1 || !plan.ValidID(f.Arg(0)) {
-		fmt.Fprintf(io.Stderr, "%s: want one %s\n", name, what)
+		fmt.Fprintf(io.Stderr, "%s: want one %s%s\n", name, what, f.lateFlags())
 		return nil, "", nil, ExitUsage, false
 	}
 	cl, closeConn, err := c.dialClient(ctx, log)
@@ -62,7 +62,7 @@ func clientFlags(f *flags, c *common, args []string, io IO, cmd string) (log zer
 		return zerolog.Nop(), usageErr(io.Stderr, err), false
 	}
 	if c.bus.URL == "" {
-		fmt.Fprintf(io.Stderr, "%s: --nats-url (or $NATS_URL) is required: it works on a running system (planner serve)\n", cmd)
+		fmt.Fprintf(io.Stderr, "%s: --nats-url (or $NATS_URL) is required: it works on a running system (planner serve listens on nats://127.0.0.1:4222; --nats-url goes before the arguments)\n", cmd)
 		return zerolog.Nop(), ExitUsage, false
 	}
 	log, err := c.logger(io.Stderr)
@@ -140,7 +140,7 @@ func plannerSubmit(ctx context.Context, args []string, io IO) int {
 		return code
 	}
 	if f.NArg() != 1 {
-		fmt.Fprintln(io.Stderr, "planner submit: want exactly one FILE (or - for stdin)")
+		fmt.Fprintln(io.Stderr, "planner submit: want exactly one FILE (or - for stdin)"+f.lateFlags())
 		return ExitUsage
 	}
 	name := f.Arg(0)
@@ -342,7 +342,7 @@ func plannerApprove(ctx context.Context, args []string, io IO) int {
 	}
 	f := v.f
 	if f.NArg() != 2 || !plan.ValidID(f.Arg(0)) {
-		fmt.Fprintln(io.Stderr, "planner approve: want a request or plan id and a tool id")
+		fmt.Fprintln(io.Stderr, "planner approve: want a request or plan id and a tool id"+f.lateFlags())
 		return ExitUsage
 	}
 	cl, closeConn, err := v.c.dialClient(ctx, v.log)
