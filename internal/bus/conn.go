@@ -14,6 +14,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 )
 
@@ -171,3 +172,24 @@ func refused(err error) bool {
 
 // Close drains nothing: components drain their own subscriptions first.
 func (c *Conn) Close() { c.NC.Close() }
+
+// CheckClient tells whether the server lets this connection read what a
+// client reads: nil, or an error naming the refusal and the likely cause
+// (a seed of another role given for a client). A subscription the server
+// refuses is only reported on the connection's error stream, so a client
+// given the wrong seed would otherwise wait for what it can never see.
+func (c *Conn) CheckClient() error {
+	subject := EventSubject("probe-"+nuid.Next(), ">")
+	sub, err := c.NC.SubscribeSync(subject)
+	if err != nil {
+		return fmt.Errorf("bus: subscribe %s: %w", subject, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := c.NC.FlushTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("bus: flush: %w", err)
+	}
+	if err := c.NC.LastError(); errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), subject) {
+		return fmt.Errorf("the server does not let this connection read a request's events (%w); is the seed given (--nkey) the client role's, client.nk?", err)
+	}
+	return nil
+}

@@ -152,6 +152,28 @@ func TestServeAuthAndRunAsAClient(t *testing.T) {
 	}
 }
 
+// A client command given another role's seed (worker.nk, say) says so at
+// once and exits 1, instead of waiting for what the server never lets it
+// see and then naming a timeout.
+func TestAnotherRolesSeedIsRefusedAtOnce(t *testing.T) {
+	s := startServe(t, "--auth")
+	worker := filepath.Join(s.dataDir, "auth", "worker.nk")
+	for _, args := range [][]string{
+		{"run", "--nats-url", s.url, "--nkey", worker, "--quiet", example(t, "diamond.json")},
+		{"submit", "--nats-url", s.url, "--nkey", worker, example(t, "diamond.json")},
+		{"status", "--nats-url", s.url, "--nkey", worker, "auth-req"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var stdout, stderr syncBuffer
+		code := Planner(ctx, args, invocation{}.io(&stdout, &stderr))
+		waited := ctx.Err() != nil
+		cancel()
+		if waited || code != ExitFailed || !strings.Contains(stderr.String(), "is the seed given (--nkey) the client role's") {
+			t.Errorf("%s with worker.nk: exit %d (waited 30 s: %v), stderr:\n%s\nwant exit 1 naming the seed", args[0], code, waited, stderr.String())
+		}
+	}
+}
+
 // A private run can be authenticated too.
 func TestRunWithAuth(t *testing.T) {
 	o := runPlanner(t, "run", "--auth", "--quiet", example(t, "diamond.json"))

@@ -462,6 +462,10 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if err := conn.CheckClient(); err != nil {
+			conn.Close()
+			return nil, nil, nil, err
+		}
 		return conn, ctx, conn.Close, nil
 	}
 	bc := c.bus

@@ -49,6 +49,11 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 		return usageErr(io.Stderr, err)
 	}
 	conn, err := bus.Dial(ctx, c.bus, log)
+	if err == nil {
+		if err = conn.CheckClient(); err != nil {
+			conn.Close()
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
 		return ExitFailed

@@ -46,6 +46,10 @@ func (c *common) dialClient(ctx context.Context, log zerolog.Logger) (*client.Cl
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := conn.CheckClient(); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
 	cl, err := client.New(conn.NC, client.WithLogger(log))
 	if err != nil {
 		conn.Close()
