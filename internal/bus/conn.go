@@ -137,6 +137,10 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 // waitNotice is how often Dial says above debug that it still waits.
 const waitNotice = 10 * time.Second
 
+// RedactURL hides passwords and tokens in the URLs it is given, for
+// messages.
+func RedactURL(urls string) string { return redactURL(urls) }
+
 // redactURL hides passwords and tokens in the URLs it is given.
 func redactURL(urls string) string {
 	parts := strings.Split(urls, ",")

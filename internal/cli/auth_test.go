@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -380,5 +381,47 @@ func TestAuthInitWorkerGroups(t *testing.T) {
 		if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("--worker %q: %s was written (%v); a refused run writes nothing", tt.arg, bad, err)
 		}
+	}
+}
+
+// signalWriter is stderr that closes seen once it has been written what.
+type signalWriter struct {
+	syncBuffer
+	what string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	n, err := w.syncBuffer.Write(p)
+	if strings.Contains(w.syncBuffer.String(), w.what) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
+}
+
+// An interrupted run against a running system says that its request goes
+// on there, and how to follow or stop it.
+func TestInterruptedRunSaysTheRequestGoesOn(t *testing.T) {
+	s := startServe(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &signalWriter{what: "released", seen: make(chan struct{})}
+	var stdout syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Planner(ctx, []string{"run", "--nats-url", s.url, example(t, "sleep-chain.json")},
+			IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: stderr, Env: func(string) string { return "" }})
+	}()
+	select {
+	case <-stderr.seen:
+	case <-time.After(time.Minute):
+		t.Fatalf("no tool released within a minute:\n%s", stderr.String())
+	}
+	cancel() // as an interrupt does
+	code := <-done
+	want := " goes on running on " + s.url + ": follow it with 'planner watch --nats-url " + s.url + " "
+	if code != exitSignal || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "'planner cancel --nats-url") {
+		t.Errorf("exit %d, stderr:\n%s\nwant %d and %q", code, stderr.String(), exitSignal, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -358,14 +359,16 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 			c.bus.URL, bus.StreamPlans)
 	}
 
-	var progress func(plan.Event)
+	var shown func(plan.Event)
 	endProgress := func() {}
 	if !quiet {
 		pr := newProgress(io.Stderr, verbose)
 		pr.approveFlags = approveFlags(&c, conn)
 		defer pr.close()
-		progress, endProgress = pr.event, pr.close
+		shown, endProgress = pr.event, pr.close
 	}
+	var seen idSeen
+	progress := seen.follow(shown)
 	cl, err := client.New(conn.NC, client.WithLogger(log))
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
@@ -382,7 +385,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 			return ExitUsage
 		}
 		if err != nil {
-			fmt.Fprintf(io.Stderr, "planner run: %v\n", runErr(nctx, err))
+			fmt.Fprintf(io.Stderr, "planner run: %v%s\n", runErr(nctx, err), seen.goesOn(ctx, &c))
 			return ctxExit(ctx, ExitFailed)
 		}
 		return printPlanOutcome("planner run", o, io)
@@ -390,7 +393,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	res, err := cl.ExecutePlan(rctx, doc, progress)
 	endProgress()
 	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner run: %v\n", runErr(nctx, err))
+		fmt.Fprintf(io.Stderr, "planner run: %v%s\n", runErr(nctx, err), seen.goesOn(ctx, &c))
 		return ctxExit(ctx, ExitFailed)
 	}
 	return printExecution("planner run", res, io)
@@ -527,6 +530,42 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 
 // runErr is the error to show for err, a run's failure: when the node
 // under the run died, the death.
+// idSeen keeps the request id of the first event a run sees.
+type idSeen struct {
+	mu sync.Mutex
+	id string
+}
+
+// follow returns an event callback that notes the request id and passes
+// the event on to show (which may be nil).
+func (s *idSeen) follow(show func(plan.Event)) func(plan.Event) {
+	return func(ev plan.Event) {
+		s.mu.Lock()
+		if s.id == "" {
+			s.id = ev.RequestID
+		}
+		s.mu.Unlock()
+		if show != nil {
+			show(ev)
+		}
+	}
+}
+
+// goesOn is what an interrupted run against a running system (ctx is the
+// command's, ended by the interrupt) adds to its error: the request goes
+// on there, and how to follow or stop it.
+func (s *idSeen) goesOn(ctx context.Context, c *common) string {
+	s.mu.Lock()
+	id := s.id
+	s.mu.Unlock()
+	if ctx.Err() == nil || c.bus.URL == "" || id == "" {
+		return ""
+	}
+	u := bus.RedactURL(c.bus.URL)
+	return fmt.Sprintf("\nplanner run: request %s goes on running on %s: follow it with 'planner watch --nats-url %s %s', stop it with 'planner cancel --nats-url %s %s'",
+		id, u, u, id, u, id)
+}
+
 func runErr(nctx context.Context, err error) error {
 	if cause := context.Cause(nctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
 		return cause

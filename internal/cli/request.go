@@ -47,14 +47,16 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		return ExitUsage
 	}
 	defer v.Stop()
-	var progress func(ev plan.Event)
+	var shown func(ev plan.Event)
 	endProgress := func() {}
 	if !quiet {
 		pr := newProgress(io.Stderr, verbose)
 		pr.approveFlags = approveFlags(c, conn)
 		defer pr.close()
-		progress, endProgress = pr.event, pr.close
+		shown, endProgress = pr.event, pr.close
 	}
+	var seen idSeen
+	progress := seen.follow(shown)
 	cl, err := client.New(conn.NC, client.WithLogger(log))
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
@@ -70,7 +72,7 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		return ExitUsage
 	}
 	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner run: %v\n", runErr(nctx, err))
+		fmt.Fprintf(io.Stderr, "planner run: %v%s\n", runErr(nctx, err), seen.goesOn(ctx, c))
 		return ctxExit(ctx, ExitFailed)
 	}
 	return printOutcome("planner run", out, io)
