@@ -282,7 +282,7 @@ func TestAgentEndpointsRefuseBadRequests(t *testing.T) {
 		{bus.SubjectAgentStart, `{"sessionId": "x", "goap": {"domain": "chores", "state": {"water": true}}}`, "/goap/state", "INVALID_REQUEST"},
 		{bus.SubjectAgentStart, `{"kind": "htn", "sessionId": "x", "htn": {"goal": "g"}}`, "/kind", "INVALID_REQUEST"},
 		{bus.SubjectAgentStart, `{"sessionId": "x", "goap": {"domain": "chores", "agent": false}}`, "/goap/agent", "INVALID_REQUEST"},
-		{bus.SubjectAgentStart, `{"sessionId": "x y", "goap": {"domain": "chores"}}`, "", "INVALID_REQUEST"},
+		{bus.SubjectAgentStart, `{"sessionId": "x y", "goap": {"domain": "chores"}}`, "/sessionId", "INVALID_REQUEST"},
 		{bus.SubjectAgentStart, `[1]`, "", "INVALID_REQUEST"},
 		{bus.SubjectAgentStop, `{"sessionId": "nobody"}`, "/sessionId", planbus.CodeNotFound},
 		{bus.SubjectAgentStop, `{"session": "x"}`, "/", "INVALID_REQUEST"},

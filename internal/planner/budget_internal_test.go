@@ -69,13 +69,13 @@ func TestRequestsMayLowerBudgetsNotRaiseThem(t *testing.T) {
 		want  limits
 		field string
 	}{
-		{"htn default", htn(nil), limits{memory: 100 << 20, gated: true}, ""},
-		{"htn lower", htn(&Budget{Memory: 1 << 20, Nodes: 5}), limits{memory: 1 << 20, nodes: 5, gated: true}, ""},
-		{"htn higher", htn(&Budget{Memory: 200 << 20}), limits{memory: 100 << 20, gated: true}, "/htn/budget/memory"},
-		{"goap default", goap(nil), limits{memory: 50 << 20, nodes: 1000, gated: true}, ""},
-		{"goap lower", goap(&Budget{Memory: 1 << 20, Nodes: 10}), limits{memory: 1 << 20, nodes: 10, gated: true}, ""},
-		{"goap more nodes", goap(&Budget{Nodes: 1001}), limits{memory: 50 << 20, nodes: 1000, gated: true}, "/goap/budget/nodes"},
-		{"goap more memory", goap(&Budget{Memory: 51 << 20}), limits{memory: 50 << 20, nodes: 1000, gated: true}, "/goap/budget/memory"},
+		{"htn default", htn(nil), limits{memory: 100 << 20, gated: true, search: true}, ""},
+		{"htn lower", htn(&Budget{Memory: 1 << 20, Nodes: 5}), limits{memory: 1 << 20, nodes: 5, gated: true, search: true}, ""},
+		{"htn higher", htn(&Budget{Memory: 200 << 20}), limits{memory: 100 << 20, gated: true, search: true}, "/htn/budget/memory"},
+		{"goap default", goap(nil), limits{memory: 50 << 20, nodes: 1000, gated: true, search: true}, ""},
+		{"goap lower", goap(&Budget{Memory: 1 << 20, Nodes: 10}), limits{memory: 1 << 20, nodes: 10, gated: true, search: true}, ""},
+		{"goap more nodes", goap(&Budget{Nodes: 1001}), limits{memory: 50 << 20, nodes: 1000, gated: true, search: true}, "/goap/budget/nodes"},
+		{"goap more memory", goap(&Budget{Memory: 51 << 20}), limits{memory: 50 << 20, nodes: 1000, gated: true, search: true}, "/goap/budget/memory"},
 		{"external", &Request{Kind: KindExternal}, limits{}, ""},
 		{"plan", &Request{Kind: KindPlan}, limits{gated: true}, ""},
 	} {

@@ -119,15 +119,19 @@ func schemaError(err error, want string) error {
 	if !errors.As(err, &se) {
 		return &RequestError{Msg: err.Error()}
 	}
-	field := ""
+	field, msg := "", se.Error()
 	if len(se.Issues) > 0 {
 		if rest, ok := strings.CutPrefix(se.Issues[0], "at "); ok {
-			if i := strings.Index(rest, ":"); i > 0 {
-				field = rest[:i]
+			if i := strings.Index(rest, ": "); i > 0 {
+				// The field is the error's: the message does not say it twice.
+				field, msg = rest[:i], strings.TrimPrefix(msg, "at "+rest[:i]+": ")
 			}
 		}
 	}
-	return &RequestError{Field: field, Msg: se.Error() + " (" + want + ")"}
+	if want != "" {
+		msg += " (" + want + ")"
+	}
+	return &RequestError{Field: field, Msg: msg}
 }
 
 func (s *Service) handleCancel(req micro.Request) {

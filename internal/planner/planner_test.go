@@ -324,14 +324,14 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 	h := start(t, planner.Config{DomainsDir: "../../examples/htn"}, simulated(t))
 	tests := []struct{ name, doc, field, want string }{
 		{"malformed", `{"kind": "plan",`, "", "malformed JSON"},
-		{"unknown kind", `{"kind":"magic"}`, "", "at /kind"},
-		{"missing plan", `{"kind":"plan"}`, "", "missing property 'plan'"},
+		{"unknown kind", `{"kind":"magic"}`, "/kind", "at /kind: value must be one of"},
+		{"missing plan", `{"kind":"plan"}`, "/", "missing property 'plan'"},
 		{"unknown skill", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"teleport"}]}}`, "/plan/tools/0/skill", `unknown skill "teleport"`},
 		{"plan of nothing", `{"kind":"plan","plan":{"tools":[]}}`, "/plan/tools", "the plan has no tools"},
 		{"plan with a cycle", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}}`, "/plan", "cycle: a -> b -> a"},
 		{"htn syntax error", `{"kind":"htn","htn":{"program":"at(downtown", "goal":"x"}}`, "/htn/program", "htn: 1:"},
 		{"unknown domain", `{"kind":"htn","htn":{"domain":"nowhere", "goal":"x"}}`, "/htn/domain", `no domain "nowhere"`},
-		{"goap without a domain", `{"kind":"goap"}`, "", "missing property 'goap'"},
+		{"goap without a domain", `{"kind":"goap"}`, "/", "missing property 'goap'"},
 		{"unknown goap domain", `{"kind":"goap","goap":{"domain":"nowhere"}}`, "/goap/domain", `no GOAP domain "nowhere"`},
 		{"goap expression that would build a gigabyte", `{"kind":"goap","sessionId":"boom","goap":{"goal":"g","inline":{"name":"b","facts":{"s":"x","done":false},` +
 			`"actions":[{"name":"echo","effects":{"done":true},"cost":"len(repeat(repeat(s, 999999), 999999)) > 0 ? 1 : 1"}],` +

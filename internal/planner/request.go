@@ -123,11 +123,7 @@ func DecodeRequest(doc []byte) (*Request, error) {
 		return nil, &RequestError{Msg: fmt.Sprintf("not valid UTF-8 at byte offset %d (0x%02x)", at, doc[at])}
 	}
 	if err := schemas.Validate(schemas.PlanRequest, doc); err != nil {
-		var se *schemas.Error
-		if errors.As(err, &se) {
-			return nil, &RequestError{Msg: se.Error()}
-		}
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, schemaError(err, "")
 	}
 	var r Request
 	if err := json.Unmarshal(doc, &r); err != nil {
