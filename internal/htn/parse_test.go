@@ -130,7 +130,13 @@ func FuzzParse(f *testing.F) {
 		}
 		// A parsed program must survive a bounded plan and query.
 		opts := htn.Options{FirstOnly: true, Budget: htn.Budget{Memory: 1 << 20, Steps: 10000, Nodes: 1000}}
-		_, _ = p.Plan(context.Background(), goal, opts)
+		_, perr := p.Plan(context.Background(), goal, opts)
 		_, _ = p.Query(context.Background(), goal, opts)
+		// CheckGoal, which the planner's endpoint runs, refuses exactly
+		// the goals Plan refuses as malformed.
+		var pe *htn.ParseError
+		if cerr := htn.CheckGoal(goal); (cerr != nil) != errors.As(perr, &pe) {
+			t.Fatalf("goal %q: CheckGoal says %v, Plan %v", goal, cerr, perr)
+		}
 	})
 }

@@ -672,3 +672,10 @@ func (pl *planner) fail(res *Result, err error) (*Result, error) {
 	res.Stats = pl.r.stats
 	return res, err
 }
+
+// CheckGoal parses goal as Plan does, without planning: a *ParseError
+// (matching ErrSyntax) for a malformed goal, nil for one Plan would take.
+func CheckGoal(goal string) error {
+	_, err := newParser(goal, newSymtab()).parseGoalList()
+	return err
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/htn"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/telemetry"
 )
@@ -95,6 +96,9 @@ func (s *Service) accept(ctx context.Context, doc []byte) (r *Request, again *se
 			known[t.Skill] = *m
 		}
 	case KindHTN:
+		if err := htn.CheckGoal(r.HTN.Goal); err != nil {
+			return nil, nil, &RequestError{Field: "/htn/goal", Msg: fmt.Sprintf("goal %q: %v", r.HTN.Goal, err)}
+		}
 		if _, err := (htnPlanner{domains: s.cfg.DomainsDir}).program(r.HTN, nil); err != nil {
 			var re *RequestError
 			if errors.As(err, &re) {
@@ -285,9 +289,24 @@ func (s *Service) handleSkills(req micro.Request) {
 	var q struct {
 		SessionID string `json:"sessionId"`
 	}
-	_ = json.Unmarshal(req.Data(), &q)
+	if body := bytes.TrimSpace(req.Data()); len(body) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(&q)
+		if err == nil && dec.More() {
+			err = errors.New("data after the object")
+		}
+		if err != nil {
+			reject(req, "/", fmt.Sprintf(`want {"sessionId": "..."} or nothing (the default session): %v`, err))
+			return
+		}
+	}
 	if q.SessionID == "" {
 		q.SessionID = "default"
+	}
+	if !plan.ValidID(q.SessionID) {
+		reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
+		return
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()

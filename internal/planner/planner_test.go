@@ -330,6 +330,7 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 		{"plan of nothing", `{"kind":"plan","plan":{"tools":[]}}`, "/plan/tools", "the plan has no tools"},
 		{"plan with a cycle", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}}`, "/plan", "cycle: a -> b -> a"},
 		{"htn syntax error", `{"kind":"htn","htn":{"program":"at(downtown", "goal":"x"}}`, "/htn/program", "htn: 1:"},
+		{"htn goal syntax error", `{"kind":"htn","htn":{"program":"at(downtown).", "goal":"travel-to(("}}`, "/htn/goal", `goal "travel-to((": htn: 1:`},
 		{"unknown domain", `{"kind":"htn","htn":{"domain":"nowhere", "goal":"x"}}`, "/htn/domain", `no domain "nowhere"`},
 		{"goap without a domain", `{"kind":"goap"}`, "/", "missing property 'goap'"},
 		{"unknown goap domain", `{"kind":"goap","goap":{"domain":"nowhere"}}`, "/goap/domain", `no GOAP domain "nowhere"`},
@@ -514,5 +515,37 @@ func TestARequestIDNamesOneRequest(t *testing.T) {
 	}
 	if p2, err := h.c.RunPlan(ctx, []byte(bare), nil); err != nil || !p2.FinishedAt.Equal(p1.FinishedAt) {
 		t.Errorf("the same bare plan run again: %+v, %v; want the first outcome", p2, err)
+	}
+}
+
+// planbus.skills takes nothing or {"sessionId": ...}; anything else is
+// refused naming the field.
+func TestSkillsEndpointRefusesBadBodies(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	for _, c := range []struct{ body, field string }{
+		{`x`, "/"}, {`[]`, "/"}, {`{"zz": 1}`, "/"}, {`{"sessionId": 7}`, "/"}, {`{} {}`, "/"},
+		{`{"sessionId": "a.b*>"}`, "/sessionId"},
+	} {
+		m, err := h.conn.NC.Request(bus.SubjectSkills, []byte(c.body), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rej planbus.Rejected
+		if m.Header.Get("Nats-Service-Error-Code") == "" || json.Unmarshal(m.Data, &rej) != nil || rej.Error.Field != c.field {
+			t.Errorf("skills %s: %s, want a rejection at %q", c.body, m.Data, c.field)
+		}
+	}
+	for _, body := range []string{``, `{}`, `{"sessionId": "s1"}`} {
+		m, err := h.conn.NC.Request(bus.SubjectSkills, []byte(body), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply struct {
+			SessionID string            `json:"sessionId"`
+			Skills    []json.RawMessage `json:"skills"`
+		}
+		if m.Header.Get("Nats-Service-Error-Code") != "" || json.Unmarshal(m.Data, &reply) != nil || len(reply.Skills) == 0 || reply.SessionID == "" {
+			t.Errorf("skills %q: %s, want the skills", body, m.Data)
+		}
 	}
 }
