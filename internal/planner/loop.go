@@ -685,8 +685,10 @@ func (s *Service) skillManifest(ctx context.Context, name string) (*planbus.Skil
 	}
 	var m planbus.SkillManifest
 	if json.Unmarshal(e.Value(), &m) != nil {
-		return nil, nil
+		// Not a manifest: a skill with only its name (docs/protocol.md).
+		m = planbus.SkillManifest{}
 	}
+	m.Name = name
 	return &m, nil
 }
 

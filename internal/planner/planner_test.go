@@ -549,3 +549,29 @@ func TestSkillsEndpointRefusesBadBodies(t *testing.T) {
 		}
 	}
 }
+
+// A manifest that is not a JSON object counts as a skill with only its
+// name (docs/protocol.md): a plan calling it is not refused as unknown.
+func TestAManifestThatIsNotJSONIsASkillWithItsName(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kv, err := h.conn.JS.KeyValue(ctx, bus.BucketSkills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "scribble", []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	acc, err := h.c.SubmitRequest(ctx, []byte(`{"kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "scribble"}]}}`))
+	if err != nil || acc.Status != "accepted" {
+		t.Fatalf("a plan calling the skill: %+v, %v; want it accepted", acc, err)
+	}
+	m, err := h.conn.NC.Request(bus.SubjectSkills, nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(m.Data), `"name":"scribble"`) {
+		t.Errorf("skills: %s, want scribble listed by its name", m.Data)
+	}
+}
