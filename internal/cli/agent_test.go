@@ -75,6 +75,11 @@ func TestAgentVerbs(t *testing.T) {
 	if o.code != ExitUsage || !strings.Contains(o.stderr, "already has a running agent, camper") {
 		t.Errorf("second start: exit %d, stderr %q", o.code, o.stderr)
 	}
+	// An agent is stopped, not cancelled: cancel says so.
+	o = runPlanner(t, "cancel", "--nats-url", url, "camp")
+	if o.code != ExitFailed || !strings.Contains(o.stderr, "camp is the session of agent camper: stop it with 'planner agent stop camp'") {
+		t.Errorf("cancel camp: exit %d, stderr %q", o.code, o.stderr)
+	}
 	o = runPlanner(t, "agent", "stop", "--nats-url", url, "--reason", "bedtime", "camp")
 	if o.code != ExitOK || !strings.Contains(o.stdout, "is stopped; its running plan camper-a1 is being cancelled") {
 		t.Errorf("stop: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)

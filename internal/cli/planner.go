@@ -314,7 +314,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	}
 	if c.bus.URL == "" {
 		if _, err := nf.config(c.bus, c.auth); err != nil {
-			return usageErr(io.Stderr, err)
+			return usageErr(io.Stderr, fmt.Errorf("planner run: %w", err))
 		}
 	}
 	name := f.Arg(0)
@@ -418,7 +418,8 @@ func printExecution(cmd string, res *planbus.ExecutionResult, io IO) int {
 	if !res.Success {
 		msg := res.State
 		if res.Error != nil {
-			msg += ": " + res.Error.Message
+			// Messages may name the plan already: not twice in a line.
+			msg += ": " + strings.TrimPrefix(res.Error.Message, "plan "+res.PlanID+": ")
 		}
 		fmt.Fprintf(io.Stderr, "%s: plan %s %s\n", cmd, res.PlanID, msg)
 		return ExitFailed
@@ -627,7 +628,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	}
 	cfg, err := nf.config(c.bus, c.auth)
 	if err != nil {
-		return usageErr(io.Stderr, err)
+		return usageErr(io.Stderr, fmt.Errorf("planner serve: %w", err))
 	}
 	memLimit, memChosen := nf.plan.applyMemoryLimit(io.Env)
 	log.Debug().Int64("memory_limit", memLimit).Bool("follows_live_heap", memChosen).Msg("soft memory limit")

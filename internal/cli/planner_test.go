@@ -133,6 +133,7 @@ func TestPlannerUsage(t *testing.T) {
 			"--gen-max-memory 268435456: want at least --htn-max-memory (536870912)"},
 		{"tiny htn budget", []string{"run", "--htn-max-memory", "1KiB", "a.json"}, ExitUsage, "--htn-max-memory 1024: want at least 1MiB"},
 		{"negative concurrency", []string{"run", "--gen-concurrency", "-1", "a.json"}, ExitUsage, "--gen-concurrency -1"},
+		{"domains not a directory", []string{"run", "--domains", "/nonexistent-domains", "a.json"}, ExitUsage, `planner run: --domains "/nonexistent-domains": not a directory`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -101,7 +101,7 @@ func printOutcome(cmd string, out *planbus.Outcome, io IO) int {
 func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Logger, io IO) int {
 	pc, err := nf.plan.config()
 	if err != nil {
-		return usageErr(io.Stderr, err)
+		return usageErr(io.Stderr, fmt.Errorf("planner serve: %w", err))
 	}
 	memLimit, _ := nf.plan.applyMemoryLimit(io.Env)
 	log.Debug().Int64("memory_limit", memLimit).Msg("soft memory limit")

@@ -310,7 +310,12 @@ func plannerCancel(ctx context.Context, args []string, io IO) int {
 	var rej *client.RejectedError
 	switch {
 	case errors.Is(err, client.ErrNotFound):
-		fmt.Fprintf(io.Stderr, "planner cancel: %v\n", err)
+		hint := ""
+		if ag, aerr := cl.AgentStatus(ctx, id); aerr == nil && ag != nil && ag.AgentID != "" {
+			// A GOAP agent is not a request: it stops rather than cancels.
+			hint = fmt.Sprintf("; %s is the session of agent %s: stop it with 'planner agent stop %s'", id, ag.AgentID, id)
+		}
+		fmt.Fprintf(io.Stderr, "planner cancel: %v%s\n", err, hint)
 		return ExitFailed
 	case errors.As(err, &rej) && rej.Reply.Error.Code == planbus.CodeInvalidRequest:
 		fmt.Fprintf(io.Stderr, "planner cancel: %v\n", err)

@@ -180,7 +180,9 @@ func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item
 	}
 	res := &plan.ExecutionResult{PlanID: it.planID, RequestID: requestID, State: plan.PlanRejected, CanReplan: true,
 		Error: errInfo, Tools: []plan.ToolOutcome{}, StartedAt: now, FinishedAt: now}
-	log.Warn().Err(cause).Msg("plan rejected")
+	// The submitter is told, by the execution result and the event; an
+	// operator sees it at info.
+	log.Info().Err(cause).Msg("plan rejected")
 	d.rejectSpan(it.msg.Headers(), it.planID, requestID, errInfo)
 	d.event(plan.Event{Type: plan.EventPlanRejected, Time: now, RequestID: requestID, PlanID: it.planID, Error: errInfo})
 	if _, err := d.conn.JS.Publish(ctx, bus.ExecutionSubject(it.planID), mustJSON(res), jetstream.WithMsgID(it.planID)); err != nil {
