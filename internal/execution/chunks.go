@@ -183,6 +183,11 @@ var ErrChunkMissing = errors.New("execution: a chunk of the state is missing")
 // state has no head, and the head's revision.
 func ReadStored(ctx context.Context, head string, get Getter) (*Stored, uint64, error) {
 	var last uint64
+	// A chunk's key is never written twice, so what a round read stays
+	// true: a round after a writer moved the head on reads only the chunks
+	// that writer replaced, and a big state being written often is read
+	// in a few rounds.
+	read := map[string][]StoredTool{}
 	for range readRounds {
 		doc, rev, err := get(ctx, head)
 		if err != nil || doc == nil {
@@ -198,7 +203,7 @@ func ReadStored(ctx context.Context, head string, get Getter) (*Stored, uint64, 
 		if s.ChunkTools < 1 || len(s.Tools) > 0 {
 			return nil, 0, fmt.Errorf("%s: a head of %d chunks with chunkTools %d and %d tools of its own", head, len(s.Chunks), s.ChunkTools, len(s.Tools))
 		}
-		missing, err := readChunks(ctx, head, &s, get)
+		missing, err := readChunks(ctx, head, &s, get, read)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -219,8 +224,9 @@ func ReadStored(ctx context.Context, head string, get Getter) (*Stored, uint64, 
 const chunkReaders = 8
 
 // readChunks reads the chunks s names into s.Tools, up to chunkReaders at
-// once, or returns the key of the first that is gone.
-func readChunks(ctx context.Context, head string, s *Stored, get Getter) (missing string, err error) {
+// once, or returns the key of the first that is gone. Chunks in read, by
+// key, are not read again; those read are added to it.
+func readChunks(ctx context.Context, head string, s *Stored, get Getter, read map[string][]StoredTool) (missing string, err error) {
 	parts := make([][]StoredTool, len(s.Chunks))
 	errs := make([]error, len(s.Chunks))
 	gone := make([]bool, len(s.Chunks))
@@ -234,8 +240,12 @@ func readChunks(ctx context.Context, head string, s *Stored, get Getter) (missin
 		if int64(k) > bad.Load() {
 			break
 		}
+		key := ChunkKey(head, k, id)
+		if tools, ok := read[key]; ok {
+			parts[k] = tools
+			continue
+		}
 		g.Go(func() error {
-			key := ChunkKey(head, k, id)
 			doc, _, err := get(ctx, key)
 			switch {
 			case err != nil:
@@ -253,6 +263,11 @@ func readChunks(ctx context.Context, head string, s *Stored, get Getter) (missin
 		})
 	}
 	_ = g.Wait()
+	for k, tools := range parts {
+		if tools != nil {
+			read[ChunkKey(head, k, s.Chunks[k])] = tools
+		}
+	}
 	// As if read in order: the first chunk gone or refused is the answer.
 	for k := range s.Chunks {
 		if gone[k] {

@@ -523,3 +523,59 @@ func TestReadStoredStopsReadingAfterARefusedChunk(t *testing.T) {
 			read, len(w.Chunks), chunkReaders)
 	}
 }
+
+// A big state written again and again while it is read is still read,
+// and as stored at the revision returned: a round after a writer moved the
+// head on reads only the chunks it replaced. (Each round used to read
+// every chunk again, and a writer replacing a chunk every few reads made
+// every round fail: planner status of a running 60,000-tool plan gave up
+// after 20 rounds.)
+func TestReadStoredOfAStateWrittenWhileItIsRead(t *testing.T) {
+	const head = "p.state"
+	e := chunkedPlan(t, 80, 2) // 40 chunks
+	b := newBucket()
+	w, err := e.st.Write(head, "w0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.store(t, e.st, head, w, false)
+	var mu sync.Mutex
+	gets, writes := 0, 0
+	ended := map[uint64]int{b.revs[head]: 0} // tools ended, by head revision
+	get := func(ctx context.Context, key string) ([]byte, uint64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if key != head {
+			gets++
+			if gets%11 == 0 && writes < 80 {
+				// A writer ends one more tool, from the last on, replacing
+				// a chunk the reader has not come to yet.
+				i := 79 - writes
+				writes++
+				e.OnResultSeq(&plan.ToolResult{ToolID: fmt.Sprintf("t%d", i), Attempt: 1, State: plan.ToolSucceeded}, uint64(100+i), t0)
+				w, err := e.st.Write(head, fmt.Sprintf("w%d", writes), nil)
+				if err != nil {
+					return nil, 0, err
+				}
+				b.store(t, e.st, head, w, false)
+				ended[b.revs[head]] = writes
+			}
+		}
+		return b.get(ctx, key)
+	}
+	got, rev, err := ReadStored(context.Background(), head, get)
+	if err != nil {
+		t.Fatalf("read while written %d times: %v", writes, err)
+	}
+	done := 0
+	for _, tool := range got.Tools {
+		if tool.State == plan.ToolSucceeded {
+			done++
+		}
+	}
+	want, ok := ended[rev]
+	if len(got.Tools) != 80 || !ok || done != want || writes == 0 || rev == 1 {
+		t.Fatalf("%d tools, %d ended, at revision %d after %d writes; want 80 tools, %d ended, a revision the writer stored after the first",
+			len(got.Tools), done, rev, writes, want)
+	}
+}
