@@ -221,7 +221,7 @@ func ReadStored(ctx context.Context, head string, get Getter) (*Stored, uint64, 
 // chunkReaders bounds the chunks read at once: each read is a round trip
 // to the server (to a replica of a cluster), and a plan of 50,000 tools
 // has 49 of them.
-const chunkReaders = 8
+var chunkReaders = 8 // a variable for tests
 
 // readChunks reads the chunks s names into s.Tools, up to chunkReaders at
 // once, or returns the key of the first that is gone. Chunks in read, by
