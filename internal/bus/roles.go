@@ -178,6 +178,9 @@ func (r Role) Grants() Grants {
 		// sequence; planbus.plan.cancel finds a request still queued by
 		// subject.
 		pub(reading(StreamRequests)...)
+		// An agent's start looks its id up among the outcomes: an id that
+		// ended before is not started again.
+		pub(reading(StreamOutcomes)...)
 		// planbus.plan.cancel by plan id, or of a plan submitted without a
 		// request: the plan's state names its request and says whether it
 		// still runs. Read only: plan state is the dispatchers'.

@@ -77,7 +77,7 @@ func TestAgentVerbs(t *testing.T) {
 	}
 	// An agent is stopped, not cancelled: cancel says so.
 	o = runPlanner(t, "cancel", "--nats-url", url, "camp")
-	if o.code != ExitFailed || !strings.Contains(o.stderr, "camp is the session of agent camper: stop it with 'planner agent stop camp'") {
+	if o.code != ExitFailed || !strings.Contains(o.stderr, "camp is the session of agent camper: stop it with 'planner agent stop --nats-url "+url+" camp'") {
 		t.Errorf("cancel camp: exit %d, stderr %q", o.code, o.stderr)
 	}
 	o = runPlanner(t, "agent", "stop", "--nats-url", url, "--reason", "bedtime", "camp")

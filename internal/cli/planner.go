@@ -529,8 +529,6 @@ func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, lo
 	return conn, nctx, stop, nil
 }
 
-// runErr is the error to show for err, a run's failure: when the node
-// under the run died, the death.
 // idSeen keeps the request id of the first event a run sees.
 type idSeen struct {
 	mu sync.Mutex
@@ -567,6 +565,8 @@ func (s *idSeen) goesOn(ctx context.Context, c *common) string {
 		id, u, u, id, u, id)
 }
 
+// runErr is the error to show for err, a run's failure: when the node
+// under the run died, the death.
 func runErr(nctx context.Context, err error) error {
 	if cause := context.Cause(nctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
 		return cause

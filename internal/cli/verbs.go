@@ -313,7 +313,12 @@ func plannerCancel(ctx context.Context, args []string, io IO) int {
 		hint := ""
 		if ag, aerr := cl.AgentStatus(ctx, id); aerr == nil && ag != nil && ag.AgentID != "" {
 			// A GOAP agent is not a request: it stops rather than cancels.
-			hint = fmt.Sprintf("; %s is the session of agent %s: stop it with 'planner agent stop %s'", id, ag.AgentID, id)
+			if ag.Status == planbus.AgentRunning {
+				hint = fmt.Sprintf("; %s is the session of agent %s: stop it with 'planner agent stop --nats-url %s %s'",
+					id, ag.AgentID, bus.RedactURL(v.c.bus.URL), id)
+			} else {
+				hint = fmt.Sprintf("; %s is the session of agent %s, which has ended (%s)", id, ag.AgentID, ag.Status)
+			}
 		}
 		fmt.Fprintf(io.Stderr, "planner cancel: %v%s\n", err, hint)
 		return ExitFailed

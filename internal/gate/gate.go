@@ -87,7 +87,11 @@ type exprEnv struct {
 // split, filter, sort, map, join, repeat, toJSON, fromJSON, ...), are not
 // available, since an expression of many such calls would hold as many
 // copies; nor those that read the clock or the time zone database, or
-// expose map iteration order.
+// expose map iteration order. A gate is checked with no deadline, so its
+// expressions are flat (safeexpr.Rules.Flat): no predicate in a predicate,
+// no range.
+var exprRules = safeexpr.Rules{Builtins: exprBuiltins, Flat: true}
+
 var exprBuiltins = map[string]bool{
 	"len": true, "type": true, "abs": true, "ceil": true, "floor": true, "round": true, "int": true, "float": true,
 	"indexOf": true, "lastIndexOf": true, "hasPrefix": true, "hasSuffix": true, "max": true, "min": true,
@@ -243,10 +247,10 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 		if g.Expr == "" {
 			return nil, gateErr("expr", "an expr gate needs an expression")
 		}
-		if why := safeexpr.Refused(g.Expr, exprBuiltins); why != "" {
+		if why := safeexpr.Refused(g.Expr, exprRules); why != "" {
 			return nil, gateErr("expr", "%s", strings.Replace(why, "not available here", "not available in gate expressions", 1))
 		}
-		prog, err := expr.Compile(g.Expr, append([]expr.Option{expr.Env(exprEnv{}), expr.AsBool()}, safeexpr.Options(exprBuiltins)...)...)
+		prog, err := expr.Compile(g.Expr, append([]expr.Option{expr.Env(exprEnv{}), expr.AsBool()}, safeexpr.Options(exprRules)...)...)
 		if err != nil {
 			return nil, gateErr("expr", "%v", err)
 		}

@@ -27,7 +27,7 @@ type expression struct {
 // domain: what one evaluation may hold is bounded (package safeexpr).
 // Strings are at most MaxString bytes, facts and what + builds alike; an
 // expression has at most MaxExprNodes nodes; a range at most exprMemory
-// elements; and only the builtins of exprBuiltins are available: not
+// elements; and only the builtins of exprRules are available: not
 // those that build collections or long strings from short input (repeat,
 // join, replace, map, toJSON, ...), nor those that read the clock or the
 // local time zone, which would make plans depend on when and where they
@@ -40,12 +40,15 @@ const (
 	// MaxExprNodes is the most nodes an expression may have.
 	MaxExprNodes = safeexpr.MaxNodes
 	// exprMemory is the VM's memory budget: elements of ranges, arrays
-	// and maps an evaluation makes.
+	// and maps an evaluation makes, fewer than this.
 	exprMemory = 10_000
 )
 
-// exprBuiltins are the builtins expressions may call: they compute
-// scalars, or strings no longer than their input.
+// exprRules: the builtins expressions may call compute scalars, or
+// strings no longer than their input (string() of a scalar only). Nested
+// predicates and ranges are left to the search's time budget.
+var exprRules = safeexpr.Rules{Builtins: exprBuiltins}
+
 var exprBuiltins = map[string]bool{
 	"len": true, "type": true, "abs": true, "ceil": true, "floor": true, "round": true, "int": true, "float": true,
 	"string": true, "trim": true, "trimPrefix": true, "trimSuffix": true, "upper": true, "lower": true,
@@ -57,10 +60,10 @@ var exprBuiltins = map[string]bool{
 // compileExpr compiles src against the facts' types; kind is expr.AsFloat64
 // or expr.AsBool.
 func (d *Domain) compileExpr(src string, kind expr.Option) (*expression, error) {
-	if why := safeexpr.Refused(src, exprBuiltins); why != "" {
+	if why := safeexpr.Refused(src, exprRules); why != "" {
 		return nil, errors.New(strings.Replace(why, "not available here", "not available in GOAP expressions, which compute numbers, truth values and short strings", 1))
 	}
-	p, err := expr.Compile(src, append([]expr.Option{expr.Env(d.env), kind}, safeexpr.Options(exprBuiltins)...)...)
+	p, err := expr.Compile(src, append([]expr.Option{expr.Env(d.env), kind}, safeexpr.Options(exprRules)...)...)
 	if err != nil {
 		return nil, errors.New(firstLine(err.Error()))
 	}

@@ -32,13 +32,14 @@ func limitsDomain(t *testing.T, cost string) *goap.Domain {
 	return d
 }
 
-// doubling is an expression that doubles start twenty times: a
-// thousand-fold a million, unbounded.
-func doubling(start string) string {
+// doubling is an expression that doubles start twenty times, each time
+// with double (X standing for the string so far): a thousand-fold a
+// million, unbounded.
+func doubling(start, double string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "let a0 = %s; ", start)
 	for i := 1; i <= 20; i++ {
-		fmt.Fprintf(&b, "let a%d = a%d + a%d; ", i, i-1, i-1)
+		fmt.Fprintf(&b, "let a%d = %s; ", i, strings.ReplaceAll(double, "X", fmt.Sprintf("a%d", i-1)))
 	}
 	b.WriteString("len(a20) > 0 ? 1 : 2")
 	return b.String()
@@ -52,8 +53,10 @@ func doubling(start string) string {
 func TestExpressionsCannotExhaustMemory(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ name, cost, want string }{
-		{"strings doubled", doubling("s"), "expressions make strings of at most 16384"},
-		{"strings doubled through an untyped value", doubling(`(n > 0 ? 1 : s)`), "expressions make strings of at most 16384"},
+		{"strings doubled", doubling("s", "X + X"), "expressions make strings of at most 16384"},
+		{"strings doubled through an untyped value", doubling(`(n > 0 ? 1 : s)`, "X + X"), "expressions make strings of at most 16384"},
+		// string() of an array would join its elements.
+		{"strings doubled by string()", doubling("s", "string([X, X])"), "string() takes a number, a truth value or a string"},
 		{"a long range", "len(1..100000) > 0 ? 1 : 2", "memory budget exceeded"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -88,7 +88,7 @@ func hostileRequests() []hostile {
 		{name: "10 MB (over the server's max payload)", subject: bus.SubjectPlanRequest, data: text(tooBig), publishErr: nats.ErrMaxPayload},
 		{name: "session reset: garbage", subject: bus.SubjectSessionReset, data: text(`{"sessionId":`), reply: []string{"sessionId"}},
 		{name: "session reset: wildcard session", subject: bus.SubjectSessionReset, data: text(`{"sessionId":">"}`), reply: []string{"sessionId"}},
-		{name: "skills: garbage", subject: bus.SubjectSkills, data: text(`\x00\x01`), reply: []string{`"sessionId":"default"`}},
+		{name: "skills: garbage", subject: bus.SubjectSkills, data: text(`\x00\x01`), reply: []string{"INVALID_REQUEST", `"field":"/"`}},
 		{name: "cancel: garbage", subject: bus.SubjectPlanCancel, data: text(`{"requestId":`), reply: []string{"INVALID_REQUEST", "malformed JSON"}},
 		{name: "cancel: no id", subject: bus.SubjectPlanCancel, data: text(`{}`), reply: []string{"INVALID_REQUEST", "requestId"}},
 		{name: "cancel: both ids", subject: bus.SubjectPlanCancel, data: text(`{"requestId":"victim","planId":"victim-1"}`), reply: []string{"INVALID_REQUEST"}},

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/schemas"
@@ -68,7 +70,7 @@ func (s *Service) startAgent(ctx context.Context, r *Request) (*sentBefore, erro
 			// whose plans and outcome are that agent's.
 			was, _ := json.Marshal(cur.Request)
 			now, _ := json.Marshal(&kept)
-			if !bytes.Equal(was, now) {
+			if !bytes.Equal(was, now) || !sameJSON(cur.Domain, doc) {
 				return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf(
 					"agent %s of session %s was started at %s with another request; a request id names one agent: start this one under a new requestId, or leave requestId out",
 					cur.ID(), r.SessionID, cur.Started.UTC().Format(time.RFC3339))}
@@ -84,6 +86,16 @@ func (s *Service) startAgent(ctx context.Context, r *Request) (*sentBefore, erro
 			return nil, &RequestError{Field: "/sessionId", Msg: fmt.Sprintf("session %s already has a running agent, %s; stop it first (planner agent stop %s)",
 				r.SessionID, cur.ID(), r.SessionID)}
 		}
+		// An id that ended before, an agent's of this session or another's
+		// or a request's, names that: its plans and outcome are its own.
+		switch m, err := s.outcomes.GetLastMsgForSubject(ctx, bus.OutcomeSubject(r.RequestID)); {
+		case err == nil:
+			return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf(
+				"request id %s names a request or agent that ended at %s; start this agent under a new requestId, or leave requestId out",
+				r.RequestID, m.Time.UTC().Format(time.RFC3339))}
+		case !errors.Is(err, jetstream.ErrMsgNotFound):
+			return nil, fmt.Errorf("planner: look the agent id up: %w", err)
+		}
 		if _, err = s.saveAgent(ctx, a, rev); casLost(err) {
 			continue
 		}
@@ -98,6 +110,16 @@ func (s *Service) startAgent(ctx context.Context, r *Request) (*sentBefore, erro
 		return nil, s.publishWake(ctx, a, time.Time{})
 	}
 	return nil, fmt.Errorf("planner: the agent of session %s changed %d times while starting; try again", r.SessionID, agentTries)
+}
+
+// sameJSON tells whether two JSON documents are the same once compacted
+// (a document kept in a stored state is kept compacted).
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // handleAgentStart takes a plan request of kind goap (kind may be left

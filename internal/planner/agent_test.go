@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -344,4 +345,35 @@ func TestAgentEndpointsRefuseBadRequests(t *testing.T) {
 		t.Errorf("after the new start: agent %s %s", st.AgentID, st.Status)
 	}
 	stopAgent(t, h, "busy")
+	// Nor is an id that ended before started again once another agent
+	// took the session.
+	outcomeOf(t, h, "two")
+	rej = agentCall(t, h, bus.SubjectAgentStart, map[string]any{"requestId": "one", "sessionId": "busy", "goap": map[string]any{"domain": "preemption"}}, &acc)
+	if rej == nil || rej.Error.Field != "/requestId" || !strings.Contains(rej.Error.Message, "names a request or agent that ended") {
+		t.Errorf("an ended agent's id after another agent: %+v %+v", rej, acc)
+	}
+	// An inline domain is part of the start: another under the id is
+	// refused, not taken for the same start.
+	chores, err := os.ReadFile("testdata/agents/chores.goap.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline := func(name string) map[string]any {
+		var d map[string]any
+		if err := json.Unmarshal(chores, &d); err != nil {
+			t.Fatal(err)
+		}
+		d["name"] = name
+		return map[string]any{"requestId": "inl", "sessionId": "inline", "goap": map[string]any{"inline": d}}
+	}
+	if rej := agentCall(t, h, bus.SubjectAgentStart, inline("chores"), &acc); rej != nil || acc.Duplicate {
+		t.Fatalf("inline start: %+v %+v", rej, acc)
+	}
+	if rej := agentCall(t, h, bus.SubjectAgentStart, inline("chores"), &acc); rej != nil || !acc.Duplicate {
+		t.Errorf("the same inline start again: %+v %+v, want a duplicate", rej, acc)
+	}
+	if rej := agentCall(t, h, bus.SubjectAgentStart, inline("other"), &acc); rej == nil || rej.Error.Field != "/requestId" {
+		t.Errorf("another inline domain under the id: %+v %+v, want a rejection at /requestId", rej, acc)
+	}
+	stopAgent(t, h, "inline")
 }

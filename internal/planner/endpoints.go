@@ -35,6 +35,17 @@ func (s *Service) accept(ctx context.Context, doc []byte) (r *Request, again *se
 	if r.RequestID == "" {
 		r.RequestID = nuid.Next()
 	}
+	data, err := json.Marshal(r) // as queued: the switch below only checks r
+	if err != nil {
+		return nil, nil, err
+	}
+	// A request id names one request: the same request sent again (by a
+	// client that lost the answer) is accepted and runs nothing new, even
+	// if what the checks below read has changed since; another request
+	// under the id is refused.
+	if again, err := s.acceptedBefore(ctx, r, data); again != nil || err != nil {
+		return r, again, err
+	}
 	if err := s.cfg.checkBudget(r); err != nil {
 		return nil, nil, err
 	}
@@ -107,18 +118,8 @@ func (s *Service) accept(ctx context.Context, doc []byte) (r *Request, again *se
 			return nil, nil, &RequestError{Field: "/htn", Msg: err.Error()}
 		}
 	}
-	data, err := json.Marshal(r)
-	if err != nil {
-		return nil, nil, err
-	}
 	if err := s.checkSize(r, data); err != nil {
 		return nil, nil, err
-	}
-	// A request id names one request: the same request sent again (by a
-	// client that lost the answer) is accepted and runs nothing new;
-	// another request under the id is refused.
-	if again, err := s.acceptedBefore(ctx, r, data); again != nil || err != nil {
-		return r, again, err
 	}
 	// The request carries the endpoint's trace context to whichever planner
 	// takes it from the stream.

@@ -563,8 +563,9 @@ func TestAManifestThatIsNotJSONIsASkillWithItsName(t *testing.T) {
 	if _, err := kv.Put(ctx, "scribble", []byte("not json")); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := h.c.SubmitRequest(ctx, []byte(`{"kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "scribble"}]}}`))
-	if err != nil || acc.Status != "accepted" {
+	const doc = `{"requestId": "scribbler", "kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "scribble"}]}}`
+	acc, err := h.c.SubmitRequest(ctx, []byte(doc))
+	if err != nil || acc.Status != "accepted" || acc.Duplicate {
 		t.Fatalf("a plan calling the skill: %+v, %v; want it accepted", acc, err)
 	}
 	m, err := h.conn.NC.Request(bus.SubjectSkills, nil, 10*time.Second)
@@ -573,5 +574,13 @@ func TestAManifestThatIsNotJSONIsASkillWithItsName(t *testing.T) {
 	}
 	if !strings.Contains(string(m.Data), `"name":"scribble"`) {
 		t.Errorf("skills: %s, want scribble listed by its name", m.Data)
+	}
+	// The same request sent again is a duplicate even once its skill is
+	// gone, which would refuse it were it new.
+	if err := kv.Delete(ctx, "scribble"); err != nil {
+		t.Fatal(err)
+	}
+	if acc, err := h.c.SubmitRequest(ctx, []byte(doc)); err != nil || !acc.Duplicate {
+		t.Errorf("the request again without its skill: %+v, %v; want a duplicate", acc, err)
 	}
 }

@@ -166,6 +166,7 @@ type Service struct {
 	requests   jetstream.KeyValue
 	plans      jetstream.KeyValue // read only: which request a plan is of, and whether it runs
 	accepted   jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
+	outcomes   jetstream.Stream   // PLANBUS_OUTCOMES, read by subject: is an id taken
 	manifests  jetstream.KeyValue
 	guides     jetstream.KeyValue // guided sessions (guide.go)
 	health     *health.Book
@@ -297,6 +298,9 @@ func (s *Service) open(ctx context.Context) error {
 	}
 	if s.plans, err = s.conn.JS.KeyValue(ctx, bus.BucketPlans); err != nil {
 		return fmt.Errorf("planner: plans bucket: %w", err)
+	}
+	if s.outcomes, err = s.conn.JS.Stream(ctx, bus.StreamOutcomes); err != nil {
+		return fmt.Errorf("planner: outcomes stream: %w", err)
 	}
 	if s.accepted, err = s.conn.JS.Stream(ctx, bus.StreamRequests); err != nil {
 		return fmt.Errorf("planner: requests stream: %w", err)

@@ -1,15 +1,19 @@
 // Package safeexpr compiles expr-lang/expr expressions that come from
 // whoever may send a request (GOAP domains, plans' verification gates) so
-// that evaluating one cannot take a node's memory: a caller names the
-// builtins its expressions may call, and every expression gets
+// that evaluating one cannot take a node's memory, nor, with Rules.Flat,
+// run for long: a caller gives Rules, and every expression gets
 //
-//   - the builtins allowed and no other: those that build collections or
-//     long strings from short input (repeat, join, replace, toJSON, ...) are
-//     for the caller to leave out, and a call of one is refused naming it
-//     (Refused);
+//   - the builtins Rules.Builtins allows and no other: those that build
+//     collections or long strings from short input (repeat, join, replace,
+//     toJSON, ...) are for the caller to leave out, and a call of one is
+//     refused naming it (Refused);
 //   - a + that joins strings up to MaxString bytes (Plus), also where the
-//     operands' types are known only when it runs;
-//   - at most MaxNodes nodes.
+//     operands' types are known only when it runs, and string() of
+//     numbers, truth values and strings only;
+//   - matches with a constant pattern only, so that no pattern is made
+//     and compiled as the expression runs;
+//   - at most MaxNodes nodes, and no optimizer rewrites (which turn sum
+//     of an array literal into a + the checks above never see).
 //
 // The VM's memory budget (vm.VM.MemoryBudget: the elements of ranges,
 // arrays and predicate scopes an evaluation makes) is the caller's to set.
@@ -25,6 +29,7 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm/runtime"
 )
@@ -39,45 +44,58 @@ const (
 	PlusFunc = "__plus"
 )
 
-// Options are the compile options of an expression that may call the
-// builtins in allowed and no other. They hold only with an environment
-// (expr.Env), which the caller adds: without one, expr takes unknown
-// names, disabled builtins among them, for variables.
-func Options(allowed map[string]bool) []expr.Option {
-	opts := []expr.Option{expr.MaxNodes(MaxNodes),
+// Rules say what expressions of one kind may do.
+type Rules struct {
+	// Builtins are the builtins they may call.
+	Builtins map[string]bool
+	// Flat refuses a predicate inside another and ranges: what an
+	// evaluation does is then about its nodes times the length of its
+	// input, for expressions that run with no deadline.
+	Flat bool
+}
+
+// Options are the compile options of expressions under r. They hold only
+// with an environment (expr.Env), which the caller adds: without one, expr
+// takes unknown names, disabled builtins among them, for variables. Call
+// Refused first for a message naming what is refused.
+func Options(r Rules) []expr.Option {
+	opts := []expr.Option{expr.MaxNodes(MaxNodes), expr.Optimize(false),
 		expr.Function(PlusFunc, Plus, new(func(string, string) string), new(func(any, any) any)),
 		expr.Patch(plusPatcher{})}
 	for _, name := range builtin.Names {
-		if !allowed[name] {
+		if !r.Builtins[name] {
 			opts = append(opts, expr.DisableBuiltin(name))
 		}
+	}
+	if r.Builtins["string"] {
+		opts = append(opts, expr.Function("string", scalarString, new(func(any) string)))
 	}
 	return opts
 }
 
-// Refused says which builtin outside allowed src calls first, and which
-// it may call, or "" when it calls none (or does not parse: the compiler
-// then says why).
-func Refused(src string, allowed map[string]bool) string {
-	tree, err := parser.Parse(src)
+// Refused says what in src r does not allow (the first builtin outside
+// r.Builtins it calls, and which it may call; a pattern made as it runs;
+// with r.Flat, a predicate in a predicate or a range), or "" when nothing
+// is (or src does not parse: the compiler then says why).
+func Refused(src string, r Rules) string {
+	cfg := conf.CreateNew()
+	cfg.MaxNodes = MaxNodes
+	tree, err := parser.ParseWithConfig(src, cfg)
 	if err != nil {
 		return ""
 	}
-	v := &callVisitor{allowed: allowed}
+	v := &refuser{rules: r}
 	ast.Walk(&tree.Node, v)
-	if v.refused == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s is not available here (available: %s)", v.refused, strings.Join(slices.Sorted(maps.Keys(allowed)), ", "))
+	return v.refused
 }
 
-// callVisitor finds the first call of a builtin outside allowed.
-type callVisitor struct {
-	allowed map[string]bool
+// refuser finds the first thing an expression may not do.
+type refuser struct {
+	rules   Rules
 	refused string
 }
 
-func (v *callVisitor) Visit(n *ast.Node) {
+func (v *refuser) Visit(n *ast.Node) {
 	if v.refused != "" {
 		return
 	}
@@ -89,9 +107,35 @@ func (v *callVisitor) Visit(n *ast.Node) {
 		if id, ok := c.Callee.(*ast.IdentifierNode); ok {
 			name = id.Value
 		}
+	case *ast.BinaryNode:
+		if _, constant := c.Right.(*ast.StringNode); c.Operator == "matches" && !constant {
+			v.refused = "matches takes a constant pattern here (a string in quotes)"
+		}
+		if c.Operator == ".." && v.rules.Flat {
+			v.refused = "ranges (a..b) are not available here"
+		}
+	case *ast.PredicateNode:
+		if v.rules.Flat && hasPredicate(c.Node) {
+			v.refused = "a predicate inside another is not available here"
+		}
 	}
-	if name != "" && slices.Contains(builtin.Names, name) && !v.allowed[name] {
-		v.refused = name
+	if name != "" && slices.Contains(builtin.Names, name) && !v.rules.Builtins[name] {
+		v.refused = fmt.Sprintf("%s is not available here (available: %s)", name, strings.Join(slices.Sorted(maps.Keys(v.rules.Builtins)), ", "))
+	}
+}
+
+// hasPredicate tells whether n holds a predicate.
+func hasPredicate(n ast.Node) bool {
+	f := &predicateFinder{}
+	ast.Walk(&n, f)
+	return f.found
+}
+
+type predicateFinder struct{ found bool }
+
+func (f *predicateFinder) Visit(n *ast.Node) {
+	if _, ok := (*n).(*ast.PredicateNode); ok {
+		f.found = true
 	}
 }
 
@@ -125,4 +169,16 @@ func Plus(params ...any) (any, error) {
 		}
 	}
 	return runtime.Add(a, b), nil
+}
+
+// scalarString is string() for expressions: the builtin's text of a
+// number, a truth value, a string or nil; of an array or a map (which
+// could hold many references to one long string) an error.
+func scalarString(params ...any) (any, error) {
+	switch x := params[0].(type) {
+	case nil, bool, string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return fmt.Sprintf("%v", x), nil
+	default:
+		return nil, fmt.Errorf("string() takes a number, a truth value or a string here, not a %T", x)
+	}
 }

@@ -21,7 +21,7 @@ func TestPlusBoundsWhatItJoins(t *testing.T) {
 }
 
 func TestOptionsAllowOnlyTheBuiltinsNamed(t *testing.T) {
-	allowed := map[string]bool{"len": true}
+	allowed := Rules{Builtins: map[string]bool{"len": true}}
 	if why := Refused(`len(upper("a")) > 0`, allowed); !strings.Contains(why, "upper is not available here (available: len)") {
 		t.Fatalf("Refused: %q", why)
 	}
@@ -38,5 +38,49 @@ func TestOptionsAllowOnlyTheBuiltinsNamed(t *testing.T) {
 	}
 	if _, err := expr.Run(p, map[string]any{"s": strings.Repeat("x", MaxString/2+1)}); err == nil {
 		t.Fatal("a + of strings past MaxString ran")
+	}
+}
+
+func TestRefusedNamesWhatRulesDoNotAllow(t *testing.T) {
+	flat := Rules{Builtins: map[string]bool{"all": true, "len": true}, Flat: true}
+	for _, c := range []struct {
+		src   string
+		rules Rules
+		want  string
+	}{
+		{`"a" matches s`, Rules{}, "matches takes a constant pattern"},
+		{`s matches "a+"`, Rules{}, ""},
+		{`len(1..10) > 0`, flat, "ranges (a..b) are not available"},
+		{`len(1..10) > 0`, Rules{Builtins: flat.Builtins}, ""},
+		{`all(xs, {all(xs, {true})})`, flat, "a predicate inside another"},
+		{`all(xs, {# > 0}) && all(xs, {# < 9})`, flat, ""},
+	} {
+		if got := Refused(c.src, c.rules); (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("Refused(%q) = %q, want %q", c.src, got, c.want)
+		}
+	}
+}
+
+// The optimizer would turn sum of an array literal into a + that Plus
+// never sees, and string() of an array would join its elements: neither
+// makes a long string.
+func TestNoLongStringThroughSumOrString(t *testing.T) {
+	r := Rules{Builtins: map[string]bool{"sum": true, "string": true, "len": true}}
+	env := map[string]any{"s": strings.Repeat("x", MaxString/2+1)}
+	for _, src := range []string{`len(sum([s, s])) > 0`, `len(string([s, s])) > 0`, `len(string({"a": s})) > 0`} {
+		p, err := expr.Compile(src, append(Options(r), expr.Env(env))...)
+		if err != nil {
+			continue // refused when compiled: as good
+		}
+		if out, err := expr.Run(p, env); err == nil {
+			t.Errorf("%s ran: %v", src, out)
+		}
+	}
+	p, err := expr.Compile(`string(1.5) + string(true) + string(s)`, append(Options(r), expr.Env(env))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := expr.Run(p, map[string]any{"s": "x"}); err != nil {
+		t.Errorf("string of scalars: %v", err)
 	}
 }
