@@ -81,6 +81,20 @@ func (h *harness) request(doc string) (*planner.Outcome, *events) {
 	return out, ev
 }
 
+// plansPublished is how many plans the plans stream holds.
+func (h *harness) plansPublished() uint64 {
+	h.t.Helper()
+	s, err := h.conn.JS.Stream(context.Background(), bus.StreamPlans)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
 type events struct {
 	mu  sync.Mutex
 	all []plan.Event
@@ -355,16 +369,8 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 			}
 		})
 	}
-	s, err := h.conn.JS.Stream(context.Background(), bus.StreamPlans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != 0 {
-		t.Errorf("%d plans published for refused requests", info.State.Msgs)
+	if n := h.plansPublished(); n != 0 {
+		t.Errorf("%d plans published for refused requests", n)
 	}
 }
 
@@ -466,19 +472,7 @@ func TestARequestIDNamesOneRequest(t *testing.T) {
 	if first.Status != planner.StatusSucceeded {
 		t.Fatalf("first run: %+v", first)
 	}
-	plans := func() uint64 {
-		t.Helper()
-		s, err := h.conn.JS.Stream(context.Background(), bus.StreamPlans)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := s.Info(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Msgs
-	}
-	before := plans()
+	before := h.plansPublished()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -493,7 +487,7 @@ func TestARequestIDNamesOneRequest(t *testing.T) {
 	if d := ev.of(planbus.EventRequestDuplicate); len(d) == 0 || !strings.Contains(d[0].Message, "runs nothing new") {
 		t.Errorf("duplicate events %+v, want one saying it runs nothing new", d)
 	}
-	if n := plans(); n != before {
+	if n := h.plansPublished(); n != before {
 		t.Errorf("%d plans published for the request sent again", n-before)
 	}
 
