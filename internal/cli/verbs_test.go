@@ -188,16 +188,16 @@ func TestCancelEndsARunningSleep(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	started := time.Now()
 	o := runPlanner(t, "cancel", "--nats-url", url, "--reason", "not needed", id)
 	if o.code != ExitOK || !strings.Contains(o.stdout, "being cancelled") {
 		t.Fatalf("cancel exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
 	}
+	// The outcome below says it ended cancelled, not by its sleep's end.
 	var w outcome
 	select {
 	case w = <-watched:
-	case <-time.After(3*time.Second - time.Since(started)):
-		t.Fatal("the request did not end within 3 s of planner cancel")
+	case <-ctx.Done():
+		t.Fatal("the request did not end after planner cancel")
 	}
 	if w.code != ExitFailed {
 		t.Errorf("watch exit %d, want 1 (cancelled); stderr:\n%s", w.code, w.stderr)
