@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -422,6 +423,27 @@ func TestInterruptedRunSaysTheRequestGoesOn(t *testing.T) {
 	code := <-done
 	want := " goes on running on " + s.url + ": follow it with 'planner watch --nats-url " + s.url + " "
 	if code != exitSignal || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "'planner cancel --nats-url") {
-		t.Errorf("exit %d, stderr:\n%s\nwant %d and %q", code, stderr.String(), exitSignal, want)
+		t.Fatalf("exit %d, stderr:\n%s\nwant %d and %q", code, stderr.String(), exitSignal, want)
+	}
+	// So does an interrupted watch of it.
+	m := regexp.MustCompile(`request (\S+) goes on running`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no request id in:\n%s", stderr.String())
+	}
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	wstderr := &signalWriter{what: "released", seen: make(chan struct{})}
+	go func() {
+		done <- Planner(wctx, []string{"watch", "--nats-url", s.url, m[1]},
+			IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: wstderr, Env: func(string) string { return "" }})
+	}()
+	select {
+	case <-wstderr.seen:
+	case <-time.After(time.Minute):
+		t.Fatalf("watch showed no progress within a minute:\n%s", wstderr.String())
+	}
+	wcancel()
+	if code := <-done; code != exitSignal || !strings.Contains(wstderr.String(), "stopped watching; "+m[1]+" goes on running on "+s.url) {
+		t.Errorf("watch: exit %d, stderr:\n%s", code, wstderr.String())
 	}
 }

@@ -265,7 +265,7 @@ func plannerWatch(ctx context.Context, args []string, io IO) int {
 		res, err := cl.WatchPlan(wctx, id, progress)
 		endProgress()
 		if err != nil {
-			fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
+			fmt.Fprintf(io.Stderr, "planner watch: %v%s\n", err, goesOnAfterWatch(ctx, &c, id))
 			return ctxExit(ctx, ExitFailed)
 		}
 		return printExecution("planner watch", res, io)
@@ -273,13 +273,23 @@ func plannerWatch(ctx context.Context, args []string, io IO) int {
 	o, err := cl.Watch(wctx, st.Request.RequestID, progress)
 	endProgress()
 	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
+		fmt.Fprintf(io.Stderr, "planner watch: %v%s\n", err, goesOnAfterWatch(ctx, &c, st.Request.RequestID))
 		return ctxExit(ctx, ExitFailed)
 	}
 	if st.Request.BarePlan {
 		return printPlanOutcome("planner watch", o, io)
 	}
 	return printOutcome("planner watch", o, io)
+}
+
+// goesOnAfterWatch is what an interrupted watch (ctx is the command's,
+// ended by the interrupt) adds to its error: what it watched goes on.
+func goesOnAfterWatch(ctx context.Context, c *common, id string) string {
+	if ctx.Err() == nil {
+		return ""
+	}
+	u := bus.RedactURL(c.bus.URL)
+	return fmt.Sprintf("\nplanner watch: stopped watching; %s goes on running on %s (stop it with 'planner cancel --nats-url %s %s')", id, u, u, id)
 }
 
 const cancelUsage = `Usage: planner cancel --nats-url URL [flags] ID
