@@ -23,7 +23,10 @@ const BarePlanKey = "barePlan"
 // the planner and returns once the planner has accepted it, with its
 // requestId, without waiting for the outcome. A request without a
 // requestId is sent with a new one (the document given is not changed). A
-// request the planner refuses is a *RejectedError naming the problem.
+// request the planner refuses is a *RejectedError naming the problem, as
+// is another request under a requestId already used; the same request
+// sent again is accepted with Accepted.Duplicate set, and runs nothing
+// new.
 func (c *Client) SubmitRequest(ctx context.Context, request []byte) (*planbus.Accepted, error) {
 	doc, _ := withRequestID(request)
 	var acc planbus.Accepted
@@ -102,7 +105,9 @@ func planRequest(plan []byte) ([]byte, error) {
 // Run submits a plan request and waits for its outcome, passing every
 // event of the request to onEvent (which may be nil) as it happens. A
 // request that fails or falls back is not an error: its outcome says so.
-// A request the planner refuses is a *RejectedError.
+// A request the planner refuses is a *RejectedError. The same request sent
+// again under its requestId gets the first one's outcome (and a
+// request.duplicate event).
 func (c *Client) Run(ctx context.Context, request []byte, onEvent func(planbus.Event)) (*planbus.Outcome, error) {
 	doc, id := withRequestID(request)
 	if id == "" {
