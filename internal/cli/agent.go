@@ -21,8 +21,8 @@ const agentUsage = `Usage: planner agent start|stop|status --nats-url URL [flags
       starts the session's GOAP agent with the planner's domain NAME
       (<NAME>.goap.json in its --domains), or with FILE ('-' for stdin), a
       plan request of kind goap ({"sessionId": "s", "goap": {"domain":
-      "camp"}}; goap.agent is implied). Prints the agent's id: follow it
-      with 'planner watch ID'.
+      "camp"}}; goap.agent is implied). Prints the agent's id; follow the
+      agent with 'planner watch SESSION'.
   agent stop [--reason TEXT] SESSION
       stops the session's agent; the plan it runs is cancelled.
   agent status [--json] SESSION

@@ -236,7 +236,11 @@ func plannerWatch(ctx context.Context, args []string, io IO) int {
 	}
 	scancel()
 	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner watch: %v\n", err)
+		hint := ""
+		if errors.Is(err, client.ErrNotFound) {
+			hint = "; nor a session with an agent (an agent is watched by its session's id)"
+		}
+		fmt.Fprintf(io.Stderr, "planner watch: %v%s\n", err, hint)
 		return ctxExit(ctx, ExitFailed)
 	}
 	var progress func(planbus.Event)

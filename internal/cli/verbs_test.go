@@ -227,7 +227,7 @@ func TestCancelEndsARunningSleep(t *testing.T) {
 	if o := runPlanner(t, "cancel", "--nats-url", url, "nosuchthing"); o.code != ExitFailed || !strings.Contains(o.stderr, `"nosuchthing"`) {
 		t.Errorf("cancel of nothing: exit %d, stderr %q", o.code, o.stderr)
 	}
-	if o := runPlanner(t, "watch", "--nats-url", url, "nosuchthing"); o.code != ExitFailed || !strings.Contains(o.stderr, "no request or plan") {
+	if o := runPlanner(t, "watch", "--nats-url", url, "nosuchthing"); o.code != ExitFailed || !strings.Contains(o.stderr, "no request or plan") || !strings.Contains(o.stderr, "an agent is watched by its session's id") {
 		t.Errorf("watch of nothing: exit %d, stderr %q", o.code, o.stderr)
 	}
 }
