@@ -100,7 +100,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 			case now.Sub(said) >= waitNotice:
 				ev, said = log.Info(), now
 			}
-			ev.Err(err).Str("url", redactURL(cfg.URL)).Msg("waiting for NATS")
+			ev.Err(err).Str("url", RedactURL(cfg.URL)).Msg("waiting for NATS")
 		}
 		return err
 	}
@@ -117,13 +117,13 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	if err := backoff.Retry(connect, backoff.WithContext(b, dctx)); err != nil {
 		switch {
 		case lastErr == nil || !errors.Is(err, dctx.Err()):
-			return nil, fmt.Errorf("bus: connect %s: %w", redactURL(cfg.URL), err)
+			return nil, fmt.Errorf("bus: connect %s: %w", RedactURL(cfg.URL), err)
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("bus: connect %s: stopped while waiting for the server (last error: %v): %w",
-				redactURL(cfg.URL), lastErr, ctx.Err())
+				RedactURL(cfg.URL), lastErr, ctx.Err())
 		default:
 			return nil, fmt.Errorf("%w: %s did not answer within %s (last error: %v); is NATS running there?",
-				ErrUnreachable, redactURL(cfg.URL), cfg.ConnectTimeout, lastErr)
+				ErrUnreachable, RedactURL(cfg.URL), cfg.ConnectTimeout, lastErr)
 		}
 	}
 	js, err := jetstream.New(nc)
@@ -139,10 +139,7 @@ const waitNotice = 10 * time.Second
 
 // RedactURL hides passwords and tokens in the URLs it is given, for
 // messages.
-func RedactURL(urls string) string { return redactURL(urls) }
-
-// redactURL hides passwords and tokens in the URLs it is given.
-func redactURL(urls string) string {
+func RedactURL(urls string) string {
 	parts := strings.Split(urls, ",")
 	for i, p := range parts {
 		u, err := url.Parse(strings.TrimSpace(p))

@@ -462,12 +462,8 @@ var privateRunSync = bus.Sync{Interval: time.Second}
 // come.
 func (c *common) connectOrEmbed(ctx context.Context, f *flags, nf *nodeFlags, log zerolog.Logger, private bool) (*bus.Conn, context.Context, func(), error) {
 	if c.bus.URL != "" {
-		conn, err := bus.Dial(ctx, c.bus, log)
+		conn, err := c.dialAsClient(ctx, log)
 		if err != nil {
-			return nil, nil, nil, err
-		}
-		if err := conn.CheckClient(); err != nil {
-			conn.Close()
 			return nil, nil, nil, err
 		}
 		return conn, ctx, conn.Close, nil

@@ -48,12 +48,7 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 	if err != nil {
 		return usageErr(io.Stderr, err)
 	}
-	conn, err := bus.Dial(ctx, c.bus, log)
-	if err == nil {
-		if err = conn.CheckClient(); err != nil {
-			conn.Close()
-		}
-	}
+	conn, err := c.dialAsClient(ctx, log)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner status: %v\n", err)
 		return ExitFailed

@@ -42,12 +42,8 @@ func (c *common) dialForID(ctx context.Context, f *flags, log zerolog.Logger, io
 // dialClient connects to the system named by c and returns a client on
 // the connection and a function that closes it.
 func (c *common) dialClient(ctx context.Context, log zerolog.Logger) (*client.Client, func(), error) {
-	conn, err := bus.Dial(ctx, c.bus, log)
+	conn, err := c.dialAsClient(ctx, log)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := conn.CheckClient(); err != nil {
-		conn.Close()
 		return nil, nil, err
 	}
 	cl, err := client.New(conn.NC, client.WithLogger(log))
@@ -56,6 +52,20 @@ func (c *common) dialClient(ctx context.Context, log zerolog.Logger) (*client.Cl
 		return nil, nil, err
 	}
 	return cl, conn.Close, nil
+}
+
+// dialAsClient connects to --nats-url for a client command and checks the
+// server lets it read what a client reads (bus.Conn.CheckClient).
+func (c *common) dialAsClient(ctx context.Context, log zerolog.Logger) (*bus.Conn, error) {
+	conn, err := bus.Dial(ctx, c.bus, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.CheckClient(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // clientFlags parses the flags of a client verb and checks that a system

@@ -90,7 +90,7 @@ type exprEnv struct {
 // expose map iteration order. A gate is checked with no deadline, so its
 // expressions are flat (safeexpr.Rules.Flat): no predicate in a predicate,
 // no range.
-var exprRules = safeexpr.Rules{Builtins: exprBuiltins, Flat: true}
+var exprRules = safeexpr.Rules{Builtins: exprBuiltins, Flat: true, Where: "gate expressions"}
 
 var exprBuiltins = map[string]bool{
 	"len": true, "type": true, "abs": true, "ceil": true, "floor": true, "round": true, "int": true, "float": true,
@@ -248,7 +248,7 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 			return nil, gateErr("expr", "an expr gate needs an expression")
 		}
 		if why := safeexpr.Refused(g.Expr, exprRules); why != "" {
-			return nil, gateErr("expr", "%s", strings.Replace(why, "not available here", "not available in gate expressions", 1))
+			return nil, gateErr("expr", "%s", why)
 		}
 		prog, err := expr.Compile(g.Expr, append([]expr.Option{expr.Env(exprEnv{}), expr.AsBool()}, safeexpr.Options(exprRules)...)...)
 		if err != nil {

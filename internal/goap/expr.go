@@ -47,7 +47,8 @@ const (
 // exprRules: the builtins expressions may call compute scalars, or
 // strings no longer than their input (string() of a scalar only). Nested
 // predicates and ranges are left to the search's time budget.
-var exprRules = safeexpr.Rules{Builtins: exprBuiltins}
+var exprRules = safeexpr.Rules{Builtins: exprBuiltins,
+	Where: "GOAP expressions, which compute numbers, truth values and short strings"}
 
 var exprBuiltins = map[string]bool{
 	"len": true, "type": true, "abs": true, "ceil": true, "floor": true, "round": true, "int": true, "float": true,
@@ -61,7 +62,7 @@ var exprBuiltins = map[string]bool{
 // or expr.AsBool.
 func (d *Domain) compileExpr(src string, kind expr.Option) (*expression, error) {
 	if why := safeexpr.Refused(src, exprRules); why != "" {
-		return nil, errors.New(strings.Replace(why, "not available here", "not available in GOAP expressions, which compute numbers, truth values and short strings", 1))
+		return nil, errors.New(why)
 	}
 	p, err := expr.Compile(src, append([]expr.Option{expr.Env(d.env), kind}, safeexpr.Options(exprRules)...)...)
 	if err != nil {

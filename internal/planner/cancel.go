@@ -328,14 +328,21 @@ func (s *Service) planState(ctx context.Context, id string) (*planState, error) 
 	return &st, nil
 }
 
-// queued returns the accepted request id, if it is in the REQUESTS
-// stream, or nil.
-func (s *Service) queued(ctx context.Context, id string) (*Request, error) {
+// acceptedMsg returns the message of the request accepted under id in
+// the REQUESTS stream, or nil.
+func (s *Service) acceptedMsg(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
 	m, err := s.accepted.GetLastMsgForSubject(ctx, bus.RequestSubject(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
-	if err != nil {
+	return m, err
+}
+
+// queued returns the accepted request id, if it is in the REQUESTS
+// stream, or nil.
+func (s *Service) queued(ctx context.Context, id string) (*Request, error) {
+	m, err := s.acceptedMsg(ctx, id)
+	if m == nil || err != nil {
 		return nil, err
 	}
 	r, err := DecodeRequest(m.Data)

@@ -148,12 +148,12 @@ type sentBefore struct {
 // is new; what it names if that is r itself (data is r as queued); a
 // *RequestError if it names another request.
 func (s *Service) acceptedBefore(ctx context.Context, r *Request, data []byte) (*sentBefore, error) {
-	m, err := s.accepted.GetLastMsgForSubject(ctx, bus.RequestSubject(r.RequestID))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
+	m, err := s.acceptedMsg(ctx, r.RequestID)
 	if err != nil {
 		return nil, fmt.Errorf("planner: look the request id up: %w", err)
+	}
+	if m == nil {
+		return nil, nil
 	}
 	when := "at " + m.Time.UTC().Format(time.RFC3339)
 	if !bytes.Equal(m.Data, data) {

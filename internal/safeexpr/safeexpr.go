@@ -52,6 +52,9 @@ type Rules struct {
 	// evaluation does is then about its nodes times the length of its
 	// input, for expressions that run with no deadline.
 	Flat bool
+	// Where names the expressions in Refused's messages ("X is not
+	// available in " + Where); "" says "here".
+	Where string
 }
 
 // Options are the compile options of expressions under r. They hold only
@@ -112,16 +115,23 @@ func (v *refuser) Visit(n *ast.Node) {
 			v.refused = "matches takes a constant pattern here (a string in quotes)"
 		}
 		if c.Operator == ".." && v.rules.Flat {
-			v.refused = "ranges (a..b) are not available here"
+			v.refused = "ranges (a..b) are not available " + v.where()
 		}
 	case *ast.PredicateNode:
 		if v.rules.Flat && hasPredicate(c.Node) {
-			v.refused = "a predicate inside another is not available here"
+			v.refused = "a predicate inside another is not available " + v.where()
 		}
 	}
 	if name != "" && slices.Contains(builtin.Names, name) && !v.rules.Builtins[name] {
-		v.refused = fmt.Sprintf("%s is not available here (available: %s)", name, strings.Join(slices.Sorted(maps.Keys(v.rules.Builtins)), ", "))
+		v.refused = fmt.Sprintf("%s is not available %s (available: %s)", name, v.where(), strings.Join(slices.Sorted(maps.Keys(v.rules.Builtins)), ", "))
 	}
+}
+
+func (v *refuser) where() string {
+	if v.rules.Where == "" {
+		return "here"
+	}
+	return "in " + v.rules.Where
 }
 
 // hasPredicate tells whether n holds a predicate.
