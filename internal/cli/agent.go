@@ -63,7 +63,7 @@ func agentStart(ctx context.Context, args []string, io IO) int {
 	var c common
 	var sessionID, id, domain string
 	f := newFlags("planner agent start", io.Stderr, io.Env, agentUsage)
-	c.register(f, connects)
+	c.register(f, asClient)
 	c.registerClient(f)
 	f.String(&sessionID, "session", "", "", "the agent's session (default: the request's, else default)")
 	f.String(&id, "id", "", "", "the agent's id (default: the request's, else a new one)")

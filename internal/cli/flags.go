@@ -213,8 +213,12 @@ type common struct {
 type mode int
 
 const (
-	// connects: a command that needs a running system (--nats-url).
+	// connects: a component that needs a running system (--nats-url) and
+	// declares the streams and buckets its role may.
 	connects mode = iota
+	// asClient: a command that talks to a running system and declares
+	// nothing, so the settings of the streams are not its flags.
+	asClient
 	// serves: planner serve, an embedded server by default that others
 	// connect to.
 	serves
@@ -225,7 +229,7 @@ const (
 
 func (c *common) register(f *flags, m mode) {
 	switch m {
-	case connects:
+	case connects, asClient:
 		f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated (required)")
 	default:
 		f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated; empty starts an embedded server")
@@ -233,13 +237,9 @@ func (c *common) register(f *flags, m mode) {
 	f.String(&c.bus.CredsFile, "creds", "NATS_CREDS", "", "NATS credentials file")
 	f.String(&c.bus.NKeySeedFile, "nkey", "NATS_NKEY", "", "file with an nkey seed to authenticate with")
 	f.String(&c.bus.TLSCAFile, "tls-ca", "NATS_CA", "", "PEM file of CAs to verify the NATS server")
-	f.Int(&c.bus.Replicas, "replicas", "PLANBUS_REPLICAS", 1, "replicas of planbus streams and buckets (3 on a cluster)")
-	f.Duration(&c.bus.Retention, "retention", "PLANBUS_RETENTION", bus.DefaultRetention,
-		"how long finished plans, their results and outcomes are kept, and the longest a plan may run; give every process the same (docs/deploy.md, Retention)")
-	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", bus.DefaultPartitions,
-		"partitions of the plans' messages, each consumed by one dispatcher; give every process the same, and change it only with no plan running (docs/deploy.md, Partitions)")
-	f.KeepEvents(&c.bus.KeepEvents, "keep-events", "PLANBUS_KEEP_EVENTS",
-		"progress events the events stream keeps for those who read them back: all, or outcomes (all but tool.released and tool.started, which are still published live); give every process the same (docs/deploy.md, Retention)")
+	if m != asClient {
+		c.registerStreams(f)
+	}
 	switch m {
 	case serves:
 		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")
@@ -248,7 +248,7 @@ func (c *common) register(f *flags, m mode) {
 		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:0", "embedded server address (port 0: any free port)")
 		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default: a new temporary directory, removed after the run)")
 	}
-	if m != connects {
+	if m == serves || m == runsPrivately {
 		f.Bool(&c.auth, "auth", "PLANBUS_AUTH", false,
 			"authentication and least-privilege roles on the embedded server; each role's nkey seed is in <data-dir>/auth/<role>.nk")
 		f.Bool(&c.insecure, "insecure", "PLANBUS_INSECURE", false, "let --listen take a non-loopback address without --auth")
@@ -264,6 +264,18 @@ func (c *common) register(f *flags, m mode) {
 	}
 	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", level, "debug, info, warn or error")
 	f.String(&c.logFormat, "log-format", "PLANBUS_LOG_FORMAT", "console", "console or json")
+}
+
+// registerStreams adds the settings of planbus's streams and buckets,
+// which the commands that declare them take.
+func (c *common) registerStreams(f *flags) {
+	f.Int(&c.bus.Replicas, "replicas", "PLANBUS_REPLICAS", 1, "replicas of planbus streams and buckets (3 on a cluster)")
+	f.Duration(&c.bus.Retention, "retention", "PLANBUS_RETENTION", bus.DefaultRetention,
+		"how long finished plans, their results and outcomes are kept, and the longest a plan may run; give every process the same (docs/deploy.md, Retention)")
+	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", bus.DefaultPartitions,
+		"partitions of the plans' messages, each consumed by one dispatcher; give every process the same, and change it only with no plan running (docs/deploy.md, Partitions)")
+	f.KeepEvents(&c.bus.KeepEvents, "keep-events", "PLANBUS_KEEP_EVENTS",
+		"progress events the events stream keeps for those who read them back: all, or outcomes (all but tool.released and tool.started, which are still published live); give every process the same (docs/deploy.md, Retention)")
 }
 
 // registerClient adds the flags of commands that talk to a running system

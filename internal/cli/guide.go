@@ -34,7 +34,7 @@ func plannerGuide(ctx context.Context, args []string, io IO) int {
 	var tool, output, outputJSON, exitCode string
 	var asJSON bool
 	f := newFlags("planner guide", io.Stderr, io.Env, guideUsage)
-	c.register(f, connects)
+	c.register(f, asClient)
 	c.registerClient(f)
 	f.String(&q.SessionID, "session", "", "", "the session (required): its active plan is kept under this id")
 	f.String(&q.Domain, "domain", "", "", "the message's domain, such as bugfix: plans that list domains need one of theirs")

@@ -126,6 +126,7 @@ func TestPlannerUsage(t *testing.T) {
 		{"status with a flag after the id", []string{"status", "r1", "--nats-url", "nats://127.0.0.1:4222"}, ExitUsage,
 			"(flags go before the arguments: --nats-url came after them)"},
 		{"unknown flag", []string{"run", "--frobnicate", "a.json"}, ExitUsage, "flag provided but not defined: -frobnicate"},
+		{"a stream setting on a client verb", []string{"submit", "--retention", "1h", "a.json"}, ExitUsage, "flag provided but not defined: -retention"},
 		{"bad log level", []string{"run", "--log-level", "loud", "a.json"}, ExitUsage, `--log-level "loud"`},
 		{"run help", []string{"run", "-h"}, ExitOK, "Usage: planner run [flags] FILE"},
 		{"not a size", []string{"run", "--htn-max-memory", "lots", "a.json"}, ExitUsage, `"lots" is not a size like 256MiB`},
@@ -154,6 +155,10 @@ func TestPlannerUsage(t *testing.T) {
 		{[]string{"run", "-h"}, []string{`(default "127.0.0.1:0")`, "a new temporary directory", `(default "warn")`}, []string{`"127.0.0.1:4222"`}},
 		{[]string{"serve", "-h"}, []string{`(default "127.0.0.1:4222")`, `(default "info")`}, nil},
 		{[]string{"status", "-h"}, []string{"comma-separated (required)"}, []string{"starts an embedded server", "-listen"}},
+		// Client verbs declare no stream, so the streams' settings are
+		// not theirs to take; the commands that declare them take them.
+		{[]string{"submit", "-h"}, []string{"-connect-timeout"}, []string{"-retention", "-partitions", "-replicas", "-keep-events", "-sync"}},
+		{[]string{"serve", "-h"}, []string{"-retention", "-partitions", "-replicas", "-keep-events"}, nil},
 	}
 	for _, h := range helps {
 		o := runPlanner(t, h.args...)

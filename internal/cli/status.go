@@ -30,7 +30,7 @@ func plannerStatus(ctx context.Context, args []string, io IO) int {
 	var c common
 	var asJSON bool
 	f := newFlags("planner status", io.Stderr, io.Env, statusUsage)
-	c.register(f, connects)
+	c.register(f, asClient)
 	c.registerClient(f)
 	f.Bool(&asJSON, "json", "", false, "print the stored JSON documents")
 	if err := f.parse(args); err != nil {

@@ -105,7 +105,7 @@ type answerVerb struct {
 func parseAnswerVerb(name, usage string, args []string, io IO, own func(f *flags)) (v *answerVerb, code int, ok bool) {
 	v = &answerVerb{name: name}
 	v.f = newFlags(name, io.Stderr, io.Env, usage)
-	v.c.register(v.f, connects)
+	v.c.register(v.f, asClient)
 	v.c.registerClient(v.f)
 	if own != nil {
 		own(v.f)
@@ -147,7 +147,7 @@ it with 'planner watch ID', stop it with 'planner cancel ID'.`
 func plannerSubmit(ctx context.Context, args []string, io IO) int {
 	var c common
 	f := newFlags("planner submit", io.Stderr, io.Env, submitUsage)
-	c.register(f, connects)
+	c.register(f, asClient)
 	c.registerClient(f)
 	log, code, ok := clientFlags(f, &c, args, io, "planner submit")
 	if !ok {
@@ -220,7 +220,7 @@ func plannerWatch(ctx context.Context, args []string, io IO) int {
 	var quiet, verbose bool
 	var wait time.Duration
 	f := newFlags("planner watch", io.Stderr, io.Env, watchUsage)
-	c.register(f, connects)
+	c.register(f, asClient)
 	c.registerClient(f)
 	f.Bool(&quiet, "quiet", "", false, "no progress on stderr")
 	f.Bool(&verbose, "v", "", false, "a progress line for every event, even for plans of more than 50 tools (which otherwise get one summary line)")
@@ -422,7 +422,7 @@ func plannerLs(ctx context.Context, args []string, io IO) int {
 	var q planbus.ListRequest
 	var asJSON bool
 	f := newFlags("planner ls", io.Stderr, io.Env, lsUsage)
-	c.register(f, connects)
+	c.register(f, asClient)
 	c.registerClient(f)
 	f.String(&q.Status, "status", "", "", "only requests in this status")
 	f.String(&q.SessionID, "session", "", "", "only requests of this session")

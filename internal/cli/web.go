@@ -330,7 +330,7 @@ func plannerUI(ctx context.Context, args []string, io IO) int {
 	var vf viewFlags
 	var login, insecure bool
 	f := newFlags("planner ui", io.Stderr, io.Env, uiUsage)
-	c.register(f, connects)
+	c.register(f, asClient)
 	c.registerClient(f)
 	vf.register(f, DefaultHTTP)
 	f.Bool(&login, "auth", "PLANBUS_AUTH", false, "ask visitors for a token (see --http-token-file)")
