@@ -394,3 +394,81 @@ func TestParseKeepEvents(t *testing.T) {
 		t.Errorf("Validate with KeepEvents \"some\": %v", err)
 	}
 }
+
+// A process that leaves the system's settings out takes those of the
+// streams that exist: it must not put a running system back to the
+// defaults (on a cluster, shrink every stream to one replica) when it
+// declares them. A value given changes them, and the change is logged.
+func TestDeclareKeepsTheSystemsSettingsLeftOut(t *testing.T) {
+	cfg := bustest.StartBare(t)
+	ctx := context.Background()
+	first := bustest.Dial(t, cfg)
+	first.Config.Retention, first.Config.Partitions, first.Config.KeepEvents = 10*time.Minute, 4, bus.KeepOutcomeEvents
+	if err := first.Declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, retention time.Duration, partitions int, keep bus.KeepEvents) {
+		t.Helper()
+		plans, err := first.JS.Stream(ctx, bus.StreamPlans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc := plans.CachedInfo().Config
+		if pc.MaxAge != retention || pc.SubjectTransform == nil ||
+			pc.SubjectTransform.Destination != bus.Partitioned(bus.SubjectPlansAll).Transform(partitions) {
+			t.Errorf("%s: plans stream keeps %s, transform %+v; want %s and %d partitions", when, pc.MaxAge, pc.SubjectTransform, retention, partitions)
+		}
+		events, err := first.JS.Stream(ctx, bus.StreamEvents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := events.CachedInfo().Config.Subjects; !slices.Equal(got, bus.EventSubjectsKept(keep)) {
+			t.Errorf("%s: events stream keeps %v, want %s's", when, got, keep)
+		}
+	}
+	check("declared with settings", 10*time.Minute, 4, bus.KeepOutcomeEvents)
+
+	// A process started with none of them (a dispatcher added later).
+	var log strings.Builder
+	joining, err := bus.Dial(ctx, cfg, zerolog.New(&log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer joining.Close()
+	if err := joining.Declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("declared again with none given", 10*time.Minute, 4, bus.KeepOutcomeEvents)
+	if c := joining.Config; c.Retention != 10*time.Minute || c.Partitions != 4 || c.KeepEvents != bus.KeepOutcomeEvents || c.Replicas != 1 {
+		t.Errorf("the joining process runs with retention %s, %d partitions, keep %q, %d replicas; want the system's 10m, 4, outcomes, 1",
+			c.Retention, c.Partitions, c.KeepEvents, c.Replicas)
+	}
+	if strings.Contains(log.String(), "differs") {
+		t.Errorf("nothing was given, yet a difference was logged: %s", log.String())
+	}
+
+	// One given changes the system's, and says so; the others are kept.
+	log.Reset()
+	changing, err := bus.Dial(ctx, cfg, zerolog.New(&log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer changing.Close()
+	changing.Config.Retention = 20 * time.Minute
+	if err := changing.Declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("declared with another retention", 20*time.Minute, 4, bus.KeepOutcomeEvents)
+	if !strings.Contains(log.String(), `"setting":"retention","system":"10m0s","given":"20m0s"`) {
+		t.Errorf("the change of retention was not logged: %s", log.String())
+	}
+
+	// A new system gets the defaults.
+	fresh := bustest.Dial(t, bustest.StartBare(t))
+	if err := fresh.Declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := fresh.Config.Defaults(); c.Retention != bus.DefaultRetention || c.Partitions != bus.DefaultPartitions || c.KeepEvents != bus.KeepAllEvents || c.Replicas != 1 {
+		t.Errorf("a new system runs with %+v, want the defaults", c)
+	}
+}

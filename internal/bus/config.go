@@ -55,23 +55,29 @@ type Config struct {
 	// DefaultDataDir().
 	DataDir string
 
-	// Replicas of every stream and bucket. Default 1; use 3 on a cluster.
+	// Replicas of every stream and bucket; use 3 on a cluster.
+	//
+	// Replicas, Retention, Partitions and KeepEvents are the system's
+	// settings: left zero, Conn.Declare takes them from the streams that
+	// exist, so a process joining a running system keeps them, and the
+	// defaults (1, 24h, DefaultPartitions, KeepAllEvents) apply only to a
+	// new system. A value given that differs from the system's changes
+	// the streams when they are declared.
 	Replicas int
 	// Retention is how long plans, plan state, tool results, execution
 	// results, requests and outcomes are kept after their last write,
 	// and the longest a plan may run (dispatchers refuse plans whose
 	// timeout does not fit, so nothing of a running plan expires).
-	// Default 24h. Events are kept for at most an hour of it. Every
-	// process of a system must be given the same value (as Replicas):
-	// each declares the streams with its own.
+	// Default 24h (see Replicas). Events are kept for at most an hour of
+	// it.
 	Retention time.Duration
 	// Partitions splits the plans, results and timers streams by plan id
 	// (a subject transform stores planbus.results.<planId> as
 	// planbus.results.<partition>.<planId>), and each partition is
 	// consumed by one dispatcher, so one dispatcher applies all of a
 	// plan's messages and dispatchers do not contend for its state.
-	// Default DefaultPartitions. Every process of a system must be given
-	// the same value; change it only with no plan running.
+	// Default DefaultPartitions (see Replicas); change it only with no
+	// plan running.
 	Partitions int
 	// DuplicateWindow is how long a message id is remembered for
 	// de-duplication on the tool, result and plan streams. Default 10m, or
@@ -82,8 +88,7 @@ type Config struct {
 	// KeepEvents is which progress events the events stream keeps for
 	// those who read them back (planner watch, the web view,
 	// client.Watch); every event is published live either way. Default
-	// KeepAllEvents. Every process of a system must be given the same
-	// value (as Retention).
+	// KeepAllEvents (see Replicas).
 	KeepEvents KeepEvents
 	// MaxPayload of the embedded server, in bytes. Default 8 MiB.
 	MaxPayload int32

@@ -31,8 +31,15 @@ type Conn struct {
 
 // Dial connects to cfg.URL, retrying with backoff until the server answers
 // or ctx ends, so components may start before their server.
+//
+// The system-wide settings left unset in cfg stay unset in the Conn's
+// Config until Declare takes them from the running system (see
+// Config.Replicas); Config.Defaults gives them meanwhile.
 func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
+	given := cfg
 	cfg = cfg.Defaults()
+	cfg.Replicas, cfg.Retention, cfg.Partitions, cfg.KeepEvents = given.Replicas, given.Retention, given.Partitions, given.KeepEvents
+	cfg.DuplicateWindow = given.DuplicateWindow
 	if cfg.URL == "" {
 		return nil, fmt.Errorf("%w: URL: empty (start an embedded server first)", ErrInvalidConfig)
 	}

@@ -96,7 +96,11 @@ func (c Config) Buckets() []jetstream.KeyValueConfig {
 var ErrDenied = errors.New("bus: permission denied")
 
 // Declare creates or updates every stream and bucket. It is idempotent and
-// every component calls it at start, so they may start in any order. Every
+// every component calls it at start, so they may start in any order. The
+// system-wide settings left unset in c.Config (Replicas, Retention,
+// Partitions, KeepEvents) are first taken from the streams that exist
+// (adopt), so a process joining a system keeps its settings; c.Config
+// holds them afterwards. Every
 // stream uses direct gets, so any replica can answer reads by sequence.
 // While the server answers that JetStream is not ready (a cluster still
 // electing its leaders) Declare waits and tries again, until ctx ends.
@@ -107,6 +111,9 @@ var ErrDenied = errors.New("bus: permission denied")
 // any planner or dispatcher waits for them. An operation the server
 // refuses is an error wrapping ErrDenied.
 func (c *Conn) Declare(ctx context.Context) error {
+	if err := c.adopt(ctx); err != nil {
+		return err
+	}
 	role := c.Config.Role
 	limited := role != "" && c.NC.AuthRequired()
 	for _, sc := range c.Config.Streams() {

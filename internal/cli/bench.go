@@ -154,7 +154,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", bus.DefaultPartitions,
 		"partitions of the plans' messages, each consumed by one dispatcher")
 	f.KeepEvents(&c.bus.KeepEvents, "keep-events", "PLANBUS_KEEP_EVENTS",
-		"progress events the events stream keeps: all, or outcomes (all but tool.released and tool.started)")
+		"progress events the events stream keeps: all, or outcomes (all but tool.released and tool.started) (default all)")
 	c.logFormat = "console"
 	if err := f.parse(args); err != nil {
 		return usageErr(io.Stderr, err)

@@ -158,7 +158,7 @@ func (f *flags) Sync(p *bus.Sync, name, env string, def bus.Sync, usage string) 
 
 // KeepEvents is a flag of bus.KeepEvents, checked as it is parsed.
 func (f *flags) KeepEvents(p *bus.KeepEvents, name, env string, usage string) {
-	*p = bus.KeepAllEvents
+	*p = ""
 	if s := f.envOr(env, ""); s != "" {
 		k, err := bus.ParseKeepEvents(s)
 		if err != nil {
@@ -269,13 +269,14 @@ func (c *common) register(f *flags, m mode) {
 // registerStreams adds the settings of planbus's streams and buckets,
 // which the commands that declare them take.
 func (c *common) registerStreams(f *flags) {
-	f.Int(&c.bus.Replicas, "replicas", "PLANBUS_REPLICAS", 1, "replicas of planbus streams and buckets (3 on a cluster)")
-	f.Duration(&c.bus.Retention, "retention", "PLANBUS_RETENTION", bus.DefaultRetention,
-		"how long finished plans, their results and outcomes are kept, and the longest a plan may run; give every process the same (docs/deploy.md, Retention)")
-	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", bus.DefaultPartitions,
-		"partitions of the plans' messages, each consumed by one dispatcher; give every process the same, and change it only with no plan running (docs/deploy.md, Partitions)")
+	f.Int(&c.bus.Replicas, "replicas", "PLANBUS_REPLICAS", 0,
+		"replicas of planbus streams and buckets, 3 on a cluster (default: the running system's, else 1)")
+	f.Duration(&c.bus.Retention, "retention", "PLANBUS_RETENTION", 0,
+		"how long finished plans, their results and outcomes are kept, and the longest a plan may run (default: the running system's, else 24h; docs/deploy.md, Retention)")
+	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", 0,
+		"partitions of the plans' messages, each consumed by one dispatcher; change it only with no plan running (default: the running system's, else 8; docs/deploy.md, Partitions)")
 	f.KeepEvents(&c.bus.KeepEvents, "keep-events", "PLANBUS_KEEP_EVENTS",
-		"progress events the events stream keeps for those who read them back: all, or outcomes (all but tool.released and tool.started, which are still published live); give every process the same (docs/deploy.md, Retention)")
+		"progress events the events stream keeps for those who read them back: all, or outcomes (all but tool.released and tool.started, which are still published live) (default: the running system's, else all; docs/deploy.md, Retention)")
 }
 
 // registerClient adds the flags of commands that talk to a running system

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus/internal/bench"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
@@ -226,5 +227,29 @@ func TestNodeAddReturnsAnEarlyFailure(t *testing.T) {
 	n.Stop()
 	if err := n.Err(); err != nil {
 		t.Errorf("Err: got %v, want nil", err)
+	}
+}
+
+// A node started on a running system without its settings runs with the
+// system's: its dispatchers consume the partitions the streams have.
+func TestNodeTakesTheRunningSystemsSettings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := bustest.StartBare(t)
+	first := bustest.Dial(t, cfg)
+	first.Config.Partitions, first.Config.Retention = 3, 10*time.Minute
+	if err := first.Declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.Start(ctx, node.Config{Bus: cfg, NoPlanner: true}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if n.Bus.Partitions != 3 || n.Bus.Retention != 10*time.Minute {
+		t.Errorf("the node runs with %d partitions and a %s retention, want the system's 3 and 10m", n.Bus.Partitions, n.Bus.Retention)
+	}
+	if err := bench.Settle(ctx, first.NC, 1, 3); err != nil {
+		t.Fatalf("the node's dispatcher does not own the system's 3 partitions: %v", err)
 	}
 }

@@ -175,6 +175,9 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// The components take the system's settings Declare found.
+	n.Bus.Replicas, n.Bus.Retention = admin.Config.Replicas, admin.Config.Retention
+	n.Bus.Partitions, n.Bus.KeepEvents = admin.Config.Partitions, admin.Config.KeepEvents
 	for range cfg.Dispatchers {
 		if _, err := n.AddDispatcher(ctx, cfg.Dispatcher, log); err != nil {
 			return fail(err)
