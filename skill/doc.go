@@ -31,9 +31,15 @@
 // An *Error gives a failure a code and a category (planbus.Category...):
 // InvalidInput and Permanent errors are never retried; Transient and Network
 // errors are retried as the tool's retry policy says, and timeout and
-// network errors move the skill's health to temporaryFailure sooner. Any
-// other error counts as category internal, code TOOL_FAILED. ErrorInfo is
-// how a worker turns an error into a result's error.
+// network errors move the skill's health to temporaryFailure sooner;
+// invalid_input errors (the caller's input at fault) leave the skill's
+// health as it is. Any other error counts as category internal, code
+// TOOL_FAILED. ErrorInfo is how a worker turns an error into a result's
+// error: an *Error with no code, a category that is not planbus's or
+// output that is not JSON is made valid rather than lost.
+//
+// A Result's StatePatch must be a JSON object (merged into the session
+// state); anything else fails the call with INVALID_STATE_PATCH.
 //
 // # Middleware
 //

@@ -19,16 +19,21 @@ type Error struct {
 	Code string
 	// Category is one of the planbus.Category constants: invalid_input
 	// and permanent failures are never retried, timeout and network ones
-	// count against the skill's health sooner.
+	// count against the skill's health sooner, invalid_input does not
+	// count against it (the caller's input was at fault). Any other value
+	// is reported as internal, the message saying which was given.
 	Category string
 	// Message says what went wrong, for people.
 	Message string
-	Output  json.RawMessage
+	// Output is reported with the error. Output that is not JSON is
+	// reported as a JSON string of its text.
+	Output json.RawMessage
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (%s): %s", e.Code, e.Category, e.Message) }
 
-// Failf returns an *Error of the given category and code.
+// Failf returns an *Error of the given category (a planbus.Category
+// constant) and code; an empty code is reported as TOOL_FAILED.
 func Failf(category, code, format string, args ...any) *Error {
 	return &Error{Code: code, Category: category, Message: fmt.Sprintf(format, args...)}
 }
@@ -61,11 +66,26 @@ func Network(code, format string, args ...any) *Error {
 // the output reported with it. An error that is not an *Error counts as
 // category internal, code TOOL_FAILED, except for context errors: a
 // deadline is a TOOL_TIMEOUT (timeout), a cancellation CANCELLED
-// (cancelled).
+// (cancelled). An *Error is reported as it is, made valid where a result
+// could not carry it: an empty code becomes TOOL_FAILED, a category that
+// is not a planbus one internal (the message names the one given), output
+// that is not JSON a JSON string of its text.
 func ErrorInfo(err error) (*planbus.ErrorInfo, json.RawMessage) {
 	var se *Error
 	if errors.As(err, &se) {
-		return &planbus.ErrorInfo{Code: se.Code, Category: se.Category, Message: se.Message}, se.Output
+		info := &planbus.ErrorInfo{Code: se.Code, Category: se.Category, Message: se.Message}
+		if info.Code == "" {
+			info.Code = planbus.CodeToolFailed
+		}
+		if !knownCategory(info.Category) {
+			info.Message = fmt.Sprintf("%s (the skill gave category %q, which is not a planbus category: reported as internal)", info.Message, info.Category)
+			info.Category = planbus.CategoryInternal
+		}
+		out := se.Output
+		if len(out) > 0 && !json.Valid(out) {
+			out, _ = json.Marshal(string(out))
+		}
+		return info, out
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &planbus.ErrorInfo{Code: planbus.CodeToolTimeout, Category: planbus.CategoryTimeout, Message: err.Error()}, nil
@@ -74,6 +94,16 @@ func ErrorInfo(err error) (*planbus.ErrorInfo, json.RawMessage) {
 		return &planbus.ErrorInfo{Code: planbus.CodeCancelled, Category: planbus.CategoryCancelled, Message: err.Error()}, nil
 	}
 	return &planbus.ErrorInfo{Code: planbus.CodeToolFailed, Category: planbus.CategoryInternal, Message: err.Error()}, nil
+}
+
+// knownCategory tells whether c is one of the planbus.Category constants.
+func knownCategory(c string) bool {
+	switch c {
+	case planbus.CategoryTimeout, planbus.CategoryNetwork, planbus.CategoryTransient, planbus.CategoryInvalidInput,
+		planbus.CategoryPermanent, planbus.CategoryInternal, planbus.CategoryCancelled, planbus.CategoryDependency:
+		return true
+	}
+	return false
 }
 
 // DecodeInput unmarshals a call's input into v, strictly: unknown fields,

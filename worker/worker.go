@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -645,11 +646,25 @@ func (w *Worker) result(tc *planbus.ToolCall, out skill.Result, herr error, star
 	case len(out.Output) > 0 && !json.Valid(out.Output):
 		res.State = planbus.ToolFailed
 		res.Error = &planbus.ErrorInfo{Code: "OUTPUT_NOT_JSON", Category: planbus.CategoryInternal, Message: "the skill returned output that is not JSON"}
+	case len(out.StatePatch) > w.cfg.OutputCap:
+		res.State = planbus.ToolFailed
+		res.Error = &planbus.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: planbus.CategoryPermanent,
+			Message: fmt.Sprintf("state patch of %d bytes exceeds the worker's cap of %d", len(out.StatePatch), w.cfg.OutputCap)}
+	case len(out.StatePatch) > 0 && !isObject(out.StatePatch):
+		res.State = planbus.ToolFailed
+		res.Error = &planbus.ErrorInfo{Code: "INVALID_STATE_PATCH", Category: planbus.CategoryInternal,
+			Message: "the skill returned a state patch that is not a JSON object"}
 	default:
 		res.State = planbus.ToolSucceeded
 		res.Output, res.StatePatch = out.Output, out.StatePatch
 	}
 	return res
+}
+
+// isObject tells whether data is one JSON object.
+func isObject(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(data)
 }
 
 func (w *Worker) newResult(tc *planbus.ToolCall, started time.Time) *planbus.ToolResult {
@@ -673,9 +688,18 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 	}
 	data, err := wire.AppendResult(make([]byte, 0, 384+len(res.Output)+len(res.StatePatch)), res)
 	if err != nil {
-		log.Error().Err(err).Msg("cannot encode result")
-		_ = msg.Nak()
-		return
+		// A bug of the worker (result checks what a skill returns):
+		// report the attempt failed rather than run it again and again.
+		log.Error().Err(err).Msg("cannot encode result; reporting the attempt failed")
+		failed := w.newResult(&planbus.ToolCall{PlanID: res.PlanID, RequestID: res.RequestID, ToolID: res.ToolID, Skill: res.Skill,
+			Attempt: res.Attempt, Token: res.Token}, res.StartedAt)
+		failed.State = planbus.ToolFailed
+		failed.Error = &planbus.ErrorInfo{Code: planbus.CodeToolFailed, Category: planbus.CategoryInternal,
+			Message: "the worker could not encode the skill's result: " + err.Error()}
+		if data, err = wire.AppendResult(nil, failed); err != nil {
+			_ = msg.NakWithDelay(5 * time.Second)
+			return
+		}
 	}
 	key := token.MsgID(planbus.IdempotencyKey(res.PlanID, res.ToolID, res.Attempt), res.Token)
 	publish := func() error {

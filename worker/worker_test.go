@@ -20,6 +20,7 @@ import (
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/token"
+	"github.com/planbus/planbus/internal/wire"
 	"github.com/planbus/planbus/schemas"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -433,6 +434,72 @@ func TestOutputThatIsNotJSONFails(t *testing.T) {
 	e.publish(newCall("p1", "t", "garbled", `{}`))
 	if res, _ := e.result("p1"); res.State != plan.ToolFailed || errorCode(res) != "OUTPUT_NOT_JSON" {
 		t.Errorf("result %s %s, want failed OUTPUT_NOT_JSON", res.State, errorCode(res))
+	}
+}
+
+// What a handler returns that a result cannot carry (a category that is
+// not planbus's, no code, error output that is not JSON, a state patch
+// that is not an object) is reported once, as a result the dispatcher
+// accepts: neither dropped by it, which left the plan waiting for its
+// timeout, nor run again and again because the result could not be
+// encoded.
+func TestWhatAResultCannotCarryIsMadeValid(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name          string
+		out           skill.Result
+		err           error
+		state         string
+		code, cat     string
+		output, inMsg string
+	}{
+		{name: "unknown-category", err: skill.Failf("bogus", "BAD_CAT", "bad category"),
+			state: plan.ToolFailed, code: "BAD_CAT", cat: plan.CategoryInternal, inMsg: `category "bogus"`},
+		{name: "no-category", err: &skill.Error{Code: "NOCAT", Message: "no category"},
+			state: plan.ToolFailed, code: "NOCAT", cat: plan.CategoryInternal, inMsg: "no category"},
+		{name: "no-code", err: skill.Permanent("", "no code"),
+			state: plan.ToolFailed, code: plan.CodeToolFailed, cat: plan.CategoryPermanent, inMsg: "no code"},
+		{name: "error-output-not-json", err: &skill.Error{Code: "ERROUT", Category: plan.CategoryPermanent, Message: "bad output", Output: json.RawMessage("exit 2: not found")},
+			state: plan.ToolFailed, code: "ERROUT", cat: plan.CategoryPermanent, output: `"exit 2: not found"`},
+		{name: "patch-not-an-object", out: skill.Result{Output: json.RawMessage(`1`), StatePatch: json.RawMessage(`[1,2]`)},
+			state: plan.ToolFailed, code: "INVALID_STATE_PATCH", cat: plan.CategoryInternal},
+		{name: "patch-not-json", out: skill.Result{Output: json.RawMessage(`1`), StatePatch: json.RawMessage(`nope`)},
+			state: plan.ToolFailed, code: "INVALID_STATE_PATCH", cat: plan.CategoryInternal},
+		{name: "patch-an-object", out: skill.Result{Output: json.RawMessage(`1`), StatePatch: json.RawMessage(` {"k":1}`)},
+			state: plan.ToolSucceeded, code: "<no error>", output: `1`},
+	}
+	runs := map[string]*atomic.Int64{}
+	var sks []skill.Skill
+	for _, tt := range tests {
+		n := &atomic.Int64{}
+		runs[tt.name] = n
+		sks = append(sks, skillOf(tt.name, func(context.Context, *skill.Call) (skill.Result, error) {
+			n.Add(1)
+			return tt.out, tt.err
+		}))
+	}
+	e.startWorker(worker.Config{Skills: sks})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.publish(newCall(tt.name, "t", tt.name, `{}`))
+			res, msg := e.result(tt.name)
+			if _, err := wire.DecodeResult(msg.Data()); err != nil {
+				t.Fatalf("the dispatcher would drop the result: %v\n%s", err, msg.Data())
+			}
+			if res.State != tt.state || errorCode(res) != tt.code || (res.Error != nil && res.Error.Category != tt.cat) {
+				t.Errorf("result %s %+v, want %s %s (%s)", res.State, res.Error, tt.state, tt.code, tt.cat)
+			}
+			if tt.inMsg != "" && !strings.Contains(res.Error.Message, tt.inMsg) {
+				t.Errorf("message %q does not say %q", res.Error.Message, tt.inMsg)
+			}
+			if string(res.Output) != tt.output {
+				t.Errorf("output %s, want %s", res.Output, tt.output)
+			}
+			e.waitSettled(tt.name)
+			if n := runs[tt.name].Load(); n != 1 || e.resultCount(tt.name) != 1 {
+				t.Errorf("the handler ran %d times for %d results, want once for one", n, e.resultCount(tt.name))
+			}
+		})
 	}
 }
 

@@ -38,9 +38,11 @@ func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *executi
 			Succeeded: r.State == plan.ToolSucceeded, Retry: r.Attempt > 1, Final: a.Final}
 		if r.Error != nil {
 			o.Category, o.Error = r.Error.Category, r.Error.Message
-			if r.Error.Code == plan.CodeVerifyFailed {
-				// The skill ran; its output did not pass the step's gate.
-				// That says nothing about the skill's health.
+			if r.Error.Code == plan.CodeVerifyFailed || r.Error.Category == plan.CategoryInvalidInput {
+				// The skill ran; its output did not pass the step's gate,
+				// or the input it was given was at fault. That says
+				// nothing about the skill's health: a caller sending bad
+				// input must not disable the skill for the session.
 				continue
 			}
 		}

@@ -578,3 +578,32 @@ func TestAManifestThatIsNotJSONIsASkillWithItsName(t *testing.T) {
 		t.Errorf("the request again without its skill: %+v, %v; want a duplicate", acc, err)
 	}
 }
+
+// A call refused for its input says nothing of the skill's health: a
+// client sending bad input must not disable a skill for the session,
+// where the same number of permanent failures does degrade it.
+func TestInvalidInputLeavesTheSkillHealthy(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	failing := func(session, category string) []string {
+		var moves []string
+		for i := range 6 {
+			doc := fmt.Sprintf(`{"kind":"plan","sessionId":%q,"requestId":"%s-%s-%d","maxAttempts":1,"plan":{"tools":[
+				{"toolId":"f","skill":"fail","input":{"category":%q,"code":"BAD"},"retryPolicy":{"maxAttempts":1}}]}}`,
+				session, session, category, i, category)
+			out, ev := h.request(doc)
+			if out.Success {
+				t.Fatalf("%s: request %d succeeded, want it failed", category, i)
+			}
+			for _, e := range ev.of(plan.EventSkillHealth) {
+				moves = append(moves, e.From+">"+e.To)
+			}
+		}
+		return moves
+	}
+	if moves := failing("bad-input", plan.CategoryInvalidInput); len(moves) != 0 {
+		t.Errorf("six calls refused for their input moved the skill's health: %v", moves)
+	}
+	if moves := failing("broken", plan.CategoryPermanent); !slices.Equal(moves, []string{"healthy>degraded", "degraded>permanentFailure"}) {
+		t.Errorf("six permanent failures moved the skill's health %v, want healthy>degraded>permanentFailure", moves)
+	}
+}
