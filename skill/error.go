@@ -1,11 +1,15 @@
 package skill
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/planbus/planbus"
 )
@@ -106,13 +110,81 @@ func knownCategory(c string) bool {
 	return false
 }
 
-// DecodeInput unmarshals a call's input into v, strictly: unknown fields,
-// wrong types and malformed JSON are an InvalidInput error naming them.
+// DecodeInput unmarshals a call's input into v, strictly: member names
+// match the fields' JSON names exactly, as the input schema's property
+// names do (a field without a json tag is named as in Go), and unknown
+// or duplicate members, wrong types, trailing data and malformed JSON are
+// an InvalidInput error naming them. Matching names regardless of case,
+// as encoding/json does, would let {"amount": 50, "AMOUNT": 5000} pass a
+// schema that caps amount and hand the handler 5000.
 func DecodeInput(call *Call, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(call.Input))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return InvalidInput("skill %s: input: %v", call.Skill, err)
+	if err := jsonv2.Unmarshal(call.Input, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return InvalidInput("skill %s: input: %s", call.Skill, inputError(err))
 	}
 	return nil
+}
+
+// inputError says what DecodeInput's decoder refused and where, with the
+// JSON pointer of the member: "unknown member /categroy", "at /argv: got
+// a string, want an array".
+func inputError(err error) string {
+	var se *jsonv2.SemanticError
+	if !errors.As(err, &se) {
+		return strings.TrimPrefix(err.Error(), "jsontext: ")
+	}
+	where := string(se.JSONPointer)
+	if where == "" {
+		where = "/"
+	}
+	switch {
+	case errors.Is(se.Err, jsonv2.ErrUnknownName):
+		return "unknown member " + where
+	case se.JSONKind != 0 && se.GoType != nil:
+		msg := fmt.Sprintf("at %s: got %s, want %s", where, jsonKind(se.JSONKind), goKind(se.GoType))
+		if se.Err != nil {
+			msg += ": " + se.Err.Error()
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+func jsonKind(k jsontext.Kind) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 'f', 't':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "JSON " + k.String()
+}
+
+func goKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer (" + t.String() + ")"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer (" + t.String() + ")"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return goKind(t.Elem())
+	}
+	return t.String()
 }

@@ -3,6 +3,7 @@ package skill_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -40,5 +41,41 @@ func TestChainOrder(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"handler"}, trace); diff != "" {
 		t.Errorf("no middleware (-want +got):\n%s", diff)
+	}
+}
+
+// DecodeInput matches member names exactly, as the input schema does: a
+// schema that caps "amount" must not be passed by an "AMOUNT" the decoder
+// would read into the same field. Duplicates, trailing data and unknown
+// members are refused too, each error naming where.
+func TestDecodeInputMatchesNamesExactly(t *testing.T) {
+	type payment struct {
+		Amount int    `json:"amount"`
+		Note   string `json:"note,omitempty"`
+	}
+	tests := []struct {
+		input, want string
+	}{
+		{`{"amount":50}`, ""},
+		{`{"amount":50,"AMOUNT":5000}`, "unknown member /AMOUNT"},
+		{`{"Amount":5000}`, "unknown member /Amount"},
+		{`{"amount":50,"amount":5000}`, `duplicate object member name "amount"`},
+		{`{"amount":50} {"amount":5000}`, "after top-level value"},
+		{`{"amount":"50"}`, "at /amount: got a string, want an integer (int)"},
+		{`[50]`, "at /: got an array, want an object"},
+	}
+	for _, tt := range tests {
+		var p payment
+		err := skill.DecodeInput(&skill.Call{Skill: "pay", Input: []byte(tt.input)}, &p)
+		if tt.want == "" {
+			if err != nil || p.Amount != 50 {
+				t.Errorf("%s: %v, amount %d; want 50", tt.input, err, p.Amount)
+			}
+			continue
+		}
+		var se *skill.Error
+		if !errors.As(err, &se) || se.Category != "invalid_input" || !strings.Contains(se.Message, tt.want) || !strings.Contains(se.Message, "skill pay: input: ") {
+			t.Errorf("%s: %v (amount %d); want an invalid_input error saying %q", tt.input, err, p.Amount, tt.want)
+		}
 	}
 }

@@ -152,7 +152,7 @@ func TestFail(t *testing.T) {
 		{"attempt after the failing ones", `{"attempts":2}`, 3, nil},
 		{"zero failing attempts", `{"attempts":0}`, 1, nil},
 		{"unknown category", `{"category":"flaky"}`, 1, &skill.Error{Code: planbus.CodeInvalidInput, Category: planbus.CategoryInvalidInput, Message: `fail: unknown category "flaky"`}},
-		{"unknown field", `{"categroy":"permanent"}`, 1, &skill.Error{Code: planbus.CodeInvalidInput, Category: planbus.CategoryInvalidInput, Message: `skill fail: input: json: unknown field "categroy"`}},
+		{"unknown field", `{"categroy":"permanent"}`, 1, &skill.Error{Code: planbus.CodeInvalidInput, Category: planbus.CategoryInvalidInput, Message: "skill fail: input: unknown member /categroy"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

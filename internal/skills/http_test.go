@@ -316,8 +316,8 @@ func TestHTTPInvalidInput(t *testing.T) {
 		{"header injection", `{"url":"http://127.0.0.1:1","headers":{"X-A":"v\r\nX-B: w"}}`, "header X-A: value has control characters"},
 		{"bad Host header", `{"url":"http://127.0.0.1:1","headers":{"Host":"a/b"}}`, `header Host: "a/b" is not a host`},
 		{"negative timeout", `{"url":"http://127.0.0.1:1","timeoutMs":-1}`, "timeoutMs is -1"},
-		{"unknown field", `{"url":"http://127.0.0.1:1","query":{}}`, `unknown field "query"`},
-		{"headers not strings", `{"url":"http://127.0.0.1:1","headers":{"A":1}}`, "cannot unmarshal number"},
+		{"unknown field", `{"url":"http://127.0.0.1:1","query":{}}`, "unknown member /query"},
+		{"headers not strings", `{"url":"http://127.0.0.1:1","headers":{"A":1}}`, "at /headers/A: got a number, want a string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

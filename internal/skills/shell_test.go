@@ -345,11 +345,14 @@ func TestShellInvalidInput(t *testing.T) {
 		{"no argv", `{}`, "argv must name a program"},
 		{"empty argv", `{"argv":[]}`, "argv must name a program"},
 		{"empty program", `{"argv":[""]}`, "argv must name a program"},
-		{"argv as a string", `{"argv":"printf hi"}`, "cannot unmarshal string"},
-		{"unknown field", `{"argv":["printf"],"shell":true}`, `unknown field "shell"`},
+		{"argv as a string", `{"argv":"printf hi"}`, "at /argv: got a string, want an array"},
+		{"unknown field", `{"argv":["printf"],"shell":true}`, "unknown member /shell"},
+		{"a name in another case", `{"argv":["printf"],"ARGV":["rm"]}`, "unknown member /ARGV"},
+		{"a name twice", `{"argv":["printf"],"argv":["rm"]}`, `duplicate object member name "argv"`},
 		{"NUL in an argument", `{"argv":["printf","a\u0000b"]}`, "argv[1] contains a NUL byte"},
 		{"NUL in dir", `{"argv":["printf"],"dir":"a\u0000"}`, "dir contains a NUL byte"},
-		{"not JSON", `["printf"]`, "cannot unmarshal array"},
+		{"not an object", `["printf"]`, "at /: got an array, want an object"},
+		{"trailing data", `{"argv":["printf"]} {"argv":["rm"]}`, "after top-level value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
