@@ -44,10 +44,11 @@
 // # Middleware
 //
 // Middleware wraps handlers; each is in a file of its own. A worker wraps
-// every skill in Recover (a panic becomes a TOOL_PANIC error), Logger (the
-// call's logger in ctx), InputSchema (input checked against the manifest's
-// schema) and Timeout (the call's deadline enforced), in that order, with
-// the program's own middleware (worker.WithMiddleware) after Logger.
+// every skill in Logger (the call's logger in ctx), Recover (a panic
+// becomes a TOOL_PANIC error, its stack logged), Timeout (the call's
+// deadline enforced), the program's own middleware (worker.WithMiddleware)
+// and InputSchema (input checked against the manifest's schema), in that
+// order: the deadline bounds the program's middleware too.
 //
 // Everything here is safe for concurrent use.
 package skill

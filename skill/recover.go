@@ -5,17 +5,22 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/rs/zerolog"
+
 	"github.com/planbus/planbus"
 )
 
 // Recover turns a panic in the handler into an error of category internal,
-// code TOOL_PANIC, whose message holds the panic and its stack, so one bad
-// call cannot take the worker down.
+// code TOOL_PANIC, whose message holds the panic's value, so one bad call
+// cannot take the worker down. The stack is logged at error level on the
+// call's logger (zerolog.Ctx(ctx); Logger puts it there), not put in the
+// message: results, events and outcomes go to every client, and a stack
+// names the worker's files and code.
 func Recover(next Handler) Handler {
 	return HandlerFunc(func(ctx context.Context, call *Call) (res Result, err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				err = panicError(call, r)
+				err = panicError(ctx, call, r)
 			}
 		}()
 		return next.Handle(ctx, call)
@@ -23,8 +28,9 @@ func Recover(next Handler) Handler {
 }
 
 // panicError must be called from the deferred function that recovered r, so
-// that the stack it records still holds the frames that panicked.
-func panicError(call *Call, r any) *Error {
+// that the stack it logs still holds the frames that panicked.
+func panicError(ctx context.Context, call *Call, r any) *Error {
+	zerolog.Ctx(ctx).Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("skill panicked")
 	return &Error{Code: planbus.CodeToolPanic, Category: planbus.CategoryInternal,
-		Message: fmt.Sprintf("skill %s panicked: %v\n%s", call.Skill, r, debug.Stack())}
+		Message: fmt.Sprintf("skill %s panicked: %v (its stack is in the worker's log)", call.Skill, r)}
 }

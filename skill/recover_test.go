@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/skill"
 )
 
+// A panic becomes a TOOL_PANIC error naming the panic; its stack goes to
+// the call's logger, not into the message, which every client sees.
 func TestRecover(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -17,7 +22,7 @@ func TestRecover(t *testing.T) {
 		want    []string // parts of the TOOL_PANIC message
 	}{
 		{"string", func(context.Context, *skill.Call) (skill.Result, error) { panic("boom") },
-			[]string{"skill demo panicked: boom", "recover_test.go"}},
+			[]string{"skill demo panicked: boom", "its stack is in the worker's log"}},
 		{"error value", func(context.Context, *skill.Call) (skill.Result, error) { panic(io.ErrUnexpectedEOF) },
 			[]string{"skill demo panicked: unexpected EOF"}},
 		{"nil map write", func(context.Context, *skill.Call) (skill.Result, error) {
@@ -29,11 +34,19 @@ func TestRecover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := skill.Recover(tt.handler).Handle(t.Context(), newCall("demo", `{}`))
+			var logged strings.Builder
+			ctx := zerolog.New(&logged).WithContext(t.Context())
+			res, err := skill.Recover(tt.handler).Handle(ctx, newCall("demo", `{}`))
 			wantError(t, err, planbus.CategoryInternal, planbus.CodeToolPanic)
 			wantMessage(t, err, tt.want...)
 			if res.Output != nil {
 				t.Errorf("got output %s, want none", res.Output)
+			}
+			if strings.Contains(err.Error(), "recover_test.go") || strings.Contains(err.Error(), "goroutine") {
+				t.Errorf("the message holds the stack: %q", err.Error())
+			}
+			if !strings.Contains(logged.String(), "recover_test.go") || !strings.Contains(logged.String(), `"level":"error"`) {
+				t.Errorf("the stack was not logged at error level: %s", logged.String())
 			}
 		})
 	}

@@ -31,7 +31,7 @@ func Timeout(next Handler) Handler {
 		go func() {
 			defer func() {
 				if r := recover(); r != nil {
-					done <- outcome{err: panicError(call, r)}
+					done <- outcome{err: panicError(ctx, call, r)}
 				}
 			}()
 			res, err := next.Handle(ctx, call)

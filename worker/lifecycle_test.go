@@ -143,8 +143,8 @@ func TestWorkerLinesNameTheCall(t *testing.T) {
 		"state": "succeeded", "worker": "w-own"})
 }
 
-// Middleware given to the worker wraps every call, inside the recovery
-// and the logger and outside the input check.
+// Middleware given to the worker wraps every call, inside the logger, the
+// recovery and the timeout and outside the input check.
 func TestWithMiddlewareWrapsEveryCall(t *testing.T) {
 	e := newEnv(t)
 	seen := make(chan string, 16)
@@ -169,6 +169,27 @@ func TestWithMiddlewareWrapsEveryCall(t *testing.T) {
 		if !got[want] {
 			t.Errorf("middleware saw %v, want %q among them", got, want)
 		}
+	}
+}
+
+// The call's deadline bounds the worker's middleware too: a rate limit
+// that holds a call past it times the call out, as the plan asked.
+func TestTheDeadlineBoundsMiddleware(t *testing.T) {
+	e := newEnv(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	holding := func(next skill.Handler) skill.Handler {
+		return skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
+			<-release // a limiter that ignores ctx
+			return next.Handle(ctx, call)
+		})
+	}
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithMiddleware(holding))
+	tc := newCall("p-held", "t", "echo", `{}`)
+	tc.TimeoutMs = 200
+	e.publish(tc)
+	if res, _ := e.result("p-held"); res.State != plan.ToolTimeout || errorCode(res) != plan.CodeToolTimeout {
+		t.Errorf("result %s %s, want a TOOL_TIMEOUT timeout", res.State, errorCode(res))
 	}
 }
 

@@ -36,8 +36,10 @@ func WithLogger(log zerolog.Logger) Option {
 }
 
 // WithMiddleware wraps every skill's handler in mw, the first outermost,
-// inside the worker's panic recovery and logger and outside the input
-// check and the timeout. Use it for metrics, tracing or rate limits.
+// inside the worker's logger, panic recovery and timeout (the call's
+// deadline bounds mw too: a rate limit that waits past it times the call
+// out) and outside the input check. Use it for metrics, tracing or rate
+// limits.
 func WithMiddleware(mw ...skill.Middleware) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw...) }
 }

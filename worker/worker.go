@@ -130,9 +130,10 @@ type call struct {
 // it after Run has returned. Errors from a bad config match
 // ErrInvalidConfig and name the field.
 //
-// Each skill's handler runs wrapped in skill.Recover, skill.Logger, the
-// middleware given WithMiddleware, the skill's skill.InputSchema check and
-// skill.Timeout, in that order.
+// Each skill's handler runs wrapped in skill.Logger, skill.Recover,
+// skill.Timeout, the middleware given WithMiddleware and the skill's
+// skill.InputSchema check, in that order: the call's deadline bounds the
+// middleware too.
 func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -171,8 +172,8 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: Skills: %v", ErrInvalidConfig, err)
 		}
-		mw := append([]skill.Middleware{skill.Recover, skill.Logger(w.log)}, o.middleware...)
-		mw = append(mw, check, skill.Timeout)
+		mw := append([]skill.Middleware{skill.Logger(w.log), skill.Recover, skill.Timeout}, o.middleware...)
+		mw = append(mw, check)
 		w.skills = append(w.skills, &served{skill: s, handler: skill.Chain(s.Handler, mw...),
 			log: w.log.With().Str("skill", s.Manifest.Name).Logger()})
 	}
