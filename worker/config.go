@@ -33,8 +33,12 @@ type Config struct {
 	Concurrency int
 	// AckWait is how long a call may go without a heartbeat before JetStream
 	// gives it to another worker; it bounds how soon the call of a dead
-	// worker runs again. It configures each skill's shared consumer.
-	// Default 30s.
+	// worker runs again. It is a setting of each skill's shared consumer,
+	// which all the skill's workers use. Default: the consumer's when it
+	// exists, so a worker joins the others, else 30s. A value given that
+	// differs changes the consumer for every worker of the skill (the
+	// worker logs it), and every worker heartbeats to the consumer's
+	// current value, which it reads again every few seconds.
 	AckWait time.Duration
 	// MaxDeliver is how many deliveries of one attempt are tried before the
 	// worker reports it failed with WORKER_CRASH, so a call that kills its
@@ -44,7 +48,10 @@ type Config struct {
 	// those still running then are handed back for redelivery. Default 30s.
 	DrainTimeout time.Duration
 	// OutputCap is the largest output a call may return, in bytes; a larger
-	// one fails the call with OUTPUT_TOO_LARGE. Default 1 MiB.
+	// one fails the call with OUTPUT_TOO_LARGE. Default 1 MiB, or less
+	// when the server's max payload is smaller. A cap given must leave
+	// resultHeadroom (64 KiB) of the server's max payload for the rest of
+	// the result.
 	OutputCap int
 	// Version is reported by the micro service. Default "0.0.0-dev".
 	Version string

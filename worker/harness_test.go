@@ -400,3 +400,22 @@ func errorCode(res plan.ToolResult) string {
 	}
 	return res.Error.Code
 }
+
+// syncBuffer is a log destination safe for the worker's goroutines and the
+// test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -60,10 +60,18 @@ type Worker struct {
 	// tests replace it to make it fail.
 	flush func() error
 
+	// ackWaitGiven: Config.AckWait was set, so it is the skills'
+	// consumers' rather than taken from them.
+	ackWaitGiven bool
+
 	mu       sync.Mutex
 	inflight map[string]map[*call]struct{} // by plan id
 	running  int                           // calls in inflight
-	ended    *endedPlans                   // cancels received
+	// held are the stream sequences of the calls this worker runs or
+	// reports: a delivery of one of them again (its heartbeat came late)
+	// is not run a second time.
+	held  map[uint64]struct{}
+	ended *endedPlans // cancels received
 	// rejectLog logs cancels that are not even well formed, a few per
 	// period: anyone may publish them while auth is off.
 	rejectLog zerolog.Logger
@@ -84,6 +92,9 @@ type served struct {
 	handler skill.Handler
 	stats   stats
 	log     zerolog.Logger // the worker's, with the skill
+	// ackWait is the skill's consumer's AckWait as last read, in
+	// nanoseconds: heartbeats go out at a third of the shortest.
+	ackWait atomic.Int64
 }
 
 // callLog adds a call's plan, tool and attempt to the log events of its
@@ -135,12 +146,20 @@ type call struct {
 // skill.InputSchema check, in that order: the call's deadline bounds the
 // middleware too.
 func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
+	given := cfg
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if nc == nil {
 		return nil, fmt.Errorf("%w: no NATS connection", ErrInvalidConfig)
+	}
+	if max := int(nc.MaxPayload()) - resultHeadroom; max > 0 && cfg.OutputCap > max {
+		if given.OutputCap != 0 {
+			return nil, fmt.Errorf("%w: OutputCap: %d, but the server takes messages of at most %d bytes, %d of which a result needs for the rest: want at most %d",
+				ErrInvalidConfig, cfg.OutputCap, nc.MaxPayload(), resultHeadroom, max)
+		}
+		cfg.OutputCap = max
 	}
 	o := options{log: zerolog.Nop()}
 	for _, opt := range opts {
@@ -151,13 +170,15 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		return nil, fmt.Errorf("worker: jetstream: %w", err)
 	}
 	w := &Worker{
-		cfg:      cfg,
-		nc:       nc,
-		js:       js,
-		log:      o.log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
-		inflight: map[string]map[*call]struct{}{},
-		ended:    newEndedPlans(cancelMemoryTTL, cancelMemoryMax),
-		ready:    make(chan struct{}),
+		cfg:          cfg,
+		ackWaitGiven: given.AckWait != 0,
+		held:         map[uint64]struct{}{},
+		nc:           nc,
+		js:           js,
+		log:          o.log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
+		inflight:     map[string]map[*call]struct{}{},
+		ended:        newEndedPlans(cancelMemoryTTL, cancelMemoryMax),
+		ready:        make(chan struct{}),
 	}
 	w.flush = func() error { return w.nc.FlushTimeout(flushTimeout) }
 	w.tracer = telemetry.Tracer(o.tracer)
@@ -235,7 +256,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	}
 	hbDone := make(chan struct{})
 	var hb sync.WaitGroup
-	hb.Go(func() { w.heartbeats(hbDone) })
+	hb.Go(func() { w.heartbeats(hbDone, consumers) })
 	w.log.Info().Strs("skills", w.skillNames()).Int("concurrency", w.cfg.Concurrency).Msg("tool worker serving")
 	close(w.ready)
 
@@ -271,6 +292,10 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 		if m.Concurrency > 0 {
 			maxAck = m.Concurrency
 		}
+		ackWait, err := w.consumerAckWait(ctx, m.Name)
+		if err != nil {
+			return nil, err
+		}
 		var cons jetstream.Consumer
 		create := "$JS.API.CONSUMER.CREATE." + bus.StreamTools + "." + bus.SkillConsumer(m.Name) + "." + bus.ToolSubject(m.Name)
 		err = w.refusable(ctx, create, func(ctx context.Context) (err error) {
@@ -279,7 +304,7 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 				Description:   "planbus: calls of skill " + m.Name + ", shared by its workers",
 				FilterSubject: bus.ToolSubject(m.Name),
 				AckPolicy:     jetstream.AckExplicitPolicy,
-				AckWait:       w.cfg.AckWait,
+				AckWait:       ackWait,
 				// Above MaxDeliver, where the worker reports WORKER_CRASH, so
 				// that report gets deliveries of its own; then the server
 				// stops and the plan's timeout ends the call.
@@ -292,9 +317,41 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("worker: consumer for skill %s: %w", m.Name, err)
 		}
+		s.ackWait.Store(int64(ackWait))
 		consumers[i] = cons
 	}
 	return consumers, nil
+}
+
+// consumerAckWait is the AckWait to declare skill's consumer with: the
+// one it has when it exists and Config.AckWait was not given, so that
+// workers of a skill agree; else Config.AckWait, logged when it changes
+// the consumer's.
+func (w *Worker) consumerAckWait(ctx context.Context, skill string) (time.Duration, error) {
+	var info *jetstream.ConsumerInfo
+	subject := "$JS.API.CONSUMER.INFO." + bus.StreamTools + "." + bus.SkillConsumer(skill)
+	err := w.refusable(ctx, subject, func(ctx context.Context) error {
+		c, err := w.js.Consumer(ctx, bus.StreamTools, bus.SkillConsumer(skill))
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil
+		}
+		if err == nil {
+			info = c.CachedInfo()
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("worker: consumer for skill %s: %w", skill, err)
+	case info == nil:
+		return w.cfg.AckWait, nil
+	case !w.ackWaitGiven:
+		return info.Config.AckWait, nil
+	case info.Config.AckWait != w.cfg.AckWait:
+		w.log.Warn().Str("skill", skill).Dur("consumer_ack_wait", info.Config.AckWait).Dur("ack_wait", w.cfg.AckWait).
+			Msg("this worker's AckWait changes the ack wait of the skill's consumer for every worker of the skill (leave it unset to keep the consumer's)")
+	}
+	return w.cfg.AckWait, nil
 }
 
 // refusedEvery is how often a request refusable waits on is checked for a
@@ -431,14 +488,60 @@ func (w *Worker) pull(ctx context.Context, s *served, cons jetstream.Consumer) {
 	}
 }
 
-// heartbeats tells JetStream that held calls are still being worked on.
-func (w *Worker) heartbeats(done <-chan struct{}) {
-	t := time.NewTicker(max(w.cfg.AckWait/3, 50*time.Millisecond))
+// ackWaitRefresh is how often heartbeats reads the skills' consumers'
+// AckWait again: another worker given another AckWait changes it.
+var ackWaitRefresh = 5 * time.Second
+
+// heartbeatEvery is how often calls held get a heartbeat: a third of the
+// shortest AckWait of the skills' consumers.
+func (w *Worker) heartbeatEvery() time.Duration {
+	shortest := w.cfg.AckWait
+	for _, s := range w.skills {
+		if d := time.Duration(s.ackWait.Load()); d > 0 && d < shortest {
+			shortest = d
+		}
+	}
+	return max(shortest/3, 50*time.Millisecond)
+}
+
+// refreshAckWaits reads each skill's consumer's AckWait again and reports
+// whether one changed.
+func (w *Worker) refreshAckWaits(consumers []jetstream.Consumer) bool {
+	changed := false
+	for i, s := range w.skills {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		info, err := consumers[i].Info(ctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if d := info.Config.AckWait; s.ackWait.Swap(int64(d)) != int64(d) {
+			changed = true
+			w.log.Info().Str("skill", s.skill.Manifest.Name).Dur("ack_wait", d).Msg("the skill's consumer has another ack wait now; heartbeating to it")
+		}
+	}
+	return changed
+}
+
+// heartbeats tells JetStream that held calls are still being worked on,
+// at a third of the shortest AckWait of the skills' consumers.
+func (w *Worker) heartbeats(done <-chan struct{}, consumers []jetstream.Consumer) {
+	every := w.heartbeatEvery()
+	t := time.NewTicker(every)
 	defer t.Stop()
+	refresh := time.NewTicker(ackWaitRefresh)
+	defer refresh.Stop()
 	for {
 		select {
 		case <-done:
 			return
+		case <-refresh.C:
+			if w.refreshAckWaits(consumers) {
+				if d := w.heartbeatEvery(); d != every {
+					every = d
+					t.Reset(every)
+				}
+			}
 		case <-t.C:
 			w.mu.Lock()
 			msgs := make([]jetstream.Msg, 0, w.running)
@@ -533,9 +636,21 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		return
 	}
 	clog := callLog{log: log, tc: &tc}
+	meta, merr := msg.Metadata()
+	if merr == nil {
+		// A call delivered again while this worker still runs or reports
+		// it (its heartbeat came late) runs once: the first delivery's
+		// ack settles both.
+		if !w.hold(meta.Sequence.Stream) {
+			clog.Debug().Uint64("deliveries", meta.NumDelivered).Msg("delivered again while it runs here; not running it twice")
+			_ = msg.InProgress()
+			return
+		}
+		defer w.unhold(meta.Sequence.Stream)
+	}
 	s.stats.Received.Add(1)
 
-	if meta, err := msg.Metadata(); err == nil && int(meta.NumDelivered) > w.cfg.MaxDeliver {
+	if merr == nil && int(meta.NumDelivered) > w.cfg.MaxDeliver {
 		clog.Error().Uint64("deliveries", meta.NumDelivered).Msg("call delivered too often without a result; reporting it failed")
 		res := w.newResult(&tc, time.Now())
 		res.State = planbus.ToolFailed
@@ -563,6 +678,9 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
+	// Tracked calls get heartbeats, until their result is published too:
+	// a result stream slow to answer must not let the call run again.
+	defer w.untrack(c)
 	s.stats.Running.Add(1)
 	started := time.Now()
 	w.event(planbus.Event{Type: planbus.EventToolStarted, Time: started, RequestID: tc.RequestID, PlanID: tc.PlanID,
@@ -573,7 +691,6 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	hc.Token, hc.CancelDigest = "", ""
 	out, herr := s.handler.Handle(ctx, &hc)
 	s.stats.Running.Add(-1)
-	w.untrack(c)
 
 	if herr != nil {
 		switch context.Cause(ctx) {
@@ -615,6 +732,24 @@ func (w *Worker) track(c *call) bool {
 	calls[c] = struct{}{}
 	w.running++
 	return true
+}
+
+// hold records that the call of stream sequence seq is this worker's to
+// run and report; false if it already is.
+func (w *Worker) hold(seq uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.held[seq]; ok {
+		return false
+	}
+	w.held[seq] = struct{}{}
+	return true
+}
+
+func (w *Worker) unhold(seq uint64) {
+	w.mu.Lock()
+	delete(w.held, seq)
+	w.mu.Unlock()
 }
 
 func (w *Worker) untrack(c *call) {
@@ -703,21 +838,20 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 		}
 	}
 	key := token.MsgID(planbus.IdempotencyKey(res.PlanID, res.ToolID, res.Attempt), res.Token)
-	publish := func() error {
-		ctx, cancel := context.WithTimeout(w.callCtx, 5*time.Second)
-		defer cancel()
-		var err error
-		if h == nil {
-			_, err = w.js.Publish(ctx, bus.ResultSubject(res.PlanID), data, jetstream.WithMsgID(key))
-		} else {
-			_, err = w.js.PublishMsg(ctx, &nats.Msg{Subject: bus.ResultSubject(res.PlanID), Data: data, Header: h}, jetstream.WithMsgID(key))
+	err = w.publishResult(res.PlanID, data, key, h)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// Output and state patch within the cap, and yet more than the
+		// server takes: the same result would never fit.
+		size := len(data)
+		tooLarge := *res
+		tooLarge.State, tooLarge.Output, tooLarge.StatePatch = planbus.ToolFailed, nil, nil
+		tooLarge.Error = &planbus.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: planbus.CategoryPermanent,
+			Message: fmt.Sprintf("the result takes %d bytes, over the server's max payload of %d", size, w.nc.MaxPayload())}
+		if data, err = wire.AppendResult(nil, &tooLarge); err == nil {
+			err = w.publishResult(res.PlanID, data, key, h)
 		}
-		return err
 	}
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 50 * time.Millisecond
-	b.MaxElapsedTime = 30 * time.Second
-	if err := backoff.Retry(publish, backoff.WithContext(b, w.callCtx)); err != nil {
+	if err != nil {
 		log.Error().Err(err).Msg("cannot publish result; the call will be redelivered")
 		_ = msg.Nak()
 		return
@@ -726,6 +860,34 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 		log.Warn().Err(err).Msg("ack failed; the call may run again (its result is de-duplicated)")
 	}
 	log.Debug().Str("state", res.State).Msg("call finished")
+}
+
+// resultHeadroom is what a result needs besides its output: ids, times,
+// token, error, and the message's headers.
+const resultHeadroom = 64 << 10
+
+// publishResult publishes a result to the results stream, retrying with
+// backoff for up to 30 s while the stream does not answer; a result too
+// large for the server is not retried (nats.ErrMaxPayload).
+func (w *Worker) publishResult(planID string, data []byte, key string, h nats.Header) error {
+	publish := func() error {
+		ctx, cancel := context.WithTimeout(w.callCtx, 5*time.Second)
+		defer cancel()
+		var err error
+		if h == nil {
+			_, err = w.js.Publish(ctx, bus.ResultSubject(planID), data, jetstream.WithMsgID(key))
+		} else {
+			_, err = w.js.PublishMsg(ctx, &nats.Msg{Subject: bus.ResultSubject(planID), Data: data, Header: h}, jetstream.WithMsgID(key))
+		}
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxElapsedTime = 30 * time.Second
+	return backoff.Retry(publish, backoff.WithContext(b, w.callCtx))
 }
 
 // event publishes a progress event. Events are best effort: they are for

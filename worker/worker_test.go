@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
@@ -193,8 +194,113 @@ func TestLongCallIsNotRedelivered(t *testing.T) {
 	if n := starts.Load(); n != 1 {
 		t.Errorf("the call started %d times, want 1", n)
 	}
-	if ci.NumRedelivered != 0 {
-		t.Errorf("%d redeliveries, want 0", ci.NumRedelivered)
+	if ci.Delivered.Consumer != 1 {
+		t.Errorf("delivered %d times, want once", ci.Delivered.Consumer)
+	}
+}
+
+// A worker left without an AckWait takes its skill's consumer's, and every
+// worker heartbeats to the consumer's current one: a worker given a short
+// AckWait that joins and leaves must not make the others' long calls run
+// again (their heartbeats followed their own AckWait).
+func TestWorkersHeartbeatToTheConsumersAckWait(t *testing.T) {
+	defer worker.SetAckWaitRefresh(200 * time.Millisecond)()
+	e := newEnv(t)
+	var starts atomic.Int64
+	slow := skillOf("slow", func(ctx context.Context, call *skill.Call) (skill.Result, error) {
+		starts.Add(1)
+		select {
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			return skill.Result{}, ctx.Err()
+		}
+		return skill.Result{Output: call.Input}, nil
+	})
+	var bLog, aLog syncBuffer
+	e.startWorker(worker.Config{ID: "b", Skills: []skill.Skill{slow}}, worker.WithLogger(zerolog.New(&bLog)))
+	ackWait := func() time.Duration {
+		var d time.Duration
+		e.waitConsumer("slow", func(ci *jetstream.ConsumerInfo) bool { d = ci.Config.AckWait; return true })
+		return d
+	}
+	if d := ackWait(); d != 30*time.Second {
+		t.Fatalf("the consumer's ack wait is %s, want the default 30s", d)
+	}
+	a := e.startWorker(worker.Config{ID: "a", Skills: []skill.Skill{slow}, AckWait: 600 * time.Millisecond}, worker.WithLogger(zerolog.New(&aLog)))
+	if !strings.Contains(aLog.String(), "changes the ack wait of the skill's consumer") {
+		t.Errorf("the worker given another AckWait did not say it changes the consumer's:\n%s", aLog.String())
+	}
+	if err := a.stop(t, wait); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("worker b heartbeating to the consumer's new ack wait", func(context.Context) (bool, string) {
+		return strings.Contains(bLog.String(), "has another ack wait now"), bLog.String()
+	})
+	// A worker started now without an AckWait keeps the consumer's.
+	e.startWorker(worker.Config{ID: "c", Skills: []skill.Skill{slow}})
+	if d := ackWait(); d != 600*time.Millisecond {
+		t.Errorf("after a worker without an AckWait started, the consumer's is %s, want 600ms kept", d)
+	}
+	e.publish(newCall("p1", "t", "slow", `{}`))
+	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
+	}
+	ci := e.waitSettled("slow")
+	if n := starts.Load(); n != 1 || ci.Delivered.Consumer != 1 {
+		t.Errorf("the 2 s call started %d times and was delivered %d times under a 600ms ack wait, want once and once", n, ci.Delivered.Consumer)
+	}
+}
+
+// A call delivered again to the worker that runs it (its heartbeat came
+// late: here the consumer's ack wait was shortened behind the worker's
+// back) is not run a second time; the first run's result settles it.
+func TestARedeliveryOfARunningCallIsNotRunAgain(t *testing.T) {
+	defer worker.SetAckWaitRefresh(time.Hour)()
+	e := newEnv(t)
+	var starts atomic.Int64
+	slow := skillOf("slow", func(ctx context.Context, call *skill.Call) (skill.Result, error) {
+		starts.Add(1)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return skill.Result{}, ctx.Err()
+		}
+		return skill.Result{Output: call.Input}, nil
+	})
+	e.startWorker(worker.Config{Skills: []skill.Skill{slow}})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	cons, err := e.conn.JS.Consumer(ctx, bus.StreamTools, bus.SkillConsumer("slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cons.CachedInfo().Config
+	cfg.AckWait = 250 * time.Millisecond
+	if _, err := e.conn.JS.UpdateConsumer(ctx, bus.StreamTools, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(newCall("p1", "t", "slow", `{}`))
+	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
+	}
+	ci := e.waitSettled("slow")
+	// NumRedelivered counts pending messages only; the consumer's
+	// sequence counts every delivery.
+	if ci.Delivered.Consumer < 2 {
+		t.Fatalf("the call was delivered %d times, not again: the test did not test anything", ci.Delivered.Consumer)
+	}
+	if n := starts.Load(); n != 1 || e.resultCount("p1") != 1 {
+		t.Errorf("the call started %d times for %d results, want once for one", n, e.resultCount("p1"))
+	}
+}
+
+// An output cap the server's messages cannot carry is refused at New.
+func TestOutputCapOverTheServersMaxPayload(t *testing.T) {
+	e := newEnv(t)
+	nc := bustest.Dial(t, e.cfg).NC
+	_, err := worker.New(nc, worker.Config{Skills: []skill.Skill{skills.Echo()}, OutputCap: int(nc.MaxPayload())})
+	if !errors.Is(err, worker.ErrInvalidConfig) || !strings.Contains(err.Error(), "OutputCap") {
+		t.Errorf("New with an output cap of the whole max payload: %v, want an ErrInvalidConfig naming OutputCap", err)
 	}
 }
 

@@ -42,7 +42,7 @@ type workerFlags struct {
 func (w *workerFlags) register(f *flags) {
 	f.String(&w.skills, "skills", "PLANBUS_SKILLS", "echo,sleep,fail,shell,http,remember", "built-in skills to serve, comma-separated")
 	f.Int(&w.concurrency, "concurrency", "PLANBUS_CONCURRENCY", 16, "calls of each skill run at once by this worker")
-	f.Duration(&w.ackWait, "ack-wait", "PLANBUS_ACK_WAIT", 30*time.Second, "how long a call may go without a heartbeat before another worker gets it")
+	f.Duration(&w.ackWait, "ack-wait", "PLANBUS_ACK_WAIT", 0, "how long a call may go without a heartbeat before another worker gets it; a setting of each skill's consumer, shared by its workers (default: the consumer's, else 30s)")
 	f.Duration(&w.drainTimeout, "drain-timeout", "PLANBUS_DRAIN_TIMEOUT", 30*time.Second, "on SIGTERM, how long running calls may finish")
 	f.String(&w.shellAllow, "shell-allow", "PLANBUS_SHELL_ALLOW", "", "programs the shell skill may run: names or absolute paths, comma-separated, each with any subcommand but dangerous options refused; 'git=status,diff' (a group of its own, after ';' or a space) limits git to those subcommands (empty: none); see docs/skills.md")
 	f.String(&w.shellDir, "shell-dir", "PLANBUS_SHELL_DIR", "", "working directory of the shell skill; path arguments must stay inside it (default: the current one)")
