@@ -103,13 +103,12 @@ func agentStart(ctx context.Context, args []string, io IO) int {
 	}
 	defer closeConn()
 	acc, err := cl.StartAgent(ctx, body)
-	var rej *client.RejectedError
 	switch {
-	case errors.As(err, &rej):
+	case refusedInput(err):
 		fmt.Fprintf(io.Stderr, "planner agent start: %v\n", err)
 		return ExitUsage
 	case err != nil:
-		fmt.Fprintf(io.Stderr, "planner agent start: %v\n", err)
+		fmt.Fprintf(io.Stderr, "planner agent start: %v\n", unavailable(err))
 		return ctxExit(ctx, ExitFailed)
 	}
 	fmt.Fprintln(io.Stdout, acc.RequestID)

@@ -15,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 )
 
 // served is a `planner serve` running in the test's process.
@@ -445,5 +449,44 @@ func TestInterruptedRunSaysTheRequestGoesOn(t *testing.T) {
 	wcancel()
 	if code := <-done; code != exitSignal || !strings.Contains(wstderr.String(), "stopped watching; "+m[1]+" goes on running on "+s.url) {
 		t.Errorf("watch: exit %d, stderr:\n%s", code, wstderr.String())
+	}
+}
+
+// A planner that answers UNAVAILABLE (its store did not answer, as while a
+// cluster elects a leader) has not refused the file: submit and run exit
+// 1 and say to send it again, where a refusal of the input exits 2 naming
+// the file.
+func TestUnavailablePlannerIsNotABadFile(t *testing.T) {
+	cfg := bustest.Start(t)
+	conn := bustest.Dial(t, cfg)
+	code := planbus.CodeUnavailable
+	var mu sync.Mutex
+	sub, err := conn.NC.Subscribe(bus.SubjectPlanRequest, func(m *nats.Msg) {
+		mu.Lock()
+		c := code
+		mu.Unlock()
+		rej, _ := json.Marshal(planbus.Rejected{Status: "rejected", Error: planbus.ReplyError{Code: c, Message: "context deadline exceeded"}})
+		reply := nats.NewMsg(m.Reply)
+		reply.Header.Set("Nats-Service-Error-Code", map[string]string{planbus.CodeUnavailable: "503"}[c]+map[string]string{planbus.CodeInvalidRequest: "400"}[c])
+		reply.Header.Set("Nats-Service-Error", "context deadline exceeded")
+		reply.Data = rej
+		_ = m.RespondMsg(reply)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	file := filepath.Join(repoRoot(t), "examples", "requests", "taxi.json")
+	for _, verb := range []string{"submit", "run"} {
+		o := runPlanner(t, verb, "--nats-url", cfg.URL, file)
+		if o.code != ExitFailed || !strings.Contains(o.stderr, "nothing was stored: send it again") || strings.Contains(o.stderr, file) {
+			t.Errorf("%s, planner unavailable: exit %d, stderr:\n%s\nwant exit 1 saying to send it again, not naming the file", verb, o.code, o.stderr)
+		}
+	}
+	mu.Lock()
+	code = planbus.CodeInvalidRequest
+	mu.Unlock()
+	if o := runPlanner(t, "submit", "--nats-url", cfg.URL, file); o.code != ExitUsage || !strings.Contains(o.stderr, file) {
+		t.Errorf("submit, input refused: exit %d, stderr:\n%s\nwant exit 2 naming the file", o.code, o.stderr)
 	}
 }

@@ -379,13 +379,12 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	if viaPlanner {
 		o, err := cl.RunPlan(rctx, doc, progress)
 		endProgress()
-		var rej *client.RejectedError
-		if errors.As(err, &rej) {
+		if refusedInput(err) {
 			fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
 			return ExitUsage
 		}
 		if err != nil {
-			fmt.Fprintf(io.Stderr, "planner run: %v%s\n", runErr(nctx, err), seen.goesOn(ctx, &c))
+			fmt.Fprintf(io.Stderr, "planner run: %v%s\n", runErr(nctx, unavailable(err)), seen.goesOn(ctx, &c))
 			return ctxExit(ctx, ExitFailed)
 		}
 		return printPlanOutcome("planner run", o, io)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -66,13 +65,12 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 	defer cancel()
 	out, err := cl.Run(rctx, doc, progress)
 	endProgress()
-	var rej *client.RejectedError
-	if errors.As(err, &rej) {
+	if refusedInput(err) {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
 		return ExitUsage
 	}
 	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner run: %v%s\n", runErr(nctx, err), seen.goesOn(ctx, c))
+		fmt.Fprintf(io.Stderr, "planner run: %v%s\n", runErr(nctx, unavailable(err)), seen.goesOn(ctx, c))
 		return ctxExit(ctx, ExitFailed)
 	}
 	return printOutcome("planner run", out, io)

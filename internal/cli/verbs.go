@@ -54,6 +54,24 @@ func (c *common) dialClient(ctx context.Context, log zerolog.Logger) (*client.Cl
 	return cl, conn.Close, nil
 }
 
+// refusedInput reports whether err is the planner's refusal of what it was
+// given (exit 2: fix the input); a refusal because the planner could not
+// do its part just then (UNAVAILABLE: its store did not answer) is not.
+func refusedInput(err error) bool {
+	var rej *client.RejectedError
+	return errors.As(err, &rej) && rej.Reply.Error.Code != planbus.CodeUnavailable
+}
+
+// unavailable says what an UNAVAILABLE refusal means: nothing was stored,
+// and the same request may be sent again; other errors are as they are.
+func unavailable(err error) error {
+	var rej *client.RejectedError
+	if errors.As(err, &rej) && rej.Reply.Error.Code == planbus.CodeUnavailable {
+		return fmt.Errorf("the planner could not take the request just now (%s: %v); nothing was stored: send it again", planbus.CodeUnavailable, err)
+	}
+	return err
+}
+
 // dialAsClient connects to --nats-url for a client command and checks the
 // server lets it read what a client reads (bus.Conn.CheckClient).
 func (c *common) dialAsClient(ctx context.Context, log zerolog.Logger) (*bus.Conn, error) {
@@ -141,8 +159,9 @@ a plan request ({"kind": "plan" | "external" | "htn" | "goap" |
 and runs as <requestId>-1 (its requestId being the plan's requestId, else
 its planId, else a new one). Prints the requestId on stdout. Exits 0 when
 the planner accepted it, 2 when FILE is not valid or the planner refused
-it (the reason on stderr), 1 when the planner could not be reached. Follow
-it with 'planner watch ID', stop it with 'planner cancel ID'.`
+it (the reason on stderr), 1 when the planner could not be reached or
+could not store it just then (UNAVAILABLE: send it again). Follow it with
+'planner watch ID', stop it with 'planner cancel ID'.`
 
 func plannerSubmit(ctx context.Context, args []string, io IO) int {
 	var c common
@@ -191,13 +210,12 @@ func plannerSubmit(ctx context.Context, args []string, io IO) int {
 	} else {
 		acc, err = cl.SubmitRequest(ctx, doc)
 	}
-	var rej *client.RejectedError
-	if errors.As(err, &rej) {
+	if refusedInput(err) {
 		fmt.Fprintf(io.Stderr, "planner submit: %s: %v\n", name, err)
 		return ExitUsage
 	}
 	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner submit: %v\n", err)
+		fmt.Fprintf(io.Stderr, "planner submit: %v\n", unavailable(err))
 		return ctxExit(ctx, ExitFailed)
 	}
 	fmt.Fprintln(io.Stdout, acc.RequestID)

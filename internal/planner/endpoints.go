@@ -229,7 +229,11 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 			rej.Error.Code = planbus.CodeUnavailable
 		}
 		data, _ := json.Marshal(rej)
-		_ = req.Error("400", rej.Error.Message, data)
+		status := "400"
+		if rej.Error.Code == planbus.CodeUnavailable {
+			status = "503"
+		}
+		_ = req.Error(status, rej.Error.Message, data)
 		return
 	}
 	span.SetAttributes(telemetry.AttrRequestID.String(r.RequestID), telemetry.AttrKind.String(r.Kind))
