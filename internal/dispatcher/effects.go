@@ -214,6 +214,33 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 	return pd, nil
 }
 
+// errCodeInProcess is JetStream's "duplicate message id is in process":
+// on a replicated stream, a message with the same id was proposed a moment
+// ago and is not stored yet. Until it is, it is neither stored nor lost.
+const errCodeInProcess = 10158
+
+// republishInProcess publishes m again, after a short pause, while its
+// stream answers that a message with its id is in process (err): once that
+// one is stored the answer is a duplicate's acknowledgement, and should it
+// be lost the message is stored now. Other errors are returned as they are.
+func (d *Dispatcher) republishInProcess(ctx context.Context, m *nats.Msg, err error) (*jetstream.PubAck, error) {
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeInProcess {
+			return nil, err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return nil, err
+		}
+		var ack *jetstream.PubAck
+		if ack, err = d.conn.JS.PublishMsg(ctx, m); err == nil {
+			return ack, nil
+		}
+	}
+}
+
 // settle waits until JetStream has stored a batch's effects and then
 // acknowledges its messages. If any publish failed, the messages are handed
 // back instead: whoever handles them again republishes what the state
@@ -229,7 +256,16 @@ func (d *Dispatcher) settle(pd pending) {
 			}
 			continue
 		case err := <-f.Err():
-			d.log.Error().Err(err).Str("plan_id", pd.planID).Msg("a publish failed; messages will be redelivered")
+			ack, err := d.republishInProcess(ctx, f.Msg(), err)
+			if err == nil {
+				if k == pd.timeoutTimer && !ack.Duplicate {
+					pd.ent.timerSeq.Store(ack.Sequence)
+				}
+				continue
+			}
+			m := f.Msg()
+			d.log.Error().Err(err).Str("plan_id", pd.planID).Str("subject", m.Subject).Str("msg_id", m.Header.Get(jetstream.MsgIDHeader)).
+				Msg("a publish failed; messages will be redelivered")
 		case <-ctx.Done():
 			d.log.Error().Str("plan_id", pd.planID).Msg("publishes not stored in time; messages will be redelivered")
 		}

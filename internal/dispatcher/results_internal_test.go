@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -83,4 +85,29 @@ func BenchmarkStoredResults5000(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A publish its replicated stream answered "duplicate message id is in
+// process" is published again until the stream says how it ended: stored
+// now, or the duplicate of the one stored a moment ago; any other error
+// is not retried.
+func TestRepublishInProcess(t *testing.T) {
+	conn := bustest.Dial(t, bustest.Start(t))
+	d := &Dispatcher{conn: conn, log: zerolog.Nop()}
+	inProcess := &jetstream.APIError{Code: 409, ErrorCode: errCodeInProcess, Description: "duplicate message id is in process"}
+	m := nats.NewMsg(bus.ExecutionSubject("p-in-process"))
+	m.Data = []byte(`{}`)
+	m.Header.Set(jetstream.MsgIDHeader, "p-in-process")
+	ack, err := d.republishInProcess(t.Context(), m, inProcess)
+	if err != nil || ack.Duplicate {
+		t.Fatalf("first: %+v %v, want it stored", ack, err)
+	}
+	ack, err = d.republishInProcess(t.Context(), m, inProcess)
+	if err != nil || !ack.Duplicate {
+		t.Fatalf("again: %+v %v, want the stored one's duplicate", ack, err)
+	}
+	other := &jetstream.APIError{Code: 503, ErrorCode: 10077, Description: "no suitable peers"}
+	if _, err := d.republishInProcess(t.Context(), m, other); err != other {
+		t.Errorf("another error: %v, want it returned as it is", err)
+	}
 }
