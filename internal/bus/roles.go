@@ -390,9 +390,14 @@ func workerGrants(g *Grants, skills []string) {
 	sub(SubjectCancelAll)
 	// Discovery of the workers' micro service.
 	sub(serving(ServiceToolworker)...)
-	// External planners connect as workers: they answer the
-	// planner's requests under planners.> and need nothing else.
-	sub(SubjectExternalPlanners)
+	// External planners connect with the worker role's own seed: they
+	// answer the planner's requests under planners.> and need nothing
+	// else. A worker group's seed does not get them: a plan an external
+	// planner answers may call any skill, which would undo the group's
+	// confinement to its own.
+	if len(skills) == 0 {
+		sub(SubjectExternalPlanners)
+	}
 	sub(inbox(RoleWorker))
 	// A skill invoked directly may run as long as its timeout.
 	g.Respond, g.ResponseExpiry = true, time.Hour

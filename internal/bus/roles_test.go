@@ -597,6 +597,8 @@ func TestWorkerGroupPermissions(t *testing.T) {
 		deny("answer another skill's invocations", bus.InvokeSubject("shell"), respond(bus.InvokeSubject("shell"))),
 		deny("read other results", bus.SubjectResultsAll, subscribe(bus.SubjectResultsAll, bus.ResultSubject("p1"))),
 		deny("write health", "$KV.planbus-health.victim.echo", kvPut(bus.BucketHealth, "victim.echo")),
+		// A plan it answered as an external planner could call any skill.
+		deny("answer as an external planner", "planners.travel", respond("planners.travel")),
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, e, connectWith(t, cfg, seeds.GroupFile("echoers"), bus.RoleWorker))
