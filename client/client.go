@@ -26,6 +26,9 @@ var (
 	ErrNotFound = errors.New("client: not found")
 	// ErrInvalidOption is matched by the errors of options New refuses.
 	ErrInvalidOption = errors.New("client: invalid option")
+	// ErrPlanIDTaken: ExecutePlan was given a plan whose planId names
+	// another plan, submitted before (plans are kept for a day).
+	ErrPlanIDTaken = errors.New("client: plan id taken")
 )
 
 // RejectedError is the planner's answer to a request it refused: what was

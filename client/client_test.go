@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"slices"
 	"sync"
 	"testing"
@@ -231,6 +232,28 @@ func TestRejectionsAndNotFound(t *testing.T) {
 	defer cancelShort()
 	if _, err := c.Await(short, "never"); !errors.Is(err, client.ErrNoResult) {
 		t.Errorf("await of a request that never ends: %v, want ErrNoResult", err)
+	}
+}
+
+// A planId names one plan: the same plan again returns the first's result
+// without running it again; another plan under its id is refused and not
+// published (the old result came back as the new plan's).
+func TestExecutePlanRefusesAnotherPlanUnderItsID(t *testing.T) {
+	c := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	first := []byte(`{"planId": "dup", "tools": [{"toolId": "a", "skill": "echo", "input": {"text": "first"}}]}`)
+	res, err := c.ExecutePlan(ctx, first, nil)
+	if err != nil || !res.Success {
+		t.Fatalf("first: %+v %v", res, err)
+	}
+	again, err := c.ExecutePlan(ctx, first, nil)
+	if err != nil || again.PlanID != "dup" || string(again.Tools[0].Output) != `{"text":"first"}` {
+		t.Errorf("the same plan again: %+v %v, want the first's result", again, err)
+	}
+	second := []byte(`{"planId": "dup", "tools": [{"toolId": "a", "skill": "echo", "input": {"text": "second"}}, {"toolId": "b", "skill": "echo", "input": {}}]}`)
+	if res, err := c.ExecutePlan(ctx, second, nil); !errors.Is(err, client.ErrPlanIDTaken) || !strings.Contains(err.Error(), "plan id dup names another plan") {
+		t.Errorf("another plan under the id: %+v %v, want ErrPlanIDTaken", res, err)
 	}
 }
 

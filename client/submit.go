@@ -1,9 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -150,6 +153,11 @@ func (c *Client) RunPlan(ctx context.Context, plan []byte, onEvent func(planbus.
 // the client role does not have: with authorization on, use RunPlan. A
 // plan the dispatcher refuses ends in state rejected, which is not an
 // error.
+//
+// A planId names one plan. The same plan given again (the same document)
+// is not run again: ExecutePlan waits for, or returns, the result of the
+// first. Another plan under a planId already used is refused with an
+// error matching ErrPlanIDTaken, and nothing is published.
 func (c *Client) ExecutePlan(ctx context.Context, plan []byte, onEvent func(planbus.Event)) (*planbus.ExecutionResult, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(plan, &fields); err != nil || fields == nil {
@@ -172,14 +180,44 @@ func (c *Client) ExecutePlan(ctx context.Context, plan []byte, onEvent func(plan
 			return nil, fmt.Errorf("client: the plan is not valid JSON: %w", err)
 		}
 	}
+	if err := c.checkPlanID(ctx, planID, doc); err != nil {
+		return nil, err
+	}
 	w, err := c.follow(ctx, requestID, bus.StreamExecutions, bus.ExecutionSubject(planID), onEvent != nil)
 	if err != nil {
 		return nil, err
 	}
 	defer w.stop()
 	msg := &nats.Msg{Subject: bus.PlanSubject(planID), Data: doc, Header: telemetry.Inject(ctx, nil)}
-	if _, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID(planID)); err != nil {
+	ack, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID(planID))
+	if err != nil {
 		return nil, fmt.Errorf("client: publish plan %s: %w", planID, err)
 	}
+	if ack.Duplicate {
+		// Published a moment ago, after the look above.
+		if err := c.checkPlanID(ctx, planID, doc); err != nil {
+			return nil, err
+		}
+	}
 	return w.execution(ctx, false, onEvent, "")
+}
+
+// checkPlanID looks planID up among the plans submitted: an error
+// matching ErrPlanIDTaken if it names a plan other than doc.
+func (c *Client) checkPlanID(ctx context.Context, planID string, doc []byte) error {
+	s, err := c.js.Stream(ctx, bus.StreamPlans)
+	if err != nil {
+		return fmt.Errorf("client: look plan id %s up: %w", planID, err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, bus.Partitioned(bus.SubjectPlansAll).Of(planID))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("client: look plan id %s up: %w", planID, err)
+	case !bytes.Equal(m.Data, doc):
+		return fmt.Errorf("%w: plan id %s names another plan, submitted at %s: give this one a new planId, or leave planId out",
+			ErrPlanIDTaken, planID, m.Time.UTC().Format(time.RFC3339))
+	}
+	return nil
 }

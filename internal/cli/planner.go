@@ -391,6 +391,10 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	}
 	res, err := cl.ExecutePlan(rctx, doc, progress)
 	endProgress()
+	if errors.Is(err, client.ErrPlanIDTaken) {
+		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
+		return ExitUsage
+	}
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v%s\n", runErr(nctx, err), seen.goesOn(ctx, &c))
 		return ctxExit(ctx, ExitFailed)
