@@ -57,7 +57,9 @@ func (c *Client) Watch(ctx context.Context, requestID string, onEvent func(planb
 // passes onEvent the events of the plan (those of its request that name
 // it), past and to come, and returns its execution result. It is for
 // plans published on their own (ExecutePlan); a plan id of a request's
-// attempt works too.
+// attempt works too. A plan sent through the planner (SubmitPlan, RunPlan)
+// runs as <requestId>-1, not under the planId it carried (its requestId
+// defaults to that planId): watch the request with Watch, or that id.
 func (c *Client) WatchPlan(ctx context.Context, planID string, onEvent func(planbus.Event)) (*planbus.ExecutionResult, error) {
 	requestID := planID
 	if st, err := c.planStatus(ctx, planID); err != nil {

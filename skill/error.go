@@ -73,10 +73,22 @@ func Network(code, format string, args ...any) *Error {
 // (cancelled). An *Error is reported as it is, made valid where a result
 // could not carry it: an empty code becomes TOOL_FAILED, a category that
 // is not a planbus one internal (the message names the one given), output
-// that is not JSON a JSON string of its text.
+// that is not JSON a JSON string of its text. A *planbus.ErrorInfo (the
+// error object of a result) keeps its code and category too. ErrorInfo of
+// nil is nil.
 func ErrorInfo(err error) (*planbus.ErrorInfo, json.RawMessage) {
+	if err == nil {
+		return nil, nil
+	}
+	var pe *planbus.ErrorInfo
+	if errors.As(err, &pe) && pe != nil {
+		err = &Error{Code: pe.Code, Category: pe.Category, Message: pe.Message}
+	}
 	var se *Error
-	if errors.As(err, &se) {
+	if errors.As(err, &se) && se == nil {
+		return &planbus.ErrorInfo{Code: planbus.CodeToolFailed, Category: planbus.CategoryInternal, Message: "the handler returned a nil *skill.Error"}, nil
+	}
+	if se != nil {
 		info := &planbus.ErrorInfo{Code: se.Code, Category: se.Category, Message: se.Message}
 		if info.Code == "" {
 			info.Code = planbus.CodeToolFailed

@@ -3,11 +3,13 @@ package skill_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/skill"
 )
 
@@ -77,5 +79,22 @@ func TestDecodeInputMatchesNamesExactly(t *testing.T) {
 		if !errors.As(err, &se) || se.Category != "invalid_input" || !strings.Contains(se.Message, tt.want) || !strings.Contains(se.Message, "skill pay: input: ") {
 			t.Errorf("%s: %v (amount %d); want an invalid_input error saying %q", tt.input, err, p.Amount, tt.want)
 		}
+	}
+}
+
+// ErrorInfo takes what handlers return by mistake too: nil is no error, a
+// nil *Error a failure rather than a panic, and a *planbus.ErrorInfo (the
+// type of a result's error) keeps its code and category.
+func TestErrorInfoOfUnusualErrors(t *testing.T) {
+	if info, out := skill.ErrorInfo(nil); info != nil || out != nil {
+		t.Errorf("ErrorInfo(nil) = %+v, %s; want nil", info, out)
+	}
+	var typedNil *skill.Error
+	if info, _ := skill.ErrorInfo(typedNil); info == nil || info.Code != "TOOL_FAILED" || info.Category != "internal" {
+		t.Errorf("ErrorInfo of a nil *Error = %+v, want TOOL_FAILED (internal)", info)
+	}
+	pe := &planbus.ErrorInfo{Code: "NO_SUCH_USER", Category: "permanent", Message: "no user 7"}
+	if info, _ := skill.ErrorInfo(fmt.Errorf("lookup: %w", pe)); info == nil || info.Code != "NO_SUCH_USER" || info.Category != "permanent" || info.Message != "no user 7" {
+		t.Errorf("ErrorInfo of a wrapped *planbus.ErrorInfo = %+v, want its code and category", info)
 	}
 }

@@ -54,8 +54,7 @@ func TestWordcountRefusesBadInput(t *testing.T) {
 	h := handler(t)
 	for _, input := range []string{`{}`, `{"text": 5}`, `{"text": "a", "lang": "en"}`, `"text"`} {
 		_, err := h.Handle(context.Background(), &skill.Call{Skill: "wordcount", Attempt: 1, TimeoutMs: 1000, Input: json.RawMessage(input)})
-		info, _ := skill.ErrorInfo(err)
-		if err == nil || info.Code != planbus.CodeInvalidInput {
+		if info, _ := skill.ErrorInfo(err); info == nil || info.Code != planbus.CodeInvalidInput {
 			t.Errorf("input %s: got %v, want INVALID_INPUT", input, err)
 		}
 	}
