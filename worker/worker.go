@@ -210,9 +210,11 @@ func (w *Worker) ID() string { return w.cfg.ID }
 
 // Run serves until ctx ends, then drains: it stops pulling, lets running
 // calls finish for up to DrainTimeout and hands the rest back. It returns
-// nil after a drain, and an error if it could not start (the skills bucket
-// or the tools stream missing, permissions refused, the server not
-// answering); then nothing it started is left running. A panic in Run
+// nil after a drain, and an error if it could not start (permissions
+// refused, the server not answering); then nothing it started is left
+// running. A worker started before planbus waits, saying so in its log,
+// until a planner or dispatcher has made the skills bucket and the tools
+// stream, or ctx ends. A panic in Run
 // becomes an error. Run may be called once; a second call returns
 // ErrRunTwice.
 func (w *Worker) Run(ctx context.Context) (err error) {
@@ -273,9 +275,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 // advertise puts each skill's manifest in the skills bucket and creates or
 // updates its consumer.
 func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
-	kv, err := w.js.KeyValue(ctx, bus.BucketSkills)
+	kv, err := w.awaitPlanbus(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("worker: skills bucket %s: %w (is planbus running on this server?)", bus.BucketSkills, err)
+		return nil, err
 	}
 	consumers := make([]jetstream.Consumer, len(w.skills))
 	for i, s := range w.skills {
@@ -323,6 +325,50 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 	return consumers, nil
 }
 
+// awaitEvery is how often a worker started before planbus looks again for
+// the bucket and stream it needs.
+var awaitEvery = time.Second
+
+// awaitPlanbus waits until the skills bucket and the tools stream exist (a
+// planner or dispatcher creates them when it starts), saying so once in
+// the log, and returns the bucket. It gives up when ctx ends, or at once
+// when the server refuses this connection what it needs.
+func (w *Worker) awaitPlanbus(ctx context.Context) (jetstream.KeyValue, error) {
+	said := false
+	for {
+		var kv jetstream.KeyValue
+		err := w.refusable(ctx, "$JS.API.STREAM.INFO.KV_"+bus.BucketSkills, func(ctx context.Context) (err error) {
+			kv, err = w.js.KeyValue(ctx, bus.BucketSkills)
+			return err
+		})
+		missing := "bucket " + bus.BucketSkills
+		if err == nil {
+			err = w.refusable(ctx, "$JS.API.STREAM.INFO."+bus.StreamTools, func(ctx context.Context) error {
+				_, err := w.js.Stream(ctx, bus.StreamTools)
+				return err
+			})
+			missing = "stream " + bus.StreamTools
+		}
+		switch {
+		case err == nil:
+			if said {
+				w.log.Info().Msg("planbus's streams are there; serving")
+			}
+			return kv, nil
+		case !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound):
+			return nil, fmt.Errorf("worker: %s: %w", missing, err)
+		case !said:
+			w.log.Warn().Msgf("waiting for planbus: %s is not there yet; a planner or dispatcher creates it when it starts", missing)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("worker: %s: not there (is planbus running on this server?): %w", missing, ctx.Err())
+		case <-time.After(awaitEvery):
+		}
+	}
+}
+
 // consumerAckWait is the AckWait to declare skill's consumer with: the
 // one it has when it exists and Config.AckWait was not given, so that
 // workers of a skill agree; else Config.AckWait, logged when it changes
@@ -366,7 +412,7 @@ const refusedEvery = 50 * time.Millisecond
 func (w *Worker) refusable(ctx context.Context, subject string, op func(context.Context) error) error {
 	refused := func() error {
 		if le := w.nc.LastError(); le != nil && errors.Is(le, nats.ErrPermissionViolation) && strings.Contains(le.Error(), `"`+subject+`"`) {
-			return fmt.Errorf("the server refused it: %w; a worker group's seed serves only its group's skills (planner auth init --worker)", le)
+			return fmt.Errorf("the server refused it: %w; a worker needs the worker role's seed (worker.nk), or a worker group's that covers the skill (planner auth init --worker), and worker.RoleInbox()", le)
 		}
 		return nil
 	}

@@ -894,19 +894,55 @@ func TestSkillsAreAdvertised(t *testing.T) {
 	}
 }
 
-func TestRunFailsWithoutTheSkillsBucket(t *testing.T) {
-	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	if err := e.conn.JS.DeleteKeyValue(ctx, bus.BucketSkills); err != nil {
-		t.Fatal(err)
-	}
-	w, err := worker.New(e.conn.NC, worker.Config{Skills: []skill.Skill{skills.Echo()}})
+// A worker started before planbus (its own process, first up in a compose
+// file) waits for the streams, saying so, and serves once a planner or
+// dispatcher has made them; one whose context ends first says what was
+// missing.
+func TestRunWaitsForPlanbus(t *testing.T) {
+	cfg := bustest.StartBare(t)
+	e := &env{t: t, cfg: cfg, conn: bustest.Dial(t, cfg)}
+	var logs syncBuffer
+	nc := bustest.Dial(t, cfg).NC
+	w, err := worker.New(nc, worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(zerolog.New(&logs)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Run(ctx); err == nil || !strings.Contains(err.Error(), "skills bucket") {
-		t.Errorf("Run: %v, want an error about the skills bucket", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	e.eventually("the worker saying it waits", func(context.Context) (bool, string) {
+		return strings.Contains(logs.String(), "waiting for planbus: bucket planbus-skills is not there yet"), logs.String()
+	})
+	dctx, dcancel := context.WithTimeout(context.Background(), wait)
+	defer dcancel()
+	if err := e.conn.Declare(dctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		t.Fatalf("Run returned %v before it served", err)
+	case <-time.After(wait):
+		t.Fatal("the worker did not serve after the streams were made")
+	}
+	e.publish(newCall("p1", "t", "echo", `{"x":1}`))
+	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+		t.Errorf("result %s %+v, want succeeded", res.State, res.Error)
+	}
+
+	bare := bustest.StartBare(t)
+	w2, err := worker.New(bustest.Dial(t, bare).NC, worker.Config{Skills: []skill.Skill{skills.Echo()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	if err := w2.Run(ctx2); err == nil || !strings.Contains(err.Error(), "bucket planbus-skills: not there") {
+		t.Errorf("Run with no planbus until its context ended: %v, want an error naming the bucket", err)
 	}
 }
 
