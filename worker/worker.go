@@ -283,6 +283,7 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 	for i, s := range w.skills {
 		m := s.skill.Manifest
 		b, _ := json.Marshal(m)
+		w.compareManifest(ctx, kv, m.Name, b)
 		err := w.refusable(ctx, "$KV."+bus.BucketSkills+"."+m.Name, func(ctx context.Context) error {
 			_, err := kv.Put(ctx, m.Name, b)
 			return err
@@ -323,6 +324,27 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 		consumers[i] = cons
 	}
 	return consumers, nil
+}
+
+// compareManifest warns when the skill is advertised with another
+// manifest than mine (its JSON): another program serving a skill of the
+// same name, or another version of this one. Its workers share the
+// skill's calls, and the last manifest put is the one planners see.
+func (w *Worker) compareManifest(ctx context.Context, kv jetstream.KeyValue, name string, mine []byte) {
+	var entry jetstream.KeyValueEntry
+	err := w.refusable(ctx, "$JS.API.DIRECT.GET.KV_"+bus.BucketSkills+".$KV."+bus.BucketSkills+"."+name, func(ctx context.Context) (err error) {
+		entry, err = kv.Get(ctx, name)
+		return err
+	})
+	if err != nil || bytes.Equal(entry.Value(), mine) {
+		return // not advertised yet, or not readable with this seed
+	}
+	var theirs skill.Manifest
+	_ = json.Unmarshal(entry.Value(), &theirs)
+	var m skill.Manifest
+	_ = json.Unmarshal(mine, &m)
+	w.log.Warn().Str("skill", name).Str("advertised_version", theirs.Version).Str("version", m.Version).
+		Msg("the skill is advertised with another manifest than this worker's: every worker serving a skill of this name shares its calls, and the manifest put last (this one) is what planners see; give another program's skill another name")
 }
 
 // awaitEvery is how often a worker started before planbus looks again for

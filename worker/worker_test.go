@@ -894,6 +894,28 @@ func TestSkillsAreAdvertised(t *testing.T) {
 	}
 }
 
+// A worker whose skill is advertised with another manifest (another
+// program's skill of the same name, or another version) says so: its calls
+// would be shared with the other's workers. The same manifest again (a
+// restart) says nothing.
+func TestAnotherManifestForTheSameSkillIsNamed(t *testing.T) {
+	e := newEnv(t)
+	var first, same, other syncBuffer
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(zerolog.New(&first)))
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(zerolog.New(&same)))
+	mine := skillOf("echo", func(context.Context, *skill.Call) (skill.Result, error) { return skill.Result{}, nil })
+	mine.Manifest.Version = "mine"
+	e.startWorker(worker.Config{Skills: []skill.Skill{mine}}, worker.WithLogger(zerolog.New(&other)))
+	for name, l := range map[string]*syncBuffer{"the first": &first, "the same manifest again": &same} {
+		if strings.Contains(l.String(), "another manifest") {
+			t.Errorf("%s warned of another manifest:\n%s", name, l.String())
+		}
+	}
+	if !strings.Contains(other.String(), "advertised with another manifest") || !strings.Contains(other.String(), `"version":"mine"`) {
+		t.Errorf("the worker with another manifest for echo did not say so:\n%s", other.String())
+	}
+}
+
 // A worker started before planbus (its own process, first up in a compose
 // file) waits for the streams, saying so, and serves once a planner or
 // dispatcher has made them; one whose context ends first says what was

@@ -383,6 +383,9 @@ func workerGrants(g *Grants, skills []string) {
 	// it was not given.
 	pub(SubjectResultsAll, eventsOf("tool"))
 	pub(jsAPI("STREAM", "INFO", kvStream(BucketSkills)))
+	// Read the manifests advertised, to warn when a skill's differs from
+	// its own (the planbus.skills endpoint shows them to clients anyway).
+	pub(reading(kvStream(BucketSkills))...)
 	// Declare lets a worker wait for the streams it needs when it
 	// starts before a planner or dispatcher has declared them.
 	pub(jsAPI("STREAM", "INFO", StreamTools), jsAPI("STREAM", "INFO", StreamResults))

@@ -583,6 +583,7 @@ func TestWorkerGroupPermissions(t *testing.T) {
 		allow("pull, ack its skill's calls", consume(bus.StreamTools, bus.SkillConsumer("echo"), bus.ToolSubject("echo"), bus.ToolSubject("echo"))),
 		allow("pull its other skill's calls", consume(bus.StreamTools, bus.SkillConsumer("sleep"), bus.ToolSubject("sleep"), bus.ToolSubject("sleep"))),
 		allow("register its manifest", kvPut(bus.BucketSkills, "echo")),
+		allow("read the manifests advertised", kvGet(bus.BucketSkills, "shell")),
 		allow("answer its invocations", respond(bus.InvokeSubject("sleep"))),
 		allow("publish a result", jsPublish(bus.ResultSubject("p1"))),
 		allow("publish a tool event", publish(bus.EventSubject("r1", "tool.started"))),
