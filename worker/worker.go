@@ -927,6 +927,12 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; the call may run again (its result is de-duplicated)")
 	}
+	if res.Error != nil {
+		// Failures are what an operator looks for in a worker's log.
+		log.Info().Str("state", res.State).Str("code", res.Error.Code).Str("category", res.Error.Category).
+			Str("error", res.Error.Message).Msg("call failed")
+		return
+	}
 	log.Debug().Str("state", res.State).Msg("call finished")
 }
 
