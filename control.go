@@ -147,3 +147,54 @@ type ApproveReply struct {
 	Status    string `json:"status"` // approved or rejected
 	Message   string `json:"message"`
 }
+
+// Skill health states (SkillHealth.State), kept per session: a
+// permanentFailure skill is disabled for planning in its session until
+// the session is reset (planbus.session.reset) or a new one is used.
+const (
+	HealthHealthy          = "healthy"
+	HealthDegraded         = "degraded"
+	HealthTemporaryFailure = "temporaryFailure"
+	HealthPermanentFailure = "permanentFailure"
+)
+
+// SkillHealth is a skill's health in a session.
+type SkillHealth struct {
+	Skill string `json:"skill"`
+	// State is one of the Health constants.
+	State string `json:"state"`
+	// Failures counts consecutive failures in the current state.
+	Failures int `json:"failures"`
+	// LastError is the error of the last failure.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// SkillStatus is an advertised skill with its health in a session.
+type SkillStatus struct {
+	Manifest SkillManifest `json:"manifest"`
+	Health   SkillHealth   `json:"health"`
+}
+
+// SkillsReply is the answer of planbus.skills (body {"sessionId": "..."},
+// or nothing for the default session): every skill workers advertise,
+// by name, with its health in the session.
+type SkillsReply struct {
+	SessionID string        `json:"sessionId"`
+	Skills    []SkillStatus `json:"skills"`
+}
+
+// SessionResetRequest is the body of a request to planbus.session.reset.
+type SessionResetRequest struct {
+	SessionID string `json:"sessionId"`
+	// State clears the session's state document too.
+	State bool `json:"state,omitempty"`
+}
+
+// SessionReset is the answer of planbus.session.reset: the skills that
+// were not healthy in the session and are again, and whether the session's
+// state was cleared.
+type SessionReset struct {
+	SessionID    string   `json:"sessionId"`
+	Healed       []string `json:"healed"`
+	StateCleared bool     `json:"stateCleared"`
+}

@@ -36,6 +36,8 @@ Commands:
   approve ID TOOL  approve (or --reject) a tool waiting for approval
   ls           list recent requests
   status ID    show a plan's or a request's state, or a session's agent, in a running system
+  skills       list the skills workers advertise and their health in a session
+  reset SESSION  make a session's skills healthy again (--state: clear its state too)
   agent ...    start, stop or show a session's GOAP agent (planner agent -h)
   guide MSG    play one turn of a guided session; print the plan's context
   ui           serve the web view of a running system
@@ -46,8 +48,8 @@ Commands:
 
 Without --nats-url, run and serve start an embedded NATS JetStream server
 with the planner service, a dispatcher and tool workers in-process; submit,
-watch, cancel, approve, ls, status, guide and ui work on a running system and
-need --nats-url. serve also serves the web view on ` + DefaultHTTP + ` (--http).
+watch, cancel, approve, ls, status, skills, reset, guide and ui work on a
+running system and need --nats-url. serve also serves the web view on ` + DefaultHTTP + ` (--http).
 'planner <command> -h' shows the flags of a command.`
 
 // Planner is the planner command.
@@ -77,6 +79,10 @@ func Planner(ctx context.Context, args []string, io IO) int {
 		return plannerApprove(ctx, args[1:], io)
 	case "ls":
 		return plannerLs(ctx, args[1:], io)
+	case "skills":
+		return plannerSkills(ctx, args[1:], io)
+	case "reset":
+		return plannerReset(ctx, args[1:], io)
 	case "guide":
 		return plannerGuide(ctx, args[1:], io)
 	case "ui":

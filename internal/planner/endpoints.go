@@ -280,13 +280,13 @@ func (s *Service) handleReset(req micro.Request) {
 		err = s.states.Delete(ctx, q.SessionID)
 	}
 	if err != nil {
-		_ = req.Error("500", err.Error(), nil)
+		rejectCode(req, planbus.CodeUnavailable, "", "could not reset the session: "+err.Error())
 		return
 	}
 	if healed == nil {
 		healed = []string{}
 	}
-	_ = req.RespondJSON(map[string]any{"sessionId": q.SessionID, "healed": healed, "stateCleared": q.State})
+	_ = req.RespondJSON(planbus.SessionReset{SessionID: q.SessionID, Healed: healed, StateCleared: q.State})
 }
 
 // handleSkills lists advertised skills with their health in a session.
@@ -317,12 +317,14 @@ func (s *Service) handleSkills(req micro.Request) {
 	defer cancel()
 	ms, err := s.skillManifests(ctx)
 	if err != nil {
-		_ = req.Error("500", err.Error(), nil)
+		rejectCode(req, planbus.CodeUnavailable, "", "could not read the skills: "+err.Error())
 		return
 	}
-	var out []map[string]any
+	out := planbus.SkillsReply{SessionID: q.SessionID, Skills: []planbus.SkillStatus{}}
 	for _, name := range sortedKeys(ms) {
-		out = append(out, map[string]any{"manifest": ms[name], "health": s.health.Get(q.SessionID, name)})
+		h := s.health.Get(q.SessionID, name)
+		out.Skills = append(out.Skills, planbus.SkillStatus{Manifest: ms[name],
+			Health: planbus.SkillHealth{Skill: h.Skill, State: h.State, Failures: h.Failures, LastError: h.LastError}})
 	}
-	_ = req.RespondJSON(map[string]any{"sessionId": q.SessionID, "skills": out})
+	_ = req.RespondJSON(out)
 }
