@@ -71,6 +71,12 @@ with one user per role and the role's permissions, for servers configured
 by file: include it from their configuration. Seeds that exist are kept,
 so running it again only writes the configuration again, with the same
 keys. A component connects as its role with --nkey DIR/<role>.nk.
+
+--routes-conf (default DIR/routes.conf) is the cluster's routes between
+the nodes --routes names (compose.yaml's three by default), authenticated
+with a password kept in DIR/route.secret: include it inside the cluster
+block, so that only the nodes join the cluster (a route that joins is
+trusted with everything).
 'planner serve --auth' does the same in <data-dir>/auth by itself.
 
 worker.nk may serve every skill. --worker NAME=SKILL,SKILL... (repeatable)
@@ -93,10 +99,12 @@ func plannerAuth(_ context.Context, args []string, io IO) int {
 		fmt.Fprintln(io.Stderr, authUsage)
 		return ExitUsage
 	}
-	var natsConf string
+	var natsConf, routesConf, routes string
 	var groups workerGroups
 	f := newFlags("planner auth init", io.Stderr, io.Env, authUsage)
 	f.String(&natsConf, "nats-conf", "", "", "where to write the nats-server configuration block (default DIR/auth.conf)")
+	f.String(&routesConf, "routes-conf", "", "", "where to write the cluster's authenticated routes, to include in nats-server's cluster block (default DIR/routes.conf)")
+	f.String(&routes, "routes", "", "nats1:6222,nats2:6222,nats3:6222", "the cluster's nodes, host:port of their cluster ports, comma-separated (the default is compose.yaml's); empty: no routes.conf")
 	f.Var(&groups, "worker", "add a worker group NAME=SKILL,SKILL...: a seed worker-NAME.nk that serves those skills only (repeatable)")
 	if err := f.parse(args[1:]); err != nil {
 		return usageErr(io.Stderr, err)
@@ -108,6 +116,9 @@ func plannerAuth(_ context.Context, args []string, io IO) int {
 	dir := f.Arg(0)
 	if natsConf == "" {
 		natsConf = filepath.Join(dir, "auth.conf")
+	}
+	if routesConf == "" {
+		routesConf = filepath.Join(dir, "routes.conf")
 	}
 	existed := map[bus.Role]bool{}
 	for _, r := range bus.Roles() {
@@ -153,6 +164,24 @@ func plannerAuth(_ context.Context, args []string, io IO) int {
 		return ExitFailed
 	}
 	fmt.Fprintf(io.Stdout, "%s  written: users and permissions of every role, to include in nats-server's configuration\n", natsConf)
+	if hosts := splitList(routes); len(hosts) > 0 {
+		secret, err := bus.EnsureRouteSecret(dir)
+		if err == nil {
+			var conf []byte
+			if conf, err = bus.NATSRoutesConfig(secret, hosts); err != nil {
+				fmt.Fprintf(io.Stderr, "planner auth init: --routes: %v\n", err)
+				return ExitUsage
+			}
+			// Readable by the NATS nodes' user in their containers; DIR
+			// (0700) keeps it from the host's other users.
+			err = bus.WriteFileAtomic(routesConf, conf, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(io.Stderr, "planner auth init: %v\n", err)
+			return ExitFailed
+		}
+		fmt.Fprintf(io.Stdout, "%s  written: the cluster's routes to %s with their password, to include in nats-server's cluster block\n", routesConf, strings.Join(hosts, ", "))
+	}
 	return ExitOK
 }
 
