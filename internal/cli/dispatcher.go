@@ -65,6 +65,7 @@ func Dispatcher(ctx context.Context, args []string, io IO) int {
 	}
 	defer ms.Stop()
 	return serveComponent(ctx, &c, log, io.Stderr, "dispatcher", bus.RoleDispatcher, func(conn *bus.Conn) (runner, error) {
+		cfg.Metrics.SetConn(conn.NC)
 		d, err := dispatcher.New(conn, cfg, log)
 		if err != nil {
 			return nil, err

@@ -20,6 +20,23 @@ import (
 // --metrics.
 const metricsPath = "/metrics"
 
+// healthPath is where a --metrics listener answers health probes.
+const healthPath = "/healthz"
+
+// healthHandler answers 200 "ok" while the process is connected to NATS,
+// else 503 saying why (starting, or between a lost server and the next):
+// an orchestrator's liveness or readiness probe.
+func healthHandler(reg *metrics.Registry) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if err := reg.Healthy(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+}
+
 // metricsFlags is --metrics: a listener of its own for /metrics, for the
 // processes without a web view (dispatcher, toolworker, planner serve
 // --nats-url) and any that wants metrics apart from its view.
@@ -62,6 +79,7 @@ func (m *metricsFlags) start(reg *metrics.Registry, log zerolog.Logger) (*metric
 	host, _, _ := net.SplitHostPort(m.addr)
 	mux := http.NewServeMux()
 	mux.Handle(metricsPath, metricsGuard(reg.Handler(), "", !loopback(host)))
+	mux.Handle(healthPath, metricsGuard(healthHandler(reg), "", !loopback(host)))
 	out := &metricsServer{URL: "http://" + ln.Addr().String() + metricsPath,
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 			ErrorLog: stdlog.New(zerologWriter{log}, "", 0)}}

@@ -314,6 +314,23 @@ func TestComponentMetricsFlag(t *testing.T) {
 	if _, ok := sample(wFams, "planbus_plans_started_total"); ok {
 		t.Errorf("the toolworker's metrics show plans")
 	}
+	// Both are connected, and their /healthz says so.
+	for name, fams := range map[string]map[string]*dto.MetricFamily{"dispatcher": dFams, "toolworker": wFams} {
+		if v, ok := sample(fams, "planbus_nats_connected"); !ok || v != 1 {
+			t.Errorf("%s: planbus_nats_connected %v (present %v), want 1", name, v, ok)
+		}
+	}
+	for name, u := range map[string]string{"dispatcher": dURL, "toolworker": wURL} {
+		res, err := http.Get(strings.TrimSuffix(u, "/metrics") + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || string(body) != "ok\n" {
+			t.Errorf("%s /healthz: %d %q, want 200 ok", name, res.StatusCode, body)
+		}
+	}
 
 	if o := (invocation{}).run(t, Dispatcher, "--nats-url", n.Bus.URL, "--metrics", "nowhere"); o.code != ExitUsage || !strings.Contains(o.stderr, "want host:port") {
 		t.Errorf("--metrics nowhere: exit %d, stderr %q; want %d and host:port", o.code, o.stderr, ExitUsage)

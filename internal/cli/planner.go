@@ -653,6 +653,9 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	if memChosen {
 		go followLiveMemory(ctx, memLimit, n.GenerationMemory, memoryFollowEvery)
 	}
+	if len(n.Planners) > 0 {
+		cfg.Metrics.SetConn(n.Planners[0].Conn.NC)
+	}
 	watch := "nats --server " + n.Bus.URL
 	if n.Seeds != nil {
 		watch += " --nkey " + n.Seeds.File(bus.RoleClient)

@@ -110,6 +110,7 @@ func servePlanner(ctx context.Context, c *common, nf *nodeFlags, log zerolog.Log
 	}
 	defer ms.Stop()
 	return serveComponent(ctx, c, log, io.Stderr, "planner", bus.RolePlanner, func(conn *bus.Conn) (runner, error) {
+		pc.Metrics.SetConn(conn.NC)
 		if conn.NC.AuthRequired() {
 			// Only planners.> is open to the planner role's requests.
 			pc.ExternalPrefix = strings.TrimSuffix(bus.SubjectExternalPlanners, ">")

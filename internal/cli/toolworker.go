@@ -163,6 +163,7 @@ func Toolworker(ctx context.Context, args []string, io IO) int {
 	}
 	defer ms.Stop()
 	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", bus.RoleWorker, func(conn *bus.Conn) (runner, error) {
+		reg.SetConn(conn.NC)
 		w, err := worker.New(conn.NC, cfg, worker.WithLogger(log), worker.WithMiddleware(reg.Worker().Middleware()))
 		if err != nil {
 			return nil, err

@@ -1,10 +1,15 @@
 package metrics
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -41,6 +46,10 @@ type Registry struct {
 	planner    *Planner
 	worker     *Worker
 	skills     *skillCollector
+
+	// conn is the process's NATS connection once it has one (SetConn):
+	// planbus_nats_connected and Healthy read it.
+	conn atomic.Pointer[nats.Conn]
 }
 
 // New makes a process's registry, with the Go runtime and process
@@ -53,7 +62,39 @@ func New() *Registry {
 		"Compare-and-set writes lost to another writer (the batch or step is applied again to the fresher state), by component.", "component")
 	r.dropped = r.counterVec("messages_dropped_total",
 		"Messages given up at their delivery limit, and invalid ones terminated, by component.", "component")
+	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: r.fqName("nats_connected"),
+		Help: "1 while the process is connected to a NATS server, else 0 (not yet, or between a lost server and the next)."},
+		func() float64 {
+			if r.Healthy() == nil {
+				return 1
+			}
+			return 0
+		}))
 	return r
+}
+
+// SetConn gives the registry the process's NATS connection, once it has
+// one: planbus_nats_connected and Healthy follow its state.
+func (r *Registry) SetConn(nc *nats.Conn) {
+	if r != nil {
+		r.conn.Store(nc)
+	}
+}
+
+// Healthy is nil while the process is connected to NATS, else says why
+// not: what /healthz answers.
+func (r *Registry) Healthy() error {
+	if r == nil {
+		return errors.New("no metrics registry")
+	}
+	nc := r.conn.Load()
+	if nc == nil {
+		return errors.New("starting: not connected to NATS yet")
+	}
+	if st := nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("not connected to NATS (%s)", st)
+	}
+	return nil
 }
 
 // Handler serves the registry in the Prometheus exposition format (with

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	dto "github.com/prometheus/client_model/go"
 
@@ -271,5 +272,26 @@ func TestSkillCollector(t *testing.T) {
 	remove()
 	if _, ok := gather(t, r)["planbus_skill_workers"]; ok {
 		t.Errorf("skill metrics after the source was removed")
+	}
+}
+
+// Healthy and planbus_nats_connected follow the process's connection: not
+// yet before SetConn, then its state.
+func TestHealthFollowsTheConnection(t *testing.T) {
+	r := metrics.New()
+	if err := r.Healthy(); err == nil || !strings.Contains(err.Error(), "starting") {
+		t.Errorf("before a connection: %v, want starting", err)
+	}
+	nc, err := nats.Connect(bustest.StartBare(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetConn(nc)
+	if err := r.Healthy(); err != nil {
+		t.Errorf("connected: %v, want nil", err)
+	}
+	nc.Close()
+	if err := r.Healthy(); err == nil || !strings.Contains(err.Error(), "not connected") {
+		t.Errorf("closed: %v, want not connected", err)
 	}
 }
