@@ -472,3 +472,46 @@ func TestDeclareKeepsTheSystemsSettingsLeftOut(t *testing.T) {
 		t.Errorf("a new system runs with %+v, want the defaults", c)
 	}
 }
+
+// The log of a lost connection names the server that was lost.
+func TestDisconnectNamesTheServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
+	srv, err := bus.StartServer(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.URL = srv.ClientURL()
+	logs := make(chan string, 16)
+	c, err := bus.Dial(ctx, cfg, zerolog.New(chanWriter(logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv.Shutdown()
+	for {
+		select {
+		case line := <-logs:
+			if strings.Contains(line, "disconnected from NATS") {
+				if !strings.Contains(line, `"server":"`+cfg.URL+`"`) {
+					t.Errorf("the disconnect does not name %s: %s", cfg.URL, line)
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no disconnect logged")
+		}
+	}
+}
+
+// chanWriter sends each log line to a channel.
+type chanWriter chan string
+
+func (w chanWriter) Write(p []byte) (int, error) {
+	select {
+	case w <- string(p):
+	default:
+	}
+	return len(p), nil
+}

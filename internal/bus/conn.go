@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -46,18 +47,25 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// lastURL is the server connected to last: the connection no longer
+	// names it once it is lost.
+	var lastURL atomic.Value
+	lastURL.Store("")
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
 		nats.CustomInboxPrefix(cfg.Role.InboxPrefix()),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.PingInterval(5 * time.Second), // a server cut off without a TCP reset is left in ~10 s, not ~4 min
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			if err != nil {
-				log.Warn().Err(err).Msg("disconnected from NATS")
+				// The server left is the one connected last: the
+				// connection no longer names it once it is down.
+				log.Warn().Err(err).Str("server", lastURL.Load().(string)).Msg("disconnected from NATS")
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
+			lastURL.Store(nc.ConnectedUrlRedacted())
 			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("reconnected to NATS")
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
@@ -92,6 +100,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 		nc, err = nats.Connect(cfg.URL, opts...)
 		switch {
 		case err == nil:
+			lastURL.Store(nc.ConnectedUrlRedacted())
 		case refused(err):
 			// Waiting will not help: say so at once.
 			return backoff.Permanent(err)
