@@ -19,33 +19,33 @@ import (
 // Status is what the system holds about a request or a plan now.
 type Status struct {
 	// Request is the request's loop; nil for a plan published on its own.
-	Request *RequestStatus
+	Request *RequestStatus `json:"request,omitempty"`
 	// Plan is the request's latest plan, or the plan asked about; nil
 	// while none has started.
-	Plan *PlanStatus
+	Plan *PlanStatus `json:"plan,omitempty"`
 }
 
 // RequestStatus is a request's replan loop.
 type RequestStatus struct {
-	RequestID string
-	SessionID string
-	Kind      string
+	RequestID string `json:"requestId"`
+	SessionID string `json:"sessionId"`
+	Kind      string `json:"kind"`
 	// Status is planbus.RequestQueued, RequestGenerating,
 	// RequestExecuting or RequestCancelling while the request runs, then
 	// its outcome's status.
-	Status string
+	Status string `json:"status"`
 	// Attempt is the plan generation the loop is at.
-	Attempt int
+	Attempt int `json:"attempt"`
 	// PlanID is the plan of the latest attempt, if one was generated.
-	PlanID         string
-	DisabledSkills []string
-	History        []planbus.Attempt
+	PlanID         string            `json:"planId"`
+	DisabledSkills []string          `json:"disabledSkills,omitempty"`
+	History        []planbus.Attempt `json:"history,omitempty"`
 	// Outcome is set once the request has ended.
-	Outcome *planbus.Outcome
+	Outcome *planbus.Outcome `json:"outcome,omitempty"`
 	// BarePlan: the request carries a plan submitted on its own
 	// (SubmitPlan, `planner submit` of a Plan JSON).
-	BarePlan  bool
-	UpdatedAt time.Time
+	BarePlan  bool      `json:"barePlan,omitempty"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // Ended reports whether the request has ended.
@@ -53,36 +53,36 @@ func (r *RequestStatus) Ended() bool { return r.Outcome != nil }
 
 // PlanStatus is a plan's execution state.
 type PlanStatus struct {
-	PlanID    string
-	RequestID string
+	PlanID    string `json:"planId"`
+	RequestID string `json:"requestId"`
 	// State is planbus.PlanRunning or how the plan ended.
-	State      string
-	StartedAt  time.Time
-	FinishedAt time.Time // zero while it runs
-	Error      *planbus.ErrorInfo
-	Tools      []ToolStatus
+	State      string             `json:"state"`
+	StartedAt  time.Time          `json:"startedAt"`
+	FinishedAt time.Time          `json:"finishedAt"` // zero while it runs
+	Error      *planbus.ErrorInfo `json:"error,omitempty"`
+	Tools      []ToolStatus       `json:"tools,omitempty"`
 }
 
 // ToolStatus is one tool of a plan, in plan order.
 type ToolStatus struct {
-	ToolID string
+	ToolID string `json:"toolId"`
 	// Skill is the skill of the tool's latest attempt (its fallback's,
 	// once the fallback runs).
-	Skill   string
-	State   string // planbus.ToolPending, ToolRunning, ...
-	Attempt int
+	Skill   string `json:"skill"`
+	State   string `json:"state"` // planbus.ToolPending, ToolRunning, ...
+	Attempt int    `json:"attempt"`
 	// At is when the running attempt was released, when a retry is due,
 	// or when the tool ended.
-	At     time.Time
-	Reason string
-	Error  *planbus.ErrorInfo
+	At     time.Time          `json:"at"`
+	Reason string             `json:"reason,omitempty"`
+	Error  *planbus.ErrorInfo `json:"error,omitempty"`
 	// Prompt is the tool's approval step's prompt, if it has one; while
 	// State is planbus.ToolWaitingApproval the tool waits for Approve or
 	// Reject.
-	Prompt string
+	Prompt string `json:"prompt,omitempty"`
 	// Reused: the tool took an earlier attempt's result instead of
 	// running.
-	Reused bool
+	Reused bool `json:"reused,omitempty"`
 }
 
 // storedLoop is what the client reads of a request's loop state (KV

@@ -23,8 +23,12 @@
 // make them idempotent.
 //
 // The handler's context ends at the call's deadline, when the plan ends or
-// is cancelled, and when the worker shuts down; handlers must return soon
-// after. It carries a logger for the call (zerolog.Ctx).
+// is cancelled, and when the worker shuts down (once its drain time is up);
+// handlers must return soon after. context.Cause tells which: the
+// deadline's context.DeadlineExceeded, worker.ErrPlanEnded or
+// worker.ErrShuttingDown. A worker's Run does not wait for a handler that
+// ignores its context past the drain time. The context carries a logger for
+// the call (zerolog.Ctx).
 //
 // # Errors
 //

@@ -32,12 +32,15 @@ var (
 	// ErrRunTwice is returned by a second call of Run: a worker serves
 	// once; make another with New.
 	ErrRunTwice = errors.New("worker: Run called twice")
-	// errShutdown cancels calls still running when the drain time is up;
-	// they are handed back to JetStream for another worker.
-	errShutdown = errors.New("worker: shutting down")
-	// errPlanEnded cancels calls of a plan that has finished; their results
-	// would be ignored.
-	errPlanEnded = errors.New("worker: plan ended")
+	// ErrShuttingDown is the cause (context.Cause) of a handler's context
+	// when the worker's drain time is up: the call is handed back to
+	// JetStream for another worker, and what the handler returns is not
+	// reported.
+	ErrShuttingDown = errors.New("worker: shutting down")
+	// ErrPlanEnded is the cause of a handler's context when the call's
+	// plan has ended (cancelled, timed out, failed): a result would be
+	// ignored, and none is reported.
+	ErrPlanEnded = errors.New("worker: plan ended")
 )
 
 // fetchWait is how long one pull request waits for calls.
@@ -639,7 +642,7 @@ func (w *Worker) drain() {
 	n := w.running
 	w.mu.Unlock()
 	w.log.Warn().Int("calls", n).Dur("drain_timeout", w.cfg.DrainTimeout).Msg("drain time is up; handing running calls back")
-	w.callCancel(errShutdown)
+	w.callCancel(ErrShuttingDown)
 	<-done
 }
 
@@ -676,7 +679,7 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	defer w.mu.Unlock()
 	for cl := range w.inflight[planID] {
 		if cl.digest == digest {
-			cl.cancel(errPlanEnded)
+			cl.cancel(ErrPlanEnded)
 		}
 	}
 	w.ended.add(planID, digest, now)
@@ -762,12 +765,12 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 
 	if herr != nil {
 		switch context.Cause(ctx) {
-		case errShutdown:
+		case ErrShuttingDown:
 			span.SetAttributes(telemetry.AttrState.String("handed back"))
 			clog.Info().Msg("handing an unfinished call back")
 			_ = msg.Nak()
 			return
-		case errPlanEnded:
+		case ErrPlanEnded:
 			clog.Debug().Msg("plan ended; dropping its call")
 			_ = msg.Ack()
 			return

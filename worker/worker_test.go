@@ -353,8 +353,8 @@ func TestDrainTimeoutHandsCallsBack(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	end := receive(t, stuck.ended, "the leaving worker's call ending")
-	if end.cause == nil {
-		t.Errorf("the call on the leaving worker ended without being cancelled")
+	if !errors.Is(end.cause, worker.ErrShuttingDown) {
+		t.Errorf("the call on the leaving worker ended with cause %v, want worker.ErrShuttingDown", end.cause)
 	}
 
 	res, _ := e.result("p1")
@@ -382,8 +382,8 @@ func TestCancelStopsOnlyThatPlansCalls(t *testing.T) {
 
 	e.cancel("doomed")
 	end := receive(t, g.ended, "the cancelled call ending")
-	if end.call.PlanID != "doomed" || end.cause == nil {
-		t.Fatalf("plan %s's call ended (cause %v), want the cancelled plan's call to end first", end.call.PlanID, end.cause)
+	if end.call.PlanID != "doomed" || !errors.Is(end.cause, worker.ErrPlanEnded) {
+		t.Fatalf("plan %s's call ended (cause %v), want the cancelled plan's call to end first, with worker.ErrPlanEnded", end.call.PlanID, end.cause)
 	}
 	// A call of the cancelled plan that arrives later is not run.
 	e.publish(newCall("doomed", "late", "block", `{}`))
