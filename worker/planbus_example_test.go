@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/embedded"
 )
 
 // startPlanbus stands in for `planner serve` in the examples: an embedded
@@ -22,7 +23,7 @@ func startPlanbus() (url string, stop func()) {
 		panic(err)
 	}
 	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: dir}
-	srv, err := bus.StartServer(ctx, cfg, zerolog.Nop())
+	srv, err := embedded.Start(ctx, cfg, zerolog.Nop())
 	if err != nil {
 		panic(err)
 	}

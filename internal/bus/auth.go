@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 )
 
@@ -268,23 +267,8 @@ func ReadSeed(path string) (string, error) {
 	return pub, nil
 }
 
-// ServerAuth turns on authorization in an embedded server: one nkey user
-// per role, with the role's permissions. A connection without one of the
-// seeds is refused.
-func ServerAuth(s *Seeds) ServerOption {
-	return func(o *server.Options) {
-		o.Nkeys = nil
-		for _, r := range Roles() {
-			o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: s.PublicKey(r), Permissions: r.Permissions()})
-		}
-		for _, g := range s.groups {
-			o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: g.PublicKey, Permissions: WorkerGrants(g.Skills).Permissions()})
-		}
-	}
-}
-
 // NATSAuthConfig is a nats-server configuration block with the same users
-// and permissions as ServerAuth, for a server configured by file (the
+// and permissions as an embedded server's with authorization (embedded.Auth), for a server configured by file (the
 // compose cluster includes it). It holds public keys only.
 func NATSAuthConfig(s *Seeds) []byte {
 	var b strings.Builder

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/embedded"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
 )
@@ -43,18 +43,6 @@ func TestDeclareIsIdempotent(t *testing.T) {
 		if _, err := c.JS.KeyValue(ctx, kc.Bucket); err != nil {
 			t.Errorf("bucket %s: %v", kc.Bucket, err)
 		}
-	}
-}
-
-func TestListenConflictNamesTheAddress(t *testing.T) {
-	cfg := bustest.Start(t)
-	addr := strings.TrimPrefix(cfg.URL, "nats://")
-	_, err := bus.StartServer(context.Background(), bus.Config{Listen: addr, DataDir: t.TempDir()}, zerolog.Nop())
-	if !errors.Is(err, bus.ErrListen) {
-		t.Fatalf("err = %v, want ErrListen", err)
-	}
-	if !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "--nats-url") {
-		t.Errorf("message %q should name %s and suggest --nats-url", err, addr)
 	}
 }
 
@@ -111,29 +99,6 @@ func TestDeclareReplacesAFileBackedEventsStream(t *testing.T) {
 	if got := s.CachedInfo().Config.Storage; got != jetstream.MemoryStorage {
 		t.Errorf("events storage %v, want memory", got)
 	}
-}
-
-// Two embedded servers on one data dir would corrupt its store: the second
-// is refused, naming the holder, and may start once the first is gone.
-func TestDataDirIsLocked(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
-	first, err := bus.StartServer(ctx, cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = bus.StartServer(ctx, cfg, zerolog.Nop())
-	if !errors.Is(err, bus.ErrDataDirInUse) || !strings.Contains(err.Error(), "process "+strconv.Itoa(os.Getpid())) {
-		first.Shutdown()
-		t.Fatalf("second server on the dir: %v, want ErrDataDirInUse naming PID %d", err, os.Getpid())
-	}
-	first.Shutdown()
-	again, err := bus.StartServer(ctx, cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("a server on the dir after the first stopped: %v", err)
-	}
-	again.Shutdown()
 }
 
 func TestParseSync(t *testing.T) {
@@ -478,7 +443,7 @@ func TestDisconnectNamesTheServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
-	srv, err := bus.StartServer(ctx, cfg, zerolog.Nop())
+	srv, err := embedded.Start(ctx, cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

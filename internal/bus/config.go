@@ -162,9 +162,10 @@ func (s Sync) String() string {
 	return s.Interval.String()
 }
 
-// interval is the server option's value: NATS's flush interval, also used
+// FlushInterval is the embedded server's flush interval: Interval, or two
+// minutes (nats-server's default) when it is zero; the server also uses it
 // for housekeeping flushes when Always is set.
-func (s Sync) interval() time.Duration {
+func (s Sync) FlushInterval() time.Duration {
 	if s.Interval > 0 {
 		return s.Interval
 	}

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 )
 
 // Role is who a connection is when the server has authorization on: each
@@ -418,21 +416,6 @@ func dedupe(ss []string) []string {
 		}
 	}
 	return out
-}
-
-// Permissions are the role's grants in the embedded server's terms.
-func (r Role) Permissions() *server.Permissions { return r.Grants().Permissions() }
-
-// Permissions are the grants in the embedded server's terms.
-func (g Grants) Permissions() *server.Permissions {
-	p := &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: g.Publish},
-		Subscribe: &server.SubjectPermission{Allow: g.Subscribe},
-	}
-	if g.Respond {
-		p.Response = &server.ResponsePermission{MaxMsgs: 1, Expires: g.ResponseExpiry}
-	}
-	return p
 }
 
 // mayDeclare reports whether the role creates and updates the stream or

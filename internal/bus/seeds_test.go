@@ -19,6 +19,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/embedded"
 )
 
 func TestEnsureSeedsWritesPrivateSeedsOnceAndKeepsThem(t *testing.T) {
@@ -159,9 +160,9 @@ func TestNATSAuthConfigMatchesTheEmbeddedServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nats-server does not take the block: %v\n%s", err, bus.NATSAuthConfig(s))
 	}
-	embedded := &server.Options{}
-	bus.ServerAuth(s)(embedded)
-	if diff := cmp.Diff(users(embedded.Nkeys), users(fromFile.Nkeys)); diff != "" {
+	inProcess := &server.Options{}
+	embedded.Auth(s)(inProcess)
+	if diff := cmp.Diff(users(inProcess.Nkeys), users(fromFile.Nkeys)); diff != "" {
 		t.Errorf("users differ (-embedded +file):\n%s", diff)
 	}
 	if len(fromFile.Nkeys) != len(bus.Roles()) {
@@ -176,7 +177,7 @@ func TestDeclareAsWorkerWaitsForTheStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := bustest.StartBare(t, bus.ServerAuth(seeds))
+	cfg := bustest.StartBare(t, embedded.Auth(seeds))
 	var logs syncBuf
 	as := func(r bus.Role) bus.Config {
 		c := cfg
@@ -220,7 +221,7 @@ func TestDeclareAsPlannerLeavesTheKeysBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := bustest.StartBare(t, bus.ServerAuth(seeds))
+	cfg := bustest.StartBare(t, embedded.Auth(seeds))
 	pc := cfg
 	pc.Role, pc.NKeySeedFile = bus.RolePlanner, seeds.File(bus.RolePlanner)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -256,7 +257,7 @@ func TestDeclareRefusedIsDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := bustest.StartBare(t, bus.ServerAuth(seeds))
+	cfg := bustest.StartBare(t, embedded.Auth(seeds))
 	cfg.NKeySeedFile = seeds.File(bus.RoleClient)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

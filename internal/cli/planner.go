@@ -17,6 +17,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/embedded"
 	"github.com/planbus/planbus/internal/htncli"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/node"
@@ -645,7 +646,7 @@ func plannerServe(ctx context.Context, args []string, io IO) int {
 	n, err := node.Start(ctx, cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")
-		if errors.Is(err, bus.ErrListen) {
+		if errors.Is(err, embedded.ErrListen) {
 			return ExitUsage
 		}
 		return ctxExit(ctx, ExitFailed)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/embedded"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/worker"
@@ -49,7 +50,7 @@ type Node struct {
 	Bus bus.Config // with the URL of the server in use
 	// Seeds are the roles' seed files when Config.Auth is on, else nil.
 	Seeds       *bus.Seeds
-	server      *bus.Server
+	server      *embedded.Server
 	metrics     *metrics.Registry
 	wg          sync.WaitGroup
 	Workers     []*Component
@@ -145,16 +146,16 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("node: Auth configures the embedded server; to connect to %s with a role, give its seed (Bus.NKeySeedFile)", cfg.Bus.URL)
 	}
 	if cfg.Bus.Embedded() {
-		var opts []bus.ServerOption
+		var opts []embedded.Option
 		if cfg.Auth {
 			seeds, err := bus.EnsureSeeds(filepath.Join(cfg.Bus.Defaults().DataDir, "auth"))
 			if err != nil {
 				return nil, err
 			}
 			n.Seeds = seeds
-			opts = append(opts, bus.ServerAuth(seeds))
+			opts = append(opts, embedded.Auth(seeds))
 		}
-		srv, err := bus.StartServer(ctx, cfg.Bus, log, opts...)
+		srv, err := embedded.Start(ctx, cfg.Bus, log, opts...)
 		if err != nil {
 			return nil, err
 		}

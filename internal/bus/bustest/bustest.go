@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/embedded"
 )
 
 // Start runs an embedded server with every planbus stream and bucket
@@ -28,12 +29,12 @@ func Start(t testing.TB) bus.Config {
 // StartBare runs an embedded server, adjusted by opts (authentication,
 // TLS), and declares nothing: the config's URL points at it, and the
 // caller fills in what a client needs to get in.
-func StartBare(t testing.TB, opts ...bus.ServerOption) bus.Config {
+func StartBare(t testing.TB, opts ...embedded.Option) bus.Config {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), DuplicateWindow: time.Minute}
-	srv, err := bus.StartServer(ctx, cfg, zerolog.Nop(), opts...)
+	srv, err := embedded.Start(ctx, cfg, zerolog.Nop(), opts...)
 	if err != nil {
 		t.Fatalf("bustest: start server: %v", err)
 	}
@@ -72,7 +73,7 @@ func StartAuth(t testing.TB, groups ...bus.WorkerGroup) (bus.Config, *bus.Seeds)
 	if err != nil {
 		t.Fatalf("bustest: seeds: %v", err)
 	}
-	cfg := StartBare(t, bus.ServerAuth(seeds))
+	cfg := StartBare(t, embedded.Auth(seeds))
 	admin := cfg
 	admin.NKeySeedFile = seeds.File(bus.RoleAdmin)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

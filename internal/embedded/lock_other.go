@@ -1,6 +1,6 @@
 //go:build !unix
 
-package bus
+package embedded
 
 // dirLock does nothing where flock is not available: two servers on one
 // data dir are not detected there.

@@ -1,4 +1,7 @@
-package bus
+// Package embedded runs the NATS JetStream server planbus embeds (planner
+// serve, planner run, the tests), apart from package bus so that what
+// only connects to a server (workers, clients) does not link one.
+package embedded
 
 import (
 	"context"
@@ -11,13 +14,15 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
+
+	"github.com/planbus/planbus/internal/bus"
 )
 
 // ErrListen means the embedded server could not take its address.
-var ErrListen = errors.New("bus: cannot listen")
+var ErrListen = errors.New("embedded: cannot listen")
 
 // ErrDataDirInUse means another embedded server holds the data dir.
-var ErrDataDirInUse = errors.New("bus: data dir in use")
+var ErrDataDirInUse = errors.New("embedded: data dir in use")
 
 // Server is an embedded NATS server with JetStream.
 type Server struct {
@@ -25,14 +30,14 @@ type Server struct {
 	lock *dirLock
 }
 
-// ServerOption adjusts the embedded server's options beyond Config, for
-// tests that need authentication or TLS.
-type ServerOption func(*server.Options)
+// Option adjusts the embedded server's options beyond the config:
+// authentication (Auth), or TLS in tests.
+type Option func(*server.Options)
 
-// StartServer starts an embedded JetStream server on cfg.Listen with its
-// store in cfg.DataDir, and returns once it accepts connections. Stop it
-// with Shutdown.
-func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...ServerOption) (*Server, error) {
+// Start starts an embedded JetStream server on cfg.Listen with its store
+// in cfg.DataDir, and returns once it accepts connections. Stop it with
+// Shutdown.
+func Start(ctx context.Context, cfg bus.Config, log zerolog.Logger, extra ...Option) (*Server, error) {
 	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -40,7 +45,7 @@ func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...S
 	host, portStr, _ := net.SplitHostPort(cfg.Listen)
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Listen: port %q is not a number", ErrInvalidConfig, portStr)
+		return nil, fmt.Errorf("%w: Listen: port %q is not a number", bus.ErrInvalidConfig, portStr)
 	}
 	if port != 0 {
 		// The server reports a taken port only through its logger; try it
@@ -55,7 +60,7 @@ func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...S
 		port = server.RANDOM_PORT
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("bus: data dir: %w", err)
+		return nil, fmt.Errorf("embedded: data dir: %w", err)
 	}
 	// Two servers writing one store corrupt it: the first to start holds
 	// the dir, the second is refused before it touches anything.
@@ -69,7 +74,7 @@ func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...S
 			lock.unlock()
 		}
 	}()
-	sync := cfg.Sync.interval()
+	sync := cfg.Sync.FlushInterval()
 	opts := &server.Options{
 		ServerName:            "planbus",
 		Host:                  host,
@@ -87,7 +92,7 @@ func StartServer(ctx context.Context, cfg Config, log zerolog.Logger, extra ...S
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("bus: embedded server: %w", err)
+		return nil, fmt.Errorf("embedded: server: %w", err)
 	}
 	ns.SetLoggerV2(serverLogger{log.With().Str("component", "nats-server").Logger()}, false, false, false)
 	go ns.Start()

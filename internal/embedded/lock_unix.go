@@ -1,6 +1,6 @@
 //go:build unix
 
-package bus
+package embedded
 
 import (
 	"errors"
