@@ -241,10 +241,20 @@ func (c *Conn) retryTransient(ctx context.Context, stream string, f func(context
 }
 
 // denied returns ErrDenied with the server's words when the connection's
-// last error is a permissions violation on a subject about stream.
+// last error is a permissions violation on a subject about stream, or on
+// the connection's own reply inbox: a seed of another role than the one
+// the component connects as gets no answer to any request, which would
+// otherwise look like a server that does not answer yet, for ever.
 func (c *Conn) denied(stream string) error {
 	le := c.NC.LastError()
-	if le == nil || !errors.Is(le, nats.ErrPermissionViolation) || !strings.Contains(le.Error(), "."+stream+`"`) {
+	if le == nil || !errors.Is(le, nats.ErrPermissionViolation) {
+		return nil
+	}
+	if inbox := c.NC.Opts.InboxPrefix; inbox != "" && strings.Contains(le.Error(), `Subscription to "`+inbox+".") {
+		return fmt.Errorf("%w: the server refuses this connection's reply inbox %s (%v): is the seed given (--nkey) the %s role's, %s?",
+			ErrDenied, inbox, le, c.Config.Role, SeedFileName(c.Config.Role))
+	}
+	if !strings.Contains(le.Error(), "."+stream+`"`) {
 		return nil
 	}
 	return fmt.Errorf("%w: %v (role %q)", ErrDenied, le, c.Config.Role)

@@ -345,3 +345,25 @@ func FuzzReadSeed(f *testing.F) {
 		}
 	})
 }
+
+// A component given another role's seed (a worker with client.nk, as a
+// mis-mounted seed does) is refused its reply inbox and gets no answer to
+// any request: Declare says so at once, naming the seed it needs, instead
+// of waiting for ever as for a server not ready yet.
+func TestDeclareWithAnotherRolesSeedNamesTheSeed(t *testing.T) {
+	seeds, err := bus.EnsureSeeds(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bustest.StartBare(t, embedded.Auth(seeds))
+	cfg.NKeySeedFile, cfg.Role = seeds.File(bus.RoleClient), bus.RoleWorker
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = bustest.Dial(t, cfg).Declare(ctx)
+	if !errors.Is(err, bus.ErrDenied) || !strings.Contains(err.Error(), "the worker role's, worker.nk?") {
+		t.Fatalf("err = %v, want ErrDenied naming worker.nk", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Declare retried until its context ended")
+	}
+}
