@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/htn"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/telemetry"
@@ -31,8 +32,10 @@ type GenInput struct {
 	Session map[string]any
 	// Skills are the manifests of every advertised skill.
 	Skills map[string]planbus.SkillManifest
-	// Health of the advertised skills in the request's session.
-	Health map[string]string
+	// Health of the advertised skills in the request's session, and the
+	// last error of those that are not healthy.
+	Health      map[string]string
+	HealthError map[string]string
 	// Memory and Nodes are this generation's budgets, in bytes held and
 	// search nodes, from the planner's maxima and the request's own
 	// (Config.limitsFor). 0 leaves a generator's default.
@@ -103,10 +106,19 @@ func (fixedPlan) Generate(_ context.Context, in GenInput) (*plan.Plan, error) {
 		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInvalidInput, Message: err.Error()}
 	}
 	for _, t := range p.Tools {
-		if slices.Contains(in.DisabledSkills, t.Skill) {
-			return nil, &GenError{Code: "SKILL_DISABLED", Category: plan.CategoryPermanent,
-				Message: fmt.Sprintf("tool %q needs skill %q, which is disabled; a fixed plan cannot avoid it", t.ToolID, t.Skill)}
+		if !slices.Contains(in.DisabledSkills, t.Skill) {
+			continue
 		}
+		why := "it failed in an earlier attempt of this request"
+		if in.Health[t.Skill] == health.PermanentFailure {
+			why = fmt.Sprintf("it is in permanentFailure in session %s", in.Request.SessionID)
+			if e := in.HealthError[t.Skill]; e != "" {
+				why += " (last error: " + e + ")"
+			}
+			why += fmt.Sprintf(", until 'planner reset %s' heals it", in.Request.SessionID)
+		}
+		return nil, &GenError{Code: "SKILL_DISABLED", Category: plan.CategoryPermanent,
+			Message: fmt.Sprintf("tool %q needs skill %q, which is disabled: %s; a fixed plan cannot avoid it", t.ToolID, t.Skill, why)}
 	}
 	return p, nil
 }

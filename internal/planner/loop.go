@@ -17,6 +17,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/telemetry"
@@ -527,10 +528,13 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	if in.Skills, err = s.skillManifests(ctx); err != nil {
 		return nil, fmt.Errorf("%w: skill manifests: %v", errStoreUnavailable, err)
 	}
-	in.Health = map[string]string{}
+	in.Health, in.HealthError = map[string]string{}, map[string]string{}
 	for name := range in.Skills {
 		h := s.health.Get(r.SessionID, name)
 		in.Health[name] = h.State
+		if h.LastError != "" && h.State != health.Healthy {
+			in.HealthError[name] = h.LastError
+		}
 		if !h.Usable() && !slices.Contains(in.DisabledSkills, name) {
 			in.DisabledSkills = append(in.DisabledSkills, name)
 		}
@@ -699,7 +703,7 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 		Fallback: status == StatusFallback, Attempts: len(l.History), PlanID: l.PlanID, DisabledSkills: l.Disabled,
 		Error: errInfo, History: l.History, Execution: l.Last, FinishedAt: time.Now().UTC()}
 	if o.Fallback {
-		o.Narrative = s.narrate(r)
+		o.Narrative = s.narrate(r, errInfo)
 		o.Tools = []json.RawMessage{}
 	}
 	// The outcome holds the last execution: the state need not keep it twice.
@@ -710,13 +714,20 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 }
 
 // narrate fills a fallback text (Config.FallbackTemplates), chosen by
-// the request id so
-// the same request always gets the same text.
-func (s *Service) narrate(r *Request) string {
+// the request id so the same request always gets the same text. The texts
+// answer a request's input; a request without one (a plan, a goal) gets
+// what went wrong instead, which a story about its empty input would hide.
+func (s *Service) narrate(r *Request, errInfo *plan.ErrorInfo) string {
 	input := strings.TrimSpace(string(r.Input))
 	var str string
 	if json.Unmarshal(r.Input, &str) == nil {
 		input = str
+	}
+	if input == "" {
+		if errInfo == nil {
+			return "No plan for this request could run, and the attempts are used up."
+		}
+		return "No plan for this request could run: " + errInfo.Message
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(r.RequestID))

@@ -607,3 +607,27 @@ func TestInvalidInputLeavesTheSkillHealthy(t *testing.T) {
 		t.Errorf("six permanent failures moved the skill's health %v, want healthy>degraded>permanentFailure", moves)
 	}
 }
+
+// A plan refused because its skill is disabled in the session says where,
+// why and how to heal it, and its fallback text says what went wrong
+// rather than a story about an input the request does not have.
+func TestADisabledSkillsRefusalSaysWhyAndHowToHealIt(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	down := `{"kind":"plan","sessionId":"s-down","plan":{"tools":[{"toolId":"f","skill":"fail",
+		"input":{"category":"network","code":"DOWN","message":"the link is down"},"retryPolicy":{"maxAttempts":1}}]}}`
+	if out, _ := h.request(down); out.Success {
+		t.Fatalf("the failing plan succeeded: %+v", out)
+	}
+	out, _ := h.request(`{"kind":"plan","sessionId":"s-down","plan":{"tools":[{"toolId":"g","skill":"fail","input":{"attempts":0}}]}}`)
+	if out.Status != planner.StatusFallback || out.Error == nil || out.Error.Code != "SKILL_DISABLED" {
+		t.Fatalf("outcome %s %+v, want a fallback with SKILL_DISABLED", out.Status, out.Error)
+	}
+	for _, part := range []string{`skill "fail"`, "permanentFailure in session s-down", "the link is down", "planner reset s-down"} {
+		if !strings.Contains(out.Error.Message, part) {
+			t.Errorf("the refusal %q does not say %q", out.Error.Message, part)
+		}
+	}
+	if !strings.HasPrefix(out.Narrative, "No plan for this request could run: ") || !strings.Contains(out.Narrative, "planner reset s-down") {
+		t.Errorf("narrative %q, want what went wrong", out.Narrative)
+	}
+}
