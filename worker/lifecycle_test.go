@@ -215,7 +215,7 @@ func TestWorkerRoleWithRoleInbox(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	admin := cfg
-	admin.NKeySeedFile = seeds.File(bus.RoleAdmin)
+	admin.NKeySeedFile, admin.Role = seeds.File(bus.RoleAdmin), bus.RoleAdmin
 	e := &env{t: t, cfg: admin, conn: bustest.Dial(t, admin)}
 	e.startWorkerOn(nc, worker.Config{Skills: []skill.Skill{skills.Echo()}})
 	e.publish(newCall("p-auth", "t", "echo", `{"role":"worker"}`))

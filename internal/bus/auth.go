@@ -279,7 +279,11 @@ func NATSAuthConfig(s *Seeds) []byte {
 	user := func(comment, key string, g Grants) {
 		fmt.Fprintf(&b, "    # %s\n    {\n      nkey: %s\n      permissions: {\n", comment, quote(key))
 		fmt.Fprintf(&b, "        publish: { allow: %s }\n", quoteList(g.Publish))
-		fmt.Fprintf(&b, "        subscribe: { allow: %s }\n", quoteList(g.Subscribe))
+		if len(g.SubscribeDeny) > 0 {
+			fmt.Fprintf(&b, "        subscribe: { allow: %s, deny: %s }\n", quoteList(g.Subscribe), quoteList(g.SubscribeDeny))
+		} else {
+			fmt.Fprintf(&b, "        subscribe: { allow: %s }\n", quoteList(g.Subscribe))
+		}
 		if g.Respond {
 			fmt.Fprintf(&b, "        allow_responses: { max: 1, expires: %s }\n", quote(g.ResponseExpiry.String()))
 		}

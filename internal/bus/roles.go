@@ -65,8 +65,10 @@ func (r Role) InboxPrefix() string {
 type Grants struct {
 	// Publish lists subjects (with wildcards) the role may publish to.
 	Publish []string
-	// Subscribe lists subjects the role may subscribe to.
-	Subscribe []string
+	// Subscribe lists subjects the role may subscribe to, and
+	// SubscribeDeny those it may not among them.
+	Subscribe     []string
+	SubscribeDeny []string
 	// Respond lets the role answer each request it receives, once, within
 	// ResponseExpiry, whatever its reply subject (NATS allow_responses).
 	// The expiry is always given: the server's default (2m) would be
@@ -146,6 +148,11 @@ func (r Role) Grants() Grants {
 		// embedded node.
 		pub(">")
 		sub(">")
+		// But not the client role's shared inbox, _INBOX.>: an operator's
+		// nats CLI left on it (without --inbox-prefix _INBOX_admin) would
+		// get its replies, the dispatchers' key among them, where any
+		// client can read them. Refused, the CLI says so at once.
+		g.SubscribeDeny = []string{inbox(RoleClient)}
 
 	case RolePlanner:
 		// Declare: a planner creates or updates every stream and bucket

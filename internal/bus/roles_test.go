@@ -527,6 +527,8 @@ func TestRolePermissions(t *testing.T) {
 			allow("change a stream", declareStream(bus.StreamTools)),
 			allow("invoke a skill directly", request(bus.InvokeSubject("echo"))),
 			allow("read anything", subscribe(">", "anything.at.all")),
+			// Its replies would go where every client reads them.
+			deny("take replies on the client's shared inbox", "_INBOX.x", subscribe("_INBOX.x", "_INBOX.x")),
 		},
 	}
 	for _, role := range bus.Roles() {

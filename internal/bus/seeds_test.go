@@ -230,7 +230,7 @@ func TestDeclareAsPlannerLeavesTheKeysBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	ac := cfg
-	ac.NKeySeedFile = seeds.File(bus.RoleAdmin)
+	ac.NKeySeedFile, ac.Role = seeds.File(bus.RoleAdmin), bus.RoleAdmin
 	admin := bustest.Dial(t, ac)
 	for _, sc := range cfg.Streams() {
 		if _, err := admin.JS.Stream(ctx, sc.Name); err != nil {

@@ -25,7 +25,7 @@ func Auth(s *bus.Seeds) Option {
 func Permissions(g bus.Grants) *server.Permissions {
 	p := &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: g.Publish},
-		Subscribe: &server.SubjectPermission{Allow: g.Subscribe},
+		Subscribe: &server.SubjectPermission{Allow: g.Subscribe, Deny: g.SubscribeDeny},
 	}
 	if g.Respond {
 		p.Response = &server.ResponsePermission{MaxMsgs: 1, Expires: g.ResponseExpiry}

@@ -75,7 +75,7 @@ func StartAuth(t testing.TB, groups ...bus.WorkerGroup) (bus.Config, *bus.Seeds)
 	}
 	cfg := StartBare(t, embedded.Auth(seeds))
 	admin := cfg
-	admin.NKeySeedFile = seeds.File(bus.RoleAdmin)
+	admin.NKeySeedFile, admin.Role = seeds.File(bus.RoleAdmin), bus.RoleAdmin
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := Dial(t, admin).Declare(ctx); err != nil {
