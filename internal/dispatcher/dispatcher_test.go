@@ -2,12 +2,14 @@ package dispatcher_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -86,6 +88,49 @@ func TestRetriesAreSpacedByTheBackoffFormula(t *testing.T) {
 		want := time.Duration(100<<(k-1)) * time.Millisecond
 		if gap < want {
 			t.Errorf("attempt %d started %s after attempt %d, want at least %s", k+1, gap, k, want)
+		}
+	}
+}
+
+// A retry's timer comes back when it is due after the dispatcher put it
+// off (a second delivery, as after a crash), and the state it then reloads
+// has the call the timer releases as outstanding too: the call is still
+// published once. Twice in one batch, a replicated stream refused the
+// second as "in process" and the batch was handed back with an error.
+func TestARetryIsPublishedOnce(t *testing.T) {
+	h := start(t, opts{})
+	calls := make(chan *nats.Msg, 64)
+	sub, err := h.conn.NC.ChanSubscribe(bus.ToolSubject("fail"), calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := h.conn.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := h.run(`{"planId":"once","tools":[{"toolId":"F","skill":"fail","input":{"attempts":2,"category":"network"},
+		"retryPolicy":{"maxAttempts":3,"backoffMs":300}}]}`, minute)
+	if !res.Success || tool(res, "F").Attempts != 3 {
+		t.Fatalf("result %+v, want success on attempt 3", res)
+	}
+	// The last call's result is applied after all three were published,
+	// so every publish of them has reached this subscription.
+	if err := h.conn.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	published := map[int]int{}
+	for len(calls) > 0 {
+		var c struct {
+			PlanID  string `json:"planId"`
+			Attempt int    `json:"attempt"`
+		}
+		if m := <-calls; json.Unmarshal(m.Data, &c) == nil && c.PlanID == "once" {
+			published[c.Attempt]++
+		}
+	}
+	for attempt := 1; attempt <= 3; attempt++ {
+		if published[attempt] != 1 {
+			t.Errorf("attempt %d's call published %d times, want once (all: %v)", attempt, published[attempt], published)
 		}
 	}
 }

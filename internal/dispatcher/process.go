@@ -129,6 +129,7 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 		// This message may have been handled before by a dispatcher
 		// that died before finishing: redo what the state implies.
 		fx.Merge(ent.eng.Outstanding())
+		fx.Dedupe()
 	}
 	out := d.render(ent, &fx, now)
 	if fx.Changed {

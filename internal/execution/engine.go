@@ -2,6 +2,7 @@ package execution
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -95,6 +96,29 @@ func (fx *Effects) merge(o Effects) {
 // Merge adds o's effects to fx, for callers that apply several events
 // before carrying out their effects at once.
 func (fx *Effects) Merge(o Effects) { fx.merge(o) }
+
+// Dedupe drops releases of a call already released in fx, and timers
+// already set in fx (those with one message id), keeping the first:
+// after merging Outstanding into effects that released a call, the call
+// is there twice, and publishing both in one batch makes a replicated
+// stream refuse the second as "in process" under its message id.
+func (fx *Effects) Dedupe() {
+	type call struct{ index, attempt int }
+	seen := map[call]bool{}
+	fx.Releases = slices.DeleteFunc(fx.Releases, func(r Release) bool {
+		k := call{r.Index, r.Attempt}
+		dup := seen[k]
+		seen[k] = true
+		return dup
+	})
+	set := map[string]bool{}
+	fx.Timers = slices.DeleteFunc(fx.Timers, func(t Timer) bool {
+		k := t.Message("").MsgID() // timers with one message id are one message
+		dup := set[k]
+		set[k] = true
+		return dup
+	})
+}
 
 // Engine runs one plan.
 type Engine struct {
