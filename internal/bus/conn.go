@@ -30,6 +30,18 @@ type Conn struct {
 	log    zerolog.Logger
 }
 
+// connName is a connection's name, as the server's monitoring (connz)
+// shows it: the one given, else planbus and the role (planbus-dispatcher).
+func connName(given string, role Role) string {
+	switch {
+	case given != "":
+		return given
+	case role != "":
+		return "planbus-" + string(role)
+	}
+	return "planbus"
+}
+
 // Dial connects to cfg.URL, retrying with backoff until the server answers
 // or ctx ends, so components may start before their server.
 //
@@ -52,7 +64,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	var lastURL atomic.Value
 	lastURL.Store("")
 	opts := []nats.Option{
-		nats.Name(cfg.Name),
+		nats.Name(connName(given.Name, cfg.Role)),
 		nats.CustomInboxPrefix(cfg.Role.InboxPrefix()),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
