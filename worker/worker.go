@@ -352,7 +352,7 @@ func (w *Worker) compareManifest(ctx context.Context, kv jetstream.KeyValue, nam
 
 // awaitEvery is how often a worker started before planbus looks again for
 // the bucket and stream it needs.
-var awaitEvery = time.Second
+const awaitEvery = time.Second
 
 // awaitPlanbus waits until the skills bucket and the tools stream exist (a
 // planner or dispatcher creates them when it starts), saying so once in
