@@ -17,43 +17,33 @@ session until 'planner reset SESSION'. --json prints the planner's answer,
 {"sessionId": ..., "skills": [{"manifest": ..., "health": ...}]}.`
 
 func plannerSkills(ctx context.Context, args []string, io IO) int {
-	var c common
 	var session string
-	var asJSON bool
-	f := newFlags("planner skills", io.Stderr, io.Env, skillsUsage)
-	c.register(f, asClient)
-	c.registerClient(f)
-	f.String(&session, "session", "", "", "the session whose health is shown (default: the default session)")
-	f.Bool(&asJSON, "json", "", false, "print JSON")
-	log, code, ok := clientFlags(f, &c, args, io, "planner skills")
+	v, code, ok := parseAnswerVerb("planner skills", skillsUsage, args, io, func(f *flags) {
+		f.String(&session, "session", "", "", "the session whose health is shown (default: the default session)")
+	})
 	if !ok {
 		return code
 	}
-	if f.NArg() != 0 {
+	if v.f.NArg() != 0 {
 		fmt.Fprintln(io.Stderr, "planner skills: takes no arguments; choose the session with --session")
 		return ExitUsage
 	}
-	cl, closeConn, err := c.dialClient(ctx, log)
+	cl, closeConn, err := v.c.dialClient(ctx, v.log)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner skills: %v\n", err)
 		return ctxExit(ctx, ExitFailed)
 	}
 	defer closeConn()
 	reply, err := cl.Skills(ctx, session)
-	if refusedInput(err) {
-		fmt.Fprintf(io.Stderr, "planner skills: --session: %v\n", err)
-		return ExitUsage
+	if code, failed := v.failed(ctx, io, err); failed {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner skills: %v\n", unavailable(err))
-		return ctxExit(ctx, ExitFailed)
-	}
-	if asJSON {
-		line, _ := jsonLine(reply)
-		fmt.Fprintln(io.Stdout, line)
-		return ExitOK
-	}
-	tw := tabwriter.NewWriter(io.Stdout, 0, 4, 2, ' ', 0)
+	return v.print(io, reply, func(w writer) { printSkills(w, reply) })
+}
+
+// printSkills shows the skills and their health as a table.
+func printSkills(w writer, reply *planbus.SkillsReply) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "SKILL\tVERSION\tHEALTH (session %s)\tFAILURES\tLAST ERROR\n", reply.SessionID)
 	disabled := false
 	for _, s := range reply.Skills {
@@ -62,12 +52,11 @@ func plannerSkills(ctx context.Context, args []string, io IO) int {
 	}
 	_ = tw.Flush()
 	if len(reply.Skills) == 0 {
-		fmt.Fprintln(io.Stdout, "(no worker has advertised a skill)")
+		fmt.Fprintln(w, "(no worker has advertised a skill)")
 	}
 	if disabled {
-		fmt.Fprintf(io.Stdout, "(skills in permanentFailure are disabled in session %s until: planner reset --nats-url URL %s)\n", reply.SessionID, reply.SessionID)
+		fmt.Fprintf(w, "(skills in permanentFailure are disabled in session %s until: planner reset --nats-url URL %s)\n", reply.SessionID, reply.SessionID)
 	}
-	return ExitOK
 }
 
 const resetUsage = `Usage: planner reset --nats-url URL [flags] SESSION
@@ -78,49 +67,31 @@ besides a new session id). --state clears the session's state document
 too. Prints the skills healed. Exits 2 when SESSION is not a session id.`
 
 func plannerReset(ctx context.Context, args []string, io IO) int {
-	var c common
-	var clearState, asJSON bool
-	f := newFlags("planner reset", io.Stderr, io.Env, resetUsage)
-	c.register(f, asClient)
-	c.registerClient(f)
-	f.Bool(&clearState, "state", "", false, "clear the session's state too")
-	f.Bool(&asJSON, "json", "", false, "print the planner's answer as JSON")
-	log, code, ok := clientFlags(f, &c, args, io, "planner reset")
+	var clearState bool
+	v, code, ok := parseAnswerVerb("planner reset", resetUsage, args, io, func(f *flags) {
+		f.Bool(&clearState, "state", "", false, "clear the session's state too")
+	})
 	if !ok {
 		return code
 	}
-	if f.NArg() != 1 {
-		fmt.Fprintf(io.Stderr, "planner reset: want one session id%s\n", f.lateFlags())
-		return ExitUsage
-	}
-	cl, closeConn, err := c.dialClient(ctx, log)
-	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner reset: %v\n", err)
-		return ctxExit(ctx, ExitFailed)
+	cl, id, closeConn, code, ok := v.dialForID(ctx, io, "session id")
+	if !ok {
+		return code
 	}
 	defer closeConn()
-	reply, err := cl.ResetSession(ctx, f.Arg(0), clearState)
-	if refusedInput(err) {
-		fmt.Fprintf(io.Stderr, "planner reset: %v\n", err)
-		return ExitUsage
+	reply, err := cl.ResetSession(ctx, id, clearState)
+	if code, failed := v.failed(ctx, io, err); failed {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(io.Stderr, "planner reset: %v\n", unavailable(err))
-		return ctxExit(ctx, ExitFailed)
-	}
-	if asJSON {
-		line, _ := jsonLine(reply)
-		fmt.Fprintln(io.Stdout, line)
-		return ExitOK
-	}
-	healed := "no skill needed healing"
-	if len(reply.Healed) > 0 {
-		healed = fmt.Sprintf("healed %v", reply.Healed)
-	}
-	state := ""
-	if reply.StateCleared {
-		state = "; its state cleared"
-	}
-	fmt.Fprintf(io.Stdout, "session %s: %s%s\n", reply.SessionID, healed, state)
-	return ExitOK
+	return v.print(io, reply, func(w writer) {
+		healed := "no skill needed healing"
+		if len(reply.Healed) > 0 {
+			healed = fmt.Sprintf("healed %v", reply.Healed)
+		}
+		state := ""
+		if reply.StateCleared {
+			state = "; its state cleared"
+		}
+		fmt.Fprintf(w, "session %s: %s%s\n", reply.SessionID, healed, state)
+	})
 }

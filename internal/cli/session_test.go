@@ -39,7 +39,7 @@ func TestSkillsAndReset(t *testing.T) {
 	if o := runPlanner(t, "skills", "--nats-url", s.url, "--session", "s-down", "--json"); o.code != ExitOK || !strings.Contains(o.stdout, `"state":"healthy"`) || strings.Contains(o.stdout, "permanentFailure") {
 		t.Errorf("skills after the reset: exit %d, stdout:\n%s", o.code, o.stdout)
 	}
-	if o := runPlanner(t, "reset", "--nats-url", s.url, "not a session"); o.code != ExitUsage || !strings.Contains(o.stderr, "is not a session id") {
+	if o := runPlanner(t, "reset", "--nats-url", s.url, "not a session"); o.code != ExitUsage || !strings.Contains(o.stderr, "want one session id") {
 		t.Errorf("reset of a bad id: exit %d, stderr:\n%s", o.code, o.stderr)
 	}
 }

@@ -139,6 +139,21 @@ func (v *answerVerb) dialForID(ctx context.Context, io IO, what string) (cl *cli
 	return v.c.dialForID(ctx, v.f, v.log, io, v.name, what)
 }
 
+// failed reports an answer verb's call that failed, and the exit code:
+// 2 when the planner refused what it was given, 1 when it could not be
+// asked or could not answer just then (UNAVAILABLE).
+func (v *answerVerb) failed(ctx context.Context, io IO, err error) (int, bool) {
+	switch {
+	case err == nil:
+		return 0, false
+	case refusedInput(err):
+		fmt.Fprintf(io.Stderr, "%s: %v\n", v.name, err)
+		return ExitUsage, true
+	}
+	fmt.Fprintf(io.Stderr, "%s: %v\n", v.name, unavailable(err))
+	return ctxExit(ctx, ExitFailed), true
+}
+
 // print prints the answer: as one JSON line with --json, else as text
 // writes it. It returns ExitOK.
 func (v *answerVerb) print(std IO, answer any, text func(w writer)) int {
