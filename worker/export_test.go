@@ -6,7 +6,7 @@ import "time"
 // serves, so a test can make it fail.
 func SetFlush(w *Worker, flush func() error) { w.flush = flush }
 
-// SetAckWaitRefresh sets how often workers started after it read their
+// SetAckWaitRefresh sets how often workers made after it (New) read their
 // consumers' AckWait again, and returns a function that restores it.
 func SetAckWaitRefresh(d time.Duration) (restore func()) {
 	old := ackWaitRefresh

@@ -66,6 +66,8 @@ type Worker struct {
 	// ackWaitGiven: Config.AckWait was set, so it is the skills'
 	// consumers' rather than taken from them.
 	ackWaitGiven bool
+	// ackWaitRefresh is ackWaitRefresh as New found it.
+	ackWaitRefresh time.Duration
 
 	mu       sync.Mutex
 	inflight map[string]map[*call]struct{} // by plan id
@@ -173,15 +175,16 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		return nil, fmt.Errorf("worker: jetstream: %w", err)
 	}
 	w := &Worker{
-		cfg:          cfg,
-		ackWaitGiven: given.AckWait != 0,
-		held:         map[uint64]struct{}{},
-		nc:           nc,
-		js:           js,
-		log:          o.log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
-		inflight:     map[string]map[*call]struct{}{},
-		ended:        newEndedPlans(cancelMemoryTTL, cancelMemoryMax),
-		ready:        make(chan struct{}),
+		cfg:            cfg,
+		ackWaitGiven:   given.AckWait != 0,
+		ackWaitRefresh: ackWaitRefresh,
+		held:           map[uint64]struct{}{},
+		nc:             nc,
+		js:             js,
+		log:            o.log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
+		inflight:       map[string]map[*call]struct{}{},
+		ended:          newEndedPlans(cancelMemoryTTL, cancelMemoryMax),
+		ready:          make(chan struct{}),
 	}
 	w.flush = func() error { return w.nc.FlushTimeout(flushTimeout) }
 	w.tracer = telemetry.Tracer(o.tracer)
@@ -600,7 +603,7 @@ func (w *Worker) heartbeats(done <-chan struct{}, consumers []jetstream.Consumer
 	every := w.heartbeatEvery()
 	t := time.NewTicker(every)
 	defer t.Stop()
-	refresh := time.NewTicker(ackWaitRefresh)
+	refresh := time.NewTicker(w.ackWaitRefresh)
 	defer refresh.Stop()
 	for {
 		select {
