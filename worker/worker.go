@@ -74,9 +74,13 @@ type Worker struct {
 	running  int                           // calls in inflight
 	// held are the stream sequences of the calls this worker runs or
 	// reports: a delivery of one of them again (its heartbeat came late)
-	// is not run a second time.
-	held  map[uint64]struct{}
-	ended *endedPlans // cancels received
+	// is not run a second time. settled are those it acknowledged in the
+	// last settledMemory, oldest first in settledOrder: a delivery that was
+	// on its way when the ack went out is acknowledged again, not run.
+	held         map[uint64]struct{}
+	settled      map[uint64]time.Time
+	settledOrder []uint64
+	ended        *endedPlans // cancels received
 	// rejectLog logs cancels that are not even well formed, a few per
 	// period: anyone may publish them while auth is off.
 	rejectLog zerolog.Logger
@@ -179,6 +183,7 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		ackWaitGiven:   given.AckWait != 0,
 		ackWaitRefresh: ackWaitRefresh,
 		held:           map[uint64]struct{}{},
+		settled:        map[uint64]time.Time{},
 		nc:             nc,
 		js:             js,
 		log:            o.log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
@@ -711,16 +716,22 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}
 	clog := callLog{log: log, tc: &tc}
 	meta, merr := msg.Metadata()
+	settled := false // acknowledged: done with, here or by another worker's result
 	if merr == nil {
 		// A call delivered again while this worker still runs or reports
 		// it (its heartbeat came late) runs once: the first delivery's
 		// ack settles both.
-		if !w.hold(meta.Sequence.Stream) {
+		switch w.hold(meta.Sequence.Stream) {
+		case holdRunning:
 			clog.Debug().Uint64("deliveries", meta.NumDelivered).Msg("delivered again while it runs here; not running it twice")
 			_ = msg.InProgress()
 			return
+		case holdSettled:
+			clog.Debug().Uint64("deliveries", meta.NumDelivered).Msg("delivered again just after it was settled here; acknowledging it again")
+			_ = msg.Ack()
+			return
 		}
-		defer w.unhold(meta.Sequence.Stream)
+		defer func() { w.unhold(meta.Sequence.Stream, settled) }()
 	}
 	s.stats.Received.Add(1)
 
@@ -730,7 +741,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		res.State = planbus.ToolFailed
 		res.Error = &planbus.ErrorInfo{Code: planbus.CodeWorkerCrash, Category: planbus.CategoryInternal,
 			Message: fmt.Sprintf("delivered %d times without a result: the workers it went to died, hung or were stopped while running it", meta.NumDelivered-1)}
-		w.finish(clog, s, msg, res, nil)
+		settled = w.finish(clog, s, msg, res, nil)
 		return
 	}
 
@@ -749,7 +760,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	c := &call{msg: msg, planID: tc.PlanID, digest: tc.CancelDigest, cancel: cancel}
 	if !w.track(c) {
 		clog.Debug().Msg("plan ended; dropping its call")
-		_ = msg.Ack()
+		settled = msg.Ack() == nil
 		return
 	}
 	// Tracked calls get heartbeats, until their result is published too:
@@ -775,7 +786,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 			return
 		case ErrPlanEnded:
 			clog.Debug().Msg("plan ended; dropping its call")
-			_ = msg.Ack()
+			settled = msg.Ack() == nil
 			return
 		}
 	}
@@ -787,7 +798,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 			span.SetStatus(codes.Error, res.Error.Message)
 		}
 	}
-	w.finish(clog, s, msg, res, telemetry.Inject(ctx, nil))
+	settled = w.finish(clog, s, msg, res, telemetry.Inject(ctx, nil))
 }
 
 // track adds a call to those in flight, unless a cancel of its plan with
@@ -808,22 +819,55 @@ func (w *Worker) track(c *call) bool {
 	return true
 }
 
+// What hold found of a call.
+const (
+	holdTaken   = iota // the call is this worker's to run now
+	holdRunning        // this worker runs or reports it already
+	holdSettled        // this worker acknowledged it a moment ago
+)
+
+// settledMemory is how long a worker remembers the calls it acknowledged,
+// and settledMax how many at most: a delivery already on its way when the
+// ack went out arrives within moments.
+const (
+	settledMemory = time.Minute
+	settledMax    = 1 << 16
+)
+
 // hold records that the call of stream sequence seq is this worker's to
-// run and report; false if it already is.
-func (w *Worker) hold(seq uint64) bool {
+// run and report, unless it already runs here or was settled here lately.
+func (w *Worker) hold(seq uint64) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.held[seq]; ok {
-		return false
+		return holdRunning
+	}
+	if _, ok := w.settled[seq]; ok {
+		return holdSettled
 	}
 	w.held[seq] = struct{}{}
-	return true
+	return holdTaken
 }
 
-func (w *Worker) unhold(seq uint64) {
+// unhold ends hold; settled records that the call was acknowledged.
+func (w *Worker) unhold(seq uint64, settled bool) {
+	now := time.Now()
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	delete(w.held, seq)
-	w.mu.Unlock()
+	if !settled {
+		return
+	}
+	w.settled[seq] = now
+	w.settledOrder = append(w.settledOrder, seq)
+	for len(w.settledOrder) > 0 {
+		oldest := w.settledOrder[0]
+		if at, ok := w.settled[oldest]; ok && now.Sub(at) < settledMemory && len(w.settledOrder) <= settledMax {
+			break
+		}
+		delete(w.settled, oldest)
+		w.settledOrder = w.settledOrder[1:]
+	}
 }
 
 func (w *Worker) untrack(c *call) {
@@ -887,10 +931,11 @@ func (w *Worker) newResult(tc *planbus.ToolCall, started time.Time) *planbus.Too
 }
 
 // finish publishes the result, waits for JetStream to store it, and only
-// then acknowledges the call.
+// then acknowledges the call. It reports whether the call is settled: its
+// result stored (false: handed back for another delivery).
 //
 // h, when not nil, is the trace context the result carries: the run's span.
-func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.ToolResult, h nats.Header) {
+func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.ToolResult, h nats.Header) (settled bool) {
 	if res.State == planbus.ToolSucceeded {
 		s.stats.Succeeded.Add(1)
 	} else {
@@ -908,7 +953,7 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 			Message: "the worker could not encode the skill's result: " + err.Error()}
 		if data, err = wire.AppendResult(nil, failed); err != nil {
 			_ = msg.NakWithDelay(5 * time.Second)
-			return
+			return false
 		}
 	}
 	key := token.MsgID(planbus.IdempotencyKey(res.PlanID, res.ToolID, res.Attempt), res.Token)
@@ -928,8 +973,10 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 	if err != nil {
 		log.Error().Err(err).Msg("cannot publish result; the call will be redelivered")
 		_ = msg.Nak()
-		return
+		return false
 	}
+	// The result is stored: the call is done with, whatever becomes of
+	// the ack.
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; the call may run again (its result is de-duplicated)")
 	}
@@ -937,9 +984,10 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 		// Failures are what an operator looks for in a worker's log.
 		log.Info().Str("state", res.State).Str("code", res.Error.Code).Str("category", res.Error.Category).
 			Str("error", res.Error.Message).Msg("call failed")
-		return
+		return true
 	}
 	log.Debug().Str("state", res.State).Msg("call finished")
+	return true
 }
 
 // resultHeadroom is what a result needs besides its output: ids, times,
