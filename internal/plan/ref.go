@@ -181,3 +181,11 @@ func lookup(v any, pointer string) any {
 func escapeToken(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
+
+// InputHasRefs reports whether a tool's input holds a {"$ref": ...} that
+// the dispatcher replaces with a dependency's output when it releases the
+// call: such an input is known only then.
+func InputHasRefs(input json.RawMessage) bool {
+	refs, err := findRefs(input)
+	return err != nil || len(refs) > 0
+}

@@ -90,21 +90,15 @@ func (s *Service) accept(ctx context.Context, doc []byte) (r *Request, again *se
 			return nil, nil, err
 		}
 		for i, t := range p.Tools {
-			if _, ok := known[t.Skill]; ok {
-				continue
-			}
-			// A listing can miss a key a worker is writing again as it
-			// runs (a starting worker advertises every skill it serves):
-			// ask for the skill itself before calling it unknown.
-			m, err := s.skillManifest(ctx, t.Skill)
-			if err != nil {
+			at := fmt.Sprintf("/plan/tools/%d", i)
+			if err := s.checkToolInput(ctx, known, at, t.Skill, t.Input); err != nil {
 				return nil, nil, err
 			}
-			if m == nil {
-				return nil, nil, &RequestError{Field: fmt.Sprintf("/plan/tools/%d/skill", i),
-					Msg: fmt.Sprintf("unknown skill %q: no worker has advertised it", t.Skill)}
+			if f := t.Fallback; f != nil {
+				if err := s.checkToolInput(ctx, known, at+"/fallback", f.Skill, f.Input); err != nil {
+					return nil, nil, err
+				}
 			}
-			known[t.Skill] = *m
 		}
 	case KindHTN:
 		if err := htn.CheckGoal(r.HTN.Goal); err != nil {
@@ -136,6 +130,39 @@ func (s *Service) accept(ctx context.Context, doc []byte) (r *Request, again *se
 		return r, &sentBefore{what: "request " + r.RequestID, when: "a moment ago"}, nil
 	}
 	return r, nil, nil
+}
+
+// checkToolInput refuses, at the tool's pointer at, a skill no worker has
+// advertised and a literal input the skill's input schema refuses: the
+// plan would fail there only after the tools before it had run. An input
+// with references to other tools' outputs is known only when the call is
+// released, and the worker checks it then. known caches the manifests.
+func (s *Service) checkToolInput(ctx context.Context, known map[string]planbus.SkillManifest, at, skill string, input json.RawMessage) error {
+	m, ok := known[skill]
+	if !ok {
+		// A listing can miss a key a worker is writing again as it runs
+		// (a starting worker advertises every skill it serves): ask for
+		// the skill itself before calling it unknown.
+		found, err := s.skillManifest(ctx, skill)
+		if err != nil {
+			return err
+		}
+		if found == nil {
+			return &RequestError{Field: at + "/skill", Msg: fmt.Sprintf("unknown skill %q: no worker has advertised it", skill)}
+		}
+		m, known[skill] = *found, *found
+	}
+	if len(m.InputSchema) == 0 || plan.InputHasRefs(input) {
+		return nil
+	}
+	v, err := s.inputSchemas.get(m)
+	if err != nil {
+		return nil // a schema the planner cannot compile is the worker's to report
+	}
+	if err := v.Validate(input); err != nil {
+		return &RequestError{Field: at + "/input", Msg: fmt.Sprintf("skill %s would refuse this input: %v", skill, err)}
+	}
+	return nil
 }
 
 // sentBefore describes what was accepted before under a request's id, for

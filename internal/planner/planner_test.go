@@ -341,6 +341,12 @@ func TestBadRequestsAreRefusedAndPublishNothing(t *testing.T) {
 		{"unknown kind", `{"kind":"magic"}`, "/kind", "at /kind: value must be one of"},
 		{"missing plan", `{"kind":"plan"}`, "/", "missing property 'plan'"},
 		{"unknown skill", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"teleport"}]}}`, "/plan/tools/0/skill", `unknown skill "teleport"`},
+		{"unknown fallback skill", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","fallback":{"skill":"teleport"}}]}}`,
+			"/plan/tools/0/fallback/skill", `unknown skill "teleport"`},
+		{"input the skill refuses", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo"},{"toolId":"b","skill":"sleep","dependencies":["a"],"input":{"ms":-5}}]}}`,
+			"/plan/tools/1/input", "skill sleep would refuse this input"},
+		{"fallback input the skill refuses", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","fallback":{"skill":"fail","input":{"categroy":"x"}}}]}}`,
+			"/plan/tools/0/fallback/input", "skill fail would refuse this input"},
 		{"plan of nothing", `{"kind":"plan","plan":{"tools":[]}}`, "/plan/tools", "the plan has no tools"},
 		{"plan with a cycle", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}}`, "/plan", "cycle: a -> b -> a"},
 		{"htn syntax error", `{"kind":"htn","htn":{"program":"at(downtown", "goal":"x"}}`, "/htn/program", "htn: 1:"},
@@ -629,5 +635,27 @@ func TestADisabledSkillsRefusalSaysWhyAndHowToHealIt(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.Narrative, "No plan for this request could run: ") || !strings.Contains(out.Narrative, "planner reset s-down") {
 		t.Errorf("narrative %q, want what went wrong", out.Narrative)
+	}
+}
+
+// An input with a reference to another tool's output is known only when
+// its call is released: the planner does not judge it at submission (the
+// worker checks it then), where a literal one the skill refuses is
+// refused at once (TestBadRequestsAreRefusedAndPublishNothing).
+func TestInputsWithReferencesAreCheckedWhenReleased(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	out, _ := h.request(`{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","input":{"ms":"soon"}},
+		{"toolId":"b","skill":"sleep","dependencies":["a"],"input":{"ms":{"$ref":"a#/ms"}}}]}}`)
+	if out.Execution == nil {
+		t.Fatalf("no plan ran: %+v", out)
+	}
+	var b *plan.ToolOutcome
+	for i := range out.Execution.Tools {
+		if out.Execution.Tools[i].ToolID == "b" {
+			b = &out.Execution.Tools[i]
+		}
+	}
+	if b == nil || b.Error == nil || b.Error.Code != plan.CodeInvalidInput {
+		t.Errorf("tool b: %+v, want it run and refused by the worker (INVALID_INPUT)", b)
 	}
 }

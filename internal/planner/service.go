@@ -159,31 +159,34 @@ func (c Config) validate() error {
 
 // Service is the planner service. Create it with New and start it with Run.
 type Service struct {
-	cfg        Config
-	conn       *bus.Conn
-	log        zerolog.Logger
-	goap       goapPlanner // kind goap, its domains decoded once
-	requests   jetstream.KeyValue
-	plans      jetstream.KeyValue // read only: which request a plan is of, and whether it runs
-	accepted   jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
-	outcomes   jetstream.Stream   // PLANBUS_OUTCOMES, read by subject: is an id taken
-	manifests  jetstream.KeyValue
-	guides     jetstream.KeyValue // guided sessions (guide.go)
-	health     *health.Book
-	states     *session.Store
-	generators map[string]Generator
-	gate       *gate // HTN and GOAP searches
-	quick      *gate // generations that do not search: plans as given, templates
-	stats      counters
-	metrics    *metrics.Planner
-	stopping   context.Context // Run's context: every handler's derives from it
-	locks      [256]sync.Mutex // a request's messages are handled one at a time; striped by id
-	gensMu     sync.Mutex
-	gens       map[string]context.CancelCauseFunc // generations running in this process, by request id
-	work       sync.WaitGroup
-	ready      chan struct{}
-	agents     agentRuntime // GOAP agents (agent_service.go)
-	tracer     trace.Tracer
+	cfg  Config
+	conn *bus.Conn
+	log  zerolog.Logger
+	goap goapPlanner // kind goap, its domains decoded once
+	// inputSchemas are the skills' input schemas compiled, for the
+	// literal inputs of plans submitted (checkToolInput).
+	inputSchemas inputSchemas
+	requests     jetstream.KeyValue
+	plans        jetstream.KeyValue // read only: which request a plan is of, and whether it runs
+	accepted     jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
+	outcomes     jetstream.Stream   // PLANBUS_OUTCOMES, read by subject: is an id taken
+	manifests    jetstream.KeyValue
+	guides       jetstream.KeyValue // guided sessions (guide.go)
+	health       *health.Book
+	states       *session.Store
+	generators   map[string]Generator
+	gate         *gate // HTN and GOAP searches
+	quick        *gate // generations that do not search: plans as given, templates
+	stats        counters
+	metrics      *metrics.Planner
+	stopping     context.Context // Run's context: every handler's derives from it
+	locks        [256]sync.Mutex // a request's messages are handled one at a time; striped by id
+	gensMu       sync.Mutex
+	gens         map[string]context.CancelCauseFunc // generations running in this process, by request id
+	work         sync.WaitGroup
+	ready        chan struct{}
+	agents       agentRuntime // GOAP agents (agent_service.go)
+	tracer       trace.Tracer
 }
 
 // New prepares a planner service on conn.
