@@ -475,8 +475,10 @@ func BenchmarkReadStored50k(b *testing.B) {
 
 // Once a chunk is refused, the chunks after it are not read: they cannot
 // change the answer, which is the first chunk in order gone or refused.
-// With one reader at a time, the reads are chunk 0, chunk 1 (refused) and
-// chunk 2, whose read was waiting for the reader when chunk 1 failed.
+// With one reader at a time, the reads are chunk 0, chunk 1 (refused),
+// and chunk 2 when its read was already waiting for the reader as chunk 1
+// failed (whether it was depends on how soon chunk 1's read ends: a CI run
+// under -race saw both); never a chunk after 2.
 func TestReadStoredStopsReadingAfterARefusedChunk(t *testing.T) {
 	const head = "p.state"
 	e := chunkedPlan(t, 80, 2)
@@ -511,8 +513,8 @@ func TestReadStoredStopsReadingAfterARefusedChunk(t *testing.T) {
 	if _, _, err := ReadStored(context.Background(), head, get); !errors.Is(err, refused) {
 		t.Fatalf("error %v, want chunk 1's refusal", err)
 	}
-	if !slices.Equal(read, []int{0, 1, 2}) {
-		t.Fatalf("read chunks %v of %d; want 0, 1 and 2 only", read, len(w.Chunks))
+	if !slices.Equal(read, []int{0, 1, 2}) && !slices.Equal(read, []int{0, 1}) {
+		t.Fatalf("read chunks %v of %d; want 0, 1 and at most 2", read, len(w.Chunks))
 	}
 }
 
