@@ -74,13 +74,12 @@ type Worker struct {
 	running  int                           // calls in inflight
 	// held are the stream sequences of the calls this worker runs or
 	// reports: a delivery of one of them again (its heartbeat came late)
-	// is not run a second time. settled are those it acknowledged in the
-	// last settledMemory, oldest first in settledOrder: a delivery that was
-	// on its way when the ack went out is acknowledged again, not run.
-	held         map[uint64]struct{}
-	settled      map[uint64]time.Time
-	settledOrder []uint64
-	ended        *endedPlans // cancels received
+	// is not run a second time. settled are those it acknowledged lately:
+	// a delivery that was on its way when the ack went out is acknowledged
+	// again, not run.
+	held    map[uint64]struct{}
+	settled recent[uint64]
+	ended   *endedPlans // cancels received
 	// rejectLog logs cancels that are not even well formed, a few per
 	// period: anyone may publish them while auth is off.
 	rejectLog zerolog.Logger
@@ -183,7 +182,7 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		ackWaitGiven:   given.AckWait != 0,
 		ackWaitRefresh: ackWaitRefresh,
 		held:           map[uint64]struct{}{},
-		settled:        map[uint64]time.Time{},
+		settled:        newRecent[uint64](settledMemory, settledMax),
 		nc:             nc,
 		js:             js,
 		log:            o.log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
@@ -294,7 +293,7 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 	for i, s := range w.skills {
 		m := s.skill.Manifest
 		b, _ := json.Marshal(m)
-		w.compareManifest(ctx, kv, m.Name, b)
+		w.compareManifest(ctx, kv, m, b)
 		err := w.refusable(ctx, "$KV."+bus.BucketSkills+"."+m.Name, func(ctx context.Context) error {
 			_, err := kv.Put(ctx, m.Name, b)
 			return err
@@ -338,13 +337,13 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 }
 
 // compareManifest warns when the skill is advertised with another
-// manifest than mine (its JSON): another program serving a skill of the
+// manifest than m (mine is its JSON): another program serving a skill of the
 // same name, or another version of this one. Its workers share the
 // skill's calls, and the last manifest put is the one planners see.
-func (w *Worker) compareManifest(ctx context.Context, kv jetstream.KeyValue, name string, mine []byte) {
+func (w *Worker) compareManifest(ctx context.Context, kv jetstream.KeyValue, m skill.Manifest, mine []byte) {
 	var entry jetstream.KeyValueEntry
-	err := w.refusable(ctx, "$JS.API.DIRECT.GET.KV_"+bus.BucketSkills+".$KV."+bus.BucketSkills+"."+name, func(ctx context.Context) (err error) {
-		entry, err = kv.Get(ctx, name)
+	err := w.refusable(ctx, "$JS.API.DIRECT.GET.KV_"+bus.BucketSkills+".$KV."+bus.BucketSkills+"."+m.Name, func(ctx context.Context) (err error) {
+		entry, err = kv.Get(ctx, m.Name)
 		return err
 	})
 	if err != nil || bytes.Equal(entry.Value(), mine) {
@@ -352,9 +351,7 @@ func (w *Worker) compareManifest(ctx context.Context, kv jetstream.KeyValue, nam
 	}
 	var theirs skill.Manifest
 	_ = json.Unmarshal(entry.Value(), &theirs)
-	var m skill.Manifest
-	_ = json.Unmarshal(mine, &m)
-	w.log.Warn().Str("skill", name).Str("advertised_version", theirs.Version).Str("version", m.Version).
+	w.log.Warn().Str("skill", m.Name).Str("advertised_version", theirs.Version).Str("version", m.Version).
 		Msg("the skill is advertised with another manifest than this worker's: every worker serving a skill of this name shares its calls, and the manifest put last (this one) is what planners see; give another program's skill another name")
 }
 
@@ -842,7 +839,7 @@ func (w *Worker) hold(seq uint64) int {
 	if _, ok := w.held[seq]; ok {
 		return holdRunning
 	}
-	if _, ok := w.settled[seq]; ok {
+	if w.settled.has(seq, time.Now()) {
 		return holdSettled
 	}
 	w.held[seq] = struct{}{}
@@ -851,22 +848,11 @@ func (w *Worker) hold(seq uint64) int {
 
 // unhold ends hold; settled records that the call was acknowledged.
 func (w *Worker) unhold(seq uint64, settled bool) {
-	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.held, seq)
-	if !settled {
-		return
-	}
-	w.settled[seq] = now
-	w.settledOrder = append(w.settledOrder, seq)
-	for len(w.settledOrder) > 0 {
-		oldest := w.settledOrder[0]
-		if at, ok := w.settled[oldest]; ok && now.Sub(at) < settledMemory && len(w.settledOrder) <= settledMax {
-			break
-		}
-		delete(w.settled, oldest)
-		w.settledOrder = w.settledOrder[1:]
+	if settled {
+		w.settled.put(seq, time.Now())
 	}
 }
 
@@ -946,12 +932,11 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 		// A bug of the worker (result checks what a skill returns):
 		// report the attempt failed rather than run it again and again.
 		log.Error().Err(err).Msg("cannot encode result; reporting the attempt failed")
-		failed := w.newResult(&planbus.ToolCall{PlanID: res.PlanID, RequestID: res.RequestID, ToolID: res.ToolID, Skill: res.Skill,
-			Attempt: res.Attempt, Token: res.Token}, res.StartedAt)
-		failed.State = planbus.ToolFailed
+		failed := *res
+		failed.State, failed.Output, failed.StatePatch = planbus.ToolFailed, nil, nil
 		failed.Error = &planbus.ErrorInfo{Code: planbus.CodeToolFailed, Category: planbus.CategoryInternal,
 			Message: "the worker could not encode the skill's result: " + err.Error()}
-		if data, err = wire.AppendResult(nil, failed); err != nil {
+		if data, err = wire.AppendResult(nil, &failed); err != nil {
 			_ = msg.NakWithDelay(5 * time.Second)
 			return false
 		}
