@@ -225,21 +225,31 @@ func ensureSeed(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".seed-*")
-	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
-	}
-	defer os.Remove(tmp.Name())
-	// CreateTemp makes the file 0600.
-	_, werr := tmp.Write(append(seed, '\n'))
-	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	if err := createOnce(path, append(seed, '\n')); err != nil {
+		return "", err
 	}
 	// Another process may have linked its seed first: use whatever is there.
 	return ReadSeed(path)
+}
+
+// createOnce writes a secret to path (mode 0600) unless a file is there:
+// under a temporary name, then linked into place, so no one reads half of
+// it and two processes writing at once agree on one (the first linked).
+func createOnce(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".secret-*")
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	defer os.Remove(tmp.Name())
+	// CreateTemp makes the file 0600.
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	}
+	return nil
 }
 
 // ReadSeed returns the public key of the user seed in path. The error

@@ -52,19 +52,9 @@ func EnsureRouteSecret(dir string) (string, error) {
 	if _, err := rand.Read(raw); err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
 	}
-	// Written as a seed is: under a temporary name (0600), then linked into
-	// place, so two runs at once agree on one.
-	tmp, err := os.CreateTemp(dir, ".route-*")
-	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.WriteString(base64.RawURLEncoding.EncodeToString(raw) + "\n")
-	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("%w: %s: %w", ErrSeed, path, err)
+	// Written as a seed is, so two runs at once agree on one.
+	if err := createOnce(path, []byte(base64.RawURLEncoding.EncodeToString(raw)+"\n")); err != nil {
+		return "", err
 	}
 	return read()
 }
