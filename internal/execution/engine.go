@@ -224,7 +224,11 @@ func (e *Engine) reusable(i int, res *plan.ToolResult) bool {
 	}
 	t := &e.plan.Tools[i]
 	n := max(res.Attempt, 1)
-	return res.State == plan.ToolSucceeded && t.Variant(n).Skill == res.Skill && verified(t, res).State == plan.ToolSucceeded
+	if res.State != plan.ToolSucceeded || t.Variant(n).Skill != res.Skill {
+		return false
+	}
+	_, refused := e.verified(i, res)
+	return !refused
 }
 
 // Restore rebuilds an engine from a stored state; health is as for Start.
@@ -389,22 +393,60 @@ func (e *Engine) releaseOf(i, n int) Release {
 	return Release{Index: i, Attempt: n, TimeoutMs: timeout}
 }
 
-// verified is r as the engine applies it: a succeeded result whose output
-// the gate of its attempt refuses is a failed one (see gate.VerifyResult).
-// r itself is not changed.
-func verified(t *plan.Tool, r *plan.ToolResult) *plan.ToolResult {
+// GateStepsPerSecond is a plan's verification budget (see
+// gate.CheckWithin) for each second of its timeout: its gates together may
+// take about a fifth of the time the plan may run, so that a plan whose
+// gates are built to take long cannot hold its dispatcher much past its
+// timeout, nor the plans it shares one with. Each output's check takes at
+// most gate.DefaultSteps of it.
+const GateStepsPerSecond = gate.DefaultSteps
+
+// GateBudget is the verification budget of the plan.
+func (e *Engine) GateBudget() int64 {
+	return max(gate.DefaultSteps, e.plan.TimeoutMs*GateStepsPerSecond/1000)
+}
+
+// verified is r as the engine applies it to tool i: a succeeded result
+// whose output the gate of its attempt refuses is a failed one (see
+// gate.VerifyResult), its check charged to the plan's verification
+// budget; refused reports whether the gate refused it. r itself is not
+// changed. Charges depend on the results applied and their order alone,
+// so the stored state that follows a batch is the same wherever it is
+// applied.
+func (e *Engine) verified(i int, r *plan.ToolResult) (out *plan.ToolResult, refused bool) {
 	if r.State != plan.ToolSucceeded {
-		return r
+		return r, false
 	}
-	g := t.Gate(max(r.Attempt, 1))
+	g := e.plan.Tools[i].Gate(max(r.Attempt, 1))
 	if g == nil {
-		return r
+		return r, false
 	}
-	out, ok := gate.VerifyResult(*r, g)
+	left := e.GateBudget() - e.st.GateSteps
+	if left <= 0 {
+		v := *r
+		v.State = plan.ToolFailed
+		v.Error = &plan.ErrorInfo{Code: plan.CodeVerifyFailed, Category: plan.CategoryPermanent,
+			Message: fmt.Sprintf("verification failed: the plan's gates have used up its verification budget of %d steps (%d a second of its timeout); gate %s was not checked",
+				e.GateBudget(), GateStepsPerSecond, clipText(g.String(), 80))}
+		return &v, true
+	}
+	v, ok, used := gate.VerifyResult(*r, g, min(left, gate.DefaultSteps))
+	e.st.GateSteps += used
 	if ok {
-		return r
+		return r, false
 	}
-	return &out
+	return &v, true
+}
+
+// clipText shortens s to at most n bytes and an ellipsis.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // leave frees tool i's slot as it reaches terminal state s.
@@ -450,7 +492,7 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 	}
 	e.st.touch(i)
 	t := &e.plan.Tools[i]
-	r = verified(t, r)
+	r, ts.Refused = e.verified(i, r)
 	ts.setResult(r)
 	ts.ResultSeq = seq
 	if r.State == plan.ToolSucceeded {

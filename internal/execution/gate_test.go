@@ -3,12 +3,15 @@ package execution
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -181,15 +184,28 @@ func TestGates(t *testing.T) {
 	}
 }
 
-// A refused output's error is not stored: a state rebuilt from KV and
-// the results stream gets it back by checking the result again.
-func TestLoadChecksResultsAgainstTheirGates(t *testing.T) {
+// A refused output's verdict is stored with the state: a state rebuilt
+// from KV and the results stream takes it back without checking the
+// result again (a gate may take its whole budget); a state stored before
+// verdicts were gets it by checking the result again.
+func TestLoadTakesTheStoredVerdict(t *testing.T) {
 	p := mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":3},"verify":{"type":"exitCode"}}]}`)
 	e, _ := Start(p, t0, 8, nil)
 	results := map[uint64]*plan.ToolResult{7: out(1, `{"exitCode":2}`)}
 	fx := e.OnResultSeq(results[7], 7, t0)
 	if len(fx.Timers) != 1 || e.State().Tools[0].State != plan.ToolRetrying {
 		t.Fatalf("refused output: state %s, timers %+v; want a retry", e.State().Tools[0].State, fx.Timers)
+	}
+	if e.State().GateSteps <= 0 {
+		t.Errorf("GateSteps = %d after a check, want it charged", e.State().GateSteps)
+	}
+	load := func(stored Stored, results map[uint64]*plan.ToolResult) *State {
+		t.Helper()
+		st, err := Load(p, &stored, func(seq uint64) (*plan.ToolResult, error) { return results[seq], nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
 	}
 	b, err := e.State().Store().MarshalJSON()
 	if err != nil {
@@ -199,18 +215,83 @@ func TestLoadChecksResultsAgainstTheirGates(t *testing.T) {
 	if err := json.Unmarshal(b, &stored); err != nil {
 		t.Fatal(err)
 	}
-	st, err := Load(p, &stored, func(seq uint64) (*plan.ToolResult, error) { return results[seq], nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := load(stored, results)
 	// (A retrying tool's state keeps when its retry is due, not when it ran.)
 	if diff := cmp.Diff(e.State().Tools[0], st.Tools[0], cmpopts.IgnoreFields(ToolState{}, "ReleasedAt")); diff != "" {
 		t.Errorf("loaded tool state (-engine +loaded):\n%s", diff)
 	}
-	if st.Tools[0].Error == nil || st.Tools[0].Error.Code != plan.CodeVerifyFailed {
-		t.Errorf("loaded error %+v, want VERIFY_FAILED", st.Tools[0].Error)
+	if st.GateSteps != e.State().GateSteps {
+		t.Errorf("loaded GateSteps = %d, want %d", st.GateSteps, e.State().GateSteps)
 	}
 	if results[7].State != plan.ToolSucceeded || results[7].Error != nil {
 		t.Error("Load changed the result it read")
+	}
+	// The verdict is the stored one: a result the gate would pass now
+	// (as if checked again) keeps it.
+	passing := map[uint64]*plan.ToolResult{7: out(1, `{"exitCode":0}`)}
+	if got := load(stored, passing).Tools[0].Error; got == nil || got.Code != plan.CodeVerifyFailed {
+		t.Errorf("loaded error %+v, want the stored VERIFY_FAILED", got)
+	}
+	// A state stored before verdicts were checks the result again.
+	legacy := stored
+	legacy.Tools = slices.Clone(stored.Tools)
+	legacy.Tools[0].Error = nil
+	if got := load(legacy, results).Tools[0]; got.Error == nil || got.Error.Code != plan.CodeVerifyFailed || !got.Refused {
+		t.Errorf("legacy state: loaded %+v, want VERIFY_FAILED by checking again", got)
+	}
+}
+
+// A plan's gates share one budget, a share of its timeout: once used up,
+// a gate is not checked and its result fails for good, naming the budget.
+func TestThePlansGatesShareOneBudget(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"a":[`)
+	for i := range 100_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('1')
+	}
+	b.WriteString(`]}`)
+	big := b.String()
+	heavy := `"verify":{"type":"expr","expr":"` + strings.Repeat("count(output.a, # == 1) + ", 7) + `count(output.a, # == 1) > 0"}`
+	var tools []string
+	for _, id := range []string{"A", "B", "C", "D", "E", "F", "G", "H"} {
+		tools = append(tools, `{"toolId":"`+id+`","skill":"s","required":false,`+heavy+`}`)
+	}
+	// A one-second plan: a budget of gate.DefaultSteps, about five checks
+	// of 800,000 steps.
+	p := mustPlan(t, `{"timeoutMs":1000,"parallel":true,"maxConcurrency":8,"tools":[`+strings.Join(tools, ",")+`]}`)
+	e, _ := Start(p, t0, 8, nil)
+	if e.GateBudget() != gate.DefaultSteps {
+		t.Fatalf("GateBudget = %d, want %d", e.GateBudget(), gate.DefaultSteps)
+	}
+	var succeeded, refused int
+	for i, id := range []string{"A", "B", "C", "D", "E", "F", "G", "H"} {
+		r := &plan.ToolResult{ToolID: id, Attempt: 1, State: plan.ToolSucceeded, Output: json.RawMessage(big)}
+		e.OnResultSeq(r, uint64(i+1), t0)
+		ts := e.State().Tools[i]
+		switch {
+		case ts.State == plan.ToolSucceeded:
+			succeeded++
+		case ts.Error != nil && ts.Error.Code == plan.CodeVerifyFailed && ts.Error.Category == plan.CategoryPermanent:
+			refused++
+			if refused == 1 && !strings.Contains(ts.Error.Message, "budget") {
+				t.Errorf("%s: %q does not name the budget", id, ts.Error.Message)
+			}
+		default:
+			t.Fatalf("%s: state %s, error %+v", id, ts.State, ts.Error)
+		}
+	}
+	if succeeded == 0 || refused == 0 {
+		t.Errorf("%d succeeded, %d refused; want the budget to end in the middle", succeeded, refused)
+	}
+	if e.State().GateSteps > e.GateBudget() {
+		t.Errorf("GateSteps = %d, over the budget %d", e.State().GateSteps, e.GateBudget())
+	}
+	// A longer plan has a larger budget.
+	long := mustPlan(t, `{"timeoutMs":60000,"tools":[{"toolId":"A","skill":"s"}]}`)
+	if e, _ := Start(long, t0, 8, nil); e.GateBudget() != 60*GateStepsPerSecond {
+		t.Errorf("GateBudget of a minute's plan = %d, want %d", e.GateBudget(), 60*GateStepsPerSecond)
 	}
 }

@@ -19,6 +19,9 @@ type State struct {
 	FinishedAt     int64           `json:"finishedAt,omitempty"`
 	Error          *plan.ErrorInfo `json:"error,omitempty"`
 	Tools          []ToolState     `json:"tools"`
+	// GateSteps is the part of the plan's verification budget its gates
+	// have used (see Engine: GateBudget).
+	GateSteps int64 `json:"gateSteps,omitempty"`
 	// Trace is the W3C trace context of the plan's span (traceparent,
 	// tracestate) and, under "parent", the span id of that span's parent,
 	// when the plan is traced: any dispatcher parents the plan's tool spans
@@ -52,6 +55,9 @@ type ToolState struct {
 	// Reused: the tool took an earlier plan's result (ResultSeq) instead
 	// of running.
 	Reused bool `json:"reused,omitempty"`
+	// Refused: the tool's gate refused the succeeded result at
+	// ResultSeq, whose verdict Error holds.
+	Refused bool `json:"refused,omitempty"`
 }
 
 func terminal(state string) bool {

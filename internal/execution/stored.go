@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -22,6 +23,8 @@ type Stored struct {
 	Deadline       int64           `json:"deadline"`
 	FinishedAt     int64           `json:"finishedAt,omitempty"`
 	Error          *plan.ErrorInfo `json:"error,omitempty"`
+	// GateSteps is State.GateSteps.
+	GateSteps int64 `json:"gateSteps,omitempty"`
 	// Tools are written last, under "tools", compactly (see
 	// storedjson.go); in a chunked state's head the array is empty and the
 	// tools are in its chunks.
@@ -46,7 +49,9 @@ type StoredTool struct {
 	At     int64
 	Reason string
 	// Error is kept for tools that ended without a result of their own
-	// (cancelled by a plan timeout, rejected).
+	// (cancelled by a plan timeout, rejected), and for those whose gate
+	// refused their result (the verdict, so that no gate runs again when
+	// the state is read back).
 	Error *plan.ErrorInfo
 	// Approved is kept for pending tools: one a person approved.
 	Approved bool
@@ -59,7 +64,7 @@ type StoredTool struct {
 func (st *State) Store() *Stored {
 	s := &Stored{PlanID: st.PlanID, RequestID: st.RequestID, SessionID: st.SessionID, Status: st.Status,
 		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
-		Error: st.Error, Tools: make([]StoredTool, len(st.Tools)), Trace: st.Trace}
+		Error: st.Error, GateSteps: st.GateSteps, Tools: make([]StoredTool, len(st.Tools)), Trace: st.Trace}
 	for i := range st.Tools {
 		s.Tools[i] = st.Tools[i].stored()
 	}
@@ -78,7 +83,7 @@ func (t *ToolState) stored() StoredTool {
 	default:
 		sv.At = t.FinishedAt
 	}
-	if t.ResultSeq == 0 {
+	if t.ResultSeq == 0 || t.Refused {
 		sv.Error = t.Error
 	}
 	return sv
@@ -89,15 +94,17 @@ func (t *ToolState) stored() StoredTool {
 // that live in results (outputs, errors, workers, times) are filled in by
 // result, called for every tool with a Result sequence; it may return nil
 // for a result that is gone, leaving those details empty. A result is
-// taken as the engine applied it: checked against its attempt's gate, so
-// an output the gate refused has its VERIFY_FAILED error back.
+// taken as the engine applied it: an output its gate refused has the
+// stored verdict (VERIFY_FAILED) as its error; no gate runs again, except
+// for a state stored before verdicts were (a failed tool whose result
+// succeeded, without an error).
 func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, error)) (*State, error) {
 	if len(s.Tools) != len(p.Tools) {
 		return nil, fmt.Errorf("execution: plan %s: state has %d tools, plan has %d", p.PlanID, len(s.Tools), len(p.Tools))
 	}
 	st := &State{PlanID: s.PlanID, RequestID: s.RequestID, SessionID: s.SessionID, Status: s.Status,
 		MaxConcurrency: s.MaxConcurrency, StartedAt: s.StartedAt, Deadline: s.Deadline, FinishedAt: s.FinishedAt,
-		Error: s.Error, Tools: make([]ToolState, len(s.Tools)), Trace: s.Trace}
+		Error: s.Error, GateSteps: s.GateSteps, Tools: make([]ToolState, len(s.Tools)), Trace: s.Trace}
 	if s.ChunkTools > 0 {
 		st.chunks = chunks{size: s.ChunkTools, ids: slices.Clone(s.Chunks), dirty: make([]bool, len(s.Chunks))}
 	}
@@ -118,7 +125,16 @@ func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, er
 				return nil, err
 			}
 			if r != nil {
-				t.setResult(verified(&p.Tools[i], r))
+				t.setResult(r)
+				switch {
+				case sv.Error != nil:
+					t.Error, t.Refused = sv.Error, true
+				case r.State == plan.ToolSucceeded && sv.State != plan.ToolSucceeded && sv.State != plan.ToolRunning:
+					// Stored before verdicts were: the gate refused it.
+					if out, ok, _ := gate.VerifyResult(*r, p.Tools[i].Gate(max(r.Attempt, 1)), gate.DefaultSteps); !ok {
+						t.Error, t.Refused = out.Error, true
+					}
+				}
 			}
 		}
 		st.Tools[i] = t

@@ -63,7 +63,7 @@ func (s *Stored) MarshalJSON() ([]byte, error) {
 func (st *State) AppendStored(b []byte) ([]byte, error) {
 	head := Stored{PlanID: st.PlanID, RequestID: st.RequestID, SessionID: st.SessionID, Status: st.Status,
 		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
-		Error: st.Error, Trace: st.Trace}
+		Error: st.Error, GateSteps: st.GateSteps, Trace: st.Trace}
 	b, err := head.appendHead(b)
 	if err != nil {
 		return nil, err

@@ -18,8 +18,8 @@ func Example() {
 	fmt.Println(g.Check(json.RawMessage(`{"exitCode":2,"stdout":""}`)))
 
 	// What the engine does with a result the gate refuses.
-	r, ok := gate.VerifyResult(planbus.ToolResult{ToolID: "test", Attempt: 1, State: planbus.ToolSucceeded,
-		Output: json.RawMessage(`{"exitCode":0,"stdout":"3 failed"}`)}, g)
+	r, ok, _ := gate.VerifyResult(planbus.ToolResult{ToolID: "test", Attempt: 1, State: planbus.ToolSucceeded,
+		Output: json.RawMessage(`{"exitCode":0,"stdout":"3 failed"}`)}, g, gate.DefaultSteps)
 	fmt.Println(ok, r.State, r.Error.Code, r.Error.Category, r.Error.Message)
 
 	_, err = gate.Parse([]byte(`{"type":"matches","pattern":"("}`))

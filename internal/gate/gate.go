@@ -70,13 +70,15 @@ type compiledGate struct {
 	prog   *vm.Program
 	gates  []*compiledGate
 	source *Gate
+	size   int64 // equals: the steps comparing with value costs at most
 }
 
 // exprEnv is what an expression sees: output, the whole output decoded
 // from JSON, and text, the subject's text.
 type exprEnv struct {
-	Output any    `expr:"output"`
-	Text   string `expr:"text"`
+	Output any             `expr:"output"`
+	Text   string          `expr:"text"`
+	Meter  *safeexpr.Meter `expr:"__meter"`
 }
 
 // exprBuiltins are the builtins an expression may call (package
@@ -90,7 +92,7 @@ type exprEnv struct {
 // expose map iteration order. A gate is checked with no deadline, so its
 // expressions are flat (safeexpr.Rules.Flat): no predicate in a predicate,
 // no range.
-var exprRules = safeexpr.Rules{Builtins: exprBuiltins, Flat: true, Where: "gate expressions"}
+var exprRules = safeexpr.Rules{Builtins: exprBuiltins, Flat: true, Metered: true, Where: "gate expressions"}
 
 var exprBuiltins = map[string]bool{
 	"len": true, "type": true, "abs": true, "ceil": true, "floor": true, "round": true, "int": true, "float": true,
@@ -223,6 +225,7 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 			return nil, gateErr("value", "%v", err)
 		}
 		c.value = v
+		c.size = deepSize(v)
 	case ExitCode:
 		c.code = 0
 		if g.Value != nil {
@@ -270,51 +273,149 @@ func compileGate(g *Gate, depth int) (*compiledGate, error) {
 	return c, nil
 }
 
-// Check reports whether output passes the gate and, either way, why. A nil
-// gate passes every output. An output that is not JSON fails every gate;
-// an empty output counts as null.
+// DefaultSteps is the budget of a Check, in steps (see CheckWithin): about
+// a quarter of a second of work, enough for dozens of passes of its gates
+// over the largest output a tool may return.
+const DefaultSteps = 4_000_000
+
+// ErrBudget is matched by the error of a check that used up its budget.
+var ErrBudget = safeexpr.ErrBudget
+
+// Check reports whether output passes the gate and, either way, why,
+// within DefaultSteps (a check that uses them up fails; see CheckWithin).
+// A nil gate passes every output. An output that is not JSON fails every
+// gate; an empty output counts as null.
 func (g *Gate) Check(output json.RawMessage) (ok bool, reason string) {
+	ok, reason, _ = g.CheckWithin(output, DefaultSteps)
+	return ok, reason
+}
+
+// CheckWithin is Check within a budget of steps. Each gate checked is
+// charged for its subject before it looks at it (a step per element of an
+// array or a map, per 16 bytes of text, of the whole output for a subject
+// turned into text), and an expression for its work as it runs (see
+// safeexpr.Meter). The charges depend on the gate and the output alone,
+// so a check gives the same verdict wherever and whenever it runs. A
+// check that uses up the budget fails with an error matching ErrBudget,
+// and its reason names the gate, by its place in the tree (gates/2/gates/0),
+// at which it stopped.
+func (g *Gate) CheckWithin(output json.RawMessage, steps int64) (ok bool, reason string, err error) {
+	_, ok, reason, err = g.checkWithin(output, steps)
+	return ok, reason, err
+}
+
+// checkWithin is CheckWithin, with the checker that counted the steps
+// (nil when no gate was checked).
+func (g *Gate) checkWithin(output json.RawMessage, steps int64) (ck *checker, ok bool, reason string, err error) {
 	if g == nil {
-		return true, "no gate"
+		return nil, true, "no gate", nil
 	}
 	c := g.c
 	if c == nil {
 		var err error
 		if c, err = compileGate(g, 0); err != nil {
-			return false, err.Error()
+			return nil, false, err.Error(), nil
 		}
+	}
+	ck = &checker{meter: safeexpr.NewMeter(steps), outputSize: len(output)}
+	if steps <= 0 {
+		ck.stopped(c, "")
+		return ck, false, ck.over, fmt.Errorf("%w: %s", ErrBudget, ck.over)
 	}
 	var v any
 	if len(bytes.TrimSpace(output)) > 0 {
 		if err := json.Unmarshal(output, &v); err != nil {
-			return false, "output is not JSON: " + err.Error()
+			return ck, false, "output is not JSON: " + err.Error(), nil
 		}
 	}
-	return c.check(v)
+	ok, reason = c.check(ck, v, "")
+	if ck.over != "" {
+		return ck, false, ck.over, fmt.Errorf("%w: %s", ErrBudget, ck.over)
+	}
+	return ck, ok, reason, nil
 }
 
-func (c *compiledGate) check(out any) (bool, string) {
+// checker is one check's budget and, once it is used up, where.
+type checker struct {
+	meter      *safeexpr.Meter
+	outputSize int    // bytes of the output's JSON
+	over       string // the reason the budget stopped the check, or ""
+}
+
+// charge takes n steps for the gate at where; false when the budget is
+// used up.
+func (ck *checker) charge(c *compiledGate, where string, n int64) bool {
+	if ck.over != "" {
+		return false
+	}
+	if err := ck.meter.Charge(n); err != nil {
+		ck.stopped(c, where)
+		return false
+	}
+	return true
+}
+
+func (ck *checker) stopped(c *compiledGate, where string) {
+	if where == "" {
+		where = "the gate"
+	} else {
+		where = "gate " + where
+	}
+	ck.over = fmt.Sprintf("verification stopped at %s (%s): it used up the budget of %s steps for checking one output",
+		where, clip(c.describe()), humanSteps(ck.meter.Limit()))
+}
+
+// humanSteps writes n with thousands separators.
+func humanSteps(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// textCost is the charge for the text of subject: its length for a
+// string, the whole output's for a value turned into JSON (an upper bound
+// known before the work).
+func (ck *checker) textCost(subject any) int64 {
+	if s, ok := subject.(string); ok {
+		return safeexpr.Size(s)
+	}
+	return 1 + int64(ck.outputSize)/16
+}
+
+func (c *compiledGate) check(ck *checker, out any, where string) (bool, string) {
 	g := c.source
 	if g.Type == All {
-		for _, sub := range c.gates {
-			if ok, why := sub.check(out); !ok {
+		for i, sub := range c.gates {
+			at := "gates/" + strconv.Itoa(i)
+			if where != "" {
+				at = where + "/" + at
+			}
+			if ok, why := sub.check(ck, out, at); !ok {
 				return false, why
 			}
 		}
 		return true, c.describe()
 	}
+	if !ck.charge(c, where, 1+int64(strings.Count(c.path, "/"))) {
+		return false, ck.over
+	}
 	subject, found := lookupPointer(out, c.path)
-	where := subjectName(c.path)
+	name := subjectName(c.path)
 	if !found && g.Type != Expr {
 		return false, fmt.Sprintf("output has nothing at %s", c.path)
 	}
 	switch g.Type {
 	case NonEmpty:
 		if empty(subject) {
-			return false, where + " is empty"
+			return false, name + " is empty"
 		}
-		return true, where + " is not empty"
+		return true, name + " is not empty"
 	case Contains, NotContains:
+		if !ck.charge(c, where, ck.textCost(subject)) {
+			return false, ck.over
+		}
 		text := textOf(subject)
 		if !g.CaseSensitive {
 			text = strings.ToLower(text)
@@ -325,25 +426,31 @@ func (c *compiledGate) check(out any) (bool, string) {
 			return true, c.describe()
 		}
 		if want {
-			return false, fmt.Sprintf("%s does not contain %q", where, g.Value)
+			return false, fmt.Sprintf("%s does not contain %q", name, g.Value)
 		}
-		return false, fmt.Sprintf("%s contains %q", where, g.Value)
+		return false, fmt.Sprintf("%s contains %q", name, g.Value)
 	case Matches:
+		if !ck.charge(c, where, matchCost*ck.textCost(subject)) {
+			return false, ck.over
+		}
 		if c.re.MatchString(textOf(subject)) {
 			return true, c.describe()
 		}
-		return false, fmt.Sprintf("%s does not match /%s/", where, g.Pattern)
+		return false, fmt.Sprintf("%s does not match /%s/", name, g.Pattern)
 	case Equals:
+		if !ck.charge(c, where, c.size) {
+			return false, ck.over
+		}
 		if reflect.DeepEqual(subject, c.value) {
 			return true, c.describe()
 		}
-		return false, fmt.Sprintf("%s is %s, want %s", where, clip(jsonText(subject)), clip(jsonText(c.value)))
+		return false, fmt.Sprintf("%s is %s, want %s", name, clip(jsonText(subject)), clip(jsonText(c.value)))
 	case Exists:
 		return true, c.describe()
 	case ExitCode:
 		n, ok := integer(subject)
 		if !ok {
-			return false, fmt.Sprintf("%s is %s, not an exit code", where, clip(jsonText(subject)))
+			return false, fmt.Sprintf("%s is %s, not an exit code", name, clip(jsonText(subject)))
 		}
 		if n != int64(c.code) {
 			return false, fmt.Sprintf("exit code %d, want %d", n, c.code)
@@ -352,14 +459,21 @@ func (c *compiledGate) check(out any) (bool, string) {
 	case HTTPStatus:
 		n, ok := integer(subject)
 		if !ok {
-			return false, fmt.Sprintf("%s is %s, not an HTTP status", where, clip(jsonText(subject)))
+			return false, fmt.Sprintf("%s is %s, not an HTTP status", name, clip(jsonText(subject)))
 		}
 		if c.class && n/100 == int64(c.code) || !c.class && n == int64(c.code) {
 			return true, c.describe()
 		}
 		return false, fmt.Sprintf("HTTP status %d, want %s", n, c.statusText())
 	case Expr:
-		res, err := expr.Run(c.prog, exprEnv{Output: out, Text: textOf(subject)})
+		if !ck.charge(c, where, ck.textCost(subject)) {
+			return false, ck.over
+		}
+		res, err := expr.Run(c.prog, exprEnv{Output: out, Text: textOf(subject), Meter: ck.meter})
+		if errors.Is(err, safeexpr.ErrBudget) {
+			ck.stopped(c, where)
+			return false, ck.over
+		}
 		if err != nil {
 			return false, fmt.Sprintf("expr %q: %v", g.Expr, firstLineOf(err.Error()))
 		}
@@ -370,6 +484,10 @@ func (c *compiledGate) check(out any) (bool, string) {
 	}
 	return false, "unknown gate type " + g.Type
 }
+
+// matchCost is how many times a byte of text costs more to match with a
+// pattern than to search for a string.
+const matchCost = 4
 
 // String describes the gate for people, as in "/stdout contains "ok"".
 func (g *Gate) String() string {
@@ -489,6 +607,27 @@ func empty(v any) bool {
 		return len(x) == 0
 	}
 	return false
+}
+
+// deepSize counts the values in a decoded JSON value.
+func deepSize(v any) int64 {
+	switch x := v.(type) {
+	case []any:
+		n := int64(1)
+		for _, e := range x {
+			n += deepSize(e)
+		}
+		return n
+	case map[string]any:
+		n := int64(1)
+		for _, e := range x {
+			n += deepSize(e)
+		}
+		return n
+	case string:
+		return safeexpr.Size(x)
+	}
+	return 1
 }
 
 // integer reads a whole number from a decoded JSON or Go value.

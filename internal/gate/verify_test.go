@@ -15,26 +15,49 @@ func TestVerifyResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := planbus.ToolResult{ToolID: "a", State: planbus.ToolSucceeded, Output: json.RawMessage(`{"stdout":"ok"}`)}
-	if got, ok := VerifyResult(good, g); !ok || !cmp.Equal(got, good) {
+	if got, ok, _ := VerifyResult(good, g, DefaultSteps); !ok || !cmp.Equal(got, good) {
 		t.Errorf("passing result changed: %+v", got)
 	}
 	bad := planbus.ToolResult{ToolID: "a", State: planbus.ToolSucceeded, Output: json.RawMessage(`{"stdout":"no"}`)}
-	got, ok := VerifyResult(bad, g)
+	got, ok, used := VerifyResult(bad, g, DefaultSteps)
 	want := bad
 	want.State = planbus.ToolFailed
 	want.Error = &planbus.ErrorInfo{Code: CodeVerifyFailed, Category: planbus.CategoryTransient, Message: `verification failed: /stdout does not contain "ok"`}
 	if ok || !cmp.Equal(got, want) {
 		t.Errorf("refused result (-want +got):\n%s", cmp.Diff(want, got))
 	}
+	if used <= 0 || used > 10 {
+		t.Errorf("a check of one short string used %d steps", used)
+	}
 	if bad.State != planbus.ToolSucceeded || bad.Error != nil {
 		t.Error("VerifyResult changed its argument")
 	}
 	failedResult := planbus.ToolResult{ToolID: "a", State: planbus.ToolFailed, Error: &planbus.ErrorInfo{Code: "X", Category: planbus.CategoryPermanent}}
-	if got, ok := VerifyResult(failedResult, g); !ok || !cmp.Equal(got, failedResult) {
+	if got, ok, _ := VerifyResult(failedResult, g, DefaultSteps); !ok || !cmp.Equal(got, failedResult) {
 		t.Errorf("failed result changed: %+v", got)
 	}
-	if _, ok := VerifyResult(bad, nil); !ok {
+	if _, ok, _ := VerifyResult(bad, nil, DefaultSteps); !ok {
 		t.Error("a nil gate refused a result")
+	}
+}
+
+// A check that uses up its budget fails for good: checking the same
+// output again would stop again.
+func TestVerifyResultOverBudget(t *testing.T) {
+	g, err := Parse([]byte(`{"type":"expr","expr":"count(output.a, # > 0) > 0"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := planbus.ToolResult{ToolID: "a", State: planbus.ToolSucceeded, Output: json.RawMessage(`{"a":[1,2,3,4,5,6,7,8,9,10]}`)}
+	got, ok, used := VerifyResult(r, g, 5)
+	if ok || got.Error == nil || got.Error.Code != CodeVerifyFailed || got.Error.Category != planbus.CategoryPermanent {
+		t.Fatalf("VerifyResult = %+v, %v; want VERIFY_FAILED, permanent", got.Error, ok)
+	}
+	if used != 5 {
+		t.Errorf("used = %d, want the whole budget, 5", used)
+	}
+	if _, ok, used := VerifyResult(r, g, 100); !ok || used < 10 {
+		t.Errorf("with 100 steps: ok = %v after %d steps; want it passed, after at least one step an element", ok, used)
 	}
 }
 

@@ -124,7 +124,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"derived to JSON", derived(`"j": "toJSON(tree)"`), "/derived/j", "toJSON is not available"},
 		{"cost of too many nodes", action(`{"name": "a", "cost": "` + strings.Repeat("1+", MaxExprNodes) + `1"}`), "/actions/0/cost", "exceeds maximum allowed nodes"},
 		{"default too long", `{"name": "d", "facts": {"x": "` + strings.Repeat("x", MaxString+1) + `"}, "actions": [{"name": "a"}]}`, "/facts/x", "a fact holds at most 16384"},
-		{"reserved fact name", `{"name": "d", "facts": {"` + safeexpr.PlusFunc + `": 1}, "actions": [{"name": "a"}]}`, "/facts/" + safeexpr.PlusFunc, "is an expression keyword"},
+		{"reserved fact name", `{"name": "d", "facts": {"` + safeexpr.PlusFunc + `": 1}, "actions": [{"name": "a"}]}`, "/facts/" + safeexpr.PlusFunc, "names beginning with __ are planbus's own"},
 		{"cost uses now", action(`{"name": "a", "cost": "now().Unix()"}`), "/actions/0/cost", "now is not available in GOAP expressions"},
 		{"minCost with number", action(`{"name": "a", "cost": 2, "minCost": 1}`), "/actions/0/minCost", "minCost applies only to an expression cost"},
 		{"template unknown fact", action(`{"name": "a", "input": {"x": ["ok", {"y": "{stone}"}]}}`), "/actions/0/input/x/1/y", "{stone} in \"{stone}\" names no declared fact"},

@@ -300,8 +300,11 @@ func (d *Domain) decodeFacts(raw map[string]json.RawMessage) error {
 		if !factName.MatchString(f.Name) {
 			return &DomainError{Path: "/facts/" + pointerToken(f.Name), Msg: fmt.Sprintf("fact name %q: want a letter or _ followed by up to 127 letters, digits or _", f.Name)}
 		}
-		if !isIdentifier(f.Name) || f.Name == safeexpr.PlusFunc {
+		if !isIdentifier(f.Name) {
 			return &DomainError{Path: "/facts/" + f.Name, Msg: fmt.Sprintf("fact name %q is an expression keyword; choose another name", f.Name)}
+		}
+		if safeexpr.Reserved(f.Name) {
+			return &DomainError{Path: "/facts/" + f.Name, Msg: fmt.Sprintf("fact name %q: names beginning with __ are planbus's own; choose another name", f.Name)}
 		}
 	}
 	return nil
@@ -319,8 +322,11 @@ func (d *Domain) decodeDerived(raw map[string]json.RawMessage) error {
 		if !factName.MatchString(n) {
 			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact name %q: want a letter or _ followed by up to 127 letters, digits or _", n)}
 		}
-		if !isIdentifier(n) || n == safeexpr.PlusFunc {
+		if !isIdentifier(n) {
 			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact name %q is an expression keyword; choose another name", n)}
+		}
+		if safeexpr.Reserved(n) {
+			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact name %q: names beginning with __ are planbus's own; choose another name", n)}
 		}
 		if _, ok := d.facts[n]; ok {
 			return &DomainError{Path: path, Msg: fmt.Sprintf("derived fact %s has the name of a fact", n)}

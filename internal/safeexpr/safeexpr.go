@@ -55,6 +55,10 @@ type Rules struct {
 	// Where names the expressions in Refused's messages ("X is not
 	// available in " + Where); "" says "here".
 	Where string
+	// Metered charges evaluations to the *Meter their environment holds
+	// as MeterVar (see Meter), so that an evaluation stops with an error
+	// matching ErrBudget once it has done its budget's work.
+	Metered bool
 }
 
 // Options are the compile options of expressions under r. They hold only
@@ -63,7 +67,7 @@ type Rules struct {
 // Refused first for a message naming what is refused.
 func Options(r Rules) []expr.Option {
 	opts := []expr.Option{expr.MaxNodes(MaxNodes), expr.Optimize(false),
-		expr.Function(PlusFunc, Plus, new(func(string, string) string), new(func(any, any) any)),
+		func(c *conf.Config) { c.Functions[PlusFunc] = plusFunction },
 		expr.Patch(plusPatcher{})}
 	for _, name := range builtin.Names {
 		if !r.Builtins[name] {
@@ -73,12 +77,16 @@ func Options(r Rules) []expr.Option {
 	if r.Builtins["string"] {
 		opts = append(opts, expr.Function("string", scalarString, new(func(any) string)))
 	}
+	if r.Metered {
+		opts = append(opts, meterOptions()...)
+	}
 	return opts
 }
 
 // Refused says what in src r does not allow (the first builtin outside
 // r.Builtins it calls, and which it may call; a pattern made as it runs;
-// with r.Flat, a predicate in a predicate or a range), or "" when nothing
+// with r.Flat, a predicate in a predicate or a range; a name beginning
+// with __, as the functions and variables safeexpr adds), or "" when nothing
 // is (or src does not parse: the compiler then says why).
 func Refused(src string, r Rules) string {
 	cfg := conf.CreateNew()
@@ -92,6 +100,11 @@ func Refused(src string, r Rules) string {
 	return v.refused
 }
 
+// Reserved tells whether name is one an expression may not use, nor an
+// environment give its own value: the names of what safeexpr adds (those
+// beginning with __).
+func Reserved(name string) bool { return strings.HasPrefix(name, "__") }
+
 // refuser finds the first thing an expression may not do.
 type refuser struct {
 	rules   Rules
@@ -104,6 +117,10 @@ func (v *refuser) Visit(n *ast.Node) {
 	}
 	name := ""
 	switch c := (*n).(type) {
+	case *ast.IdentifierNode:
+		if Reserved(c.Value) {
+			v.refused = fmt.Sprintf("%s: names beginning with __ are planbus's own", c.Value)
+		}
 	case *ast.BuiltinNode:
 		name = c.Name
 	case *ast.CallNode:
@@ -165,6 +182,20 @@ func (plusPatcher) Visit(n *ast.Node) {
 func maybeString(t reflect.Type) bool {
 	return t == nil || t.Kind() == reflect.String || t.Kind() == reflect.Interface
 }
+
+// plusFunction is Plus as expressions call it: typed string when both
+// operands are strings, and otherwise as what it is known to be only when
+// it runs (a number of operands of unknown type is not a string).
+var plusFunction = &builtin.Function{Name: PlusFunc, Func: Plus,
+	Validate: func(args []reflect.Type) (reflect.Type, error) {
+		if len(args) != 2 {
+			return nil, fmt.Errorf("%s takes 2 arguments", PlusFunc)
+		}
+		if args[0].Kind() == reflect.String && args[1].Kind() == reflect.String {
+			return args[0], nil
+		}
+		return reflect.TypeFor[any](), nil
+	}}
 
 // Plus is + for expressions: strings are joined up to MaxString bytes;
 // anything else is added as the VM adds.
