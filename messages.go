@@ -39,6 +39,15 @@ const (
 	// (planbus.plan.approve with approve false); the tool failed without
 	// running (category permanent), and a plan it fails is not replanned.
 	CodeRejected = "REJECTED"
+	// CodeInvalidCall: the worker could not decode the tool call (its
+	// input holds text a strict JSON decoder refuses, such as a lone
+	// surrogate escape); the attempt failed without running (category
+	// invalid_input, so it is not retried).
+	CodeInvalidCall = "INVALID_CALL"
+	// CodeInvalidResult: the worker's result could not be decoded (its
+	// output holds text a strict JSON decoder refuses); the attempt
+	// failed (category internal: the skill's bug).
+	CodeInvalidResult = "INVALID_RESULT"
 )
 
 // Retryable reports whether an error of this category is worth retrying.

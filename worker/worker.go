@@ -702,8 +702,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}()
 	tc, err := wire.DecodeCall(msg.Data())
 	if err != nil {
-		log.Error().Err(err).Str("subject", msg.Subject()).Msg("dropping an invalid tool call")
-		_ = msg.TermWithReason("invalid tool call: " + err.Error())
+		w.refuseCall(s, msg, err)
 		return
 	}
 	if tc.Skill != name {
@@ -905,6 +904,29 @@ func (w *Worker) result(tc *planbus.ToolCall, out skill.Result, herr error, star
 func isObject(data []byte) bool {
 	t := bytes.TrimLeft(data, " \t\r\n")
 	return len(t) > 0 && t[0] == '{' && json.Valid(data)
+}
+
+// refuseCall answers a call that does not decode, err says why: one that
+// names its plan, tool, attempt and token, as a call of this skill, gets a
+// failed result (INVALID_CALL, invalid_input) at once, so that its plan
+// moves on rather than wait for its timeout; anything else is dropped.
+func (w *Worker) refuseCall(s *served, msg jetstream.Msg, err error) {
+	log := &s.log
+	var tc planbus.ToolCall
+	if wire.Lenient(msg.Data(), &tc) != nil || tc.Skill != s.skill.Manifest.Name || !wire.IsID(tc.PlanID) ||
+		!wire.IsID(tc.RequestID) || !wire.IsToolID(tc.ToolID) || tc.Attempt < 1 || !wire.IsToken(tc.Token) {
+		log.Error().Err(err).Str("subject", msg.Subject()).Msg("dropping an invalid tool call")
+		_ = msg.TermWithReason("invalid tool call: " + err.Error())
+		return
+	}
+	clog := callLog{log: log, tc: &tc}
+	clog.Warn().Err(err).Msg("cannot decode the call; reporting it failed")
+	s.stats.Received.Add(1)
+	res := w.newResult(&tc, time.Now())
+	res.State = planbus.ToolFailed
+	res.Error = &planbus.ErrorInfo{Code: planbus.CodeInvalidCall, Category: planbus.CategoryInvalidInput,
+		Message: "the worker cannot decode this call: " + err.Error()}
+	w.finish(clog, s, msg, res, nil)
 }
 
 func (w *Worker) newResult(tc *planbus.ToolCall, started time.Time) *planbus.ToolResult {

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/plan"
@@ -132,6 +133,30 @@ func TestInvalidCallIsTerminatedAndTheWorkerServesOn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A call the worker cannot decode, but which names its plan, tool,
+// attempt and token, fails at once with INVALID_CALL: its plan moves on
+// instead of waiting for its timeout (issue 23: a lone surrogate in an
+// input was dropped in silence).
+func TestUndecodableCallFailsAtOnce(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}})
+	tc := newCall("surrogate", "t", "echo", `{"s":"x"}`)
+	data := []byte(strings.Replace(string(marshal(t, tc)), `"s":"x"`, `"s":"\ud800"`, 1))
+	if !strings.Contains(string(data), `\ud800`) {
+		t.Fatalf("no surrogate in %s", data)
+	}
+	e.publishRaw("echo", data)
+	res, _ := e.result("surrogate")
+	if res.State != plan.ToolFailed || res.Error == nil || res.Error.Code != planbus.CodeInvalidCall ||
+		res.Error.Category != planbus.CategoryInvalidInput || !strings.Contains(res.Error.Message, "surrogate") {
+		t.Fatalf("result %s %+v; want failed, INVALID_CALL, invalid_input, naming the surrogate", res.State, res.Error)
+	}
+	if res.Token != tc.Token || res.Attempt != 1 || res.ToolID != "t" {
+		t.Errorf("result names %s#%d with token %q; want the call's", res.ToolID, res.Attempt, res.Token)
+	}
+	e.waitSettled("echo")
 }
 
 // A call whose workers keep dying would otherwise loop forever: after
@@ -979,7 +1004,7 @@ func TestInputIsCheckedAgainstTheSkillsSchema(t *testing.T) {
 
 	e.publish(newCall("bad", "t", "typed", `{"n":"seven"}`))
 	res, _ := e.result("bad")
-	if res.State != plan.ToolFailed || errorCode(res) != plan.CodeInvalidInput || res.Error.Category != plan.CategoryInvalidInput {
+	if res.State != plan.ToolFailed || errorCode(res) != plan.CodeInvalidInput || res.Error.Category != planbus.CategoryInvalidInput {
 		t.Errorf("result %s %+v, want failed INVALID_INPUT", res.State, res.Error)
 	}
 	if res.Error != nil && !strings.Contains(res.Error.Message, "/n") {

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/metrics"
@@ -276,10 +277,16 @@ func holdDelay(deliveries int) time.Duration {
 }
 
 // decodeResult validates a tool result and checks its token; a result
-// that fails is dropped.
+// that fails is dropped. One that does not decode but carries the token
+// of its call (a worker's bug: an output with a lone surrogate escape,
+// say) is the failure of its attempt, INVALID_RESULT, so that the plan
+// moves on rather than wait for the call's timeout.
 func (d *Dispatcher) decodeResult(m jetstream.Msg) *plan.ToolResult {
 	r, err := wire.DecodeResult(m.Data())
 	if err != nil {
+		if f := d.invalidResult(m, err); f != nil {
+			return f
+		}
 		d.rejectResult(m, metrics.RejectInvalid, "invalid tool result: "+err.Error())
 		return nil
 	}
@@ -292,6 +299,31 @@ func (d *Dispatcher) decodeResult(m jetstream.Msg) *plan.ToolResult {
 		return nil
 	}
 	return &r
+}
+
+// invalidResult is the failed result standing for a result that does
+// not decode (err) but names a call and holds its token, or nil.
+func (d *Dispatcher) invalidResult(m jetstream.Msg, err error) *plan.ToolResult {
+	var id struct {
+		PlanID    string `json:"planId"`
+		RequestID string `json:"requestId"`
+		ToolID    string `json:"toolId"`
+		Skill     string `json:"skill"`
+		Attempt   int    `json:"attempt"`
+		WorkerID  string `json:"workerId"`
+		Token     string `json:"token"`
+	}
+	if wire.Lenient(m.Data(), &id) != nil || !wire.IsID(id.PlanID) || bus.PlanOfSubject(m.Subject()) != id.PlanID ||
+		!wire.IsID(id.RequestID) || !wire.IsToolID(id.ToolID) || !wire.IsSkill(id.Skill) || id.Attempt < 1 ||
+		!d.key.CheckResult(id.PlanID, id.ToolID, id.Attempt, id.Token) {
+		return nil
+	}
+	d.rejectLog.Warn().Str("subject", m.Subject()).Str("tool_id", id.ToolID).Int("attempt", id.Attempt).Err(err).
+		Msg("a tool result does not decode; its attempt failed")
+	return &plan.ToolResult{PlanID: id.PlanID, RequestID: id.RequestID, ToolID: id.ToolID, Skill: id.Skill, Attempt: id.Attempt,
+		WorkerID: id.WorkerID, State: plan.ToolFailed, Token: id.Token,
+		Error: &plan.ErrorInfo{Code: planbus.CodeInvalidResult, Category: plan.CategoryInternal,
+			Message: "the worker's result does not decode: " + err.Error()}}
 }
 
 // Dropped results are logged at most rejectLogBurst times per

@@ -367,3 +367,36 @@ func TestResultBeforeItsPlansStateIsHeldBack(t *testing.T) {
 		t.Errorf("messagesDropped %d, want 0", got)
 	}
 }
+
+// A result signed with its call's token that does not decode (a worker
+// in another language put a lone surrogate escape in its output) fails
+// its attempt with INVALID_RESULT: the plan moves on instead of waiting
+// for the tool's timeout with the result dropped (issue 23).
+func TestUndecodableSignedResultFailsItsAttempt(t *testing.T) {
+	hd := newHold()
+	h := start(t, opts{extra: []skill.Skill{hd.skill()}})
+	const planID = "bad-text"
+	done := h.submit(`{"planId":"`+planID+`","timeoutMs":120000,"tools":[{"toolId":"slow","skill":"hold","timeoutMs":120000,"retryPolicy":{"maxAttempts":1}}]}`, 2*time.Minute, nil)
+	receive(t, hd.started, "the call starting")
+	key := h.key()
+	r := plan.ToolResult{PlanID: planID, RequestID: planID, ToolID: "slow", Skill: "hold", Attempt: 1,
+		State: plan.ToolSucceeded, Output: json.RawMessage(`{"s":"x"}`), Token: key.Result(planID, "slow", 1)}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), `"s":"x"`, `"s":"\ud800"`, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := h.conn.JS.Publish(ctx, bus.ResultSubject(planID), data); err != nil {
+		t.Fatal(err)
+	}
+	res := receive(t, done, "the plan's result")
+	if res == nil || res.State != plan.PlanFailed {
+		t.Fatalf("plan result %+v, want failed", res)
+	}
+	if e := tool(res, "slow").Error; e == nil || e.Code != planbus.CodeInvalidResult || !strings.Contains(e.Message, "surrogate") {
+		t.Errorf("slow's error %+v, want INVALID_RESULT naming the surrogate", e)
+	}
+	hd.release("slow")
+}

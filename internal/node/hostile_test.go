@@ -78,6 +78,8 @@ func hostileRequests() []hostile {
 		r("invalid UTF-8", "{\"kind\":\"plan\",\"input\":\"\xff\xfe\",\"plan\":{\"tools\":[{\"toolId\":\"a\",\"skill\":\"echo\"}]}}", "not valid UTF-8 at byte offset 24"),
 		r("NUL in an id", "{\"requestId\":\"a\\u0000b\",\"kind\":\"plan\",\"plan\":{\"tools\":[{\"toolId\":\"a\",\"skill\":\"echo\"}]}}", "/requestId"),
 		r("deep nesting", deep, "INVALID_REQUEST"),
+		r("lone surrogate", `{"kind":"plan","plan":{"timeoutMs":4000,"tools":[{"toolId":"a","skill":"echo","input":{"s":"\ud800"}}]}}`, "/plan/tools/0/input/s", "lone surrogate"),
+		r("lone surrogate in a member name", `{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","input":{"\udfff":1}}]}}`, "/plan/tools/0/input", "lone surrogate"),
 		r("5 MiB", huge, "limit"),
 		r("HTN syntax error", `{"kind":"htn","htn":{"program":"at(downtown","goal":"x"}}`, "/htn/program"),
 		r("HTN budget above the maximum", `{"kind":"htn","htn":{"program":"a().","goal":"a()","budget":{"memory":1099511627776}}}`, "/htn/budget/memory"),
@@ -135,6 +137,7 @@ func hostilePublishes(planID string) []hostile {
 		p("timer: an approval of no tool", bus.TimerSubject(planID), fmt.Sprintf(`{"planId":%q,"kind":"approve","tool":-4,"fireAt":1}`, planID)),
 		p("plan: garbage", bus.PlanSubject("hostile-garbage"), `{"tools":`),
 		p("plan: cycle", bus.PlanSubject("hostile-cycle"), `{"planId":"hostile-cycle","tools":[{"toolId":"a","skill":"echo","dependencies":["b"]},{"toolId":"b","skill":"echo","dependencies":["a"]}]}`),
+		p("plan: lone surrogate", bus.PlanSubject("hostile-surrogate"), `{"planId":"hostile-surrogate","tools":[{"toolId":"a","skill":"echo","input":{"s":"\ud800"}}]}`),
 		p("tool call: garbage", bus.ToolSubject("echo"), `{"planId":`),
 		p("tool call: for another skill", bus.ToolSubject("echo"), `{"planId":"x","toolId":"a","skill":"sleep","attempt":1,"input":{}}`),
 		p("event: garbage", bus.EventSubject("victim", "tool.succeeded"), `\xff`),
@@ -249,7 +252,7 @@ func TestHostileInput(t *testing.T) {
 		t.Errorf("requests stream: %v messages (%v), want the victim's alone", info.State.Msgs, err)
 	}
 	// The plans published around the planner were rejected, not run.
-	for _, id := range []string{"hostile-garbage", "hostile-cycle"} {
+	for _, id := range []string{"hostile-garbage", "hostile-cycle", "hostile-surrogate"} {
 		m, err := waitLast(ctx, conn, bus.StreamExecutions, bus.ExecutionSubject(id))
 		if id == "hostile-garbage" {
 			continue // not even a plan id to answer to: dropped

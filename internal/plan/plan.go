@@ -446,6 +446,16 @@ func Decode(doc []byte) (*Plan, error) {
 		}
 		return p, nil
 	}
+	if err := wire.CheckText(doc); err != nil {
+		var id struct {
+			PlanID string `json:"planId"`
+		}
+		_ = json.Unmarshal(doc, &id)
+		if !ValidID(id.PlanID) {
+			id.PlanID = ""
+		}
+		return nil, &Error{PlanID: id.PlanID, Msg: err.Error() + " (no worker could decode a call with it)", Err: err}
+	}
 	p, err := decodeSlow(doc)
 	if err != nil {
 		return nil, err

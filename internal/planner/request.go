@@ -1,13 +1,16 @@
 package planner
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/wire"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -121,6 +124,12 @@ func DecodeRequest(doc []byte) (*Request, error) {
 			at += size
 		}
 		return nil, &RequestError{Msg: fmt.Sprintf("not valid UTF-8 at byte offset %d (0x%02x)", at, doc[at])}
+	}
+	if err := wire.CheckText(doc); err != nil {
+		// Workers decode strictly: a call with such text would never
+		// reach a skill.
+		te := err.(*wire.TextError)
+		return nil, &RequestError{Field: cmp.Or(te.Pointer, "/"), Msg: strings.TrimPrefix(te.Error(), "at "+te.Pointer+": ")}
 	}
 	if err := schemas.Validate(schemas.PlanRequest, doc); err != nil {
 		return nil, schemaError(err, "")

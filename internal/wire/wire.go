@@ -110,9 +110,9 @@ func checkCall(c *planbus.ToolCall) error {
 		return fmt.Errorf("at /timeoutMs: %d is not between 1 and %d", c.TimeoutMs, maxTimeoutMs)
 	case len(c.IdempotencyKey) < 5:
 		return fmt.Errorf("at /idempotencyKey: shorter than 5 characters")
-	case !isToken(c.Token):
+	case !IsToken(c.Token):
 		return fieldErr("token", c.Token)
-	case !isToken(c.CancelDigest):
+	case !IsToken(c.CancelDigest):
 		return fieldErr("cancelDigest", c.CancelDigest)
 	}
 	return nil
@@ -130,7 +130,7 @@ func checkResult(r *planbus.ToolResult) error {
 		return fieldErr("skill", r.Skill)
 	case r.Attempt < 1:
 		return fmt.Errorf("at /attempt: %d is below the minimum 1", r.Attempt)
-	case !isToken(r.Token):
+	case !IsToken(r.Token):
 		return fieldErr("token", r.Token)
 	case r.DurationMs < 0:
 		return fmt.Errorf("at /durationMs: below the minimum 0")
@@ -177,8 +177,9 @@ func IsToolID(s string) bool { return match(s, 1, 128, "_.:-") }
 // ^[A-Za-z0-9_-]{1,64}$.
 func IsSkill(s string) bool { return match(s, 1, 64, "_-") }
 
-// isToken: ^[A-Za-z0-9_-]{43}$
-func isToken(s string) bool { return match(s, 43, 43, "_-") }
+// IsToken reports whether s has the shape of a result token or a cancel
+// digest: ^[A-Za-z0-9_-]{43}$.
+func IsToken(s string) bool { return match(s, 43, 43, "_-") }
 
 func match(s string, minLen, maxLen int, extra string) bool {
 	if len(s) < minLen || len(s) > maxLen {
