@@ -20,7 +20,9 @@ const (
 	// AgentIdle: ended because no goal was valid, unsatisfied, useful and
 	// off cooldown, and none was cooling down.
 	AgentIdle = "idle"
-	// AgentFailed: ended because its domain could not be used any more.
+	// AgentFailed: ended because its domain could not be used any more
+	// (error INVALID_DOMAIN), or because it gave up: several decisions in
+	// a row found no plan for any goal (error AGENT_GAVE_UP).
 	AgentFailed = "failed"
 )
 
@@ -49,6 +51,9 @@ const (
 	EventAgentIdle = "agent.idle"
 	// EventAgentStopped: the agent was stopped.
 	EventAgentStopped = "agent.stopped"
+	// EventAgentGaveUp: several decisions in a row found no plan for any
+	// goal, backing off after each: the agent ends, status failed.
+	EventAgentGaveUp = "agent.gave_up"
 )
 
 // AgentStopRequest is the body of a request to planbus.agent.stop

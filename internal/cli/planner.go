@@ -163,7 +163,7 @@ func (p *plannerFlags) register(f *flags) {
 		"most states one GOAP generation may expand (requests may ask for less in goap.budget.nodes)")
 	f.Size(&p.genMaxMemory, "gen-max-memory", "PLANBUS_GEN_MAX_MEMORY", planner.DefaultGenMaxMemory,
 		"memory all generations running at once may hold together; a generation waits until its budget fits")
-	f.Int(&p.genConc, "gen-concurrency", "PLANBUS_GEN_CONCURRENCY", 0, "HTN and GOAP searches run at once, and as many other generations (plans as given, templates) beside them; the others wait in line (0: the CPU count)")
+	f.Int(&p.genConc, "gen-concurrency", "PLANBUS_GEN_CONCURRENCY", 0, "HTN and GOAP searches of requests run at once, and as many other generations (plans as given, templates) and half as many searches of GOAP agents beside them; the others wait in line (0: the CPU count)")
 	f.Size(&p.memoryLimit, "memory-limit", "PLANBUS_MEMORY_LIMIT", 0,
 		"Go's soft memory limit for this process (0: $GOMEMLIMIT if set, else --gen-max-memory + 128MiB, raised by twice the live heap that is not the running generations')")
 }

@@ -253,7 +253,7 @@ func (p *progress) line(ev plan.Event) {
 		fmt.Fprintf(p.w, "%8s  skill %s: %s -> %s\n", ms(at), ev.Skill, ev.From, ev.To)
 		return
 	case "agent.started", "agent.goal.selected", "agent.goal.succeeded", "agent.goal.failed",
-		"agent.preempted", "agent.replanned", "agent.idle", "agent.stopped":
+		"agent.preempted", "agent.replanned", "agent.idle", "agent.stopped", "agent.gave_up":
 		fmt.Fprintf(p.w, "%8s  agent %s: %s\n", ms(at), strings.TrimPrefix(ev.Type, "agent."), ev.Message)
 		return
 	case plan.EventPlanStarted:

@@ -89,9 +89,10 @@ type exprEnv struct {
 // split, filter, sort, map, join, repeat, toJSON, fromJSON, ...), are not
 // available, since an expression of many such calls would hold as many
 // copies; nor those that read the clock or the time zone database, or
-// expose map iteration order. A gate is checked with no deadline, so its
-// expressions are flat (safeexpr.Rules.Flat): no predicate in a predicate,
-// no range.
+// expose map iteration order. Expressions are flat (safeexpr.Rules.Flat:
+// no predicate in a predicate, no range), so their work is about their
+// size times the output's, and metered (safeexpr.Rules.Metered), so a
+// check stops at its budget (CheckWithin).
 var exprRules = safeexpr.Rules{Builtins: exprBuiltins, Flat: true, Metered: true, Where: "gate expressions"}
 
 var exprBuiltins = map[string]bool{

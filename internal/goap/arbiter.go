@@ -200,6 +200,32 @@ func (a *Arbiter) Failed(goal string, now time.Time) error {
 	return nil
 }
 
+// CoolDown puts a goal on cooldown until until (a cooldown it has already
+// that ends later stays), and forgets it as the current goal: Failed with
+// a cooldown of the caller's, as an agent backing off after repeated
+// failures sets.
+func (a *Arbiter) CoolDown(goal string, until time.Time) error {
+	if a.d.goals[goal] == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownGoal, goal)
+	}
+	if cur, ok := a.st.Cooldowns[goal]; !ok || until.After(cur) {
+		a.st.Cooldowns[goal] = until
+	}
+	if a.st.Current == goal {
+		a.Clear()
+	}
+	return nil
+}
+
+// Cooldown is the goal's own cooldown (Goal.Cooldown), or 0 for a goal the
+// domain does not have.
+func (a *Arbiter) Cooldown(goal string) time.Duration {
+	if g := a.d.goals[goal]; g != nil {
+		return g.Cooldown
+	}
+	return 0
+}
+
 // Report evaluates every goal in state s at time now, in domain order.
 // Errors: ErrInvalidState for a mistyped fact, *EvalError for a utility,
 // validity or derived fact expression that fails.

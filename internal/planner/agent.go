@@ -66,6 +66,19 @@ type agentDoc struct {
 	Cancelled string `json:"cancelled,omitempty"`
 	// WakeAt is when the agent looks again: the end of a cooldown.
 	WakeAt time.Time `json:"wakeAt,omitzero"`
+	// LastPlanAt and LastStepAt are when the agent last planned and last
+	// released a step: it does either at most once a tick (AgentTick).
+	LastPlanAt time.Time `json:"lastPlanAt,omitzero"`
+	LastStepAt time.Time `json:"lastStepAt,omitzero"`
+	// Paced is what waits for the next tick (WakeAt): "step", the next
+	// step of the plan followed; "decide", a decision (Replan is why the
+	// plan followed is to be made again, if it is).
+	Paced  string `json:"paced,omitempty"`
+	Replan string `json:"replan,omitempty"`
+	// FailedRounds counts the decisions in a row that planned and found
+	// no plan for any goal; the agent backs off after each, and gives up
+	// after AgentMaxFailedRounds.
+	FailedRounds int `json:"failedRounds,omitempty"`
 	// SessionRev is the revision of the session state last acted on.
 	SessionRev uint64                        `json:"sessionRevision"`
 	Goals      map[string]*planbus.GoalStats `json:"goals"`
@@ -108,6 +121,26 @@ func (doc *agentDoc) stats(goal string) *planbus.GoalStats {
 	}
 	return st
 }
+
+// The agents' pace and patience.
+const (
+	// AgentTick is the least time between two of an agent's plannings,
+	// and between two of its step releases: the seed's loop ticks every
+	// 100 ms. A goal with no conditions (always unsatisfied, as the
+	// seed's Explore) then runs at most ten steps a second, not as many
+	// as the bus can carry.
+	AgentTick = 100 * time.Millisecond
+	// AgentMaxFailedRounds is how many decisions in a row may plan and
+	// find no plan for any goal before the agent gives up (status failed,
+	// error AGENT_GAVE_UP, event agent.gave_up). After each, the goals
+	// that failed cool down for twice as long as after the one before:
+	// their own cooldown (at least a tick) times 1, 2, 4, 8.
+	AgentMaxFailedRounds = 5
+	// AgentMaxBackoff bounds a goal's cooldown after repeated failures.
+	AgentMaxBackoff = 10 * time.Minute
+	// CodeAgentGaveUp is the error of an agent that gave up.
+	CodeAgentGaveUp = "AGENT_GAVE_UP"
+)
 
 // agentTracker is the tracker configuration of agents: a failed step has
 // already been retried by the dispatcher (its retry policy: three
@@ -192,6 +225,9 @@ func (a *agent) start() error { return a.decide("") }
 // is set when the current goal's plan was found broken: if the arbiter
 // keeps the goal, it is planned again.
 func (a *agent) decide(replanWhy string) error {
+	if a.tooSoon(replanWhy) {
+		return nil
+	}
 	a.arb.SetRunning(false)
 	sel, err := a.arb.Select(a.world, a.now)
 	if err != nil {
@@ -204,9 +240,18 @@ func (a *agent) decide(replanWhy string) error {
 }
 
 // pursue plans for the arbiter's selection, or waits when there is none.
-// A goal no plan reaches cools down and the arbiter chooses again; each
-// round puts a goal on cooldown, so the rounds are bounded.
+// A goal no plan reaches cools down, backing off (see
+// AgentMaxFailedRounds), and the arbiter chooses again; each round puts a
+// goal on cooldown, so the rounds are bounded. A decision that planned
+// and found no plan for any goal is a failed round. Its callers decide at
+// most once a tick (tooSoon).
 func (a *agent) pursue(sel goap.Selection, replanWhy string) error {
+	failed := false // a generation of this decision found no plan
+	defer func() {
+		if failed && a.tr == nil && a.doc.Status == planbus.AgentRunning && a.doc.Step == nil {
+			a.failedRound()
+		}
+	}()
 	for range len(a.d.Goals) + 1 {
 		if sel.Goal == "" {
 			a.tr = nil
@@ -219,10 +264,12 @@ func (a *agent) pursue(sel goap.Selection, replanWhy string) error {
 				fmt.Sprintf("%s (utility %s), %s: %s", sel.Goal, number(sel.Utility), sel.Reason, sel.Detail))
 		}
 		a.doc.Detail = fmt.Sprintf("%s: %s", sel.Reason, sel.Detail)
+		a.doc.LastPlanAt = a.now
 		res, err := a.plan(sel.Goal, a.world, a.doc.Disabled)
 		var ge *GenError
 		if errors.As(err, &ge) {
-			a.fail(sel.Goal, "no plan: "+ge.Message)
+			failed = true
+			a.failGeneration(sel.Goal, "no plan: "+ge.Message)
 			if sel, err = a.arb.Select(a.world, a.now); err != nil {
 				return a.blocked(err)
 			}
@@ -232,6 +279,7 @@ func (a *agent) pursue(sel goap.Selection, replanWhy string) error {
 		if err != nil {
 			return a.blocked(err)
 		}
+		failed, a.doc.FailedRounds = false, 0
 		st := a.doc.stats(sel.Goal)
 		st.Plans++
 		if same {
@@ -255,6 +303,90 @@ func (a *agent) pursue(sel goap.Selection, replanWhy string) error {
 	}
 	a.tr = nil
 	return a.wait("every goal failed to plan; waiting for the world to change", time.Time{})
+}
+
+// tooSoon paces a decision: one less than a tick after the agent last
+// planned waits for the next tick (replanWhy is kept for it), and tooSoon
+// reports true; the caller then changes nothing more.
+func (a *agent) tooSoon(replanWhy string) bool {
+	next := a.doc.LastPlanAt.Add(AgentTick)
+	if !a.now.Before(next) {
+		return false
+	}
+	a.pace(next, pacedDecide, replanWhy)
+	return true
+}
+
+// What a paced agent does at the next tick (agentDoc.Paced).
+const (
+	pacedStep   = "step"
+	pacedDecide = "decide"
+)
+
+// pace has the agent do what at the next tick, at: it planned or released
+// a step less than a tick ago. replanWhy, for a decision, is why the plan
+// followed is to be made again. It says nothing: the agent's detail and
+// events stay those of its last decision.
+func (a *agent) pace(at time.Time, what, replanWhy string) {
+	a.doc.WakeAt, a.doc.Paced, a.doc.Replan = at, what, replanWhy
+	a.fx.wake = at
+}
+
+// unpace forgets what waited for the tick, and returns it.
+func (a *agent) unpace() (what, replanWhy string) {
+	what, replanWhy = a.doc.Paced, a.doc.Replan
+	a.doc.Paced, a.doc.Replan = "", ""
+	return what, replanWhy
+}
+
+// failGeneration gives a goal up after a generation found no plan for
+// it: it cools down for its own cooldown (at least a tick) doubled for
+// each failed round before this one, at most AgentMaxBackoff.
+func (a *agent) failGeneration(goal, why string) {
+	cool := max(a.arb.Cooldown(goal), AgentTick)
+	for range min(a.doc.FailedRounds, 20) {
+		cool *= 2
+	}
+	cool = min(cool, AgentMaxBackoff)
+	_ = a.arb.CoolDown(goal, a.now.Add(cool)) // the goal is the domain's
+	a.doc.stats(goal).Failed++
+	a.tr, a.doc.Disabled = nil, nil
+	msg := why + "; cooling down until " + a.now.Add(cool).UTC().Format(time.RFC3339Nano)
+	if a.doc.FailedRounds > 0 {
+		msg += fmt.Sprintf(" (%s: the agent's %s decision in a row with no plan)", cool, ordinal(a.doc.FailedRounds+1))
+	}
+	a.event(planbus.EventAgentGoalFailed, goal, msg)
+}
+
+// failedRound counts a decision that planned and found no plan for any
+// goal; after AgentMaxFailedRounds of them in a row the agent gives up.
+func (a *agent) failedRound() {
+	a.doc.FailedRounds++
+	if a.doc.FailedRounds < AgentMaxFailedRounds {
+		return
+	}
+	msg := fmt.Sprintf("no plan for any goal in %d decisions in a row (backing off each time); the agent gives up", a.doc.FailedRounds)
+	a.arb.Clear()
+	a.doc.Status, a.doc.Detail, a.doc.Waiting, a.doc.WakeAt = planbus.AgentFailed, msg, "", time.Time{}
+	a.doc.Error = &plan.ErrorInfo{Code: CodeAgentGaveUp, Category: plan.CategoryPermanent, Message: msg}
+	a.fx.wake = time.Time{}
+	a.event(planbus.EventAgentGaveUp, "", msg)
+	a.fx.ended = true
+}
+
+// ordinal writes n as 2nd, 3rd, 4th.
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return fmt.Sprintf("%dth", n)
+	case n%10 == 1:
+		return fmt.Sprintf("%dst", n)
+	case n%10 == 2:
+		return fmt.Sprintf("%dnd", n)
+	case n%10 == 3:
+		return fmt.Sprintf("%drd", n)
+	}
+	return fmt.Sprintf("%dth", n)
 }
 
 // fail gives the current goal up: it cools down.
@@ -323,6 +455,11 @@ func (a *agent) blocked(err error) error {
 // act releases step i of the tracker's plan, its input rendered in the
 // world as it is now.
 func (a *agent) act(i int) error {
+	if next := a.doc.LastStepAt.Add(AgentTick); a.now.Before(next) {
+		// Released at the next tick, if the plan still holds then.
+		a.pace(next, pacedStep, "")
+		return nil
+	}
 	st := a.tr.State()
 	name := st.Plan[i]
 	act := a.d.Action(name)
@@ -360,7 +497,8 @@ func (a *agent) act(i int) error {
 		return err
 	}
 	a.doc.Step = &agentStep{PlanID: planID, Index: i, Action: name, Plan: data}
-	a.doc.Waiting, a.doc.WakeAt = "", time.Time{}
+	a.doc.Waiting, a.doc.WakeAt, a.doc.LastStepAt = "", time.Time{}, a.now
+	a.unpace()
 	a.fx.publish = a.doc.Step
 	return nil
 }
@@ -389,6 +527,7 @@ func (a *agent) dropStep() {
 func (a *agent) onResult(res *plan.ExecutionResult) error {
 	step := a.doc.Step
 	a.doc.Step = nil
+	a.unpace()
 	if a.tr == nil {
 		return a.decide("")
 	}
@@ -421,9 +560,19 @@ func (a *agent) onResult(res *plan.ExecutionResult) error {
 // another goal preempts the plan; while the agent waits, it decides
 // again.
 func (a *agent) onWorld() error {
-	if a.tr == nil || a.doc.Step == nil {
+	if a.doc.Step == nil {
+		return a.resume()
+	}
+	if a.tr == nil {
 		return a.decide("")
 	}
+	return a.check()
+}
+
+// check is the check of the world while a step runs: the rest of the plan
+// against it, and whether another goal takes over.
+func (a *agent) check() error {
+	a.unpace()
 	dec, err := a.observe()
 	if err != nil {
 		return a.blocked(err)
@@ -475,9 +624,21 @@ func (a *agent) follow(dec goap.Decision) error {
 	// The plan goes on; only a goal past the preemption margin, or the
 	// current goal's ceasing to be eligible, interrupts it.
 	a.arb.SetRunning(true)
+	before := a.arb.State()
 	sel, err := a.arb.Select(a.world, a.now)
 	if err != nil {
 		return a.blocked(err)
+	}
+	switch sel.Reason {
+	case goap.ReasonPreempt, goap.ReasonReplace, goap.ReasonNone:
+		if sel.Goal != "" && a.now.Before(a.doc.LastPlanAt.Add(AgentTick)) {
+			// Another goal would be planned less than a tick after the
+			// last plan: nothing changes until the next tick, when the
+			// whole check is made again.
+			a.arb.Restore(before)
+			a.pace(a.doc.LastPlanAt.Add(AgentTick), pacedDecide, "")
+			return nil
+		}
 	}
 	switch sel.Reason {
 	case goap.ReasonPreempt:
@@ -496,13 +657,32 @@ func (a *agent) follow(dec goap.Decision) error {
 	return a.act(dec.Step)
 }
 
-// onWake is a wake-up: the agent's start, or the end of a cooldown. A
-// running step is left alone.
+// onWake is a wake-up: the agent's start, the end of a cooldown, or the
+// next tick of a paced agent. A running step is left alone; a plan whose
+// next step waited for the tick goes on if it still holds.
 func (a *agent) onWake() error {
 	if a.doc.Step != nil {
+		if a.doc.Paced == pacedDecide && a.tr != nil {
+			return a.check()
+		}
 		return nil
 	}
-	return a.decide("")
+	return a.resume()
+}
+
+// resume takes up an agent with no step in flight: a plan whose next step
+// waited for the tick goes on if it still holds in the world; otherwise
+// the agent decides (again, for a plan to be made again).
+func (a *agent) resume() error {
+	what, replanWhy := a.unpace()
+	if what == pacedStep && a.tr != nil {
+		dec, err := a.tr.Observe(a.world)
+		if err != nil {
+			return a.blocked(err)
+		}
+		return a.follow(dec)
+	}
+	return a.decide(replanWhy)
 }
 
 // stop ends the agent on request; the step in flight is cancelled.

@@ -185,6 +185,10 @@ func (s *Service) handleAgentStop(req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
+	// The agent's turn, if one runs here (a search of five seconds, or a
+	// wait for a generation slot), is cancelled, and turns that would
+	// begin wait for the stop.
+	defer s.agents.interrupt(q.SessionID)()
 	planID, stopped := "", false
 	// The stop's turn is in the agent's trace, linked to the caller's.
 	caller := trace.LinkFromContext(telemetry.Extract(context.Background(), nats.Header(req.Headers())))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,24 @@ func coreAgent(t *testing.T, domain string, world goap.State) (*agent, *agentDoc
 	return a, ad
 }
 
+// turns counts the turns of each test agent: each turn comes a tick after
+// the one before (an agent plans and releases a step at most once a
+// tick), the first at t0.
+var turns = map[*agentDoc]int{}
+
+var t0 = time.Unix(1000, 0)
+
 // turnOf restores a turn of doc in world, as the service does for each
-// message.
+// message, a tick after the turn before.
 func turnOf(t *testing.T, doc *agentDoc, d *goap.Domain, world goap.State) *agent {
+	t.Helper()
+	now := t0.Add(time.Duration(turns[doc]) * AgentTick)
+	turns[doc]++
+	return turnAt(t, doc, d, world, now)
+}
+
+// turnAt is turnOf at now.
+func turnAt(t *testing.T, doc *agentDoc, d *goap.Domain, world goap.State, now time.Time) *agent {
 	t.Helper()
 	pf := func(goal string, w goap.State, disabled []string) (*goap.Result, error) {
 		res, err := goap.Plan(context.Background(), d, w, goal, goap.Options{Disabled: func(s string) bool {
@@ -50,7 +66,7 @@ func turnOf(t *testing.T, doc *agentDoc, d *goap.Domain, world goap.State) *agen
 		}
 		return res, err
 	}
-	a, err := newAgent(doc, d, world, time.Unix(1000, 0), pf)
+	a, err := newAgent(doc, d, world, now, pf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +181,7 @@ func TestAgentLeavesAFailedSkillOut(t *testing.T) {
 		t.Fatalf("stats %+v, step %+v, tracker %+v: want the goal given up", st, doc.Step, doc.Tracker)
 	}
 	until, ok := doc.Arbiter.Cooldowns["open-door"]
-	if !ok || !until.Equal(time.Unix(1000, 0).Add(5*time.Second)) || !doc.WakeAt.Equal(until) {
+	if !ok || !until.Equal(a.now.Add(5*time.Second)) || !doc.WakeAt.Equal(until) {
 		t.Fatalf("cooldown %v (%v), wake at %v: want 5s after the failure", until, ok, doc.WakeAt)
 	}
 	var failedEv []string
@@ -239,5 +255,116 @@ func TestAgentKeepsExploring(t *testing.T) {
 	}
 	if st := ad.Goals["explore"]; st == nil || st.Succeeded != 3 || ad.Goals["tidy"].Succeeded != 1 {
 		t.Errorf("stats explore %+v, tidy %+v", ad.Goals["explore"], ad.Goals["tidy"])
+	}
+}
+
+// A goal with no conditions (the seed's Explore) is taken up again as
+// soon as its one-step plan has run: the agent releases at most one step
+// a tick, the next when the tick comes (issue 23: 189 step plans in 3 s).
+func TestAgentReleasesAtMostAStepATick(t *testing.T) {
+	a, doc := coreAgent(t, "explore", goap.State{})
+	if err := a.start(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if doc.Step == nil || doc.Step.Action != "wander" {
+		t.Fatalf("first step %+v", doc.Step)
+	}
+	first := a.now
+	// The step's result comes at once: the goal is done and taken up
+	// again, but no step is released before the next tick.
+	a = turnAt(t, doc, a.d, goap.State{"explored": 1}, first.Add(time.Millisecond))
+	if err := a.onResult(&plan.ExecutionResult{PlanID: doc.Step.PlanID, State: plan.PlanSucceeded, Success: true}); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if doc.Step != nil || a.fx.publish != nil {
+		t.Fatalf("a step released %s after the first: %+v", time.Millisecond, doc.Step)
+	}
+	next := first.Add(AgentTick)
+	if !a.fx.wake.Equal(next) || !doc.WakeAt.Equal(next) || doc.Paced == "" {
+		t.Fatalf("wake %v (stored %v, paced %q), want the next tick, %v", a.fx.wake, doc.WakeAt, doc.Paced, next)
+	}
+	// A change of the world meanwhile does not release it either.
+	a = turnAt(t, doc, a.d, goap.State{"explored": 2}, first.Add(2*time.Millisecond))
+	if err := a.onWorld(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if doc.Step != nil {
+		t.Fatalf("a change of the world released a step before the tick: %+v", doc.Step)
+	}
+	// At the tick it is released.
+	a = turnAt(t, doc, a.d, goap.State{"explored": 2}, next)
+	if err := a.onWake(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if doc.Step == nil || doc.Step.Action != "wander" || a.fx.publish == nil || doc.Paced != "" {
+		t.Fatalf("at the tick: step %+v, paced %q", doc.Step, doc.Paced)
+	}
+	if doc.Seq != 2 {
+		t.Errorf("%d step plans, want 2", doc.Seq)
+	}
+}
+
+// A goal no plan reaches cools down for longer after each decision in a
+// row that found no plan, and after AgentMaxFailedRounds of them the agent
+// gives up: status failed, AGENT_GAVE_UP, an agent.gave_up event and its
+// outcome (issue 23: an unsolvable agent searched every 5 s for ever).
+func TestAgentBacksOffAndGivesUp(t *testing.T) {
+	a, doc := coreAgent(t, "unreachable", goap.State{})
+	if err := a.start(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	var cools []time.Duration
+	for round := 1; ; round++ {
+		if round > AgentMaxFailedRounds {
+			t.Fatalf("still running after %d failed rounds: %s", round-1, doc.Detail)
+		}
+		until := doc.Arbiter.Cooldowns["open"]
+		cools = append(cools, until.Sub(a.now))
+		if doc.FailedRounds != round {
+			t.Fatalf("round %d: FailedRounds %d", round, doc.FailedRounds)
+		}
+		if doc.Status != planbus.AgentRunning {
+			break
+		}
+		if !doc.WakeAt.Equal(until) || !a.fx.wake.Equal(until) {
+			t.Fatalf("round %d: wakes at %v, want the end of the cooldown %v", round, doc.WakeAt, until)
+		}
+		a = turnAt(t, doc, a.d, goap.State{}, until)
+		if err := a.onWake(); err != nil {
+			t.Fatal(err)
+		}
+		a.store()
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
+	if !slices.Equal(cools, want) {
+		t.Errorf("cooldowns %v, want %v", cools, want)
+	}
+	if doc.Status != planbus.AgentFailed || doc.Error == nil || doc.Error.Code != CodeAgentGaveUp || !a.fx.ended || !a.fx.wake.IsZero() {
+		t.Fatalf("status %s, error %+v, ended %v, wake %v; want failed, AGENT_GAVE_UP, ended", doc.Status, doc.Error, a.fx.ended, a.fx.wake)
+	}
+	if len(a.fx.events) == 0 || a.fx.events[len(a.fx.events)-1].Type != planbus.EventAgentGaveUp {
+		t.Errorf("events %+v, want agent.gave_up last", a.fx.events)
+	}
+	if o := agentOutcome(doc); o.Status != StatusFailed || o.Error == nil || o.Error.Code != CodeAgentGaveUp {
+		t.Errorf("outcome %+v", o)
+	}
+}
+
+// A plan found resets the count: failures that come between successes
+// never give the agent up.
+func TestAgentFailedRoundsResetOnAPlan(t *testing.T) {
+	a, doc := coreAgent(t, "chores", goap.State{})
+	doc.FailedRounds = AgentMaxFailedRounds - 1
+	if err := a.start(); err != nil {
+		t.Fatal(err)
+	}
+	a.store()
+	if doc.FailedRounds != 0 || doc.Step == nil {
+		t.Fatalf("FailedRounds %d, step %+v: want 0 and a step", doc.FailedRounds, doc.Step)
 	}
 }

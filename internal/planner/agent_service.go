@@ -51,6 +51,60 @@ type agentRuntime struct {
 	sessions jetstream.KeyValue // planbus-sessions, read with revisions
 	mu       sync.Mutex
 	domains  map[[32]byte]*goap.Domain // decoded domain documents
+	// turns cancel the turn each session's agent takes in this process;
+	// stops counts the stops waiting for a session's turn to end. A stop
+	// cancels the turn (its search, its wait for a generation slot) and
+	// turns that begin while it waits hand their message back: a stop
+	// does not wait behind an agent's searches.
+	turns map[string]context.CancelCauseFunc
+	stops map[string]int
+}
+
+// errAgentStopping ends a turn an agent's stop interrupts; its message
+// comes back later, to an agent that is stopped.
+var errAgentStopping = errors.New("planner: the agent is being stopped")
+
+// beginTurn registers a turn of the session's agent, which a stop may
+// cancel; it fails with errAgentStopping while a stop waits. The returned
+// function ends the registration.
+func (r *agentRuntime) beginTurn(ctx context.Context, sessionID string) (context.Context, func(), error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stops[sessionID] > 0 {
+		return nil, nil, errAgentStopping
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	if r.turns == nil {
+		r.turns = map[string]context.CancelCauseFunc{}
+	}
+	r.turns[sessionID] = cancel
+	return tctx, func() {
+		r.mu.Lock()
+		delete(r.turns, sessionID)
+		r.mu.Unlock()
+		cancel(nil)
+	}, nil
+}
+
+// interrupt cancels the turn the session's agent takes, if any, and holds
+// off those that would begin, until the returned function is called.
+func (r *agentRuntime) interrupt(sessionID string) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stops == nil {
+		r.stops = map[string]int{}
+	}
+	r.stops[sessionID]++
+	if cancel := r.turns[sessionID]; cancel != nil {
+		cancel(errAgentStopping)
+	}
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.stops[sessionID]--; r.stops[sessionID] <= 0 {
+			delete(r.stops, sessionID)
+		}
+	}
 }
 
 // maxCachedDomains bounds the decoded domains a planner keeps.
@@ -162,8 +216,21 @@ type turn func(a *agent, worldRev, seenRev uint64) error
 // span (planbus.agent.turn) saying what it answers (trigger), under the
 // request that started the agent, with links (to the plan whose end it
 // takes).
-func (s *Service) agentTurn(ctx context.Context, trigger, sessionID string, redelivered bool, floor uint64, f turn, links ...trace.Link) (*agentDoc, error) {
+func (s *Service) agentTurn(ctx context.Context, trigger, sessionID string, redelivered bool, floor uint64, f turn, links ...trace.Link) (_ *agentDoc, err error) {
 	defer s.lock("agent/" + sessionID)()
+	if trigger != triggerStop {
+		tctx, end, err := s.agents.beginTurn(ctx, sessionID)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errHandBack, err)
+		}
+		defer end()
+		ctx = tctx
+		defer func() {
+			if context.Cause(tctx) == errAgentStopping && err != nil {
+				err = fmt.Errorf("%w: %w", errHandBack, errAgentStopping)
+			}
+		}()
+	}
 	sp := &turnSpan{tracer: s.tracer, trigger: trigger, sessionID: sessionID, links: links}
 	doc, err := s.takeTurn(ctx, sp, sessionID, redelivered, floor, f)
 	sp.end(doc, err)
@@ -489,7 +556,7 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 			return slices.Contains(disabled, skill) || !hasSkill(skills, skill) || !s.health.Get(sid, skill).Usable()
 		}
 		lim := s.cfg.limitsFor(doc.Request)
-		release, err := s.enterGate(ctx, lim)
+		release, err := s.enter(ctx, s.agentGate, lim)
 		if err != nil {
 			return nil, err
 		}

@@ -2,11 +2,14 @@ package planner_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
@@ -376,4 +379,67 @@ func TestAgentEndpointsRefuseBadRequests(t *testing.T) {
 		t.Errorf("another inline domain under the id: %+v %+v, want a rejection at /requestId", rej, acc)
 	}
 	stopAgent(t, h, "inline")
+}
+
+// unsolvableDomain is issue 23's agent: a 15 KB domain whose one goal no
+// plan reaches, its search running to the generation's time budget (each
+// action's requires is a long sum over a number that only grows).
+func unsolvableDomain() string {
+	var facts, actions []string
+	for i := range 22 {
+		facts = append(facts, fmt.Sprintf(`"f%d": false`, i))
+		actions = append(actions, fmt.Sprintf(`{"name":"set%d","skill":"echo","requires":"%sn > -1","effects":{"f%d":true}}`, i, strings.Repeat("n + ", 150), i))
+	}
+	return `{"name":"maze","facts":{"n":0,` + strings.Join(facts, ",") + `},"actions":[` +
+		`{"name":"inc","skill":"echo","effects":{"n":{"inc":1}}},{"name":"dec","skill":"echo","requires":"n > 3","effects":{"n":{"dec":3}}},` +
+		strings.Join(actions, ",") + `],"goals":[{"name":"g","conditions":{"n":-1,"f1":true}}]}`
+}
+
+// Six agents that find no plan, each search taking its whole time budget,
+// do not hold another client's request (issue 23: a trivial HTN request
+// took 11-17 s instead of 0.45 s): agents search in slots of their own.
+// And each stop answers and stops its agent, the one searching among them
+// (its search is cancelled: stops timed out behind it).
+func TestUnsolvableAgentsHoldNoRequestAndStop(t *testing.T) {
+	h := start(t, planner.Config{GenConcurrency: 2, GOAPMaxNodes: 100_000_000}, simulated(t))
+	failed := make(chan string, 64)
+	sub, err := h.conn.NC.Subscribe(bus.EventSubject("*", planbus.EventAgentGoalFailed), func(m *nats.Msg) { failed <- m.Subject })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	domain := unsolvableDomain()
+	if len(domain) < 14_000 {
+		t.Fatalf("domain of %d bytes", len(domain))
+	}
+	for i := range 6 {
+		startAgent(t, h, fmt.Sprintf(`{"requestId": "stuck%d", "sessionId": "stuck%d", "goap": {"inline": %s}}`, i, i, domain))
+	}
+	// Wait until the agents search.
+	deadline := time.After(agentWait)
+	for tick := time.Tick(10 * time.Millisecond); plannerStat(t, h, "generationsRunning") < 1; {
+		select {
+		case <-tick:
+		case <-deadline:
+			t.Fatal("no agent began to search")
+		}
+	}
+	out, _ := h.request(`{"kind":"htn","htn":{"program":"go() :- if(), do(echo()). echo() :- del(), add().","goal":"go()"}}`)
+	if !out.Success {
+		t.Fatalf("the request beside the agents: %+v", out)
+	}
+	// Each search takes five seconds: had the request waited behind the
+	// agents' searches, several would have ended.
+	if n := len(failed); n > 1 {
+		t.Errorf("%d agent searches ended before the request beside them: it waited for them", n)
+	}
+	for i := range 6 {
+		sid := fmt.Sprintf("stuck%d", i)
+		if r := stopAgent(t, h, sid); r.Status != planbus.AgentStopStopped {
+			t.Errorf("%s: stop answered %+v", sid, r)
+		}
+		if st := agentStatus(t, h, sid); st.Status != planbus.AgentStopped {
+			t.Errorf("%s: status %s after its stop", sid, st.Status)
+		}
+	}
 }

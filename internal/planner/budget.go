@@ -114,6 +114,21 @@ func newGate(concurrency int, memory int64) *gate {
 	return &gate{slots: semaphore.NewWeighted(int64(concurrency)), memory: semaphore.NewWeighted(memory)}
 }
 
+// sharing is a gate of slots of its own that takes its memory from g's
+// pool: the generations through it wait for their slots apart from g's,
+// and the node's memory bound holds for both together.
+func (g *gate) sharing(concurrency int) *gate {
+	return &gate{slots: semaphore.NewWeighted(int64(concurrency)), memory: g.memory}
+}
+
+// agentSlots is how many agents' searches run at once beside
+// GenConcurrency requests' searches: half as many, at least one. Agents
+// search on their own, again and again (each goal, each replan, each
+// cooldown's end), so however many there are they share their slots and
+// never take those of requests: another client's request does not wait
+// behind a crowd of agents that find no plan.
+func agentSlots(genConcurrency int) int { return max(1, genConcurrency/2) }
+
 // enter waits for a slot and for bytes of the memory pool, then returns
 // the function that gives them back. It fails only when ctx ends.
 func (g *gate) enter(ctx context.Context, bytes int64) (func(), error) {

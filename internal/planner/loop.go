@@ -592,14 +592,19 @@ type gateHeld struct{}
 // enterGate waits for a generation slot and the generation's memory, until
 // ctx ends or the service stops (then the message is handed back).
 func (s *Service) enterGate(ctx context.Context, lim limits) (func(), error) {
-	wait, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(s.stopping, cancel)
-	defer stop()
 	g := s.quick
 	if lim.search {
 		g = s.gate
 	}
+	return s.enter(ctx, g, lim)
+}
+
+// enter waits for a slot of g and lim's memory (see enterGate).
+func (s *Service) enter(ctx context.Context, g *gate, lim limits) (func(), error) {
+	wait, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.stopping, cancel)
+	defer stop()
 	release, err := g.enter(wait, lim.memory)
 	switch {
 	case err == nil:

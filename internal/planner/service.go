@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -175,12 +174,13 @@ type Service struct {
 	health       *health.Book
 	states       *session.Store
 	generators   map[string]Generator
-	gate         *gate // HTN and GOAP searches
+	gate         *gate // HTN and GOAP searches of requests
 	quick        *gate // generations that do not search: plans as given, templates
+	agentGate    *gate // the searches of agents: slots of their own, the searches' memory
 	stats        counters
 	metrics      *metrics.Planner
 	stopping     context.Context // Run's context: every handler's derives from it
-	locks        [256]sync.Mutex // a request's messages are handled one at a time; striped by id
+	locks        keyedLocks      // a request's (an agent's) messages are handled one at a time
 	gensMu       sync.Mutex
 	gens         map[string]context.CancelCauseFunc // generations running in this process, by request id
 	work         sync.WaitGroup
@@ -195,10 +195,12 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	searches := newGate(cfg.GenConcurrency, cfg.GenMaxMemory)
 	s := &Service{cfg: cfg, conn: conn, log: log.With().Str("component", "planner").Str("planner", cfg.ID).Logger(),
-		ready: make(chan struct{}), gate: newGate(cfg.GenConcurrency, cfg.GenMaxMemory), quick: newGate(cfg.GenConcurrency, cfg.GenMaxMemory),
-		stopping: context.Background(),
-		gens:     map[string]context.CancelCauseFunc{}, metrics: cfg.Metrics.Planner()}
+		ready: make(chan struct{}), gate: searches, quick: newGate(cfg.GenConcurrency, cfg.GenMaxMemory),
+		agentGate: searches.sharing(agentSlots(cfg.GenConcurrency)),
+		stopping:  context.Background(),
+		gens:      map[string]context.CancelCauseFunc{}, metrics: cfg.Metrics.Planner()}
 	s.tracer = telemetry.Tracer(cfg.Tracer)
 	s.goap = goapPlanner{domains: cfg.DomainsDir, decoded: newDomainCache()}
 	s.generators = map[string]Generator{
@@ -330,8 +332,11 @@ type counters struct {
 // slot or memory, and done; messages dropped.
 func (s *Service) Stats() map[string]int64 {
 	return map[string]int64{
-		"generationsRunning": s.gate.running.Load() + s.quick.running.Load(), "generationsWaiting": s.gate.waiting.Load() + s.quick.waiting.Load(),
-		"generations": s.gate.served.Load() + s.quick.served.Load(), "messagesDropped": s.stats.Dropped.Load(),
+		"generationsRunning":      s.gate.running.Load() + s.quick.running.Load() + s.agentGate.running.Load(),
+		"generationsWaiting":      s.gate.waiting.Load() + s.quick.waiting.Load() + s.agentGate.waiting.Load(),
+		"generations":             s.gate.served.Load() + s.quick.served.Load() + s.agentGate.served.Load(),
+		"agentGenerationsRunning": s.agentGate.running.Load(), "agentGenerationsWaiting": s.agentGate.waiting.Load(),
+		"agentGenerations": s.agentGate.served.Load(), "messagesDropped": s.stats.Dropped.Load(),
 		"requestsTooLarge": s.stats.TooLarge.Load(),
 	}
 }
@@ -392,10 +397,15 @@ func (s *Service) handle(m jetstream.Msg, h handler) {
 		// deliveries: they did not fail, they were interrupted, which is
 		// no news to the person who stopped it.
 		ev := s.log.Warn()
-		if s.stopping.Err() != nil {
+		switch {
+		case s.stopping.Err() != nil:
 			ev = s.log.Debug()
 			_ = m.Nak()
-		} else {
+		case errors.Is(err, errAgentStopping):
+			// Its agent is being stopped: it comes back to a stopped one.
+			ev = s.log.Debug()
+			_ = m.NakWithDelay(AgentTick)
+		default:
 			_ = m.NakWithDelay(bus.RetryDelay(n))
 		}
 		ev.Err(err).Str("subject", m.Subject()).Int("deliveries", n).Msg("message handed back")
@@ -429,13 +439,45 @@ func (s *Service) keepAlive(m jetstream.Msg) func() {
 	return func() { close(done) }
 }
 
-// lock serialises the handling of one request's messages in this process.
-// Locks are striped by the id's hash, so their number stays fixed however
-// many requests pass through.
-func (s *Service) lock(requestID string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(requestID))
-	mu := &s.locks[h.Sum32()%uint32(len(s.locks))]
-	mu.Lock()
-	return mu.Unlock
+// lock serialises the handling of one request's (one agent's) messages in
+// this process.
+func (s *Service) lock(key string) func() { return s.locks.lock(key) }
+
+// keyedLocks are mutexes by key, made as they are wanted and dropped when
+// nobody holds or waits for them. Unlike striped locks, a key waits only
+// for its own holder: a search of one request (five seconds, say) never
+// holds up another's messages. Safe for concurrent use; the zero value is
+// ready.
+type keyedLocks struct {
+	mu   sync.Mutex
+	keys map[string]*keyedLock
+}
+
+type keyedLock struct {
+	mu   sync.Mutex
+	refs int // holders and waiters
+}
+
+// lock waits for key's lock and returns the function that releases it.
+func (k *keyedLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.keys == nil {
+		k.keys = map[string]*keyedLock{}
+	}
+	l := k.keys[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.keys[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.keys, key)
+		}
+		k.mu.Unlock()
+	}
 }
