@@ -86,6 +86,7 @@ type Worker struct {
 
 	calls      sync.WaitGroup
 	runners    sync.WaitGroup  // goroutines that run calls; they outlive pull until drained
+	keepers    sync.WaitGroup  // keepManifests' watchers
 	callCtx    context.Context // parent of every call; cancelled when the drain time is up
 	callCancel context.CancelCauseFunc
 	ready      chan struct{}
@@ -236,10 +237,15 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 			err = fmt.Errorf("worker: panic: %v\n%s", r, debug.Stack())
 		}
 	}()
-	consumers, err := w.advertise(ctx)
+	kv, consumers, err := w.advertise(ctx)
 	if err != nil {
 		return err
 	}
+	// The keepers end with Run, however it returns.
+	defer w.keepers.Wait()
+	kctx, stopKeeping := context.WithCancel(ctx)
+	defer stopKeeping()
+	w.keepManifests(kctx, kv)
 	sub, err := w.nc.Subscribe(bus.SubjectCancelAll, w.onCancel)
 	if err != nil {
 		return fmt.Errorf("worker: subscribe to cancels: %w", err)
@@ -283,11 +289,11 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 }
 
 // advertise puts each skill's manifest in the skills bucket and creates or
-// updates its consumer.
-func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
+// updates its consumer; it returns the bucket.
+func (w *Worker) advertise(ctx context.Context) (jetstream.KeyValue, []jetstream.Consumer, error) {
 	kv, err := w.awaitPlanbus(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	consumers := make([]jetstream.Consumer, len(w.skills))
 	for i, s := range w.skills {
@@ -299,7 +305,7 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("worker: advertise skill %s: %w", m.Name, err)
+			return nil, nil, fmt.Errorf("worker: advertise skill %s: %w", m.Name, err)
 		}
 		maxAck := 100000
 		if m.Concurrency > 0 {
@@ -307,7 +313,7 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 		}
 		ackWait, err := w.consumerAckWait(ctx, m.Name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var cons jetstream.Consumer
 		create := "$JS.API.CONSUMER.CREATE." + bus.StreamTools + "." + bus.SkillConsumer(m.Name) + "." + bus.ToolSubject(m.Name)
@@ -328,12 +334,12 @@ func (w *Worker) advertise(ctx context.Context) ([]jetstream.Consumer, error) {
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("worker: consumer for skill %s: %w", m.Name, err)
+			return nil, nil, fmt.Errorf("worker: consumer for skill %s: %w", m.Name, err)
 		}
 		s.ackWait.Store(int64(ackWait))
 		consumers[i] = cons
 	}
-	return consumers, nil
+	return kv, consumers, nil
 }
 
 // compareManifest warns when the skill is advertised with another

@@ -108,6 +108,14 @@ func watching(bucket string) []string {
 		jsAPI("CONSUMER", "INFO", s, "*"), "$JS.FC." + s + ".>"}
 }
 
+// watchingKey is watching one key of a bucket: the ordered consumer's
+// create request names its filter, the key's subject.
+func watchingKey(bucket, key string) []string {
+	s := kvStream(bucket)
+	return []string{jsAPI("CONSUMER", "CREATE", s, "*", "$KV."+bucket+"."+key), jsAPI("CONSUMER", "DELETE", s, "*"),
+		jsAPI("CONSUMER", "INFO", s, "*"), "$JS.FC." + s + ".>"}
+}
+
 // writing a bucket: put, create, update, delete and purge are publishes on
 // the key's subject.
 func writing(bucket string) string { return "$KV." + bucket + ".>" }
@@ -371,8 +379,10 @@ func workerGrants(g *Grants, skills []string) {
 		// the consumers.
 		pub(jsAPI("CONSUMER", "CREATE", StreamTools, "*", SubjectToolsAll), jsAPI("CONSUMER", "INFO", StreamTools, "*"),
 			jsAPI("CONSUMER", "MSG", "NEXT", StreamTools, "*"), "$JS.ACK."+StreamTools+".*.>")
-		// Register its skills' manifests.
+		// Register its skills' manifests, and watch them to put its own
+		// back when one is changed under it.
 		pub(writing(BucketSkills))
+		pub(watching(BucketSkills)...)
 		// planbus.invoke.<skill> (answered for admins).
 		sub(SubjectInvokeAll)
 	}
@@ -381,6 +391,7 @@ func workerGrants(g *Grants, skills []string) {
 		// own subject, its manifest's key, its invocations.
 		pub(consuming(StreamTools, SkillConsumer(s), ToolSubject(s))...)
 		pub("$KV." + BucketSkills + "." + s)
+		pub(watchingKey(BucketSkills, s)...)
 		sub(InvokeSubject(s))
 	}
 	// Results of its calls, and tool.started events. A result needs the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
@@ -430,6 +431,44 @@ func TestAuthWorkerGroupServesItsSkillsOnly(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
 		t.Errorf("the group's worker needed more than its grants:\n%s", logs.String())
+	}
+
+	// The worker seed may write any skill's manifest (it may serve any
+	// skill): one that breaks tally's is undone by tally's worker, and
+	// tally's plans run again (issue 23: a manifest of {"inputSchema":
+	// {"not": {}}} had every request for the skill refused).
+	wconn, err := n.DialAs(ctx, bus.RoleWorker, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wconn.Close()
+	skillsKV, err := wconn.JS.KeyValue(ctx, bus.BucketSkills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := skillsKV.Get(ctx, "tally")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := skillsKV.Watch(ctx, "tally", jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = watch.Stop() }()
+	if _, err := skillsKV.Put(ctx, "tally", []byte(`{"inputSchema":{"not":{}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for restored := false; !restored; {
+		select {
+		case e := <-watch.Updates():
+			restored = e != nil && string(e.Value()) == string(mine.Value())
+		case <-ctx.Done():
+			t.Fatalf("tally's manifest was not put back\nlog:\n%s", logs.String())
+		}
+	}
+	out, err = newClient(t, conn).RunPlan(ctx, []byte(`{"planId": "grp2", "tools": [{"toolId": "T", "skill": "tally", "input": {"n": 1}}]}`), nil)
+	if err != nil || out.Execution == nil || !out.Execution.Success {
+		t.Fatalf("tally after its manifest was put back: %v %+v", err, out)
 	}
 
 	// Another skill with the group's seed: refused at its manifest.
