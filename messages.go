@@ -19,6 +19,13 @@ const (
 	CategoryDependency   = "dependency"
 )
 
+// DefaultSession is the session of requests and plans that name none.
+// Requests in it share its state (statePatch), but no skill health: they
+// come from anyone, so no failure of one may disable a skill for the
+// others (each request's replans still leave out the skills that failed
+// it). Name a session to keep health across requests.
+const DefaultSession = "default"
+
 // Error codes the system itself produces. Skills may use codes of their own.
 const (
 	CodeToolTimeout   = "TOOL_TIMEOUT"

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/health"
@@ -20,9 +21,6 @@ import (
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/internal/wire"
 )
-
-// DefaultSession is the session of plans that name none.
-const DefaultSession = "default"
 
 // learn records what applied results tell: each skill's health in the
 // plan's session (with an event for every transition) and the session
@@ -319,7 +317,7 @@ func (d *Dispatcher) event(ev plan.Event) {
 
 func sessionOf(st *execution.State) string {
 	if st.SessionID == "" {
-		return DefaultSession
+		return planbus.DefaultSession
 	}
 	return st.SessionID
 }
@@ -341,7 +339,7 @@ func (d *Dispatcher) countAttempts(eng *execution.Engine, applied []execution.Ap
 // health book, which the bucket's watch keeps current in memory.
 func (d *Dispatcher) skillHealth(sessionID, skill string) string {
 	if sessionID == "" {
-		sessionID = DefaultSession
+		sessionID = planbus.DefaultSession
 	}
 	return d.health.Get(sessionID, skill).State
 }

@@ -32,7 +32,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 			p.RequestID = p.PlanID
 		}
 		if p.SessionID == "" {
-			p.SessionID = DefaultSession
+			p.SessionID = planbus.DefaultSession
 		}
 		err = d.checkRetention(p)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 )
 
@@ -69,8 +70,17 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Book, error) {
 // Close stops following the bucket.
 func (b *Book) Close() { _ = b.watcher.Stop() }
 
-// Get returns a skill's health in a session (healthy when never recorded).
+// Keeps reports whether health is kept in the session: in every session
+// but the default one (planbus.DefaultSession), which requests from anyone
+// share: there every skill is healthy, and outcomes change nothing.
+func Keeps(sessionID string) bool { return sessionID != planbus.DefaultSession }
+
+// Get returns a skill's health in a session (healthy when never recorded,
+// and in the default session).
 func (b *Book) Get(sessionID, skill string) Record {
+	if !Keeps(sessionID) {
+		return Record{Skill: skill, State: Healthy}
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if h, ok := b.entries[bus.HealthKey(sessionID, skill)]; ok {
@@ -79,11 +89,15 @@ func (b *Book) Get(sessionID, skill string) Record {
 	return Record{Skill: skill, State: Healthy}
 }
 
-// Session returns the recorded health of every skill in a session.
+// Session returns the recorded health of every skill in a session (none
+// in the default session).
 func (b *Book) Session(sessionID string) map[string]Record {
+	out := map[string]Record{}
+	if !Keeps(sessionID) {
+		return out
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	out := map[string]Record{}
 	prefix := sessionID + "."
 	for k, h := range b.entries {
 		if strings.HasPrefix(k, prefix) {
@@ -106,8 +120,12 @@ func (b *Book) Disabled(sessionID string) []string {
 
 // Apply records an outcome and returns the health before and after it. A
 // success of a skill already healthy with no failures counted writes
-// nothing.
+// nothing, nor does any outcome in the default session.
 func (b *Book) Apply(ctx context.Context, sessionID, skill string, o Outcome) (before, after Record, err error) {
+	if !Keeps(sessionID) {
+		h := Record{Skill: skill, State: Healthy}
+		return h, h, nil
+	}
 	key := bus.HealthKey(sessionID, skill)
 	for range 50 {
 		var rev uint64
@@ -150,6 +168,9 @@ func (b *Book) Apply(ctx context.Context, sessionID, skill string, o Outcome) (b
 // it cannot (a success of a skill healthy with no failures), callers skip
 // Apply and its round trip.
 func (b *Book) Quick(sessionID, skill string, o Outcome) bool {
+	if !Keeps(sessionID) {
+		return false
+	}
 	h := b.Get(sessionID, skill)
 	return !(o.Succeeded && h.State == Healthy && h.Failures == 0)
 }

@@ -7,4 +7,6 @@
 //
 // Health is per session, so one user's failures do not disable a skill
 // for everyone; Book.Reset is the "session restart" that heals them all.
+// The default session, which requests that name none share whoever sends
+// them, keeps no health at all (Keeps).
 package health

@@ -334,7 +334,7 @@ func (s *Service) handleSkills(req micro.Request) {
 		}
 	}
 	if q.SessionID == "" {
-		q.SessionID = "default"
+		q.SessionID = planbus.DefaultSession
 	}
 	if !plan.ValidID(q.SessionID) {
 		reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))

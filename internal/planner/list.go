@@ -111,7 +111,7 @@ func (s *Service) list(ctx context.Context, q *planbus.ListRequest) (*planbus.Li
 		}
 		seen[r.RequestID] = true
 		if r.SessionID == "" {
-			r.SessionID = "default"
+			r.SessionID = planbus.DefaultSession
 		}
 		if q.SessionID != "" && r.SessionID != q.SessionID {
 			continue

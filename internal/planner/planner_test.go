@@ -638,6 +638,57 @@ func TestADisabledSkillsRefusalSaysWhyAndHowToHealIt(t *testing.T) {
 	}
 }
 
+// Requests that name no session share the default one, with anyone: one
+// whose optional tool fails twice with network errors does not disable
+// the skill for the next, a stranger's (issue 23), where the same in a
+// named session does. The default session keeps no skill health.
+func TestTheDefaultSessionKeepsNoHealth(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	failTwice := func(session string) {
+		t.Helper()
+		sess := ""
+		if session != "" {
+			sess = fmt.Sprintf(`"sessionId":%q,`, session)
+		}
+		out, _ := h.request(`{"kind":"plan",` + sess + `"plan":{"tools":[
+			{"toolId":"opt","skill":"fail","required":false,"input":{"category":"network","code":"DOWN","message":"the link is down"},"retryPolicy":{"maxAttempts":2,"backoffMs":1}},
+			{"toolId":"ok","skill":"echo","input":{"n":1}}]}}`)
+		if !out.Success {
+			t.Fatalf("a plan with an optional failing tool: %s %+v", out.Status, out.Error)
+		}
+	}
+	next := func(session string) *planner.Outcome {
+		sess := ""
+		if session != "" {
+			sess = fmt.Sprintf(`"sessionId":%q,`, session)
+		}
+		out, _ := h.request(`{"kind":"plan",` + sess + `"plan":{"tools":[{"toolId":"g","skill":"fail","input":{"attempts":0}}]}}`)
+		return out
+	}
+	failTwice("")
+	if out := next(""); !out.Success {
+		t.Errorf("a stranger's request after it, in the default session: %s %+v; want it run", out.Status, out.Error)
+	}
+	var skills planbus.SkillsReply
+	if err := h.conn.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := h.conn.NC.Request(bus.SubjectSkills, []byte(`{}`), 10*time.Second)
+	if err != nil || json.Unmarshal(m.Data, &skills) != nil {
+		t.Fatalf("skills: %v %s", err, m.Data)
+	}
+	for _, sk := range skills.Skills {
+		if sk.Health.State != planbus.HealthHealthy {
+			t.Errorf("skill %s is %s in the default session, want healthy", sk.Manifest.Name, sk.Health.State)
+		}
+	}
+	// The same in a named session disables it there.
+	failTwice("mine")
+	if out := next("mine"); out.Error == nil || out.Error.Code != "SKILL_DISABLED" {
+		t.Errorf("in session mine: %s %+v; want SKILL_DISABLED", out.Status, out.Error)
+	}
+}
+
 // An input with a reference to another tool's output is known only when
 // its call is released: the planner does not judge it at submission (the
 // worker checks it then), where a literal one the skill refuses is

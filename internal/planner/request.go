@@ -110,7 +110,8 @@ func (e *RequestError) Error() string {
 func (e *RequestError) Is(target error) bool { return target == ErrInvalidRequest }
 
 // DecodeRequest validates a request against its schema and decodes it,
-// filling defaults: sessionId "default", maxAttempts 5 (1 for kind plan).
+// filling defaults: sessionId planbus.DefaultSession, maxAttempts 5 (1 for
+// kind plan).
 func DecodeRequest(doc []byte) (*Request, error) {
 	if !utf8.Valid(doc) {
 		// JSON is UTF-8 (RFC 8259); decoding would quietly replace the
@@ -139,7 +140,7 @@ func DecodeRequest(doc []byte) (*Request, error) {
 		return nil, &RequestError{Msg: err.Error()}
 	}
 	if r.SessionID == "" {
-		r.SessionID = "default"
+		r.SessionID = planbus.DefaultSession
 	}
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = DefaultMaxAttempts

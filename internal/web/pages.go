@@ -366,7 +366,7 @@ type skillRow struct {
 func (s *Server) skillsPage(w http.ResponseWriter, r *http.Request) {
 	session := r.URL.Query().Get("session")
 	if session == "" {
-		session = "default"
+		session = planbus.DefaultSession
 	}
 	if !idPattern.MatchString(session) {
 		s.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("session %q: a session id is 1 to 128 letters, digits, '_' or '-'", session))

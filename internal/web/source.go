@@ -442,8 +442,8 @@ func sessionsOf(reqs []planbus.RequestSummary) []string {
 			out = append(out, r.SessionID)
 		}
 	}
-	if !slices.Contains(out, "default") {
-		out = append(out, "default")
+	if !slices.Contains(out, planbus.DefaultSession) {
+		out = append(out, planbus.DefaultSession)
 	}
 	return out
 }
