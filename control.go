@@ -198,3 +198,23 @@ type SessionReset struct {
 	Healed       []string `json:"healed"`
 	StateCleared bool     `json:"stateCleared"`
 }
+
+// SettledQuery asks the dispatchers whether an attempt of a tool already
+// ended (planbus.dispatcher.settled): a worker asks it for a call
+// delivered again, which may have run before a crash (its result stored,
+// its acknowledgement lost). Token is the call's, which proves the asker
+// holds the call.
+type SettledQuery struct {
+	PlanID  string `json:"planId"`
+	ToolID  string `json:"toolId"`
+	Attempt int    `json:"attempt"`
+	Token   string `json:"token"`
+}
+
+// SettledReply answers a SettledQuery: Settled is true when the attempt
+// has a result stored, or no longer runs (the plan moved on or ended), so
+// running it again would repeat its work for nothing; Why says which.
+type SettledReply struct {
+	Settled bool   `json:"settled"`
+	Why     string `json:"why"`
+}

@@ -737,6 +737,16 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}
 	s.stats.Received.Add(1)
 
+	if merr == nil && meta.NumDelivered > 1 {
+		// Delivered again: it may have run before a crash, its result
+		// stored and its acknowledgement lost.
+		if ok, why := w.alreadySettled(&tc); ok {
+			clog.Info().Uint64("deliveries", meta.NumDelivered).Str("why", why).Msg("delivered again after its attempt ended; not running it again")
+			s.stats.Received.Add(1)
+			settled = msg.Ack() == nil
+			return
+		}
+	}
 	if merr == nil && int(meta.NumDelivered) > w.cfg.MaxDeliver {
 		clog.Error().Uint64("deliveries", meta.NumDelivered).Msg("call delivered too often without a result; reporting it failed")
 		res := w.newResult(&tc, time.Now())
@@ -910,6 +920,28 @@ func (w *Worker) result(tc *planbus.ToolCall, out skill.Result, herr error, star
 func isObject(data []byte) bool {
 	t := bytes.TrimLeft(data, " \t\r\n")
 	return len(t) > 0 && t[0] == '{' && json.Valid(data)
+}
+
+// settledWait bounds a worker's question whether a call delivered again
+// already ended.
+const settledWait = 5 * time.Second
+
+// alreadySettled asks the dispatchers whether the call's attempt already
+// ended (see planbus.SettledQuery). With no answer (no dispatcher runs, or
+// one that does not know the endpoint) the call runs: at least once.
+func (w *Worker) alreadySettled(tc *planbus.ToolCall) (bool, string) {
+	q, _ := json.Marshal(planbus.SettledQuery{PlanID: tc.PlanID, ToolID: tc.ToolID, Attempt: tc.Attempt, Token: tc.Token})
+	ctx, cancel := context.WithTimeout(w.callCtx, settledWait)
+	defer cancel()
+	m, err := w.nc.RequestWithContext(ctx, bus.SubjectCallSettled, q)
+	if err != nil || m.Header.Get("Nats-Service-Error-Code") != "" {
+		return false, ""
+	}
+	var r planbus.SettledReply
+	if json.Unmarshal(m.Data, &r) != nil {
+		return false, ""
+	}
+	return r.Settled, r.Why
 }
 
 // refuseCall answers a call that does not decode, err says why: one that

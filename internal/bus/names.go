@@ -41,6 +41,10 @@ const (
 	// SubjectDispatcherStatus is every dispatcher's micro endpoint with its
 	// counters.
 	SubjectDispatcherStatus = "planbus.dispatcher.status"
+	// SubjectCallSettled is the dispatchers' endpoint a worker asks, for a
+	// call delivered again, whether its attempt already has a result
+	// stored (so it is not run twice); the body is a planbus.SettledQuery.
+	SubjectCallSettled = "planbus.dispatcher.settled"
 	// SubjectExternalPlanners is where external planners answer when
 	// authorization is on: a request of kind external names a subject
 	// under it (planners.travel), and only that namespace is open to the

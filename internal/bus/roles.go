@@ -312,7 +312,7 @@ func (r Role) Grants() Grants {
 		// backlog) and the tool workers' micro service info (who serves
 		// it), read when Prometheus scrapes.
 		pub(jsAPI("CONSUMER", "INFO", StreamTools, "*"), "$SRV.INFO."+ServiceToolworker)
-		sub(SubjectDispatcherStatus)
+		sub(SubjectDispatcherStatus, SubjectCallSettled)
 		sub(serving(ServiceDispatcher)...)
 		sub(inbox(r))
 		// Answers to status and discovery requests.
@@ -398,6 +398,9 @@ func workerGrants(g *Grants, skills []string) {
 	// token of its call, so a worker cannot forge the result of a call
 	// it was not given.
 	pub(SubjectResultsAll, eventsOf("tool"))
+	// Ask the dispatchers, for a call delivered again, whether its
+	// attempt already ended (with the call's token).
+	pub(SubjectCallSettled)
 	pub(jsAPI("STREAM", "INFO", kvStream(BucketSkills)))
 	// Read the manifests advertised, to warn when a skill's differs from
 	// its own (the planbus.skills endpoint shows them to clients anyway).

@@ -135,6 +135,9 @@ type counters struct {
 	// ResultsRejected counts results dropped unapplied: invalid, on another
 	// plan's subject, or without their call's token.
 	ResultsRejected atomic.Int64
+	// SettledAnswered counts the calls delivered again it told a worker
+	// not to run (planbus.dispatcher.settled).
+	SettledAnswered atomic.Int64
 	// Dropped counts messages given up at their delivery limit, and
 	// invalid timers.
 	Dropped atomic.Int64

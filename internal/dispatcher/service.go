@@ -28,6 +28,11 @@ func (d *Dispatcher) addService() (micro.Service, error) {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("dispatcher: status endpoint: %w", err)
 	}
+	err = svc.AddEndpoint("settled", micro.HandlerFunc(d.onSettled), micro.WithEndpointSubject(bus.SubjectCallSettled))
+	if err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("dispatcher: settled endpoint: %w", err)
+	}
 	return svc, nil
 }
 
@@ -39,7 +44,9 @@ func (d *Dispatcher) addService() (micro.Service, error) {
 // resultsReadBack counts results read back from the results stream to
 // rebuild a plan's state. partitionsOwned is how many partitions of the
 // plans' messages this dispatcher consumes, dispatchersSeen how many
-// dispatchers answered its last ping (itself included).
+// dispatchers answered its last ping (itself included). callsSettled
+// counts the calls delivered again that it told a worker not to run
+// again (their attempt had ended).
 func (d *Dispatcher) Stats() map[string]int64 {
 	d.parts.mu.Lock()
 	owned, seen := len(d.parts.owned), d.parts.seen
@@ -51,5 +58,6 @@ func (d *Dispatcher) Stats() map[string]int64 {
 		"toolsReleased": d.stats.Released.Load(), "casConflicts": d.stats.Conflicts.Load(), "batches": d.stats.Batches.Load(), "resultsReadBack": d.stats.ReadBack.Load(),
 		"results_rejected": d.stats.ResultsRejected.Load(),
 		"messagesDropped":  d.stats.Dropped.Load(),
+		"callsSettled":     d.stats.SettledAnswered.Load(),
 	}
 }

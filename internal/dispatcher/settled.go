@@ -1,0 +1,147 @@
+package dispatcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/wire"
+)
+
+// A call is delivered again when its worker's acknowledgement did not
+// reach the store: the worker died, or the server did after storing the
+// call's result and before taking the ack (a kill -9 of the server re-ran
+// 4 of 811 completed calls on live workers). A worker asks, before it
+// runs a call delivered again, whether its attempt already ended; any
+// dispatcher answers from the plan's stored state and, for an attempt
+// the state still shows running, from the plan's results in their stream
+// (a result stored but not applied yet).
+
+// settledTimeout bounds the work of one answer.
+const settledTimeout = 10 * time.Second
+
+// onSettled answers planbus.dispatcher.settled.
+func (d *Dispatcher) onSettled(r micro.Request) {
+	var q planbus.SettledQuery
+	if err := json.Unmarshal(r.Data(), &q); err != nil || !wire.IsID(q.PlanID) || !wire.IsToolID(q.ToolID) || q.Attempt < 1 {
+		_ = r.Error("400", "want {planId, toolId, attempt, token} of a call", nil)
+		return
+	}
+	if !d.key.CheckResult(q.PlanID, q.ToolID, q.Attempt, q.Token) {
+		_ = r.Error("403", "the token is not the call's", nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settledTimeout)
+	defer cancel()
+	settled, why, err := d.settled(ctx, q)
+	if err != nil {
+		_ = r.Error("503", err.Error(), nil)
+		return
+	}
+	if settled {
+		d.stats.SettledAnswered.Add(1)
+	}
+	_ = r.RespondJSON(planbus.SettledReply{Settled: settled, Why: why})
+}
+
+// settled tells whether attempt q.Attempt of the tool has ended: the
+// stored state shows it ended or a later attempt, or the results stream
+// holds a result of it with its token.
+func (d *Dispatcher) settled(ctx context.Context, q planbus.SettledQuery) (bool, string, error) {
+	stored, _, err := d.readState(ctx, q.PlanID)
+	if errors.Is(err, errNoPlan) {
+		// Its state is stored before any call is published: a plan
+		// with none has ended and expired.
+		return true, "the plan has no state: it ended", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("read plan state: %w", err)
+	}
+	if stored.Status != plan.PlanRunning {
+		return true, "the plan ended (" + stored.Status + ")", nil
+	}
+	i, err := d.toolIndex(ctx, q.PlanID, q.ToolID)
+	if err != nil {
+		return false, "", err
+	}
+	if i < 0 || i >= len(stored.Tools) {
+		return false, "", fmt.Errorf("plan %s has no tool %s", q.PlanID, q.ToolID)
+	}
+	t := stored.Tools[i]
+	switch {
+	case t.Attempt > q.Attempt:
+		return true, fmt.Sprintf("the tool is at attempt %d", t.Attempt), nil
+	case t.Attempt == q.Attempt && t.State != plan.ToolRunning:
+		return true, "the attempt ended (" + t.State + ")", nil
+	}
+	found, err := d.resultStored(ctx, q)
+	if err != nil {
+		return false, "", err
+	}
+	if found {
+		return true, "its result is stored", nil
+	}
+	return false, "no result of the attempt is stored", nil
+}
+
+// toolIndex is the position of a tool in the stored plan, or -1.
+func (d *Dispatcher) toolIndex(ctx context.Context, planID, toolID string) (int, error) {
+	pe, err := d.kv.Get(ctx, bus.PlanKey(planID))
+	if err != nil {
+		return -1, fmt.Errorf("read plan: %w", err)
+	}
+	var ids struct {
+		Tools []struct {
+			ToolID string `json:"toolId"`
+		} `json:"tools"`
+	}
+	if err := wire.Lenient(pe.Value(), &ids); err != nil {
+		return -1, fmt.Errorf("stored plan %s: %w", planID, err)
+	}
+	for i, t := range ids.Tools {
+		if t.ToolID == toolID {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// resultStored looks through the plan's results in their stream for one
+// of the attempt, with its token.
+func (d *Dispatcher) resultStored(ctx context.Context, q planbus.SettledQuery) (bool, error) {
+	cons, err := d.conn.JS.OrderedConsumer(ctx, bus.StreamResults, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{bus.Partitioned(bus.SubjectResultsAll).Of(q.PlanID)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return false, fmt.Errorf("read results: %w", err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read results: %w", err)
+	}
+	for left := info.NumPending; left > 0; left-- {
+		m, err := cons.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			return false, fmt.Errorf("read results: %w", err)
+		}
+		var id struct {
+			ToolID  string `json:"toolId"`
+			Attempt int    `json:"attempt"`
+			Token   string `json:"token"`
+		}
+		if wire.Lenient(m.Data(), &id) == nil && id.ToolID == q.ToolID && id.Attempt == q.Attempt &&
+			d.key.CheckResult(q.PlanID, id.ToolID, id.Attempt, id.Token) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
