@@ -244,7 +244,7 @@ func (pl *planner) next() (*Plan, error) {
 			if len(conds) == 0 {
 				pl.noteFailure(FailCondition, n, cf, "")
 				if pl.r.opts.Trace {
-					pl.trace(TraceMethod, &n.curT, n.method, 0, fmt.Sprintf("its condition failed at %s (goal %d of its if())", cf.goal, cf.idx+1))
+					pl.trace(TraceMethod, &n.curT, n.method, 0, fmt.Sprintf("its condition failed at %s (goal %d of its if())", clipText(cf.goal.String(), maxTraceText), cf.idx+1))
 				}
 				continue // try the next method
 			}

@@ -61,7 +61,8 @@ type TraceEvent struct {
 	// Depth is the node's depth in the search, 1 for the first goal.
 	Depth int
 	Kind  TraceKind
-	// Task is the task (or operator) as printed, at most 256 bytes.
+	// Task is the task (or operator) as printed. Terms in Task, Method
+	// and Detail are cut to 256 bytes.
 	Task string
 	// Method and Line name the method tried (TraceMethod, TraceElse).
 	Method string
@@ -129,7 +130,7 @@ func (pl *planner) trace(kind TraceKind, task *term, m *method, answers int, det
 		ev.Task = clipText(r.printer().String(*task), maxTraceText)
 	}
 	if m != nil {
-		ev.Method, ev.Line = m.text, m.line
+		ev.Method, ev.Line = clipText(m.text, maxTraceText), m.line
 	}
 	before := sliceBytes(cap(r.trace), sizeTraceEvent)
 	r.trace = append(r.trace, ev)
