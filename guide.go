@@ -60,8 +60,13 @@ const (
 	GuideAdvanced = "advanced"
 	// GuideCompleted: the last step passed; the plan is done and dropped.
 	GuideCompleted = "completed"
-	// GuideBlocked: the current step failed its check and stays current
-	// (onFail warn, block, or retries left).
+	// GuideWarned: the current step failed its check and its onFail is
+	// warn: the step stays current and the context carries a warning; the
+	// agent retries it and the session goes on.
+	GuideWarned = "warned"
+	// GuideBlocked: the current step failed its check and holds the plan
+	// (onFail block, retries left, or its fallback step is current): the
+	// context says that it failed verification.
 	GuideBlocked = "blocked"
 	// GuideExpired: more turns than the plan's stale_after_turns went by
 	// without progress; the plan is dropped.
@@ -149,8 +154,8 @@ type GuideCheck struct {
 	Passed bool   `json:"passed"`
 	// Reason says what was checked and found.
 	Reason string `json:"reason"`
-	// Action is what followed: advance, or for a failed check warn,
-	// block, retry, skip, fallback or abort.
+	// Action is what followed: advance, or for a failed check warn
+	// (transition warned), block, retry, fallback (blocked), skip or abort.
 	Action string `json:"action"`
 }
 

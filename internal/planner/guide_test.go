@@ -281,6 +281,19 @@ func TestGuidedSessionOverNATS(t *testing.T) {
 		t.Errorf("after expiry: %+v", r)
 	}
 
+	// A warn step that fails its check is warned, not blocked.
+	x := newGuideSession(t, conn, c, "s-next")
+	x.turn(planbus.GuideTurn{Message: "fix the bug in lexer.go", Domain: "bugfix"})
+	x.event(planbus.GuideActivated, "bugfix_workflow", 1)
+	if r := x.run(`"--- FAIL: TestLex (0.00s)"`, nil); r.Transition != planbus.GuideAdvanced {
+		t.Fatalf("step 1: %+v", r)
+	}
+	x.event(planbus.GuideAdvanced, "bugfix_workflow", 1)
+	if r := x.run(`{"stdout":""}`, nil); r.Transition != planbus.GuideWarned || r.Check == nil || r.Check.Action != "warn" || r.Plan.Step != 2 {
+		t.Fatalf("failing warn step 2: %+v", r)
+	}
+	x.event(planbus.GuideWarned, "bugfix_workflow", 2)
+
 	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
 		t.Errorf("permissions violations:\n%s", logs.String())
 	}

@@ -162,7 +162,9 @@ func (tr *Tracker) guideCheck(r planbus.GuideToolResult, now time.Time) (planbus
 	failed := fmt.Sprintf("Step %d failed verification: %s", i+1, why)
 	switch d.Action {
 	case ActionWarn:
-		reply.Transition, reply.Message = planbus.GuideBlocked, failed
+		// The seed's warn logs a warning and lets the agent retry: the
+		// session goes on, unlike block, which holds the plan.
+		reply.Transition, reply.Message = planbus.GuideWarned, failed
 		return reply, fmt.Sprintf("WARNING: %s. Retry it.", failed)
 	case ActionBlock:
 		reply.Transition, reply.Message = planbus.GuideBlocked, failed

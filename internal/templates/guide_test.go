@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/schemas"
 )
 
 // turn is one scripted turn of a guided session: a message and domain,
@@ -85,6 +86,10 @@ func play(t *testing.T, l *Library, turns []turn) (string, []planbus.GuideReply)
 // checkReply asserts what holds of every reply.
 func checkReply(t *testing.T, n int, next GuideSession, r planbus.GuideReply) {
 	t.Helper()
+	r.SessionID = "s1"
+	if doc, _ := json.Marshal(r); schemas.Validate(schemas.GuideReply, doc) != nil {
+		t.Errorf("turn %d: reply %s breaks its schema: %v", n, doc, schemas.Validate(schemas.GuideReply, doc))
+	}
 	active := r.Plan != nil && r.Plan.Status == planbus.GuidePlanActive
 	if active != (next.Plan != nil) {
 		t.Errorf("turn %d: plan %+v, but the session keeps %+v", n, r.Plan, next.Plan)
@@ -263,6 +268,32 @@ func TestGuideLibraryChanged(t *testing.T) {
 		next, r := GuideTurn(l, sess, GuideInput{Now: t0})
 		if next.Plan != nil || r.Transition != planbus.GuideAborted || !strings.Contains(r.Context, "[PLAN ABORTED: bugfix_workflow]") {
 			t.Errorf("%s: %+v %+v", name, next, r)
+		}
+	}
+}
+
+// warn and block are different transitions: warn lets the session go on
+// with a warning, block holds the plan.
+func TestGuideWarnAndBlockDiffer(t *testing.T) {
+	lib, err := Decode([]byte(`{"plans": {"p": {"name": "P", "triggers": ["go"], "trigger_threshold": 1, "steps": [
+		{"name": "W", "tool": "t", "verify": {"type": "output_contains", "value": "ok"}, "on_fail": "warn"},
+		{"name": "B", "tool": "t", "verify": {"type": "output_contains", "value": "ok"}, "on_fail": "block"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, replies := play(t, lib, []turn{say("", "go"), ran(`"bad"`), ran(`"ok"`), ran(`"bad"`)})
+	for _, tc := range []struct {
+		turn       int
+		transition string
+		action     string
+		note       string
+	}{
+		{2, planbus.GuideWarned, "warn", "WARNING: Step 1 failed verification: output does not contain \"ok\". Retry it."},
+		{4, planbus.GuideBlocked, "block", "Step 2 failed verification: output does not contain \"ok\". It blocks the plan: do not go on until it passes."},
+	} {
+		r := replies[tc.turn-1]
+		if r.Transition != tc.transition || r.Check == nil || r.Check.Action != tc.action || !strings.Contains(r.Context, tc.note) {
+			t.Errorf("turn %d: %s, check %+v; want %s, action %s, context with %q:\n%s", tc.turn, r.Transition, r.Check, tc.transition, tc.action, tc.note, r.Context)
 		}
 	}
 }
