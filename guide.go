@@ -113,6 +113,20 @@ type GuideReply struct {
 	Context string `json:"context"`
 	// Message says what happened in one line, as the event does.
 	Message string `json:"message,omitempty"`
+	// Ended is set when the turn ended the session's plan (completed,
+	// aborted or expired) and its message then started another: the turn's
+	// message is matched once the plan is done, as it is without a plan.
+	// Transition, Plan and Message are then the new plan's, Check is the
+	// old plan's, Ended says how the old one ended, and Context has both.
+	Ended *GuideEnded `json:"ended,omitempty"`
+}
+
+// GuideEnded is the plan a turn ended before its message started another.
+type GuideEnded struct {
+	// Transition is GuideCompleted, GuideAborted or GuideExpired.
+	Transition string     `json:"transition"`
+	Plan       *GuidePlan `json:"plan,omitempty"`
+	Message    string     `json:"message"`
 }
 
 // GuidePlan is a guided plan's state.
