@@ -295,7 +295,9 @@ func guideDetails(b *strings.Builder, s *Step) {
 	if s.Action != "" {
 		fmt.Fprintf(b, "  Action: %s\n", s.Action)
 	}
-	fmt.Fprintf(b, "  Tool: %s\n", s.Skill)
+	if !s.Manual() {
+		fmt.Fprintf(b, "  Tool: %s\n", s.Skill)
+	}
 	if hint := stepHint(s); hint != "" {
 		fmt.Fprintf(b, "  Command hint: %s\n", hint)
 	}
