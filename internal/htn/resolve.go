@@ -108,7 +108,7 @@ type engine struct {
 // resolution under way and the answers collected.
 func (e *engine) memBytes() int64 {
 	return sliceBytes(cap(e.env), sizeCell) + sliceBytes(cap(e.trail), 4) + sliceBytes(cap(e.cps), sizeChoice) +
-		e.frames*sizeFrame + e.alloc + e.extraMem
+		sliceBytes(cap(e.ctxs), sizeCtxEntry) + e.frames*sizeFrame + e.alloc + e.extraMem
 }
 
 // reset empties the stores between two independent resolutions.
