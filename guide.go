@@ -60,8 +60,13 @@ const (
 	GuideAdvanced = "advanced"
 	// GuideCompleted: the last step passed; the plan is done and dropped.
 	GuideCompleted = "completed"
-	// GuideBlocked: the current step failed its check and stays current
-	// (onFail warn, block, or retries left).
+	// GuideWarned: the current step failed its check and its onFail is
+	// warn: the step stays current and the context carries a warning; the
+	// agent retries it and the session goes on.
+	GuideWarned = "warned"
+	// GuideBlocked: the current step failed its check and holds the plan
+	// (onFail block, retries left, or its fallback step is current): the
+	// context says that it failed verification.
 	GuideBlocked = "blocked"
 	// GuideExpired: more turns than the plan's stale_after_turns went by
 	// without progress; the plan is dropped.
@@ -108,6 +113,20 @@ type GuideReply struct {
 	Context string `json:"context"`
 	// Message says what happened in one line, as the event does.
 	Message string `json:"message,omitempty"`
+	// Ended is set when the turn ended the session's plan (completed,
+	// aborted or expired) and its message then started another: the turn's
+	// message is matched once the plan is done, as it is without a plan.
+	// Transition, Plan and Message are then the new plan's, Check is the
+	// old plan's, Ended says how the old one ended, and Context has both.
+	Ended *GuideEnded `json:"ended,omitempty"`
+}
+
+// GuideEnded is the plan a turn ended before its message started another.
+type GuideEnded struct {
+	// Transition is GuideCompleted, GuideAborted or GuideExpired.
+	Transition string     `json:"transition"`
+	Plan       *GuidePlan `json:"plan,omitempty"`
+	Message    string     `json:"message"`
 }
 
 // GuidePlan is a guided plan's state.
@@ -149,8 +168,8 @@ type GuideCheck struct {
 	Passed bool   `json:"passed"`
 	// Reason says what was checked and found.
 	Reason string `json:"reason"`
-	// Action is what followed: advance, or for a failed check warn,
-	// block, retry, skip, fallback or abort.
+	// Action is what followed: advance, or for a failed check warn
+	// (transition warned), block, retry, fallback (blocked), skip or abort.
 	Action string `json:"action"`
 }
 

@@ -51,7 +51,7 @@ func TestGuideVerb(t *testing.T) {
 	}
 	// A failed check of a warn step: the step stays, with a warning.
 	o = runPlanner(t, "guide", "--nats-url", url, "--session", "cli-1", "--output-json", `{"stdout":""}`, "--exit-code", "1")
-	if o.code != ExitOK || !strings.Contains(o.stdout, "WARNING: Step 2 failed verification: /stdout is empty. Retry it.") || !strings.HasPrefix(o.stderr, "blocked: ") {
+	if o.code != ExitOK || !strings.Contains(o.stdout, "WARNING: Step 2 failed verification: /stdout is empty. Retry it.") || !strings.HasPrefix(o.stderr, "warned: ") {
 		t.Fatalf("failed check: exit %d\nstdout:\n%s\nstderr:\n%s", o.code, o.stdout, o.stderr)
 	}
 	// --json prints the reply.

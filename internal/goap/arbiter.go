@@ -293,14 +293,28 @@ func (a *Arbiter) report(v []value, now time.Time) ([]GoalStatus, error) {
 // cooldowns are forgotten. Errors are Report's; the arbiter's memory is
 // unchanged on error.
 func (a *Arbiter) Select(s State, now time.Time) (Selection, error) {
+	sel, _, err := a.SelectReport(s, now)
+	return sel, err
+}
+
+// SelectReport is Select, which also returns every goal as the selection
+// saw it (Report at the same state and time): the utilities behind the
+// choice, which the seed's arbiter logs in debug mode. It costs nothing
+// more than Select.
+func (a *Arbiter) SelectReport(s State, now time.Time) (Selection, []GoalStatus, error) {
 	v, err := a.vector(s)
 	if err != nil {
-		return Selection{}, err
+		return Selection{}, nil, err
 	}
 	report, err := a.report(v, now)
 	if err != nil {
-		return Selection{}, err
+		return Selection{}, nil, err
 	}
+	return a.choose(report, now), report, nil
+}
+
+// choose is Select's decision on a report of every goal.
+func (a *Arbiter) choose(report []GoalStatus, now time.Time) Selection {
 	for g, until := range a.st.Cooldowns {
 		if !now.Before(until) {
 			delete(a.st.Cooldowns, g)
@@ -316,7 +330,7 @@ func (a *Arbiter) Select(s State, now time.Time) (Selection, error) {
 			cur = i
 		}
 	}
-	choose := func(i int, r Reason, detail string) Selection {
+	pick := func(i int, r Reason, detail string) Selection {
 		if i < 0 {
 			a.Clear()
 			return Selection{Reason: ReasonNone, Detail: detail}
@@ -333,27 +347,27 @@ func (a *Arbiter) Select(s State, now time.Time) (Selection, error) {
 		if cur >= 0 {
 			detail += "; current goal " + report[cur].Goal + " is " + report[cur].why()
 		}
-		return choose(-1, ReasonNone, detail), nil
+		return pick(-1, ReasonNone, detail)
 	case cur < 0 && a.st.Current != "":
-		return choose(best, ReasonReplace, fmt.Sprintf("current goal %s is gone; best is %s", a.st.Current, describe(best))), nil
+		return pick(best, ReasonReplace, fmt.Sprintf("current goal %s is gone; best is %s", a.st.Current, describe(best)))
 	case cur < 0:
-		return choose(best, ReasonBest, "best is "+describe(best)), nil
+		return pick(best, ReasonBest, "best is "+describe(best))
 	case !report[cur].Eligible:
-		return choose(best, ReasonReplace, fmt.Sprintf("current goal %s is %s; best is %s", report[cur].Goal, report[cur].why(), describe(best))), nil
+		return pick(best, ReasonReplace, fmt.Sprintf("current goal %s is %s; best is %s", report[cur].Goal, report[cur].why(), describe(best)))
 	case best == cur || report[best].Utility <= report[cur].Utility:
-		return choose(cur, ReasonCurrent, describe(cur)+" is still the best"), nil
+		return pick(cur, ReasonCurrent, describe(cur)+" is still the best")
 	}
 	bu, cu := report[best].Utility, report[cur].Utility
 	if a.st.Running {
 		if a.cfg.Preemption >= 0 && bu > cu+a.cfg.Preemption {
-			return choose(best, ReasonPreempt, fmt.Sprintf("%s beats running %s by more than %s", describe(best), describe(cur), formatNumber(a.cfg.Preemption))), nil
+			return pick(best, ReasonPreempt, fmt.Sprintf("%s beats running %s by more than %s", describe(best), describe(cur), formatNumber(a.cfg.Preemption)))
 		}
-		return choose(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat running %s by more than the preemption margin", describe(best), describe(cur))), nil
+		return pick(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat running %s by more than the preemption margin", describe(best), describe(cur)))
 	}
 	if reaches(bu, cu*(1+a.cfg.Hysteresis)) {
-		return choose(best, ReasonSwitch, fmt.Sprintf("%s beats %s by %s%% or more", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
+		return pick(best, ReasonSwitch, fmt.Sprintf("%s beats %s by %s%% or more", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100)))
 	}
-	return choose(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat %s by %s%%", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100))), nil
+	return pick(cur, ReasonHysteresis, fmt.Sprintf("%s does not beat %s by %s%%", describe(best), describe(cur), formatNumber(a.cfg.Hysteresis*100)))
 }
 
 // reaches reports whether utility u reaches threshold t, the product of a

@@ -176,6 +176,54 @@ func TestArbiterReport(t *testing.T) {
 	}
 }
 
+// SelectReport chooses as Select does, from the same state and memory,
+// and returns the report the choice was made on: every goal's utility and
+// why it is or is not eligible.
+func TestArbiterSelectReport(t *testing.T) {
+	d := mustDecode(t, arbiterDomain)
+	t0 := time.Unix(100, 0)
+	states := []State{
+		{"ua": 50, "ub": 40},
+		{"ua": 50, "ub": 55},
+		{"ua": 50, "ub": 70, "uc": 9, "c_ok": false},
+		{"ua": 50, "ub": 70, "done_b": true},
+		{"done_a": true, "done_b": true, "done_c": true},
+	}
+	plain, _ := NewArbiter(d, ArbiterConfig{})
+	reporting, _ := NewArbiter(d, ArbiterConfig{})
+	for i, s := range states {
+		now := t0.Add(time.Duration(i) * time.Second)
+		if i == 2 {
+			_ = plain.Failed("a", now)
+			_ = reporting.Failed("a", now)
+		}
+		want, err := plain.Select(s, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantReport, err := reporting.Report(s, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, report, err := reporting.SelectReport(s, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("state %d: SelectReport chose %+v, Select %+v", i, got, want)
+		}
+		if diff := cmp.Diff(wantReport, report); diff != "" {
+			t.Errorf("state %d: report (-Report +SelectReport):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(plain.State(), reporting.State()); diff != "" {
+			t.Errorf("state %d: memory (-Select +SelectReport):\n%s", i, diff)
+		}
+	}
+	if _, _, err := reporting.SelectReport(State{"ua": "x"}, t0); !errors.Is(err, ErrInvalidState) {
+		t.Errorf("a mistyped fact: got %v, want ErrInvalidState", err)
+	}
+}
+
 func TestArbiterStateRoundTrip(t *testing.T) {
 	d := mustDecode(t, arbiterDomain)
 	a, _ := NewArbiter(d, ArbiterConfig{})

@@ -266,7 +266,7 @@ func (e *engine) offer(fr *frame, pos int32, answers []answer) bool {
 			alts[i] = a.binds
 		}
 		e.cps = append(e.cps, choicepoint{
-			kind: cpAlts, fr: fr, pos: pos,
+			kind: cpAlts, nctx: int32(len(e.ctxs)), fr: fr, pos: pos,
 			trail: int32(len(e.trail)), env: int32(len(e.env)), frames: e.frames, alloc: e.alloc,
 			alts: alts,
 		})
@@ -577,6 +577,11 @@ func biFailureContext(e *engine, g term, gb int32) (bool, error) {
 	if len(g.args) == 0 || e.isUnboundVar(g.args[0], gb) {
 		return false, e.badCall(g, gb, "failureContext(Tag, terms...) needs a tag")
 	}
+	if e.track {
+		// In force for the rest of the branch: a failure further along
+		// reports it (see noteFail).
+		e.ctxs = append(e.ctxs, ctxEntry{args: g.args, base: gb})
+	}
 	return true, nil
 }
 
@@ -588,6 +593,6 @@ func biShowTraces(e *engine, g term, gb int32) (bool, error) {
 	}
 	fr, pos := next(e.curFr, e.curPos)
 	e.frames++
-	e.pushed = &frame{goals: g.args, base: gb, cutB: int32(len(e.cps)), ret: fr, retPos: pos}
+	e.pushed = &frame{goals: g.args, base: gb, cutB: int32(len(e.cps)), ret: fr, retPos: pos, rootIdx: e.rootIndex(e.curFr, e.curPos)}
 	return true, nil
 }

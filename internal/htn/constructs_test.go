@@ -25,6 +25,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 //	% budget: 1048576   (memory bytes)
 //	% nodes: 50
 //	% disabled: walk
+//	% trace: on    (record the search and print it)
+//
+// A search that ends without a plan prints how far it got (failure:).
 func TestConstructs(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "constructs", "*.htn"))
 	if err != nil || len(files) == 0 {
@@ -82,6 +85,7 @@ func runScenario(t *testing.T, src string) string {
 	if d := header(src, "disabled"); d != "" {
 		opts.Disabled = func(op string) bool { return op == d }
 	}
+	opts.Trace = header(src, "trace") == "on"
 	res, err := prog.Plan(context.Background(), goal, opts)
 	var b strings.Builder
 	fmt.Fprintf(&b, "goal: %s\n", goal)
@@ -99,6 +103,15 @@ func runScenario(t *testing.T, src string) string {
 	}
 	if res != nil && res.Partial != nil {
 		fmt.Fprintf(&b, "partial: %s\n", htn.FormatPlan(res.Partial))
+	}
+	if res != nil && res.Failure != nil {
+		fmt.Fprintf(&b, "failure: %s\n", res.Failure)
+	}
+	if res != nil && opts.Trace {
+		b.WriteString("trace:\n")
+		for _, ev := range res.Trace {
+			fmt.Fprintf(&b, "  %s\n", ev)
+		}
 	}
 	if res != nil {
 		for i, p := range res.Plans {

@@ -23,6 +23,7 @@ var (
 	sizeCell       = int64(unsafe.Sizeof(cell{}))
 	sizeFrame      = allocSize(int64(unsafe.Sizeof(frame{})))
 	sizeChoice     = int64(unsafe.Sizeof(choicepoint{}))
+	sizeCtxEntry   = int64(unsafe.Sizeof(ctxEntry{}))
 	sizeAdded      = int64(unsafe.Sizeof(added{}))
 	sizePlan       = int64(unsafe.Sizeof(Plan{}))
 	sizeBinding    = int64(unsafe.Sizeof(Binding{}))

@@ -43,6 +43,16 @@ type Options struct {
 	Disabled func(operatorName string) bool
 	// Output receives what write/1, writeln/1 and nl/0 print. Nil discards it.
 	Output io.Writer
+	// Trace records the planner's search in Result.Trace, as the
+	// reference engine's tracing (showTraces) writes it: the tasks taken,
+	// the methods tried and how their conditions went, the operators
+	// applied or refused, the tasks that failed back to their parent and
+	// the plans found. Query ignores it.
+	Trace bool
+	// TraceLimit is how many events Trace keeps: the first TraceLimit,
+	// the others only counted (Result.TraceDropped). 0 means
+	// DefaultTraceLimit. The events kept count against Budget.Memory.
+	TraceLimit int
 }
 
 // Stats describe the work of one call.
@@ -69,6 +79,10 @@ type run struct {
 	keptMem    int64 // collected plans or answers and what they keep alive
 	stats      Stats
 	ticks      int
+
+	trace        []TraceEvent // Options.Trace
+	traceDropped int64
+	traceMem     int64 // what trace holds
 }
 
 func newRun(ctx context.Context, p *Program, opts Options) *run {
@@ -91,7 +105,7 @@ func (r *run) freeID() int64 {
 // check enforces the budget and the context. It is called every few
 // hundred resolver steps and at every planner node.
 func (r *run) check() error {
-	mem := r.plannerMem + r.keptMem + r.st.memBytes() + r.eng.memBytes() + r.syms.memBytes()
+	mem := r.plannerMem + r.keptMem + r.traceMem + r.st.memBytes() + r.eng.memBytes() + r.syms.memBytes()
 	if mem > r.stats.PeakMemory {
 		r.stats.PeakMemory = mem
 	}

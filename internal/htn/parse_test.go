@@ -132,6 +132,24 @@ func FuzzParse(f *testing.F) {
 		opts := htn.Options{FirstOnly: true, Budget: htn.Budget{Memory: 1 << 20, Steps: 10000, Nodes: 1000}}
 		_, perr := p.Plan(context.Background(), goal, opts)
 		_, _ = p.Query(context.Background(), goal, opts)
+		// Traced, a search that ends without a plan says how far it got,
+		// and one with a plan does not.
+		traced := opts
+		traced.Trace, traced.TraceLimit = true, 100
+		if res, err := p.Plan(context.Background(), goal, traced); err == nil {
+			if (len(res.Plans) == 0) != (res.Failure != nil) {
+				t.Fatalf("goal %q: %d plans, failure %v", goal, len(res.Plans), res.Failure)
+			}
+			if res.Failure != nil {
+				_ = res.Failure.String()
+			}
+			if len(res.Trace) > 100 {
+				t.Fatalf("goal %q: %d trace events, limit 100", goal, len(res.Trace))
+			}
+			for _, ev := range res.Trace {
+				_ = ev.String()
+			}
+		}
 		// CheckGoal, which the planner's endpoint runs, refuses exactly
 		// the goals Plan refuses as malformed.
 		var pe *htn.ParseError

@@ -3,6 +3,8 @@ package htn
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 )
 
 // The planner is the reference's stackless depth-first search
@@ -99,11 +101,13 @@ type pnode struct {
 }
 
 type planner struct {
-	r      *run
-	stack  []*pnode
-	ret    bool
-	free   []*pnode
-	slices int64 // what stack and free hold, as charged to plannerMem
+	r        *run
+	stack    []*pnode
+	ret      bool
+	free     []*pnode
+	slices   int64   // what stack and free hold, as charged to plannerMem
+	furthest failRec // the furthest failure (failure.go)
+	plans    int     // plans found, for the trace
 }
 
 // charge adds bytes held by node n (nil: by the planner for the whole run).
@@ -190,6 +194,10 @@ func (pl *planner) next() (*Plan, error) {
 		case cNextTask:
 			if n.tasks == nil {
 				p := pl.solution(n)
+				pl.plans++
+				if pl.r.opts.Trace {
+					pl.trace(TracePlan, nil, nil, 0, strconv.Itoa(pl.plans))
+				}
 				pl.pop(true)
 				return p, nil
 			}
@@ -212,6 +220,7 @@ func (pl *planner) next() (*Plan, error) {
 				n.atLeastOne = true
 				// Skip the else methods that follow a method that led to a plan.
 				for n.method != nil && n.method.isElse {
+					pl.trace(TraceElse, &n.curT, n.method, 0, "a method before it led to a plan")
 					if n.mi < len(n.methods) {
 						n.method = n.methods[n.mi]
 						n.mi++
@@ -222,16 +231,24 @@ func (pl *planner) next() (*Plan, error) {
 				n.methodHadSolution = false
 			}
 			if n.method == nil {
+				if !n.atLeastOne {
+					pl.trace(TraceFail, &n.curT, nil, 0, "no method led to a plan")
+				}
 				pl.pop(n.atLeastOne)
 				continue
 			}
-			conds, bytes, err := pl.conditions(n.curT, n.method)
+			conds, bytes, cf, err := pl.conditions(n.curT, n.method)
 			if err != nil {
 				return nil, err
 			}
 			if len(conds) == 0 {
+				pl.noteFailure(FailCondition, n, cf, "")
+				if pl.r.opts.Trace {
+					pl.trace(TraceMethod, &n.curT, n.method, 0, fmt.Sprintf("its condition failed at %s (goal %d of its if())", clipText(cf.goal.String(), maxTraceText), cf.idx+1))
+				}
 				continue // try the next method
 			}
+			pl.trace(TraceMethod, &n.curT, n.method, len(conds), "")
 			n.conds, n.condMem = conds, bytes
 			pl.charge(n, bytes)
 			switch n.method.kind {
@@ -271,6 +288,7 @@ func (pl *planner) next() (*Plan, error) {
 		case cReturnFromTry:
 			if !pl.ret && n.retry {
 				// Nothing got through the try(): carry on without it.
+				pl.trace(TraceTrySkipped, nil, nil, 0, "")
 				n.cont = cNextTask
 				continue
 			}
@@ -298,6 +316,7 @@ func (pl *planner) nextTask(n *pnode) error {
 		return nil
 	case taskFailIfNoneOf:
 		if pl.stack[cur.node].anyOfCount == 0 {
+			pl.trace(TraceAnyOfNone, nil, nil, 0, "")
 			pl.pop(false)
 		}
 		return nil
@@ -311,8 +330,9 @@ func (pl *planner) nextTask(n *pnode) error {
 	}
 	pl.charge(n, alloc)
 	n.curT = t
+	pl.trace(TraceTask, &n.curT, nil, 0, "")
 	if t.k != kAtom && t.k != kCompound {
-		pl.pop(false)
+		pl.refuse(n, notATask, nil)
 		return nil
 	}
 	if op := pl.r.prog.ops[t.sym]; op != nil {
@@ -327,7 +347,7 @@ func (pl *planner) nextTask(n *pnode) error {
 	}
 	methods := pl.unifyingMethods(t)
 	if len(methods) == 0 {
-		pl.pop(false)
+		pl.refuse(n, noMethod, nil)
 		return nil
 	}
 	pl.charge(n, sliceBytes(cap(methods), sizeMethodPtr))
@@ -349,7 +369,7 @@ func (pl *planner) startTry(n *pnode, inner []taskCell) error {
 func (pl *planner) applyOperator(n *pnode, t term, op *operator) error {
 	r := pl.r
 	if r.opts.Disabled != nil && r.opts.Disabled(r.syms.name(op.head.sym)) {
-		pl.pop(false)
+		pl.refuse(n, opDisabled, op)
 		return nil
 	}
 	e := r.eng
@@ -357,14 +377,14 @@ func (pl *planner) applyOperator(n *pnode, t term, op *operator) error {
 	task := e.importTerm(t, map[int64]int32{})
 	base := e.newVars(op.vars)
 	if !e.unify(task, 0, op.head, base) {
-		pl.pop(false)
+		pl.refuse(n, opNoUnify, op)
 		return nil
 	}
 	// The reference requires the unifier to be ground.
 	for _, idx := range e.trail {
 		c := &e.env[idx]
 		if !isGround(e.resolve(c.val, c.base)) {
-			pl.pop(false)
+			pl.refuse(n, opNotGround, op)
 			return nil
 		}
 	}
@@ -404,6 +424,11 @@ func (pl *planner) applyOperator(n *pnode, t term, op *operator) error {
 		cnt = n.ops.n + 1
 	}
 	ops := &opCell{op: head, hidden: op.hidden, ctx: n.cur.ctx, prev: n.ops, n: cnt, bytes: sizeOpCell + headBytes}
+	if op.hidden {
+		pl.trace(TraceOperator, &head, nil, 0, "hidden")
+	} else {
+		pl.trace(TraceOperator, &head, nil, 0, "")
+	}
 	return pl.push(n, n.tasks, ops, cReturnFromOperator, ops.bytes)
 }
 
@@ -429,14 +454,15 @@ func (pl *planner) unifyingMethods(t term) []*method {
 
 // conditions resolves a method's if() for a task against the current
 // state and returns, for each answer, the values of the method's
-// variables, and the bytes the answers hold.
-func (pl *planner) conditions(t term, m *method) ([]condAnswer, int64, error) {
+// variables, the bytes the answers hold and, when there is no answer,
+// how far the resolution got.
+func (pl *planner) conditions(t term, m *method) ([]condAnswer, int64, condFailure, error) {
 	e := pl.r.eng
 	e.reset()
 	task := e.importTerm(t, map[int64]int32{})
 	base := e.newVars(m.vars)
 	if !e.unify(m.head, base, task, 0) {
-		return nil, 0, nil
+		return nil, 0, condFailure{}, nil
 	}
 	snapshot := func() condAnswer {
 		before := e.alloc
@@ -448,10 +474,11 @@ func (pl *planner) conditions(t term, m *method) ([]condAnswer, int64, error) {
 	}
 	if len(m.cond) == 0 {
 		a := snapshot()
-		return []condAnswer{a}, a.bytes + allocSize(sizeAnswer), nil
+		return []condAnswer{a}, a.bytes + allocSize(sizeAnswer), condFailure{}, nil
 	}
 	var out []condAnswer
 	var held int64
+	e.track, e.failFloor = pl.tracking()
 	err := e.solveAt(m.cond, base, func() (bool, error) {
 		a := snapshot()
 		out = append(out, a)
@@ -462,7 +489,12 @@ func (pl *planner) conditions(t term, m *method) ([]condAnswer, int64, error) {
 		return true, nil
 	})
 	e.extraMem -= held
-	return out, held + sliceBytes(cap(out), sizeAnswer), err
+	cf := e.fail
+	if e.track && len(out) == 0 && !cf.set && err == nil {
+		cf = condFailure{set: true, goal: e.public(m.cond[0], base)}
+	}
+	e.track = false
+	return out, held + sliceBytes(cap(out), sizeAnswer), cf, err
 }
 
 // subtasks instantiates the method's do() list for one condition answer.
@@ -660,8 +692,28 @@ func (p *Program) Plan(ctx context.Context, goal string, opts Options) (*Result,
 		r.keptMem += sliceBytes(cap(res.Plans), sizePlan) - before
 		pl.keep(plan)
 	}
-	res.Stats = r.stats
+	if len(res.Plans) == 0 {
+		res.Failure = pl.failure()
+	}
+	pl.finish(res)
 	return res, nil
+}
+
+// refuse fails node n's task, which nothing can solve (op: the operator
+// it names, if it does), and records why.
+func (pl *planner) refuse(n *pnode, why refusal, op *operator) {
+	if pl.r.opts.Trace || pl.mayBeFurthest(-1) {
+		reason, kind, detail := why.describe(op, pl.r.syms)
+		pl.noteFailure(reason, n, condFailure{}, detail)
+		pl.trace(kind, &n.curT, nil, 0, detail)
+	}
+	pl.pop(false)
+}
+
+// finish gives the result what the run gathered: its statistics and trace.
+func (pl *planner) finish(res *Result) {
+	res.Stats = pl.r.stats
+	res.Trace, res.TraceDropped = pl.r.trace, pl.r.traceDropped
 }
 
 // fail finishes a run that stopped with an error, keeping what was found.
@@ -669,7 +721,7 @@ func (pl *planner) fail(res *Result, err error) (*Result, error) {
 	if errors.Is(err, ErrBudgetExceeded) && len(pl.stack) > 0 {
 		res.Partial = pl.solution(pl.top())
 	}
-	res.Stats = pl.r.stats
+	pl.finish(res)
 	return res, err
 }
 

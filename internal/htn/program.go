@@ -125,6 +125,7 @@ type operator struct {
 	vars   []varInfo
 	hidden bool
 	line   int
+	text   string // head as written, for failures and traces
 }
 
 // Program is a parsed and compiled InductorHtn program: the initial facts
@@ -264,7 +265,7 @@ func (p *Program) compile(st *statement, pr printer, src string) error {
 			if _, dup := p.ops[head.sym]; !dup {
 				// Operators are looked up by name only; like the reference, the
 				// first definition of a name wins.
-				p.ops[head.sym] = &operator{head: head, del: del.args, add: item.args, vars: st.vars, hidden: hidden, line: st.line}
+				p.ops[head.sym] = &operator{head: head, del: del.args, add: item.args, vars: st.vars, hidden: hidden, line: st.line, text: pr.String(head)}
 			}
 			return nil
 		}

@@ -33,6 +33,10 @@ type frame struct {
 	cutB   int32 // choicepoint height a cut in this body returns to
 	ret    *frame
 	retPos int32
+	// rootIdx is the position, in the conjunction solveAt was given, of
+	// the goal this body runs for (failure tracking; see noteFail). It
+	// fits the struct's padding.
+	rootIdx int32
 }
 
 type cpKind uint8
@@ -44,6 +48,7 @@ const (
 
 type choicepoint struct {
 	kind   cpKind
+	nctx   int32 // failure contexts in force when it was made (engine.ctxs)
 	goal   term
 	gbase  int32
 	fr     *frame
@@ -84,6 +89,18 @@ type engine struct {
 	curPos     int32
 	pushed     *frame
 	steps      int
+
+	// Failure tracking, for the planner's conditions (track set): the
+	// conjunction being solved (root), how deep solveAt calls are nested
+	// (nest; only failures of the outermost resolution count), the
+	// failureContext(...) calls in force on the current branch (ctxs,
+	// cut back on backtracking) and the furthest failure so far (fail).
+	track     bool
+	failFloor int32 // a failure at this goal position or before it does not count
+	nest      int
+	root      *frame
+	ctxs      []ctxEntry
+	fail      condFailure
 }
 
 // memBytes estimates what the resolver holds: its stores at their
@@ -91,7 +108,7 @@ type engine struct {
 // resolution under way and the answers collected.
 func (e *engine) memBytes() int64 {
 	return sliceBytes(cap(e.env), sizeCell) + sliceBytes(cap(e.trail), 4) + sliceBytes(cap(e.cps), sizeChoice) +
-		e.frames*sizeFrame + e.alloc + e.extraMem
+		sliceBytes(cap(e.ctxs), sizeCtxEntry) + e.frames*sizeFrame + e.alloc + e.extraMem
 }
 
 // reset empties the stores between two independent resolutions.
@@ -103,6 +120,8 @@ func (e *engine) reset() {
 	e.collecting = 0
 	e.extraMem = 0
 	e.alloc = 0
+	e.ctxs = e.ctxs[:0]
+	e.fail = condFailure{}
 }
 
 func (e *engine) refName(idx int64) string {
@@ -330,7 +349,14 @@ func (e *engine) importTerm(t term, m map[int64]int32) term {
 func (e *engine) solveAt(goals []term, base int32, yield func() (bool, error)) error {
 	h0 := int32(len(e.cps))
 	e.frames++
-	return e.loop(&frame{goals: goals, base: base, cutB: h0}, 0, h0, yield)
+	fr := &frame{goals: goals, base: base, cutB: h0}
+	if e.nest == 0 {
+		e.root = fr
+	}
+	e.nest++
+	err := e.loop(fr, 0, h0, yield)
+	e.nest--
+	return err
 }
 
 func (e *engine) loop(fr *frame, pos int32, h0 int32, yield func() (bool, error)) error {
@@ -364,6 +390,9 @@ func (e *engine) loop(fr *frame, pos int32, h0 int32, yield func() (bool, error)
 			return err
 		}
 		if !ok {
+			if e.track && e.nest == 1 {
+				e.noteFail(fr, pos)
+			}
 			if fr, pos, ok = e.backtrack(h0); !ok {
 				return nil
 			}
@@ -391,6 +420,7 @@ func (e *engine) backtrack(h0 int32) (*frame, int32, bool) {
 			e.env = e.env[:cp.env]
 		}
 		e.frames, e.alloc = cp.frames, cp.alloc
+		e.ctxs = e.ctxs[:cp.nctx]
 		switch cp.kind {
 		case cpClauses:
 			if fr, pos, ok := e.resumeClauses(i); ok {
@@ -488,7 +518,7 @@ func (e *engine) callPredicate(g term, gb int32, fr *frame, pos int32) (*frame, 
 		return nil, 0, false, nil
 	}
 	cp := choicepoint{
-		kind: cpClauses, goal: g, gbase: gb, fr: fr, pos: pos,
+		kind: cpClauses, nctx: int32(len(e.ctxs)), goal: g, gbase: gb, fr: fr, pos: pos,
 		trail: int32(len(e.trail)), env: int32(len(e.env)), frames: e.frames, alloc: e.alloc,
 		pred: pd, adds: adds,
 	}
@@ -559,7 +589,7 @@ func (e *engine) enter(i int, body []term, base int32) (*frame, int32, bool) {
 		return fr, pos, true
 	}
 	e.frames++
-	return &frame{goals: body, base: base, cutB: int32(i), ret: fr, retPos: pos}, 0, true
+	return &frame{goals: body, base: base, cutB: int32(i), ret: fr, retPos: pos, rootIdx: e.rootIndex(cp.fr, cp.pos)}, 0, true
 }
 
 func (e *engine) moreClauses(cp *choicepoint) bool {

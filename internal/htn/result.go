@@ -228,6 +228,15 @@ type Result struct {
 	// out. The reference engine prints this as if it were a plan.
 	Partial *Plan
 	Stats   Stats
+	// Failure, when the search ended without a plan (and without an
+	// error), is the furthest point it reached: the task deepest in the
+	// search that could not be solved, and for a method's condition, the
+	// goal of its if() it failed at (see Failure).
+	Failure *Failure
+	// Trace is the search as Options.Trace records it, and TraceDropped
+	// the events past Options.TraceLimit that were not kept.
+	Trace        []TraceEvent
+	TraceDropped int64
 }
 
 // Answer is the outcome of Query.

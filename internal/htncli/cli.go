@@ -34,9 +34,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	facts := fs.Bool("facts", false, "also print the final facts of each plan")
 	budget := fs.Int64("budget", 0, "memory budget in `bytes` (0: the default of 256 MiB, -1: none)")
 	stats := fs.Bool("stats", false, "print nodes, steps, peak memory and time to stderr")
+	traces := fs.Bool("traces", false, "print the planner's search to stderr: tasks, methods tried and their conditions, operators, failures, plans")
+	traceLimit := fs.Int("trace-limit", 0, "most search events -traces prints (0: the default of 10000); the rest are counted")
 	memprofile := fs.String("memprofile", "", "write a heap profile to `file` after planning")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: htn -program FILE [-goal GOALS] [-first] [-query] [-facts] [-budget BYTES]")
+		fmt.Fprintln(stderr, "usage: htn -program FILE [-goal GOALS] [-first] [-query] [-facts] [-budget BYTES] [-traces]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -78,11 +80,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// on a line of its own after it.
 	out := &lineWriter{w: stdout}
 	stdout = out
-	opts := htn.Options{FirstOnly: *first, Budget: htn.Budget{Memory: *budget}, Output: out}
+	opts := htn.Options{FirstOnly: *first, Budget: htn.Budget{Memory: *budget}, Output: out, Trace: *traces, TraceLimit: *traceLimit}
 	start := time.Now()
 	var (
-		found bool
-		st    htn.Stats
+		found   bool
+		st      htn.Stats
+		failure *htn.Failure
 	)
 	if *query {
 		var ans *htn.Answer
@@ -99,7 +102,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var res *htn.Result
 		res, err = prog.Plan(ctx, g, opts)
 		if res != nil {
-			st = res.Stats
+			st, failure = res.Stats, res.Failure
+			printTrace(stderr, res)
 		}
 		if err == nil {
 			found = len(res.Plans) > 0
@@ -131,11 +135,21 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *query {
 			fmt.Fprintf(stderr, "htn: query %s has no answer\n", g)
 		} else {
-			fmt.Fprintf(stderr, "htn: no plan for %s\n", g)
+			fmt.Fprintf(stderr, "%v\n", &htn.NoPlanError{Goal: g, Failure: failure})
 		}
 		return ExitNoPlan
 	}
 	return ExitOK
+}
+
+// printTrace writes the search trace of -traces, one event a line.
+func printTrace(w io.Writer, res *htn.Result) {
+	for _, ev := range res.Trace {
+		fmt.Fprintf(w, "trace %s\n", ev)
+	}
+	if res.TraceDropped > 0 {
+		fmt.Fprintf(w, "trace: %d more events not kept (-trace-limit)\n", res.TraceDropped)
+	}
 }
 
 // lineWriter remembers whether what was written so far ends a line.

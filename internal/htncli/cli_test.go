@@ -53,6 +53,8 @@ func TestRun(t *testing.T) {
 			"hello() :- if(write(hi)), do(say(hi)).\nsay(?x) :- del(), add(said(?x)).\n"), "-goal", "hello()", "-first"}, 0,
 			"hi\n(say(hi))\n", ""},
 		{"no plan", []string{"-program", prog, "-goal", "travel-to(mars)"}, 1, "null\n", "no plan for travel-to(mars)"},
+		{"no plan says how far the search got", []string{"-program", prog, "-goal", "travel-to(mars)"}, 1, "null\n",
+			"htn: no plan for travel-to(mars): the search got furthest at task travel-to(mars) at depth 1: method travel-to(?q) (line 3) failed its condition at walking-distance(downtown,mars) (goal 2 of its if())\n"},
 		{"failed query", []string{"-program", prog, "-query", "-goal", "at(park)"}, 1, "null\n", "has no answer"},
 		{"budget", []string{"-program", prog, "-goal", "travel-to(park)", "-budget", "10"}, 1, "", "out of budget"},
 		{"program parse error", []string{"-program", bad, "-goal", "x"}, 2, "", "bad.htn:2:45: expected ')' after arguments of \"if\""},
@@ -100,4 +102,47 @@ func ExampleRun() {
 	code := htncli.Run(context.Background(), []string{"-program", path, "-goal", "travel-to(park)"}, os.Stdout, os.Stderr)
 	_ = code
 	// Output: [ { (walk(downtown,park)) } ]
+}
+
+// -traces prints the search to stderr, the plan staying alone on stdout;
+// -trace-limit bounds it.
+func TestRunTraces(t *testing.T) {
+	prog := writeFile(t, "taxi.htn", taxi)
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		wantOut string
+		wantErr string
+	}{
+		{"plan", []string{"-program", prog, "-traces"}, 0, "[ { (walk(downtown,park)) } ]\n", `trace [1] task travel-to(park)
+trace [1] method travel-to(?q) (line 3) for travel-to(park): 1 answer
+trace [2] task walk(downtown,park)
+trace [2] operator walk(downtown,park)
+trace [3] plan 1
+`},
+		{"no plan", []string{"-program", prog, "-goal", "travel-to(mars)", "-traces"}, 1, "null\n", `trace [1] task travel-to(mars)
+trace [1] method travel-to(?q) (line 3) for travel-to(mars): no answer: its condition failed at walking-distance(downtown,mars) (goal 2 of its if())
+trace [1] fail travel-to(mars): no method led to a plan
+htn: no plan for travel-to(mars): the search got furthest at task travel-to(mars) at depth 1: method travel-to(?q) (line 3) failed its condition at walking-distance(downtown,mars) (goal 2 of its if())
+`},
+		{"limit", []string{"-program", prog, "-traces", "-trace-limit", "2"}, 0, "[ { (walk(downtown,park)) } ]\n", `trace [1] task travel-to(park)
+trace [1] method travel-to(?q) (line 3) for travel-to(park): 1 answer
+trace: 3 more events not kept (-trace-limit)
+`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := htncli.Run(context.Background(), tc.args, &out, &errOut); code != tc.code {
+				t.Errorf("exit code: got %d, want %d", code, tc.code)
+			}
+			if out.String() != tc.wantOut {
+				t.Errorf("stdout: got %q, want %q", out.String(), tc.wantOut)
+			}
+			if errOut.String() != tc.wantErr {
+				t.Errorf("stderr: got\n%s\nwant\n%s", errOut.String(), tc.wantErr)
+			}
+		})
+	}
 }

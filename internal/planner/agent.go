@@ -169,6 +169,9 @@ type agent struct {
 	now   time.Time
 	plan  agentPlanFunc
 	fx    agentEffects
+	// debug: the service logs decisions at debug level, so each goal
+	// selection keeps every goal's utility (agentDecision.Goals).
+	debug bool
 }
 
 // agentEffects are what a turn asks the service to do once its document
@@ -179,6 +182,58 @@ type agentEffects struct {
 	wake    time.Time  // a wake-up to schedule
 	events  []plan.Event
 	ended   bool // the agent ended: publish its outcome
+	// decisions are the turn's decisions, in order, for the debug log.
+	decisions []agentDecision
+}
+
+// agentDecision is one decision of a turn, as the seed's planner, arbiter
+// and executor log them with debug on: the goal chosen with its utility
+// and why (with every goal's utility when the log is at debug level), the
+// plans made or not found, the steps released, the tracker's verdicts on
+// results and changes of the world (replans among them), the waits.
+type agentDecision struct {
+	Kind    string // one of the decision* constants
+	Goal    string
+	Utility float64 // decisionSelect
+	// Reason is the arbiter's reason (decisionSelect) or the tracker's
+	// verdict (decisionVerdict).
+	Reason string
+	Detail string
+	// Goals is every goal as the arbiter saw it (decisionSelect, debug).
+	Goals []goap.GoalStatus
+}
+
+// The kinds of agentDecision.
+const (
+	decisionSelect  = "select"  // the arbiter chose a goal, or none
+	decisionPlan    = "plan"    // a plan was made for the goal (Reason: "replan" for a new plan of the same goal)
+	decisionNoPlan  = "no-plan" // no plan reaches the goal: it cools down
+	decisionStep    = "step"    // a step of the plan is released
+	decisionVerdict = "verdict" // the tracker's verdict on a result or a change of the world
+	decisionWait    = "wait"    // nothing runs until the world changes, a cooldown ends or the next tick
+	decisionEnd     = "end"     // the agent ends (idle, gave up, stopped)
+)
+
+// decided records a decision of the turn.
+func (a *agent) decided(d agentDecision) { a.fx.decisions = append(a.fx.decisions, d) }
+
+// selectGoal asks the arbiter which goal to pursue, and records the
+// decision.
+func (a *agent) selectGoal() (goap.Selection, error) {
+	var (
+		sel   goap.Selection
+		goals []goap.GoalStatus
+		err   error
+	)
+	if a.debug {
+		sel, goals, err = a.arb.SelectReport(a.world, a.now)
+	} else {
+		sel, err = a.arb.Select(a.world, a.now)
+	}
+	if err == nil {
+		a.decided(agentDecision{Kind: decisionSelect, Goal: sel.Goal, Utility: sel.Utility, Reason: string(sel.Reason), Detail: sel.Detail, Goals: goals})
+	}
+	return sel, err
 }
 
 // newAgent restores a turn from doc in the world observed at now.
@@ -229,7 +284,7 @@ func (a *agent) decide(replanWhy string) error {
 		return nil
 	}
 	a.arb.SetRunning(false)
-	sel, err := a.arb.Select(a.world, a.now)
+	sel, err := a.selectGoal()
 	if err != nil {
 		return a.blocked(err)
 	}
@@ -269,8 +324,9 @@ func (a *agent) pursue(sel goap.Selection, replanWhy string) error {
 		var ge *GenError
 		if errors.As(err, &ge) {
 			failed = true
+			a.decided(agentDecision{Kind: decisionNoPlan, Goal: sel.Goal, Detail: ge.Message})
 			a.failGeneration(sel.Goal, "no plan: "+ge.Message)
-			if sel, err = a.arb.Select(a.world, a.now); err != nil {
+			if sel, err = a.selectGoal(); err != nil {
 				return a.blocked(err)
 			}
 			replanWhy = ""
@@ -280,6 +336,12 @@ func (a *agent) pursue(sel goap.Selection, replanWhy string) error {
 			return a.blocked(err)
 		}
 		failed, a.doc.FailedRounds = false, 0
+		made := agentDecision{Kind: decisionPlan, Goal: sel.Goal,
+			Detail: fmt.Sprintf("%s (cost %s, %d states expanded)", actions(res), number(res.Cost), res.Stats.Expanded)}
+		if same {
+			made.Reason = "replan: " + replanWhy
+		}
+		a.decided(made)
 		st := a.doc.stats(sel.Goal)
 		st.Plans++
 		if same {
@@ -330,6 +392,7 @@ const (
 func (a *agent) pace(at time.Time, what, replanWhy string) {
 	a.doc.WakeAt, a.doc.Paced, a.doc.Replan = at, what, replanWhy
 	a.fx.wake = at
+	a.decided(agentDecision{Kind: decisionWait, Goal: a.goal(), Detail: fmt.Sprintf("the next %s waits for the next tick, at %s", what, at.UTC().Format(time.RFC3339Nano))})
 }
 
 // unpace forgets what waited for the tick, and returns it.
@@ -370,6 +433,7 @@ func (a *agent) failedRound() {
 	a.doc.Status, a.doc.Detail, a.doc.Waiting, a.doc.WakeAt = planbus.AgentFailed, msg, "", time.Time{}
 	a.doc.Error = &plan.ErrorInfo{Code: CodeAgentGaveUp, Category: plan.CategoryPermanent, Message: msg}
 	a.fx.wake = time.Time{}
+	a.decided(agentDecision{Kind: decisionEnd, Reason: planbus.AgentFailed, Detail: msg})
 	a.event(planbus.EventAgentGaveUp, "", msg)
 	a.fx.ended = true
 }
@@ -421,6 +485,7 @@ func (a *agent) idle(detail string) error {
 	}
 	a.doc.Status, a.doc.Waiting, a.doc.WakeAt = planbus.AgentIdle, "", time.Time{}
 	a.doc.Detail = detail
+	a.decided(agentDecision{Kind: decisionEnd, Reason: planbus.AgentIdle, Detail: detail})
 	a.event(planbus.EventAgentIdle, "", detail+": no goal is left to pursue; the agent ends")
 	a.fx.ended = true
 	return nil
@@ -429,6 +494,7 @@ func (a *agent) idle(detail string) error {
 // wait leaves the agent running with no plan, until wake (if set) or a
 // change of the world. The event is published when the reason is new.
 func (a *agent) wait(why string, wake time.Time) error {
+	a.decided(agentDecision{Kind: decisionWait, Detail: why})
 	if why != a.doc.Waiting {
 		a.event(planbus.EventAgentIdle, "", why)
 	}
@@ -497,6 +563,7 @@ func (a *agent) act(i int) error {
 		return err
 	}
 	a.doc.Step = &agentStep{PlanID: planID, Index: i, Action: name, Plan: data}
+	a.decided(agentDecision{Kind: decisionStep, Goal: st.Goal, Detail: fmt.Sprintf("step %d of %d: %s (plan %s)", i+1, len(st.Plan), name, planID)})
 	a.doc.Waiting, a.doc.WakeAt, a.doc.LastStepAt = "", time.Time{}, a.now
 	a.unpace()
 	a.fx.publish = a.doc.Step
@@ -608,6 +675,7 @@ func (a *agent) observe() (goap.Decision, error) {
 // follow carries out the tracker's verdict.
 func (a *agent) follow(dec goap.Decision) error {
 	goal := a.goal()
+	a.decided(agentDecision{Kind: decisionVerdict, Goal: goal, Reason: string(dec.Verdict), Detail: dec.Reason})
 	switch dec.Verdict {
 	case goap.Done:
 		a.doc.stats(goal).Succeeded++
@@ -625,7 +693,7 @@ func (a *agent) follow(dec goap.Decision) error {
 	// current goal's ceasing to be eligible, interrupts it.
 	a.arb.SetRunning(true)
 	before := a.arb.State()
-	sel, err := a.arb.Select(a.world, a.now)
+	sel, err := a.selectGoal()
 	if err != nil {
 		return a.blocked(err)
 	}
@@ -695,6 +763,7 @@ func (a *agent) stop(reason string) {
 		msg += ": " + reason
 	}
 	a.doc.Status, a.doc.Detail, a.doc.Waiting, a.doc.WakeAt = planbus.AgentStopped, msg, "", time.Time{}
+	a.decided(agentDecision{Kind: decisionEnd, Reason: planbus.AgentStopped, Detail: msg})
 	a.event(planbus.EventAgentStopped, "", msg)
 	a.fx.ended = true
 }

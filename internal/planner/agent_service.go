@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -312,6 +314,9 @@ func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, 
 		if err == nil {
 			a, err = newAgent(doc, d, world, now, s.agentPlanner(tctx, doc, d))
 		}
+		if a != nil {
+			a.debug = debugEnabled(s.log)
+		}
 		if err != nil {
 			// A domain this planner cannot use (it was decoded when the
 			// agent started; a newer planner may read it differently).
@@ -329,6 +334,7 @@ func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, 
 		}
 		after, _ := json.Marshal(doc)
 		if bytes.Equal(before, after) {
+			s.logDecisions(doc, a.fx.decisions)
 			if redelivered {
 				return doc, s.agentEnsure(tctx, doc)
 			}
@@ -342,9 +348,64 @@ func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, 
 		if err != nil {
 			return doc, err
 		}
+		// Logged once the turn is stored: a turn that lost the race is
+		// played again and logs then.
+		s.logDecisions(doc, a.fx.decisions)
 		return doc, s.agentEffects(tctx, doc, a.fx)
 	}
 	return nil, fmt.Errorf("planner: the agent of session %s changed %d times during one turn; trying again later", sessionID, agentTries)
+}
+
+// debugEnabled reports whether log writes debug events.
+func debugEnabled(log zerolog.Logger) bool {
+	return log.GetLevel() <= zerolog.DebugLevel && zerolog.GlobalLevel() <= zerolog.DebugLevel
+}
+
+// logDecisions writes a turn's decisions to the debug log, one event
+// each: "agent decision" with the agent, its session, the kind of
+// decision, the goal, and for a goal selection its utility and every
+// goal's (the seed's goal report).
+func (s *Service) logDecisions(doc *agentDoc, decisions []agentDecision) {
+	if !debugEnabled(s.log) {
+		return
+	}
+	for _, d := range decisions {
+		ev := s.log.Debug().Str("agent_id", doc.ID()).Str("session_id", doc.SessionID()).Str("decision", d.Kind)
+		if d.Goal != "" {
+			ev = ev.Str("goal", d.Goal)
+		}
+		if d.Kind == decisionSelect {
+			ev = ev.Float64("utility", d.Utility)
+		}
+		if d.Reason != "" {
+			ev = ev.Str("reason", d.Reason)
+		}
+		if len(d.Goals) > 0 {
+			ev = ev.Str("goals", goalReport(d.Goals))
+		}
+		ev.Str("detail", d.Detail).Msg("agent decision")
+	}
+}
+
+// goalReport writes every goal's utility on one line, with why a goal is
+// not eligible: "clean-dishes 70, clean-floor 40 (cooling down)".
+func goalReport(goals []goap.GoalStatus) string {
+	parts := make([]string, len(goals))
+	for i, g := range goals {
+		p := g.Goal + " " + number(g.Utility)
+		switch {
+		case g.Satisfied:
+			p += " (satisfied)"
+		case !g.Valid:
+			p += " (not valid)"
+		case !g.CoolingUntil.IsZero():
+			p += " (cooling down)"
+		case g.Utility <= 0:
+			p += " (zero)"
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ", ")
 }
 
 // What an agent's turn answers (telemetry.AttrTrigger).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
@@ -68,6 +69,51 @@ func TestAgentTakesTheNextGoalAfterSuccess(t *testing.T) {
 	// Ended: stopping it says so.
 	if r := stopAgent(t, h, "home"); r.Status != planbus.AgentStopEnded || r.Ended != planbus.AgentIdle {
 		t.Errorf("stop after the end: %+v", r)
+	}
+}
+
+// With the planner's log at debug level, an agent logs each decision, as
+// the seed's arbiter and executor do with debug on: the goal chosen with
+// its utility and every goal's, the plans, the steps, the verdicts, the
+// end.
+func TestAgentLogsItsDecisionsAtDebug(t *testing.T) {
+	var logs syncBuffer
+	h := startLogged(t, planner.Config{DomainsDir: "testdata/agents"}, simulated(t), zerolog.New(&logs).Level(zerolog.DebugLevel))
+	startAgent(t, h, `{"requestId": "dbg", "sessionId": "dbg", "goap": {"domain": "chores"}}`)
+	if o := outcomeOf(t, h, "dbg"); o.Status != planner.StatusSucceeded {
+		t.Fatalf("outcome %s", o.Status)
+	}
+	var decisions []map[string]any
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["message"] == "agent decision" && m["agent_id"] == "dbg" {
+			if m["level"] != "debug" || m["session_id"] != "dbg" {
+				t.Errorf("decision logged as %s", line)
+			}
+			decisions = append(decisions, m)
+		}
+	}
+	// find returns the first decision of a kind (and goal, and reason).
+	find := func(kind, goal string, reason ...string) map[string]any {
+		for _, d := range decisions {
+			if d["decision"] == kind && (goal == "" || d["goal"] == goal) && (len(reason) == 0 || d["reason"] == reason[0]) {
+				return d
+			}
+		}
+		t.Errorf("no %s decision for %q %v among %d logged", kind, goal, reason, len(decisions))
+		return map[string]any{}
+	}
+	if d := find("select", "clean-dishes"); d["utility"] != 70.0 || d["reason"] != "best" || d["goals"] != "clean-dishes 70, clean-floor 40" {
+		t.Errorf("first selection: %v", d)
+	}
+	if d := find("plan", "clean-floor"); d["detail"] != "sweep (cost 1, 1 states expanded)" {
+		t.Errorf("plan of clean-floor: %v", d)
+	}
+	find("step", "clean-dishes")
+	find("verdict", "clean-dishes", "continue")
+	find("verdict", "clean-floor", "done")
+	if d := find("end", ""); d["reason"] != planbus.AgentIdle {
+		t.Errorf("end: %v", d)
 	}
 }
 

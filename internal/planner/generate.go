@@ -265,7 +265,7 @@ func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, erro
 		return false
 	}
 	res, err := prog.Plan(ctx, r.Goal, htn.Options{FirstOnly: true, Disabled: disabled,
-		Budget: htn.Budget{Memory: in.Memory, Nodes: in.Nodes}})
+		Budget: htn.Budget{Memory: in.Memory, Nodes: in.Nodes}, Trace: r.Traces, TraceLimit: HTNTraceLimit})
 	var be *htn.BudgetError
 	switch {
 	case errors.Is(err, htn.ErrCanceled):
@@ -279,6 +279,11 @@ func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, erro
 	}
 	if len(res.Plans) == 0 {
 		msg := fmt.Sprintf("no plan for %s", r.Goal)
+		if f := res.Failure; f != nil {
+			// Where the search got furthest: the task, and the method
+			// condition or operator that stopped it (htn.Failure).
+			msg += ": the search got furthest at " + truncate(f.String(), maxFailureText)
+		}
 		if len(refused) > 0 {
 			var why []string
 			for _, op := range sortedKeys(refused) {
@@ -288,7 +293,45 @@ func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, erro
 		}
 		return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: msg}
 	}
-	return htnToPlan(res.Plans[0], r, bind, in.Skills)
+	return htnToPlan(res.Plans[0], r, bind, in.Skills, searchTrace(res))
+}
+
+// The bounds of the search trace a request with htn.traces gets in its
+// plan's metadata, so that the plan fits the store beside its request.
+const (
+	HTNTraceLimit = 500      // events recorded
+	HTNTraceBytes = 64 << 10 // text kept, at most
+)
+
+// maxFailureText bounds the furthest failure in a NO_PLAN message, so
+// that what follows it (the operators not applied) survives the cut of
+// error messages to maxErrorMessage.
+const maxFailureText = 2 << 10
+
+// htnSearch is metadata.htn.search: the search's events as planner htn
+// -traces prints them, and how many were left out.
+type htnSearch struct {
+	Events  []string `json:"events"`
+	Dropped int64    `json:"dropped,omitempty"`
+}
+
+// searchTrace is the search trace of res for the plan's metadata, nil if
+// none was recorded: the first events that fit HTNTraceBytes.
+func searchTrace(res *htn.Result) *htnSearch {
+	if res.Trace == nil {
+		return nil
+	}
+	s := &htnSearch{Events: []string{}, Dropped: res.TraceDropped}
+	size := 0
+	for i, ev := range res.Trace {
+		line := ev.String()
+		if size += len(line); size > HTNTraceBytes {
+			s.Dropped += int64(len(res.Trace) - i)
+			break
+		}
+		s.Events = append(s.Events, line)
+	}
+	return s
 }
 
 // htnBudgetError is a search that ran out of its budget: permanent, since
@@ -349,8 +392,10 @@ type htnTraceStep struct {
 
 // htnToPlan turns a plan's operators into a chain of tools: HTN plans are
 // totally ordered. Positional arguments become named input through the
-// skill manifest's parameters, or {"args": [...]} without them.
-func htnToPlan(p htn.Plan, r *HTNRequest, bind func(string) string, ms map[string]planbus.SkillManifest) (*plan.Plan, error) {
+// skill manifest's parameters, or {"args": [...]} without them. The
+// plan's metadata.htn holds the goal, the domain, each operator's trace
+// and, when the request asked for it, the search (nil: none).
+func htnToPlan(p htn.Plan, r *HTNRequest, bind func(string) string, ms map[string]planbus.SkillManifest, search *htnSearch) (*plan.Plan, error) {
 	type tool struct {
 		ToolID       string         `json:"toolId"`
 		Skill        string         `json:"skill"`
@@ -398,7 +443,11 @@ func htnToPlan(p htn.Plan, r *HTNRequest, bind func(string) string, ms map[strin
 		}
 		steps = append(steps, st)
 	}
-	meta, _ := json.Marshal(map[string]any{"htn": map[string]any{"goal": r.Goal, "domain": r.Domain, "operators": steps}})
+	hm := map[string]any{"goal": r.Goal, "domain": r.Domain, "operators": steps}
+	if search != nil {
+		hm["search"] = search
+	}
+	meta, _ := json.Marshal(map[string]any{"htn": hm})
 	doc, err := json.Marshal(map[string]any{"tools": tools, "metadata": json.RawMessage(meta)})
 	if err != nil {
 		return nil, err

@@ -146,8 +146,20 @@ func (s *Service) guideTurn(ctx context.Context, q *planbus.GuideTurn) (*planbus
 }
 
 // guideEvent publishes a turn's transition as guide.<transition> on the
-// session's events, with the session id as request id.
+// session's events, with the session id as request id. A turn that ended
+// its plan and started another publishes the end first, then the
+// activation.
 func (s *Service) guideEvent(sessionID string, r *planbus.GuideReply) {
+	if e := r.Ended; e != nil {
+		ev := plan.Event{Type: planbus.EventGuidePrefix + e.Transition, Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: e.Message}
+		if e.Plan != nil {
+			ev.Template = e.Plan.ID
+		}
+		if r.Check != nil {
+			ev.Step = r.Check.Step
+		}
+		s.publishGuideEvent(sessionID, ev)
+	}
 	if r.Transition == planbus.GuideNone {
 		return
 	}
@@ -155,9 +167,13 @@ func (s *Service) guideEvent(sessionID string, r *planbus.GuideReply) {
 	if r.Plan != nil {
 		ev.Template, ev.Step = r.Plan.ID, r.Plan.Step
 	}
-	if r.Check != nil {
+	if r.Check != nil && r.Ended == nil {
 		ev.Step = r.Check.Step
 	}
+	s.publishGuideEvent(sessionID, ev)
+}
+
+func (s *Service) publishGuideEvent(sessionID string, ev plan.Event) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return

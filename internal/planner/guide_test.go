@@ -281,6 +281,31 @@ func TestGuidedSessionOverNATS(t *testing.T) {
 		t.Errorf("after expiry: %+v", r)
 	}
 
+	// A turn that ends a plan goes on to match its message: the plan
+	// expires and the message starts it again, two events, the end first.
+	// Then a warn step that fails its check is warned, not blocked.
+	x := newGuideSession(t, conn, c, "s-next")
+	x.turn(planbus.GuideTurn{Message: "debugging the lexer", Domain: "bugfix"})
+	x.event(planbus.GuideActivated, "bugfix_workflow", 1)
+	for range 15 {
+		x.turn(planbus.GuideTurn{Message: "what about lunch?"})
+	}
+	r = x.turn(planbus.GuideTurn{Message: "fix the bug in lexer.go", Domain: "bugfix"})
+	if r.Transition != planbus.GuideActivated || r.Ended == nil || r.Ended.Transition != planbus.GuideExpired || r.Plan.Step != 1 ||
+		!strings.HasPrefix(r.Context, "[PLAN EXPIRED: bugfix_workflow]") || !strings.Contains(r.Context, "[ACTIVE PLAN: bugfix_workflow]") {
+		t.Fatalf("expiry with a message: %+v\n%s", r, r.Context)
+	}
+	x.event(planbus.GuideExpired, "bugfix_workflow", 0)
+	x.event(planbus.GuideActivated, "bugfix_workflow", 1)
+	if r := x.run(`"--- FAIL: TestLex (0.00s)"`, nil); r.Transition != planbus.GuideAdvanced {
+		t.Fatalf("step 1: %+v", r)
+	}
+	x.event(planbus.GuideAdvanced, "bugfix_workflow", 1)
+	if r := x.run(`{"stdout":""}`, nil); r.Transition != planbus.GuideWarned || r.Check == nil || r.Check.Action != "warn" || r.Plan.Step != 2 {
+		t.Fatalf("failing warn step 2: %+v", r)
+	}
+	x.event(planbus.GuideWarned, "bugfix_workflow", 2)
+
 	if strings.Contains(logs.String(), "Violation") || strings.Contains(logs.String(), "permissions violation") {
 		t.Errorf("permissions violations:\n%s", logs.String())
 	}

@@ -52,11 +52,17 @@ func simulated(t *testing.T, specs ...string) []skill.Skill {
 
 func start(t *testing.T, pc planner.Config, sk []skill.Skill) *harness {
 	t.Helper()
+	return startLogged(t, pc, sk, zerolog.Nop())
+}
+
+// startLogged is start with the node's components logging to log.
+func startLogged(t *testing.T, pc planner.Config, sk []skill.Skill, log zerolog.Logger) *harness {
+	t.Helper()
 	cfg := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 2, Planner: pc,
-		Worker: worker.Config{Skills: sk, DrainTimeout: time.Second}}, zerolog.Nop())
+		Worker: worker.Config{Skills: sk, DrainTimeout: time.Second}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,10 @@ type HTNRequest struct {
 	Facts   []string `json:"facts,omitempty"`
 	// Budget lowers the planner's limits for this request's generations.
 	Budget *Budget `json:"budget,omitempty"`
+	// Traces records each generation's search (htn.Options.Trace): the
+	// plan's metadata.htn.search lists it, at most HTNTraceLimit events
+	// and HTNTraceBytes of text, and it counts against the memory budget.
+	Traces bool `json:"traces,omitempty"`
 }
 
 // GOAPRequest names a GOAP domain, optionally a goal, and facts.

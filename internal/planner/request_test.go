@@ -18,6 +18,10 @@ func TestDecodeRequestDefaults(t *testing.T) {
 	if err != nil || r.MaxAttempts != 1 {
 		t.Errorf("kind plan: maxAttempts %d, err %v; want 1", r.MaxAttempts, err)
 	}
+	r, err = DecodeRequest([]byte(`{"kind":"htn","htn":{"program":"a.","goal":"a","traces":true}}`))
+	if err != nil || !r.HTN.Traces {
+		t.Errorf("htn.traces: %+v, err %v; want traces", r.HTN, err)
+	}
 }
 
 func TestDecodeRequestErrors(t *testing.T) {
@@ -27,6 +31,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{`{"kind":"external","planner":"a b"}`, "at /planner"},
 		{`{"kind":"plan","plan":{},"extra":1}`, "additional properties 'extra'"},
 		{`{"kind":"plan","plan":{},"maxAttempts":0}`, "at /maxAttempts"},
+		{`{"kind":"htn","htn":{"program":"a.","goal":"a","traces":1}}`, "at /htn/traces"},
 	}
 	for _, tt := range tests {
 		_, err := DecodeRequest([]byte(tt.doc))

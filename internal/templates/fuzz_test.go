@@ -21,6 +21,7 @@ func FuzzDecode(f *testing.F) {
 		"steps":[{"id":"s","skill":"echo","input":{"{a}":"{input}","r":{"$ref":"t"}},"verify":{"type":"contains","value":"{a}"}},
 		{"id":"t","skill":"echo","after":[],"onFail":{"then":"fallback","step":"f"}}],"fallbacks":[{"id":"f","skill":"echo","onFail":"skip"}]}`))
 	f.Add(lib(`{"id":"p","name":"P","steps":[{"id":"a","skill":"echo","after":["b"]},{"id":"b","skill":"echo","after":["a"]}]}`))
+	f.Add([]byte(`{"plans":{"p":{"name":"P","triggers":["go"],"trigger_threshold":1,"steps":[{"name":"Do {it}","action":"by hand","verify":{"type":"manual"}}]}}}`))
 	f.Add(lib(`{"id":"p","name":"P","steps":[{"id":"a","skill":"echo","verify":{"type":"expr","expr":"output.x > 1"},"onFail":{"then":"fallback","plan":"q"}}]}`,
 		`{"id":"q","name":"Q","domains":["d"],"triggers":["a","b"],"triggerThreshold":2,"steps":[{"id":"a","skill":"echo"}]}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {

@@ -48,16 +48,39 @@ type GuideInput struct {
 //     skip marks it failed and advances, abort drops the plan.
 //   - Without one, a non-empty message is matched (Match) and the best
 //     candidate becomes the active plan; that turn checks no result.
+//   - A turn that ends the plan (completed, aborted, expired) goes on as a
+//     turn without one, as the seed's selector does: its message is
+//     matched and may start the next plan at once. The reply is then the
+//     new plan's activation, with the end of the old one in Ended.
 //
 // A plan whose template is gone from the library, or changed so that its
 // state no longer fits (ErrStateMismatch), is dropped as aborted. The
 // reply's Context is the text for the model: the plan with its current
-// step marked "← YOU ARE HERE", or what ended it; empty without a plan.
+// step marked "← YOU ARE HERE", or what ended it (both, when a plan ended
+// and another started); empty without a plan.
 func GuideTurn(lib *Library, sess GuideSession, in GuideInput) (GuideSession, planbus.GuideReply) {
 	if sess.Plan == nil {
 		return activate(lib, in)
 	}
-	st := *sess.Plan
+	next, reply := follow(lib, *sess.Plan, in)
+	if next.Plan != nil {
+		return next, reply
+	}
+	started, act := activate(lib, in)
+	if started.Plan == nil {
+		if act.Message != "" {
+			reply.Message += "; " + act.Message
+		}
+		return next, reply
+	}
+	act.Ended = &planbus.GuideEnded{Transition: reply.Transition, Plan: reply.Plan, Message: reply.Message}
+	act.Check = reply.Check
+	act.Context = reply.Context + "\n\n" + act.Context
+	return started, act
+}
+
+// follow plays a turn of the active plan in state st.
+func follow(lib *Library, st State, in GuideInput) (GuideSession, planbus.GuideReply) {
 	t, ok := lib.Template(st.Template)
 	var tr *Tracker
 	err := fmt.Errorf("%w: no plan %q in the library", ErrStateMismatch, st.Template)
@@ -162,7 +185,9 @@ func (tr *Tracker) guideCheck(r planbus.GuideToolResult, now time.Time) (planbus
 	failed := fmt.Sprintf("Step %d failed verification: %s", i+1, why)
 	switch d.Action {
 	case ActionWarn:
-		reply.Transition, reply.Message = planbus.GuideBlocked, failed
+		// The seed's warn logs a warning and lets the agent retry: the
+		// session goes on, unlike block, which holds the plan.
+		reply.Transition, reply.Message = planbus.GuideWarned, failed
 		return reply, fmt.Sprintf("WARNING: %s. Retry it.", failed)
 	case ActionBlock:
 		reply.Transition, reply.Message = planbus.GuideBlocked, failed
@@ -270,7 +295,9 @@ func guideDetails(b *strings.Builder, s *Step) {
 	if s.Action != "" {
 		fmt.Fprintf(b, "  Action: %s\n", s.Action)
 	}
-	fmt.Fprintf(b, "  Tool: %s\n", s.Skill)
+	if !s.Manual() {
+		fmt.Fprintf(b, "  Tool: %s\n", s.Skill)
+	}
 	if hint := stepHint(s); hint != "" {
 		fmt.Fprintf(b, "  Command hint: %s\n", hint)
 	}

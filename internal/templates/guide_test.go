@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/schemas"
 )
 
 // turn is one scripted turn of a guided session: a message and domain,
@@ -63,6 +64,9 @@ func play(t *testing.T, l *Library, turns []turn) (string, []planbus.GuideReply)
 		if tu.exitCode != nil {
 			fmt.Fprintf(&b, " exitCode=%d", *tu.exitCode)
 		}
+		if e := reply.Ended; e != nil {
+			fmt.Fprintf(&b, "\n-> %s: %s", e.Transition, e.Message)
+		}
 		fmt.Fprintf(&b, "\n-> %s: %s\n", reply.Transition, reply.Message)
 		if c := reply.Check; c != nil {
 			fmt.Fprintf(&b, "check: step %d passed=%v action=%s: %s\n", c.Step, c.Passed, c.Action, c.Reason)
@@ -85,6 +89,13 @@ func play(t *testing.T, l *Library, turns []turn) (string, []planbus.GuideReply)
 // checkReply asserts what holds of every reply.
 func checkReply(t *testing.T, n int, next GuideSession, r planbus.GuideReply) {
 	t.Helper()
+	r.SessionID = "s1"
+	if doc, _ := json.Marshal(r); schemas.Validate(schemas.GuideReply, doc) != nil {
+		t.Errorf("turn %d: reply %s breaks its schema: %v", n, doc, schemas.Validate(schemas.GuideReply, doc))
+	}
+	if e := r.Ended; e != nil && (r.Transition != planbus.GuideActivated || e.Plan != nil && e.Plan.Status == planbus.GuidePlanActive) {
+		t.Errorf("turn %d: ended %+v, then %s", n, e, r.Transition)
+	}
 	active := r.Plan != nil && r.Plan.Status == planbus.GuidePlanActive
 	if active != (next.Plan != nil) {
 		t.Errorf("turn %d: plan %+v, but the session keeps %+v", n, r.Plan, next.Plan)
@@ -176,6 +187,18 @@ func TestGuideGolden(t *testing.T) {
 			ran(`"curl: (7) error connecting"`),
 			ran(`"hello"`),
 		}},
+		// A turn whose result completes the plan goes on to match its
+		// message, which starts the next plan at once; the next turn's
+		// result is checked against that plan.
+		{"keyed_chain", keyedLib, []turn{
+			say("bugfix", "The parser is broken, please debug it"),
+			ran(`"panic: index out of range"`),
+			ran(`"parser.go:42 reads past the end"`),
+			ran(`"edited parser.go"`),
+			ran(`"PASS"`),
+			{message: "fixed! now create a new branch, a feature branch", domain: "git_ops", outputs: []string{`"ok  all 42 tests"`}},
+			ran(`"On branch main"`),
+		}},
 		// No plan matches small talk, nor a plan that lists domains
 		// without a domain; an empty message matches nothing.
 		{"no_match", starterLib, []turn{
@@ -263,6 +286,89 @@ func TestGuideLibraryChanged(t *testing.T) {
 		next, r := GuideTurn(l, sess, GuideInput{Now: t0})
 		if next.Plan != nil || r.Transition != planbus.GuideAborted || !strings.Contains(r.Context, "[PLAN ABORTED: bugfix_workflow]") {
 			t.Errorf("%s: %+v %+v", name, next, r)
+		}
+	}
+}
+
+// chainLib has two one-step plans: one aborts at once on a failed check
+// and expires after one turn without progress.
+const chainLib = `{"plans": {
+  "one": {"name": "One", "domains": ["d"], "triggers": ["alpha"], "trigger_threshold": 1, "stale_after_turns": 1,
+    "steps": [{"name": "S1", "tool": "t", "verify": {"type": "output_contains", "value": "ok"}, "on_fail": "abort"}]},
+  "two": {"name": "Two", "domains": ["d"], "triggers": ["beta"], "trigger_threshold": 1,
+    "steps": [{"name": "T1", "tool": "t"}]}
+}}`
+
+// A turn that ends the active plan goes on to match its message, as a turn
+// without a plan does (the seed's selector): the message may start the
+// next plan at once. A turn that does not end the plan does not.
+func TestGuideTurnThatEndsAPlanMatchesItsMessage(t *testing.T) {
+	lib, err := Decode([]byte(chainLib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		turns []turn // after "alpha" activated plan one
+		plan  string // the active plan after the last turn, "" for none
+		want  string // the last reply: ended transition, then transition
+	}{
+		{"completed", []turn{{message: "beta", domain: "d", outputs: []string{`"ok"`}}}, "two", "completed activated"},
+		{"aborted", []turn{{message: "beta", domain: "d", outputs: []string{`"bad"`}}}, "two", "aborted activated"},
+		{"expired", []turn{say("d", "hello"), say("d", "beta")}, "two", "expired activated"},
+		{"aborted, the same plan again", []turn{{message: "alpha", domain: "d", outputs: []string{`"bad"`}}}, "one", "aborted activated"},
+		{"completed, no match", []turn{{message: "gamma", domain: "d", outputs: []string{`"ok"`}}}, "", "completed"},
+		{"completed, no message", []turn{ran(`"ok"`)}, "", "completed"},
+		{"completed, another domain", []turn{{message: "beta", domain: "e", outputs: []string{`"ok"`}}}, "", "completed"},
+		{"not ended", []turn{say("d", "beta")}, "one", "none"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, replies := play(t, lib, append([]turn{say("d", "alpha")}, tc.turns...))
+			last := replies[len(replies)-1]
+			got := last.Transition
+			if last.Ended != nil {
+				got = last.Ended.Transition + " " + got
+				if last.Ended.Plan == nil || last.Ended.Plan.ID != "one" || !strings.Contains(last.Context, "[ACTIVE PLAN: "+tc.plan+"]") {
+					t.Errorf("ended %+v, context:\n%s", last.Ended, last.Context)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("last turn: %s, want %s", got, tc.want)
+			}
+			active := ""
+			if last.Plan != nil && last.Plan.Status == planbus.GuidePlanActive {
+				active = last.Plan.ID
+			}
+			if active != tc.plan {
+				t.Errorf("active plan %q, want %q", active, tc.plan)
+			}
+		})
+	}
+}
+
+// warn and block are different transitions: warn lets the session go on
+// with a warning, block holds the plan.
+func TestGuideWarnAndBlockDiffer(t *testing.T) {
+	lib, err := Decode([]byte(`{"plans": {"p": {"name": "P", "triggers": ["go"], "trigger_threshold": 1, "steps": [
+		{"name": "W", "tool": "t", "verify": {"type": "output_contains", "value": "ok"}, "on_fail": "warn"},
+		{"name": "B", "tool": "t", "verify": {"type": "output_contains", "value": "ok"}, "on_fail": "block"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, replies := play(t, lib, []turn{say("", "go"), ran(`"bad"`), ran(`"ok"`), ran(`"bad"`)})
+	for _, tc := range []struct {
+		turn       int
+		transition string
+		action     string
+		note       string
+	}{
+		{2, planbus.GuideWarned, "warn", "WARNING: Step 1 failed verification: output does not contain \"ok\". Retry it."},
+		{4, planbus.GuideBlocked, "block", "Step 2 failed verification: output does not contain \"ok\". It blocks the plan: do not go on until it passes."},
+	} {
+		r := replies[tc.turn-1]
+		if r.Transition != tc.transition || r.Check == nil || r.Check.Action != tc.action || !strings.Contains(r.Context, tc.note) {
+			t.Errorf("turn %d: %s, check %+v; want %s, action %s, context with %q:\n%s", tc.turn, r.Transition, r.Check, tc.transition, tc.action, tc.note, r.Context)
 		}
 	}
 }

@@ -339,7 +339,7 @@ func (in *Instance) planDoc() ([]byte, error) {
 			total += stepBudget(fb)
 		}
 		tools[i] = toolDoc{
-			ToolID: s.ID, Skill: s.Skill, Description: fmt.Sprintf("Step %d/%d: %s", i+1, len(in.Steps), s.Title()),
+			ToolID: s.ID, Skill: s.planSkill(), Description: fmt.Sprintf("Step %d/%d: %s", i+1, len(in.Steps), s.Title()),
 			Input: inputOrEmpty(s.Input), Dependencies: t.deps[i], Required: required, TimeoutMs: s.TimeoutMs,
 			RetryPolicy: plan.RetryPolicy{MaxAttempts: s.OnFail.Attempts(), BackoffMs: s.OnFail.backoff()},
 			Verify:      s.Verify, Metadata: meta, Fallback: fallback, Approval: s.Approval,
@@ -421,7 +421,7 @@ func (t *Template) checkPlan() error {
 		}
 		tools := make([]bareTool, len(t.Steps))
 		for j, o := range t.Steps {
-			tools[j] = bareTool{o.ID, o.Skill, inputOrEmpty(o.Input), t.deps[j]}
+			tools[j] = bareTool{o.ID, o.planSkill(), inputOrEmpty(o.Input), t.deps[j]}
 		}
 		tools[i].Skill, tools[i].Input = fb.Skill, inputOrEmpty(fb.Input)
 		doc, err := json.Marshal(map[string]any{"tools": tools})

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/planbus/planbus/internal/gate"
+	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -150,7 +151,9 @@ func literal(s string) string {
 // skill with input {"action", "hint"}; its check becomes its gate (Check.Gate)
 // for executed plans and stays its Check for guided sessions; required
 // false lets an executed plan go on without the step once its attempts
-// are spent.
+// are spent. A step without a tool is manual (Step.Manual): the agent is
+// told what to do with no tool named, and an executed plan waits for a
+// person's approval, whose prompt is the step's name and action.
 func (p *keyedPlan) template(id string) *Template {
 	t := &Template{ID: id, Name: p.Name, Description: p.Description, Domains: p.Domains, Triggers: p.Triggers,
 		TriggerThreshold: p.TriggerThreshold, Staleness: Staleness{MaxTurns: DefaultMaxTurns}, keyed: true}
@@ -168,12 +171,27 @@ func (p *keyedPlan) template(id string) *Template {
 			in["hint"] = literal(ks.ToolHint)
 		}
 		s.Input, _ = marshal(in)
-		if ks.Verify != nil {
+		switch {
+		case ks.Tool == "":
+			// What a person did cannot be checked on the output of the
+			// skill that records it: the approval is the check.
+			s.Approval = &plan.Approval{Prompt: literal(manualPrompt(i+1, len(p.Steps), ks.Name, ks.Action))}
+		case ks.Verify != nil:
 			s.Verify = ks.Verify.Gate()
 		}
 		t.Steps = append(t.Steps, s)
 	}
 	return t
+}
+
+// manualPrompt is what the approval of manual step i of n asks a person,
+// within the 1024 characters Plan JSON allows a prompt.
+func manualPrompt(i, n int, name, action string) string {
+	p := fmt.Sprintf("Step %d/%d: %s", i, n, name)
+	if action != "" {
+		p += ": " + action
+	}
+	return clipN(p, 900) + " (a step without a tool: approve it once it is done)"
 }
 
 // keyedOnFail maps a keyed step's on_fail: warn (the default) and block

@@ -207,7 +207,8 @@ func TestKeyedDecodeErrors(t *testing.T) {
 	}{
 		{"no name", keyed(`"p":{"steps":[` + step + `]}`), `template "p": at /plans/p: missing property 'name'`},
 		{"bad plan id", keyed(`"a b":{"name":"P","steps":[` + step + `]}`), `plans: plan id "a b": want 1 to 64 letters, digits, '_' or '-'`},
-		{"step without tool", keyed(`"p":{"name":"P","steps":[{"name":"S"}]}`), `template "p": at /plans/p/steps/0: missing property 'tool'`},
+		// A step may leave its tool out (TestKeyedStepWithoutTool), not its name.
+		{"step without name", keyed(`"p":{"name":"P","steps":[{"tool":"t"}]}`), `template "p": at /plans/p/steps/0: missing property 'name'`},
 		{"bad on_fail", keyed(`"p":{"name":"P","steps":[{"name":"S","tool":"t","on_fail":"explode"}]}`), `at /plans/p/steps/0/on_fail`},
 		{"unknown check", keyed(`"p":{"name":"P","steps":[{"name":"S","tool":"t","verify":{"type":"vibes"}}]}`), `at /plans/p/steps/0/verify/type`},
 		{"check without value", keyed(`"p":{"name":"P","steps":[{"name":"S","tool":"t","verify":{"type":"output_contains"}}]}`), `at /plans/p/steps/0/verify: missing property 'value'`},
@@ -253,5 +254,58 @@ func TestKeyedBracesAreLiteral(t *testing.T) {
 	}
 	if got := tr.Context(""); !strings.Contains(got, "Inspect {id} ← YOU ARE HERE") || !strings.Contains(got, "Command hint: docker inspect -f '{{.Id}}' {image}") {
 		t.Errorf("context:\n%s", got)
+	}
+}
+
+// A step without a tool is manual, as the seed's loader allows: the guided
+// context names no tool but still checks the step; an executed plan waits
+// for a person's approval, prompted with the step's name and action, and
+// records it with ManualSkill, without a gate.
+func TestKeyedStepWithoutTool(t *testing.T) {
+	l := mustDecode(t, []byte(`{"plans":{"p":{"name":"P","triggers":["go"],"trigger_threshold":1,"steps":[
+		{"name":"Look","tool":"code_execution_tool","verify":{"type":"any_output"}},
+		{"name":"Make changes","action":"Edit {the} files","tool_hint":"your editor","verify":{"type":"output_contains","value":"saved"}},
+		{"name":"Report","tool":"code_execution_tool"}]}}}`))
+	tmpl, _ := l.Template("p")
+	if !tmpl.Steps[1].Manual() || tmpl.Steps[0].Manual() {
+		t.Fatalf("manual: %v, %v", tmpl.Steps[0].Manual(), tmpl.Steps[1].Manual())
+	}
+
+	p, err := ToPlan(tmpl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := p.Tools[1]
+	wantPrompt := "Step 2/3: Make changes: Edit {the} files (a step without a tool: approve it once it is done)"
+	if tool.Skill != ManualSkill || tool.Approval == nil || tool.Approval.Prompt != wantPrompt || tool.Verify != nil ||
+		string(tool.Input) != `{"action":"Edit {the} files","hint":"your editor"}` {
+		t.Errorf("manual tool: skill %q, approval %+v, verify %v, input %s; want %s, prompt %q, no gate",
+			tool.Skill, tool.Approval, tool.Verify, tool.Input, ManualSkill, wantPrompt)
+	}
+	if p.Tools[0].Approval != nil || p.Tools[0].Verify == nil {
+		t.Errorf("step 1 is not manual: approval %+v, verify %v", p.Tools[0].Approval, p.Tools[0].Verify)
+	}
+	in, err := Instantiate(tmpl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTracker(in, t0)
+	if _, err := tr.Observe(Result{Step: "step1", Succeeded: true, Output: json.RawMessage(`"ls"`), At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Summary(); !strings.Contains(got, "Step 2/3: Make changes → next\n  Action: Edit {the} files\n  Manual: no tool; a person approves it once it is done\n") {
+		t.Errorf("summary:\n%s", got)
+	}
+
+	_, replies := play(t, l, []turn{say("", "go"), ran(`"ls"`), ran(`"not yet"`), ran(`"file saved"`)})
+	ctx := replies[1].Context
+	if !strings.Contains(ctx, "Step 2 of 3: Make changes ← YOU ARE HERE\n  Action: Edit {the} files\n  Command hint: your editor\n  Verify: output contains \"saved\"\n") {
+		t.Errorf("context of the manual step (no Tool line):\n%s", ctx)
+	}
+	if r := replies[2]; r.Transition != "warned" || r.Check == nil || r.Check.Passed {
+		t.Errorf("manual step, output without 'saved': %s %+v", r.Transition, r.Check)
+	}
+	if r := replies[3]; r.Transition != "advanced" || r.Plan.Step != 3 {
+		t.Errorf("manual step, output with 'saved': %s, step %d", r.Transition, r.Plan.Step)
 	}
 }

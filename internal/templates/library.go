@@ -165,7 +165,8 @@ type Step struct {
 	ID     string `json:"id"`
 	Name   string `json:"name,omitempty"`
 	Action string `json:"action,omitempty"` // what the step does, for people
-	Skill  string `json:"skill"`
+	// Skill runs the step; "" for a manual step (keyed format, no tool).
+	Skill string `json:"skill"`
 	// Hint is the command hint a guided session shows the agent for the
 	// step, with {var} placeholders; default: the shell skill's argv, or
 	// the skill and its input.
@@ -197,6 +198,26 @@ func (s *Step) UnmarshalJSON(b []byte) error {
 	}
 	*s = Step(p)
 	return nil
+}
+
+// ManualSkill is the skill an executed plan runs for a manual step (one
+// that names no tool; see Step.Manual), once a person approves it: echo,
+// which records the step's input as its output.
+const ManualSkill = "echo"
+
+// Manual reports whether the step names no tool, which the keyed format
+// allows: in a guided session the agent is told what to do, with no Tool
+// line, and its next result is checked as for any step; in an executed
+// plan the step's tool waits for a person's approval (Approval) and runs
+// ManualSkill.
+func (s *Step) Manual() bool { return s.Skill == "" }
+
+// planSkill is the skill that runs the step in a plan.
+func (s *Step) planSkill() string {
+	if s.Manual() {
+		return ManualSkill
+	}
+	return s.Skill
 }
 
 // Title is the step's name, or its id.

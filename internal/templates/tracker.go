@@ -503,13 +503,16 @@ func (tr *Tracker) details(b *strings.Builder, s *Step) {
 	var shell struct {
 		Argv []string `json:"argv"`
 	}
-	if s.Skill == "shell" && json.Unmarshal(s.Input, &shell) == nil && len(shell.Argv) > 0 {
+	switch {
+	case s.Manual():
+		b.WriteString("  Manual: no tool; a person approves it once it is done\n")
+	case s.Skill == "shell" && json.Unmarshal(s.Input, &shell) == nil && len(shell.Argv) > 0:
 		args := make([]string, len(shell.Argv))
 		for i, a := range shell.Argv {
 			args[i] = shellQuote(a)
 		}
 		fmt.Fprintf(b, "  Run: %s\n", clipN(strings.Join(args, " "), 160))
-	} else {
+	default:
 		fmt.Fprintf(b, "  Skill: %s %s\n", s.Skill, clipN(string(inputOrEmpty(s.Input)), 160))
 	}
 	if s.Verify != nil {
