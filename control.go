@@ -23,6 +23,10 @@ const (
 	// for approval (it has no approval step, is not ready yet, was
 	// decided on already, or its plan has ended).
 	CodeNotWaiting = "NOT_WAITING"
+	// CodeForbidden: the request, plan or session named belongs to another
+	// named client (planner auth add-client): only it, or an admin on its
+	// subjects, may act on it.
+	CodeForbidden = "FORBIDDEN"
 )
 
 // CancelRequest is the body of a request to planbus.plan.cancel

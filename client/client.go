@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
@@ -63,6 +65,7 @@ type options struct {
 	requestTimeout time.Duration
 	pollInterval   time.Duration
 	eventBuffer    int
+	as             string
 }
 
 // Option changes a default of New.
@@ -112,6 +115,22 @@ func WithEventBuffer(n int) Option {
 			return fmt.Errorf("%w: event buffer %d, want at least 1", ErrInvalidOption, n)
 		}
 		o.eventBuffer = n
+		return nil
+	}
+}
+
+// As makes the Client call the planner's endpoints as the named client
+// name (planner auth add-client NAME writes its seed, client-NAME.nk), on
+// that client's own subjects: what it submits is its own, and other
+// clients may not cancel, approve or reset it. The connection must be the
+// named client's (its seed, and its inbox prefix _INBOX_client_NAME:
+// nats.CustomInboxPrefix). Default: the shared client role.
+func As(name string) Option {
+	return func(o *options) error {
+		if name == "" || len(name) > 64 || strings.ContainsAny(name, ".*> \t") {
+			return fmt.Errorf("%w: client name %q: want 1 to 64 letters, digits, '_' or '-'", ErrInvalidOption, name)
+		}
+		o.as = name
 		return nil
 	}
 }
@@ -198,6 +217,7 @@ func (c *Client) call(ctx context.Context, subject string, body []byte, reply an
 	defer cancel()
 	// ctx's span, if it has one, goes along as W3C trace context: the
 	// planner's spans continue the caller's trace.
+	subject = bus.ClientSubject(c.opt.as, subject)
 	msg, err := c.nc.RequestMsgWithContext(rctx, &nats.Msg{Subject: subject, Data: body, Header: telemetry.Inject(ctx, nil)})
 	if err != nil {
 		return fmt.Errorf("client: no planner answered on %s: %w", subject, err)

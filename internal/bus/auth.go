@@ -23,9 +23,79 @@ var ErrSeed = errors.New("bus: nkey seed")
 // narrowed to some skills, each with a seed of its own.
 type Seeds struct {
 	// Dir holds the files.
-	Dir    string
-	keys   map[Role]string
-	groups []WorkerGroup
+	Dir     string
+	keys    map[Role]string
+	groups  []WorkerGroup
+	clients []NamedClient
+}
+
+// A NamedClient is a client identity of its own (AddClient): whoever holds
+// its seed, client-<name>.nk, calls the endpoints as name (ClientGrants),
+// and what it makes (requests, sessions) is name's: other clients may not
+// cancel, approve or reset it, nor read its replies.
+type NamedClient struct {
+	Name string
+	// PublicKey is the client's nkey user.
+	PublicKey string
+}
+
+// ClientSeedFile is the name of a named client's seed file.
+func ClientSeedFile(name string) string { return "client-" + name + ".nk" }
+
+// ClientOfSeedFile is the named client whose seed file path is
+// (client-<name>.nk), or "" for any other file.
+func ClientOfSeedFile(path string) string {
+	base := filepath.Base(path)
+	name, ok := strings.CutPrefix(base, "client-")
+	if !ok {
+		return ""
+	}
+	name, ok = strings.CutSuffix(name, ".nk")
+	if !ok || !validName(name, 64) {
+		return ""
+	}
+	return name
+}
+
+// Clients are the named clients in the directory, by name.
+func (s *Seeds) Clients() []NamedClient { return s.clients }
+
+// ClientFile is the path of a named client's seed file.
+func (s *Seeds) ClientFile(name string) string { return filepath.Join(s.Dir, ClientSeedFile(name)) }
+
+// AddClient writes the seed of the named client name to dir (kept if it
+// exists); EnsureSeeds then reads it with the roles' seeds. A name that is
+// not 1 to 64 letters, digits, '_' or '-' is refused.
+func AddClient(dir, name string) error {
+	if !validName(name, 64) {
+		return fmt.Errorf("%w: client %q: want 1 to 64 letters, digits, '_' or '-'", ErrSeed, name)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("%w: directory %s: %w", ErrSeed, dir, err)
+	}
+	_, err := ensureSeed(filepath.Join(dir, ClientSeedFile(name)))
+	return err
+}
+
+// readClients reads the named clients of dir, by name.
+func readClients(dir string) ([]NamedClient, error) {
+	files, err := filepath.Glob(filepath.Join(dir, ClientSeedFile("*")))
+	if err != nil {
+		return nil, err
+	}
+	var out []NamedClient
+	for _, f := range files { // Glob sorts them
+		name := ClientOfSeedFile(f)
+		if name == "" {
+			return nil, fmt.Errorf("%w: %s: not a named client's seed (want client-<name>.nk)", ErrSeed, f)
+		}
+		pub, err := ReadSeed(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, NamedClient{Name: name, PublicKey: pub})
+	}
+	return out, nil
 }
 
 // A WorkerGroup is a worker identity narrowed to some skills (the worker
@@ -207,6 +277,9 @@ func EnsureSeeds(dir string) (*Seeds, error) {
 		return nil, err
 	}
 	s.groups = groups
+	if s.clients, err = readClients(dir); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -304,6 +377,9 @@ func NATSAuthConfig(s *Seeds) []byte {
 	}
 	for _, g := range s.groups {
 		user(fmt.Sprintf("worker group %s: skills %s", g.Name, strings.Join(g.Skills, ", ")), g.PublicKey, WorkerGrants(g.Skills))
+	}
+	for _, c := range s.clients {
+		user("client "+c.Name, c.PublicKey, ClientGrants(c.Name))
 	}
 	b.WriteString("  ]\n}\n")
 	return []byte(b.String())

@@ -47,6 +47,11 @@ type Config struct {
 	// connection that declares everything (no authorization, or an
 	// operator's), with the default inbox.
 	Role Role
+	// Client is the named client the connection is (planner auth
+	// add-client), with Role client: it receives its replies on its own
+	// inbox (ClientInbox). Empty: the shared client role, or the name a
+	// seed file called client-<name>.nk gives (NKeySeedFile).
+	Client string
 
 	// Listen is the embedded server's address. Default 127.0.0.1:4222;
 	// port 0 picks a free port.

@@ -32,6 +32,14 @@ type Conn struct {
 
 // connName is a connection's name, as the server's monitoring (connz)
 // shows it: the one given, else planbus and the role (planbus-dispatcher).
+// inboxOf is the inbox prefix of a connection of cfg.
+func inboxOf(cfg Config) string {
+	if cfg.Client != "" {
+		return ClientInbox(cfg.Client)
+	}
+	return cfg.Role.InboxPrefix()
+}
+
 func connName(given string, role Role) string {
 	switch {
 	case given != "":
@@ -49,6 +57,10 @@ func connName(given string, role Role) string {
 // Config until Declare takes them from the running system (see
 // Config.Replicas); Config.Defaults gives them meanwhile.
 func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
+	if cfg.Client == "" {
+		// A named client's seed says who it is: client-<name>.nk.
+		cfg.Client = ClientOfSeedFile(cfg.NKeySeedFile)
+	}
 	given := cfg
 	cfg = cfg.Defaults()
 	cfg.Replicas, cfg.Retention, cfg.Partitions, cfg.KeepEvents = given.Replicas, given.Retention, given.Partitions, given.KeepEvents
@@ -65,7 +77,7 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	lastURL.Store("")
 	opts := []nats.Option{
 		nats.Name(connName(given.Name, cfg.Role)),
-		nats.CustomInboxPrefix(cfg.Role.InboxPrefix()),
+		nats.CustomInboxPrefix(inboxOf(cfg)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.PingInterval(5 * time.Second), // a server cut off without a TCP reset is left in ~10 s, not ~4 min

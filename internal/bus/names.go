@@ -83,6 +83,42 @@ const (
 	SubjectGuideTurn = "planbus.guide.turn"
 )
 
+// Named clients (planner auth add-client NAME) call the endpoints on
+// subjects of their own, planbus.client.<name>.<endpoint without
+// "planbus.">, planbus.client.alice.plan.request for instance: only alice
+// may publish there (her grants), so the planner knows who asks from the
+// subject alone, and keeps what alice makes hers. Admins may publish on
+// every client's.
+const (
+	clientPrefix = "planbus.client."
+	// SubjectClientsAll is every named client's endpoints.
+	SubjectClientsAll = clientPrefix + ">"
+)
+
+// ClientSubject is endpoint (one of ClientEndpoints) as client name calls
+// it; for name "" (the shared client role) it is endpoint itself.
+func ClientSubject(name, endpoint string) string {
+	if name == "" {
+		return endpoint
+	}
+	return clientPrefix + name + "." + strings.TrimPrefix(endpoint, "planbus.")
+}
+
+// OwnedEndpoint is endpoint on every named client's subject: what the
+// planner listens on (planbus.client.*.plan.request).
+func OwnedEndpoint(endpoint string) string { return ClientSubject("*", endpoint) }
+
+// OwnerOfSubject is the named client a request's subject names, or "" for
+// an endpoint's own subject.
+func OwnerOfSubject(subject string) string {
+	rest, ok := strings.CutPrefix(subject, clientPrefix)
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ".")
+	return name
+}
+
 // ClientEndpoints are the request/reply subjects a client may call. The
 // planner (or the service that will answer the reserved ones) may
 // subscribe to them; nobody else may.

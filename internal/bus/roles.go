@@ -245,8 +245,10 @@ func (r Role) Grants() Grants {
 		// planners.>: a client names the subject, and the planner must
 		// not become its way to publish anywhere else.
 		pub(SubjectExternalPlanners)
-		// The client endpoints it serves, its micro service discovery.
+		// The client endpoints it serves, as the shared client role and
+		// every named client call them; its micro service discovery.
 		sub(ClientEndpoints()...)
+		sub(SubjectClientsAll)
 		sub(serving(ServicePlanner)...)
 		sub(inbox(r))
 		// Answers to the client endpoints and to discovery, within
@@ -355,6 +357,45 @@ func (r Role) Grants() Grants {
 	}
 	g.Publish, g.Subscribe = dedupe(g.Publish), dedupe(g.Subscribe)
 	return g
+}
+
+// ClientGrants are the permissions of the named client name (planner auth
+// add-client): the client role's reads, but the endpoints on its own
+// subjects alone (ClientSubject), so what it asks for is its own and it
+// may cancel, approve or reset nothing of another's; and its own inbox,
+// _INBOX_client_<name>, so no other client reads its replies. Outcomes,
+// execution results, events and the status buckets stay readable, as for
+// the client role.
+func ClientGrants(name string) Grants {
+	g := RoleClient.Grants()
+	own := map[string]bool{}
+	for _, e := range ClientEndpoints() {
+		own[e] = true
+	}
+	pub := g.Publish[:0:0]
+	for _, s := range g.Publish {
+		if !own[s] {
+			pub = append(pub, s)
+		}
+	}
+	g.Publish = append(pub, clientPrefix+name+".>")
+	sub := g.Subscribe[:0:0]
+	for _, s := range g.Subscribe {
+		if s != inbox(RoleClient) {
+			sub = append(sub, s)
+		}
+	}
+	g.Subscribe = append(sub, ClientInbox(name)+".>")
+	return g
+}
+
+// ClientInbox is the inbox prefix of the named client name (or the client
+// role's, for "").
+func ClientInbox(name string) string {
+	if name == "" {
+		return RoleClient.InboxPrefix()
+	}
+	return "_INBOX_client_" + name
 }
 
 // WorkerGrants are the worker role's permissions narrowed to skills: a

@@ -207,7 +207,7 @@ func printAgent(w io.Writer, st *planbus.AgentStatus) {
 // statusOfAgent prints the agent of session id for planner status; ok is
 // false when the session has none (or none could be asked).
 func statusOfAgent(ctx context.Context, conn *bus.Conn, io IO, id string, asJSON bool) (int, bool) {
-	cl, err := client.New(conn.NC)
+	cl, err := clientOn(conn)
 	if err != nil {
 		return 0, false
 	}

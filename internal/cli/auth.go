@@ -87,10 +87,35 @@ later runs (and 'planner serve --auth' on that directory) keep the group.
 Giving a group again replaces its skills and keeps its seed. Run a worker
 as a group with 'toolworker --nkey DIR/worker-NAME.nk --skills ...'.
 
-  planner auth init --worker shell=shell --worker web=http,echo ./auth`
+  planner auth init --worker shell=shell --worker web=http,echo ./auth
 
-// plannerAuth is `planner auth`: only init, for now.
-func plannerAuth(_ context.Context, args []string, io IO) int {
+A client of its own, whose requests and sessions others may not touch:
+'planner auth add-client NAME' (see planner auth add-client --help).`
+
+const addClientUsage = `Usage: planner auth add-client [flags] NAME
+
+Writes the seed of a client of its own, DIR/client-NAME.nk (kept if it
+exists), and DIR/auth.conf again with its user. A client holding it
+calls planbus as NAME: the planner's endpoints on its own subjects
+(planbus.client.NAME.>), its replies on its own inbox (_INBOX_client_NAME),
+and what it submits (requests, the sessions it uses first) is its own:
+another client may not read its replies, nor cancel, approve or reset
+them (FORBIDDEN); an admin may, on planbus.client.NAME.>. The planner's
+commands and the Go client (client.As) take the name from the seed's
+file name: --nkey DIR/client-NAME.nk.
+
+DIR is --dir, default <data-dir>/auth, the seeds of 'planner serve --auth'.
+The server admits the new client when it starts again: restart
+'planner serve --auth', or the NATS nodes of a cluster (one at a time).
+
+  planner auth add-client alice
+  planner run --nats-url nats://127.0.0.1:4222 --nkey ~/.local/share/planbus/auth/client-alice.nk plan.json`
+
+// plannerAuth is `planner auth`: init and add-client.
+func plannerAuth(ctx context.Context, args []string, io IO) int {
+	if len(args) > 0 && args[0] == "add-client" {
+		return authAddClient(ctx, args[1:], io)
+	}
 	if len(args) == 0 || args[0] != "init" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprintln(io.Stdout, authUsage)
@@ -203,4 +228,53 @@ func (w *workerGroups) Set(v string) error {
 	}
 	*w = append(*w, bus.WorkerGroup{Name: name, Skills: strings.Split(list, ",")})
 	return nil
+}
+
+// authAddClient is `planner auth add-client NAME`.
+func authAddClient(_ context.Context, args []string, io IO) int {
+	var dir, natsConf string
+	f := newFlags("planner auth add-client", io.Stderr, io.Env, addClientUsage)
+	f.String(&dir, "dir", "", filepath.Join(bus.DefaultDataDir(), "auth"), "the seeds' directory (planner serve --auth's is <data-dir>/auth)")
+	f.String(&natsConf, "nats-conf", "", "", "where to write the nats-server configuration block (default DIR/auth.conf)")
+	if err := f.parse(args); err != nil {
+		return usageErr(io.Stderr, err)
+	}
+	if f.NArg() != 1 {
+		fmt.Fprintln(io.Stderr, "planner auth add-client: want exactly one NAME"+f.lateFlags())
+		return ExitUsage
+	}
+	name := f.Arg(0)
+	if natsConf == "" {
+		natsConf = filepath.Join(dir, "auth.conf")
+	}
+	_, err := os.Stat(filepath.Join(dir, bus.ClientSeedFile(name)))
+	existed := err == nil
+	if err := bus.AddClient(dir, name); err != nil {
+		fmt.Fprintf(io.Stderr, "planner auth add-client: %v\n", err)
+		if errors.Is(err, bus.ErrSeed) && !strings.Contains(err.Error(), "directory") {
+			return ExitUsage
+		}
+		return ExitFailed
+	}
+	seeds, err := bus.EnsureSeeds(dir)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "planner auth add-client: %v\n", err)
+		return ExitFailed
+	}
+	what := "created"
+	if existed {
+		what = "kept"
+	}
+	for _, c := range seeds.Clients() {
+		if c.Name == name {
+			fmt.Fprintf(io.Stdout, "%s  %s (%s): client %s\n", seeds.ClientFile(name), what, c.PublicKey, name)
+		}
+	}
+	if err := bus.WriteFileAtomic(natsConf, bus.NATSAuthConfig(seeds), 0o644); err != nil {
+		fmt.Fprintf(io.Stderr, "planner auth add-client: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintf(io.Stdout, "%s  written: users and permissions of every role and client\n", natsConf)
+	fmt.Fprintf(io.Stdout, "restart 'planner serve --auth' (or the NATS nodes, one at a time) to admit it; then connect with --nkey %s\n", seeds.ClientFile(name))
+	return ExitOK
 }

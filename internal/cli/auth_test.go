@@ -490,3 +490,38 @@ func TestUnavailablePlannerIsNotABadFile(t *testing.T) {
 		t.Errorf("submit, input refused: exit %d, stderr:\n%s\nwant exit 2 naming the file", o.code, o.stderr)
 	}
 }
+
+// planner auth add-client writes a client's seed and its user, with its
+// own endpoints and inbox, to auth.conf; again, it keeps the seed.
+func TestAuthAddClient(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "auth")
+	o := runPlanner(t, "auth", "add-client", "--dir", dir, "alice")
+	if o.code != ExitOK || !strings.Contains(o.stdout, "client-alice.nk  created") || !strings.Contains(o.stdout, "restart 'planner serve --auth'") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
+	}
+	seed, err := os.ReadFile(filepath.Join(dir, "client-alice.nk"))
+	if st, _ := os.Stat(filepath.Join(dir, "client-alice.nk")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("client-alice.nk: %v", err)
+	}
+	conf, s := written(t, dir)
+	if c := s.Clients(); len(c) != 1 || c[0].Name != "alice" {
+		t.Fatalf("clients %+v", c)
+	}
+	for _, want := range []string{"# client alice", s.Clients()[0].PublicKey, `"planbus.client.alice.>"`, `"_INBOX_client_alice.>"`} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("auth.conf lacks %s", want)
+		}
+	}
+	if bytes.Contains(conf, bytes.TrimSpace(seed)) {
+		t.Error("auth.conf holds a client's seed")
+	}
+	o = runPlanner(t, "auth", "add-client", "--dir", dir, "alice")
+	if now, _ := os.ReadFile(filepath.Join(dir, "client-alice.nk")); o.code != ExitOK || !bytes.Equal(now, seed) || !strings.Contains(o.stdout, "kept") {
+		t.Fatalf("again: exit %d, seed changed %v, stdout %q", o.code, !bytes.Equal(now, seed), o.stdout)
+	}
+	for _, bad := range [][]string{{"--dir", dir}, {"--dir", dir, "a b"}, {"--dir", dir, "a.b"}} {
+		if o := runPlanner(t, append([]string{"auth", "add-client"}, bad...)...); o.code != ExitUsage {
+			t.Errorf("add-client %q: exit %d (%s), want %d", bad, o.code, o.stderr, ExitUsage)
+		}
+	}
+}

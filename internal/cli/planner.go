@@ -376,7 +376,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	}
 	var seen idSeen
 	progress := seen.follow(shown)
-	cl, err := client.New(conn.NC, client.WithLogger(log))
+	cl, err := clientOn(conn, client.WithLogger(log))
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ExitFailed

@@ -56,7 +56,7 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 	}
 	var seen idSeen
 	progress := seen.follow(shown)
-	cl, err := client.New(conn.NC, client.WithLogger(log))
+	cl, err := clientOn(conn, client.WithLogger(log))
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ExitFailed

@@ -46,7 +46,7 @@ func (c *common) dialClient(ctx context.Context, log zerolog.Logger) (*client.Cl
 	if err != nil {
 		return nil, nil, err
 	}
-	cl, err := client.New(conn.NC, client.WithLogger(log))
+	cl, err := clientOn(conn, client.WithLogger(log))
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
@@ -522,4 +522,13 @@ func age(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// clientOn is a planbus client on conn, as the named client its seed
+// names (client-<name>.nk), if any.
+func clientOn(conn *bus.Conn, opts ...client.Option) (*client.Client, error) {
+	if conn.Config.Client != "" {
+		opts = append(opts, client.As(conn.Config.Client))
+	}
+	return client.New(conn.NC, opts...)
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // Auth turns on authorization in an embedded server: one nkey user per
-// role, with the role's permissions, and one per worker group. A
+// role, with the role's permissions, one per worker group and one per
+// named client. A
 // connection without one of the seeds is refused.
 func Auth(s *bus.Seeds) Option {
 	return func(o *server.Options) {
@@ -17,6 +18,9 @@ func Auth(s *bus.Seeds) Option {
 		}
 		for _, g := range s.Groups() {
 			o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: g.PublicKey, Permissions: Permissions(bus.WorkerGrants(g.Skills))})
+		}
+		for _, c := range s.Clients() {
+			o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: c.PublicKey, Permissions: Permissions(bus.ClientGrants(c.Name))})
 		}
 	}
 }

@@ -185,6 +185,10 @@ func (s *Service) handleAgentStop(req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
+	if err := s.maySession(ctx, caller(req.Subject()), q.SessionID); err != nil {
+		rejectErr(req, err)
+		return
+	}
 	// The agent's turn, if one runs here (a search of five seconds, or a
 	// wait for a generation slot), is cancelled, and turns that would
 	// begin wait for the stop.

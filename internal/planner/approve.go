@@ -60,6 +60,10 @@ func (s *Service) handleApprove(req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
+	if err := s.mayTarget(ctx, caller(req.Subject()), q.RequestID, q.PlanID); err != nil {
+		rejectErr(req, err)
+		return
+	}
 	reply, err := s.approve(ctx, q, time.Now())
 	var rf *refusal
 	switch {

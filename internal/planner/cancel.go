@@ -142,8 +142,14 @@ func (s *Service) handleCancel(req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
+	if err := s.mayTarget(ctx, caller(req.Subject()), q.RequestID, q.PlanID); err != nil {
+		rejectErr(req, err)
+		return
+	}
 	reply, err := s.cancel(ctx, q, time.Now())
 	switch {
+	case errors.Is(err, errStoreUnavailable):
+		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
 	case errors.Is(err, errNotFound):
 		field, id := "/requestId", q.RequestID
 		if q.PlanID != "" {
@@ -156,6 +162,18 @@ func (s *Service) handleCancel(req micro.Request) {
 	default:
 		_ = req.RespondJSON(reply)
 	}
+}
+
+// mayTarget refuses caller a request or plan another client owns (a
+// request id may be a plan's, as cancel takes it).
+func (s *Service) mayTarget(ctx context.Context, caller, requestID, planID string) error {
+	if requestID != "" {
+		if err := s.mayRequest(ctx, caller, requestID, "/requestId"); err != nil {
+			return err
+		}
+		planID = requestID
+	}
+	return s.mayPlan(ctx, caller, planID)
 }
 
 // cancel carries out q. A plan id stands for the request the plan belongs
@@ -358,6 +376,15 @@ func clipReason(s string) string { return truncate(s, execution.MaxCancelReason)
 
 // rejectErr answers an endpoint request with the *RequestError err.
 func rejectErr(req micro.Request, err error) {
+	var fe *forbiddenError
+	if errors.As(err, &fe) {
+		rejectCode(req, planbus.CodeForbidden, fe.field, fe.Error())
+		return
+	}
+	if errors.Is(err, errStoreUnavailable) {
+		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		return
+	}
 	var re *RequestError
 	if errors.As(err, &re) {
 		reject(req, re.Field, re.Error())
@@ -379,6 +406,8 @@ func rejectCode(req micro.Request, code, field, msg string) {
 		status = "503"
 	case planbus.CodeNotWaiting:
 		status = "409"
+	case planbus.CodeForbidden:
+		status = "403"
 	}
 	_ = req.Error(status, msg, data)
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // accept validates a request as the endpoint receives it and queues it.
-func (s *Service) accept(ctx context.Context, doc []byte) (r *Request, again *sentBefore, err error) {
+func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *Request, again *sentBefore, err error) {
 	if err := s.checkSize(nil, doc); err != nil {
 		return nil, nil, err // before decoding: a request too large is refused cheaply
 	}
@@ -44,10 +44,25 @@ func (s *Service) accept(ctx context.Context, doc []byte) (r *Request, again *se
 	// if what the checks below read has changed since; another request
 	// under the id is refused.
 	if again, err := s.acceptedBefore(ctx, r, data); again != nil || err != nil {
+		if again != nil {
+			if err := s.mayRequest(ctx, owner, r.RequestID, "/requestId"); err != nil {
+				return nil, nil, err
+			}
+		}
 		return r, again, err
 	}
 	if err := s.cfg.checkBudget(r); err != nil {
 		return nil, nil, err
+	}
+	// Ownership (owners.go): the session is the caller's or no one's, and
+	// so becomes the request's id.
+	if err := s.claimSession(ctx, owner, r.SessionID); err != nil {
+		return nil, nil, err
+	}
+	if owner != "" {
+		if err := s.claim(ctx, owner, requestOwnerKey(r.RequestID), "request "+r.RequestID, "/requestId"); err != nil {
+			return nil, nil, err
+		}
 	}
 	switch r.Kind {
 	case KindExternal:
@@ -118,6 +133,12 @@ func (s *Service) accept(ctx context.Context, doc []byte) (r *Request, again *se
 	// The request carries the endpoint's trace context to whichever planner
 	// takes it from the stream.
 	msg := &nats.Msg{Subject: bus.RequestSubject(r.RequestID), Data: data, Header: telemetry.Inject(ctx, nil)}
+	if owner != "" {
+		if msg.Header == nil {
+			msg.Header = nats.Header{}
+		}
+		msg.Header.Set(ownerHeader, owner)
+	}
 	ack, err := s.conn.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(r.RequestID))
 	if err != nil {
 		return nil, nil, fmt.Errorf("planner: queue request: %w", err)
@@ -201,8 +222,14 @@ func (s *Service) addService() (micro.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("planner: micro service: %w", err)
 	}
+	// Each endpoint twice: on its own subject, for the shared client role,
+	// and on every named client's (bus.ClientSubject), where the subject
+	// says who asks.
 	add := func(name, subject string, h micro.HandlerFunc) error {
-		return svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject))
+		if err := svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject)); err != nil {
+			return err
+		}
+		return svc.AddEndpoint(name+"-client", h, micro.WithEndpointSubject(bus.OwnedEndpoint(subject)))
 	}
 	if err := add("request", bus.SubjectPlanRequest, s.handleRequest); err != nil {
 		return nil, err
@@ -245,9 +272,14 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 	ctx, span := s.tracer.Start(telemetry.Extract(ctx, nats.Header(req.Headers())), telemetry.SpanAccept,
 		trace.WithSpanKind(trace.SpanKindServer))
 	defer span.End()
-	r, again, err := s.accept(ctx, doc)
+	r, again, err := s.accept(ctx, doc, caller(req.Subject()))
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
+		var fe *forbiddenError
+		if errors.As(err, &fe) {
+			rejectErr(req, err)
+			return
+		}
 		rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: err.Error()}}
 		var re *RequestError
 		if errors.As(err, &re) {
@@ -302,6 +334,10 @@ func (s *Service) handleReset(req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
+	if err := s.maySession(ctx, caller(req.Subject()), q.SessionID); err != nil {
+		rejectErr(req, err)
+		return
+	}
 	healed, err := s.health.Reset(ctx, q.SessionID)
 	if err == nil && q.State {
 		err = s.states.Delete(ctx, q.SessionID)

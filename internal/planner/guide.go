@@ -71,6 +71,10 @@ func (s *Service) handleGuideTurn(req micro.Request) {
 	ctx, span := s.tracer.Start(telemetry.Extract(ctx, nats.Header(req.Headers())), telemetry.SpanGuideTurn,
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(telemetry.AttrSessionID.String(q.SessionID)))
 	defer span.End()
+	if err := s.claimSession(ctx, caller(req.Subject()), q.SessionID); err != nil {
+		rejectErr(req, err)
+		return
+	}
 	reply, err := s.guideTurn(ctx, q)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
