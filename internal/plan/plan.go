@@ -183,7 +183,9 @@ func (t *Tool) Gate(n int) *gate.Gate {
 // to their defaults in the document it was decoded from.
 func (t *Tool) Defaults() (timeout, retry bool) { return !t.timeoutSet, !t.retrySet }
 
-// MarshalJSON writes the tool as Plan JSON. A timeoutMs or retryPolicy
+// MarshalJSON writes the tool as Plan JSON, leaving out what has its
+// default value (an input of {}, no dependencies, required and async
+// true). A timeoutMs or retryPolicy
 // that the tool's document left out, and that still has its default (or
 // zero) value, is left out again: whoever decodes the tool next (the
 // dispatcher) must see it unset, to give it the defaults of the skill's
@@ -191,8 +193,18 @@ func (t *Tool) Defaults() (timeout, retry bool) { return !t.timeoutSet, !t.retry
 // since, is written.
 func (t Tool) MarshalJSON() ([]byte, error) {
 	j := toolOut{ToolID: t.ToolID, Skill: t.Skill, Description: t.Description, Input: t.Input, Dependencies: t.Dependencies,
-		Required: t.Required, Async: t.Async, Metadata: t.Metadata, Verify: t.Verify, Fallback: t.Fallback,
-		Approval: t.Approval, ReuseFrom: t.ReuseFrom}
+		Metadata: t.Metadata, Verify: t.Verify, Fallback: t.Fallback, Approval: t.Approval, ReuseFrom: t.ReuseFrom}
+	// Fields at their defaults are left out: a plan of 100,000 tools
+	// written with them all (93 bytes a tool) did not fit in a message.
+	if string(bytes.TrimSpace(j.Input)) == "{}" {
+		j.Input = nil
+	}
+	if !t.Required {
+		j.Required = new(bool)
+	}
+	if !t.Async {
+		j.Async = new(bool)
+	}
 	if t.NoReuse {
 		j.Reuse = new(bool)
 	}
@@ -210,10 +222,10 @@ type toolOut struct {
 	ToolID       string          `json:"toolId"`
 	Skill        string          `json:"skill"`
 	Description  string          `json:"description,omitempty"`
-	Input        json.RawMessage `json:"input"`
-	Dependencies []string        `json:"dependencies"`
-	Required     bool            `json:"required"`
-	Async        bool            `json:"async"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	Dependencies []string        `json:"dependencies,omitempty"`
+	Required     *bool           `json:"required,omitempty"`
+	Async        *bool           `json:"async,omitempty"`
 	TimeoutMs    *int64          `json:"timeoutMs,omitempty"`
 	RetryPolicy  *RetryPolicy    `json:"retryPolicy,omitempty"`
 	Metadata     json.RawMessage `json:"metadata,omitempty"`

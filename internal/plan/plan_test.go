@@ -274,20 +274,23 @@ func TestEncodeKeepsWhatWasNotSet(t *testing.T) {
 }
 
 // A tool built in Go writes what differs from the defaults, and leaves
-// out zeros and defaults.
+// out zeros and defaults (an input of {}, no dependencies, required and
+// async true: a plan of 100,000 tools must fit in a message).
 func TestEncodeToolBuiltInGo(t *testing.T) {
 	tests := []struct {
 		tool Tool
 		want string
 	}{
 		{Tool{ToolID: "a", Skill: "s", Input: json.RawMessage(`{}`), Dependencies: []string{}},
-			`{"toolId":"a","skill":"s","input":{},"dependencies":[],"required":false,"async":false}`},
+			`{"toolId":"a","skill":"s","required":false,"async":false}`},
 		{Tool{ToolID: "a", Skill: "s", Input: json.RawMessage(`{}`), Dependencies: []string{}, TimeoutMs: DefaultToolTimeoutMs,
 			RetryPolicy: RetryPolicy{MaxAttempts: DefaultMaxAttempts, BackoffMs: DefaultBackoffMs}},
-			`{"toolId":"a","skill":"s","input":{},"dependencies":[],"required":false,"async":false}`},
+			`{"toolId":"a","skill":"s","required":false,"async":false}`},
 		{Tool{ToolID: "a", Skill: "s", Input: json.RawMessage(`{}`), Dependencies: []string{}, TimeoutMs: 5,
 			RetryPolicy: RetryPolicy{MaxAttempts: 1}},
-			`{"toolId":"a","skill":"s","input":{},"dependencies":[],"required":false,"async":false,"timeoutMs":5,"retryPolicy":{"maxAttempts":1,"backoffMs":0}}`},
+			`{"toolId":"a","skill":"s","required":false,"async":false,"timeoutMs":5,"retryPolicy":{"maxAttempts":1,"backoffMs":0}}`},
+		{Tool{ToolID: "b", Skill: "s", Input: json.RawMessage(`{"x":1}`), Dependencies: []string{"a"}, Required: true, Async: true},
+			`{"toolId":"b","skill":"s","input":{"x":1},"dependencies":["a"]}`},
 	}
 	for _, tt := range tests {
 		b, err := json.Marshal(tt.tool)
