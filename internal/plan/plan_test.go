@@ -374,3 +374,30 @@ func TestReferenceChecksAreBounded(t *testing.T) {
 		t.Fatalf("sibling reference: %v", err)
 	}
 }
+
+// The documented maximum, a plan of 100,000 tools, fits in a message of
+// the embedded server's max payload (8 MiB) as the planner and the
+// dispatchers write it: written with every default it took 9.3 MB and was
+// refused.
+func TestTheLargestPlanFitsInAMessage(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"planId":"big","tools":[`)
+	for i := range maxTools {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"toolId":"t%d","skill":"echo"}`, i)
+	}
+	b.WriteString(`]}`)
+	p, err := Decode([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := 8 << 20; len(out) > limit/2 {
+		t.Errorf("a fan-out of %d tools takes %d bytes written; want at most half of %d, leaving room for its request and state", maxTools, len(out), limit)
+	}
+}
