@@ -427,7 +427,7 @@ func (e *Engine) verified(i int, r *plan.ToolResult) (out *plan.ToolResult, refu
 		v.State = plan.ToolFailed
 		v.Error = &plan.ErrorInfo{Code: plan.CodeVerifyFailed, Category: plan.CategoryPermanent,
 			Message: fmt.Sprintf("verification failed: the plan's gates have used up its verification budget of %d steps (%d a second of its timeout); gate %s was not checked",
-				e.GateBudget(), GateStepsPerSecond, clipText(g.String(), 80))}
+				e.GateBudget(), GateStepsPerSecond, clip(g.String(), 80))}
 		return &v, true
 	}
 	v, ok, used := gate.VerifyResult(*r, g, min(left, gate.DefaultSteps))
@@ -436,17 +436,6 @@ func (e *Engine) verified(i int, r *plan.ToolResult) (out *plan.ToolResult, refu
 		return r, false
 	}
 	return &v, true
-}
-
-// clipText shortens s to at most n bytes and an ellipsis.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // leave frees tool i's slot as it reaches terminal state s.
