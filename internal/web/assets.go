@@ -23,7 +23,7 @@ var assets embed.FS
 // of their pages' sets.
 var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"requests", "request", "plan", "tool", "skills", "system", "submit", "login", "error"} {
+	for _, name := range []string{"requests", "request", "plan", "tool", "skills", "system", "submit", "login", "error", "agent"} {
 		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
 	}
 	out["requests-table"] = out["requests"]
@@ -85,6 +85,7 @@ var funcs = template.FuncMap{
 	},
 	"pretty":    func(raw json.RawMessage) string { return pretty(raw) },
 	"join":      strings.Join,
+	"inc":       func(n int) int { return n + 1 },
 	"ended":     ended,
 	"planEnded": planEnded,
 	"json": func(v any) string {

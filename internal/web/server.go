@@ -185,6 +185,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /plans/{id}/tools/{tool}/approve", s.decide(true))
 	m.HandleFunc("POST /plans/{id}/tools/{tool}/reject", s.decide(false))
 	m.HandleFunc("GET /skills", s.skillsPage)
+	m.HandleFunc("GET /agents/{session}", s.agentPage)
 	m.HandleFunc("GET /system", s.systemPage)
 	m.HandleFunc("GET /submit", s.submitPage)
 	m.HandleFunc("POST /submit", s.submit)
