@@ -251,7 +251,7 @@ func (m *planModel) requestID() string {
 	return m.PlanID
 }
 
-// planPage shows a plan: its DAG drawn by Graphviz, its tools' states
+// planPage shows a plan: its DAG drawn, its tools' states
 // (live, through planEvents), its critical path.
 func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -269,12 +269,12 @@ func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
 	data := map[string]any{"Title": "Plan " + id, "Plan": m, "Counts": m.counts(), "Now": time.Now(),
 		"Critical": positions(m.critical(time.Now())), "Notice": r.URL.Query().Get("notice"), "GraphLimit": s.cfg.GraphLimit}
 	if len(m.Tools) <= s.cfg.GraphLimit {
-		svg, err := s.draw.svg(ctx, m)
+		svg, err := s.draw.svg(m)
 		if err != nil {
 			s.log.Warn().Err(err).Str("plan_id", id).Msg("cannot draw the plan")
 			data["GraphError"] = err.Error()
 		} else {
-			data["SVG"] = template.HTML(svg) // Graphviz's output: ids and skills only, which the schemas restrict to safe characters
+			data["SVG"] = template.HTML(svg) // ids and skills only, which the schemas restrict to safe characters, escaped besides
 		}
 	}
 	s.render(w, r, http.StatusOK, "plan", data)

@@ -159,12 +159,9 @@ func New(nc *nats.Conn, cfg Config, log zerolog.Logger) (*Server, error) {
 	return s, nil
 }
 
-// Close ends the live streams being served and frees the renderer. The
-// Server must not be used after.
-func (s *Server) Close() {
-	s.stop()
-	s.draw.close()
-}
+// Close ends the live streams being served. The Server must not be used
+// after.
+func (s *Server) Close() { s.stop() }
 
 // ServeHTTP serves the view.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
