@@ -17,8 +17,8 @@
 // The DAG is laid out by package layout (layered, left to right, in pure
 // Go: the commands that do not serve the view load nothing for it), drawn
 // once per plan as SVG and coloured in the browser. Pages are
-// html/template; the stylesheet and a small plain script are embedded in
-// the binary.
+// html/template, parsed by New; the stylesheet and a small plain script
+// are embedded in the binary.
 //
 // Security: with Config.Token every route asks for the token (a login
 // form, a ?token= link, or an Authorization bearer header), kept in an

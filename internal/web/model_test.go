@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -156,6 +157,29 @@ func FuzzListQuery(f *testing.F) {
 		if q.Limit < 1 || q.Limit > 1000 || (q.Status != "" && !slices.Contains(requestStatuses, q.Status)) ||
 			(q.SessionID != "" && !idPattern.MatchString(q.SessionID)) || (kind != "" && !slices.Contains(requestKinds, kind)) {
 			t.Fatalf("%q: accepted %+v kind %q", raw, q, kind)
+		}
+	})
+}
+
+// The names the view checks without regexp, against the schemas' patterns.
+func FuzzNamePattern(f *testing.F) {
+	for _, s := range []string{"", "a", "plan-1", "t.b:c-d_e", strings.Repeat("x", 64), strings.Repeat("x", 65), strings.Repeat("y", 128),
+		strings.Repeat("y", 129), "a b", "é", "a/b", "\x00", "a\n"} {
+		f.Add(s)
+	}
+	patterns := []struct {
+		p  namePattern
+		re *regexp.Regexp
+	}{
+		{idPattern, regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)},
+		{toolIDPattern, regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)},
+		{skillPattern, regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)},
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, c := range patterns {
+			if got, want := c.p.MatchString(s), c.re.MatchString(s); got != want {
+				t.Fatalf("%+v.MatchString(%q) = %v, %s says %v", c.p, s, got, c.re, want)
+			}
 		}
 	})
 }

@@ -130,6 +130,7 @@ func New(nc *nats.Conn, cfg Config, log zerolog.Logger) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	pages() // parsed here rather than on the first page asked for
 	cl, err := client.New(nc, client.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
