@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	// The web view lives in this binary alone (it carries Graphviz).
+	// The web view lives in this binary alone.
 	cli.NewView = newView
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal, a second one kills the process at once.

@@ -41,10 +41,10 @@ type ViewHandler interface {
 }
 
 // NewView makes the web view served by planner serve, run and ui. The
-// view (internal/web) carries Graphviz compiled to WebAssembly, which
-// would weigh down every binary that imports this package, dispatcher and
-// toolworker too; so cmd/planner sets it, and where it is nil there is no
-// view (--http is refused).
+// view (internal/web: its pages, templates and script) would weigh down
+// every binary that imports this package, dispatcher and toolworker too;
+// so cmd/planner sets it, and where it is nil there is no view (--http is
+// refused).
 var NewView func(nc *nats.Conn, opts ViewOptions, log zerolog.Logger) (ViewHandler, error)
 
 // DefaultHTTP is where planner serve and planner ui serve the web view:

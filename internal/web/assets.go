@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,10 +19,12 @@ import (
 //go:embed templates/*.html static/*
 var assets embed.FS
 
-// pages are the templates by name: each page is the layout with the
+// pages returns the templates by name: each page is the layout with the
 // page's "content"; fragments (requests-table, tool-panel) are templates
-// of their pages' sets.
-var pages = func() map[string]*template.Template {
+// of their pages' sets. They are parsed on the first call (New makes it),
+// not at package init: every command of the binary that carries the view
+// would pay for them at start.
+var pages = sync.OnceValue(func() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, name := range []string{"requests", "request", "plan", "tool", "skills", "system", "submit", "login", "error", "agent"} {
 		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
@@ -29,7 +32,7 @@ var pages = func() map[string]*template.Template {
 	out["requests-table"] = out["requests"]
 	out["tool-panel"] = out["tool"]
 	return out
-}()
+})
 
 var funcs = template.FuncMap{
 	// age is how long ago t was, as a listing shows it: 45s, 12m, 3h, 2d.

@@ -14,10 +14,11 @@
 // consumer: live updates are server-sent events fed by plain
 // subscriptions to the events subjects (client.WatchPlan for a plan).
 //
-// The DAG is laid out by Graphviz's dot engine (github.com/goccy/go-graphviz:
-// Graphviz compiled to WebAssembly and run in-process), drawn once per plan
-// as SVG and coloured in the browser. Pages are html/template; the
-// stylesheet and a small plain script are embedded in the binary.
+// The DAG is laid out by package layout (layered, left to right, in pure
+// Go: the commands that do not serve the view load nothing for it), drawn
+// once per plan as SVG and coloured in the browser. Pages are
+// html/template, parsed by New; the stylesheet and a small plain script
+// are embedded in the binary.
 //
 // Security: with Config.Token every route asks for the token (a login
 // form, a ?token= link, or an Authorization bearer header), kept in an

@@ -1,10 +1,10 @@
 package web
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -89,20 +89,18 @@ func TestModelMovesForwardOnly(t *testing.T) {
 	}
 }
 
-// The drawing: Graphviz lays the DAG out; each tool's node and each
-// dependency's edge has the id the page's script finds it by, whatever
-// characters the schema allows in a tool id.
+// The drawing: each tool's node and each dependency's edge has the id the
+// page's script finds it by, whatever characters the schema allows in a
+// tool id.
 func TestDrawing(t *testing.T) {
 	def := &planDef{PlanID: "d", Tools: []toolDef{{ToolID: "a.b:c-d_e", Skill: "echo"}, {ToolID: "z", Skill: "sleep", Dependencies: []string{"a.b:c-d_e"}}}}
 	r := newRenderer(1)
-	defer r.close()
-	ctx := context.Background()
-	svg, err := r.svg(ctx, newModel(def))
+	svg, err := r.svg(newModel(def))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(svg)
-	for _, want := range []string{`<svg`, `id="t/a.b:c&#45;d_e"`, `id="t/z"`, `id="e/a.b:c&#45;d_e/z"`, `class="node tool"`, `class="edge dep"`} {
+	for _, want := range []string{`<svg`, `id="t/a.b:c-d_e"`, `id="t/z"`, `id="e/a.b:c-d_e/z"`, `class="node tool"`, `class="edge dep"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("no %s in\n%s", want, s)
 		}
@@ -110,11 +108,11 @@ func TestDrawing(t *testing.T) {
 	if !strings.HasPrefix(s, "<svg") {
 		t.Errorf("the drawing starts with %.40q, want <svg", s)
 	}
-	again, _ := r.svg(ctx, newModel(def))
+	again, _ := r.svg(newModel(def))
 	if &again[0] != &svg[0] {
 		t.Errorf("a plan was drawn twice")
 	}
-	other, err := r.svg(ctx, newModel(&planDef{PlanID: "e", Tools: []toolDef{{ToolID: "x", Skill: "echo"}}}))
+	other, err := r.svg(newModel(&planDef{PlanID: "e", Tools: []toolDef{{ToolID: "x", Skill: "echo"}}}))
 	if err != nil || !strings.Contains(string(other), `id="t/x"`) {
 		t.Fatalf("another plan: %v", err)
 	}
@@ -122,7 +120,7 @@ func TestDrawing(t *testing.T) {
 		t.Errorf("%d drawings kept, want 1 (the cache's size)", len(r.cache))
 	}
 	hostile := &planDef{PlanID: "h", Tools: []toolDef{{ToolID: `<script>alert(1)</script>`, Skill: "echo"}}}
-	if svg, err := r.svg(ctx, newModel(hostile)); err == nil || !strings.Contains(err.Error(), "<script>") {
+	if svg, err := r.svg(newModel(hostile)); err == nil || !strings.Contains(err.Error(), "<script>") {
 		t.Errorf("a tool id the schema refuses was drawn: %s (%v)", svg, err)
 	}
 }
@@ -159,6 +157,29 @@ func FuzzListQuery(f *testing.F) {
 		if q.Limit < 1 || q.Limit > 1000 || (q.Status != "" && !slices.Contains(requestStatuses, q.Status)) ||
 			(q.SessionID != "" && !idPattern.MatchString(q.SessionID)) || (kind != "" && !slices.Contains(requestKinds, kind)) {
 			t.Fatalf("%q: accepted %+v kind %q", raw, q, kind)
+		}
+	})
+}
+
+// The names the view checks without regexp, against the schemas' patterns.
+func FuzzNamePattern(f *testing.F) {
+	for _, s := range []string{"", "a", "plan-1", "t.b:c-d_e", strings.Repeat("x", 64), strings.Repeat("x", 65), strings.Repeat("y", 128),
+		strings.Repeat("y", 129), "a b", "é", "a/b", "\x00", "a\n"} {
+		f.Add(s)
+	}
+	patterns := []struct {
+		p  namePattern
+		re *regexp.Regexp
+	}{
+		{idPattern, regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)},
+		{toolIDPattern, regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)},
+		{skillPattern, regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)},
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, c := range patterns {
+			if got, want := c.p.MatchString(s), c.re.MatchString(s); got != want {
+				t.Fatalf("%+v.MatchString(%q) = %v, %s says %v", c.p, s, got, c.re, want)
+			}
 		}
 	})
 }

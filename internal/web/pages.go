@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,19 +20,45 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 )
 
-// Ids as the schemas have them (schemas/common.schema.json).
+// Ids as the schemas have them (schemas/common.schema.json):
+// ^[A-Za-z0-9_-]{1,128}$, ^[A-Za-z0-9_.:-]{1,128}$ and ^[A-Za-z0-9_-]{1,64}$.
 var (
-	idPattern     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-	toolIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
-	skillPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	idPattern     = namePattern{max: 128}
+	toolIDPattern = namePattern{max: 128, extra: ".:"}
+	skillPattern  = namePattern{max: 64}
 )
+
+// namePattern matches 1 to max characters, each an ASCII letter or digit,
+// '_', '-' or one of extra. It does a regular expression's work without
+// one: regexp compiles {1,128} to 128 copies of the class, 300 KB made at
+// the start of every command of the binary.
+type namePattern struct {
+	max   int
+	extra string
+}
+
+// MatchString reports whether s is such a name.
+func (p namePattern) MatchString(s string) bool {
+	if len(s) == 0 || len(s) > p.max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' ||
+			strings.IndexByte(p.extra, c) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // pageTimeout bounds what one page reads from the system.
 const pageTimeout = 15 * time.Second
 
 // render writes page name with data, within the layout.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any) {
-	t, ok := pages[name]
+	t, ok := pages()[name]
 	if !ok {
 		http.Error(w, "web: no page "+name, http.StatusInternalServerError)
 		return
@@ -49,7 +74,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 // panel), for the page's script to put in place.
 func (s *Server) fragment(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
 	data["CSRF"] = s.csrf(r)
-	s.write(w, http.StatusOK, pages[name], name, data)
+	s.write(w, http.StatusOK, pages()[name], name, data)
 }
 
 func (s *Server) write(w http.ResponseWriter, code int, t *template.Template, name string, data map[string]any) {
@@ -251,7 +276,7 @@ func (m *planModel) requestID() string {
 	return m.PlanID
 }
 
-// planPage shows a plan: its DAG drawn by Graphviz, its tools' states
+// planPage shows a plan: its DAG drawn, its tools' states
 // (live, through planEvents), its critical path.
 func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -269,12 +294,12 @@ func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
 	data := map[string]any{"Title": "Plan " + id, "Plan": m, "Counts": m.counts(), "Now": time.Now(),
 		"Critical": positions(m.critical(time.Now())), "Notice": r.URL.Query().Get("notice"), "GraphLimit": s.cfg.GraphLimit}
 	if len(m.Tools) <= s.cfg.GraphLimit {
-		svg, err := s.draw.svg(ctx, m)
+		svg, err := s.draw.svg(m)
 		if err != nil {
 			s.log.Warn().Err(err).Str("plan_id", id).Msg("cannot draw the plan")
 			data["GraphError"] = err.Error()
 		} else {
-			data["SVG"] = template.HTML(svg) // Graphviz's output: ids and skills only, which the schemas restrict to safe characters
+			data["SVG"] = template.HTML(svg) // ids and skills only, which the schemas restrict to safe characters, escaped besides
 		}
 	}
 	s.render(w, r, http.StatusOK, "plan", data)

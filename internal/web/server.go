@@ -130,6 +130,7 @@ func New(nc *nats.Conn, cfg Config, log zerolog.Logger) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	pages() // parsed here rather than on the first page asked for
 	cl, err := client.New(nc, client.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
@@ -159,12 +160,9 @@ func New(nc *nats.Conn, cfg Config, log zerolog.Logger) (*Server, error) {
 	return s, nil
 }
 
-// Close ends the live streams being served and frees the renderer. The
-// Server must not be used after.
-func (s *Server) Close() {
-	s.stop()
-	s.draw.close()
-}
+// Close ends the live streams being served. The Server must not be used
+// after.
+func (s *Server) Close() { s.stop() }
 
 // ServeHTTP serves the view.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }

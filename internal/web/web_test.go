@@ -18,7 +18,7 @@ import (
 )
 
 // Every page of a diamond that ran: the requests list (and its table
-// alone), the request, the plan with its DAG drawn by Graphviz and its
+// alone), the request, the plan with its DAG drawn and its
 // critical path, a tool's panel with its output and worker, the skills
 // and the system.
 func TestPagesOfADiamond(t *testing.T) {
