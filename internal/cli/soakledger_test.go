@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -284,6 +285,12 @@ func storedResults(ctx context.Context, js jetstream.JetStream) (map[ledgerKey]t
 	stored := map[ledgerKey]time.Time{}
 	for left := info.NumPending; left > 0; left-- {
 		m, err := cons.Next(jetstream.FetchContext(ctx))
+		for tries := 0; errors.Is(err, nats.ErrNoResponders) && tries < 100; tries++ {
+			// On a cluster, a pull can reach a node before the new
+			// consumer is known there.
+			time.Sleep(50 * time.Millisecond)
+			m, err = cons.Next(jetstream.FetchContext(ctx))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read results (%d left): %w", left, err)
 		}
