@@ -68,11 +68,12 @@ BENCH_RATE ?= 200
 bench-soak:
 	$(GO) run ./cmd/planner bench --soak $(BENCH_SOAK) --rate $(BENCH_RATE) $(BENCH_FLAGS)
 
-# The soak: SOAK_PLANS plans (diamonds, chains, retries, hard failures with
-# shell side effects in a ledger) on real processes while workers and
-# dispatchers are killed -9 every ~3 s and the embedded server twice. It
-# prints submitted / terminal / lost / duplicate side effects and fails on
-# any loss.
+# The soak: SOAK_PLANS plans (diamonds, chains, retries, hard failures whose
+# side effects a ledger skill appends and fsyncs) on real processes while
+# workers and dispatchers are killed -9 every ~3 s and the embedded server
+# twice. It prints submitted / terminal / lost and the duplicate side
+# effects by cause, and fails on any loss and on any completed call run
+# again (docs/deploy.md, "The soak").
 SOAK_PLANS ?= 1000
 soak:
 	$(GO) test -count=1 -run '^TestSoak$$' -v -timeout 30m ./internal/cli/ -soak.plans $(SOAK_PLANS)

@@ -136,14 +136,15 @@ planner() {
   DC_TIMEOUT=$secs dc run -T --rm client "$@" </dev/null >"$WORK/$name.out" 2>"$WORK/$name.err" || RC=$?
 }
 
-# planner_bg NAME SECONDS ARGS...: like planner, in the background; sets
-# PLANNER_PID. planner_wait NAME collects RC.
+# planner_bg NAME SECONDS ARGS...: like planner, in the background, its
+# stdin the file PLANNER_STDIN (default none); sets PLANNER_PID.
+# planner_wait NAME collects RC.
 planner_bg() {
-  local name=$1 secs=$2
+  local name=$1 secs=$2 stdin=${PLANNER_STDIN:-/dev/null}
   shift 2
   (
     rc=0
-    DC_TIMEOUT=$secs dc run -T --rm client "$@" </dev/null >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+    DC_TIMEOUT=$secs dc run -T --rm client "$@" <"$stdin" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
     echo "$rc" >"$WORK/$name.rc"
   ) &
   PLANNER_PID=$!

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,97 +26,68 @@ import (
 )
 
 var (
-	soakPlans = flag.Int("soak.plans", 0, "plans TestSoak submits; 0 leaves the soak out (make soak runs 1000)")
-	soakRate  = flag.Float64("soak.rate", 20, "plans TestSoak submits per second")
-	soakKill  = flag.Duration("soak.kill-every", 3*time.Second, "how often TestSoak kills -9 an extra worker or dispatcher")
-	soakURL   = flag.String("soak.nats-url", "", "TestSoakAgainst: the running system to load (scripts/cluster-chaos)")
-	soakNkey  = flag.String("soak.nkey", "", "TestSoakAgainst: the nkey seed to connect with (a client's)")
+	soakPlans        = flag.Int("soak.plans", 0, "plans TestSoak submits; 0 leaves the soak out (make soak runs 1000)")
+	soakRate         = flag.Float64("soak.rate", 20, "plans TestSoak submits per second")
+	soakKill         = flag.Duration("soak.kill-every", 3*time.Second, "how often TestSoak kills -9 an extra worker or dispatcher")
+	soakURL          = flag.String("soak.nats-url", "", "TestSoakAgainst: the running system to load (scripts/cluster-chaos)")
+	soakNkey         = flag.String("soak.nkey", "", "TestSoakAgainst: the nkey seed to connect with (a client's; a worker's for TestSoakLedgerWorker, an admin's for TestSoakLedgerCount)")
+	soakAdminNkey    = flag.String("soak.admin-nkey", "", "TestSoakAgainst: the admin's nkey seed, to read the results stream with when it counts duplicate side effects")
+	soakLedger       = flag.String("soak.ledger", "", "the ledger file the ledger workers append to (TestSoakAgainst, TestSoakLedgerWorker, TestSoakLedgerCount)")
+	soakKilled       = flag.String("soak.killed", "", "a file naming the ledger workers killed: a line each, its worker id and when, in Unix nanoseconds (TestSoakAgainst, TestSoakLedgerCount)")
+	soakLedgerWorker = flag.Bool("soak.ledger-worker", false, "TestSoakLedgerWorker: serve the ledger skill until killed")
+	soakAckWait      = flag.Duration("soak.ack-wait", 0, "TestSoakLedgerWorker: the ack wait of the ledger skill's consumer (0: the consumer's, else 30s)")
+	soakPlan         = flag.String("soak.plan", "", "TestSoakLedgerCount: the plan whose side effects to count")
 )
 
 // soakShape is one kind of plan the soak submits, with the outcome it
 // must reach and the side effects it must leave.
 type soakShape struct {
 	name    string
-	tools   func(key func(tool string) string) string // the plan's tools as JSON
+	tools   string // the plan's tools as JSON
 	success bool
 	effects []string // tools whose side effect must be in the ledger when the plan ends
 	never   []string // tools whose side effect must not be there (they are skipped)
 }
 
-// ledgerTool appends its key to the ledger, once: it looks for the key
-// first, the way a tool uses the idempotency key it is handed, and it
-// records every run in a second file so re-runs show. Then it works for a
-// moment, so that workers are killed while calls run: such a call is run
-// again by another worker once its ack wait is over (at least once), and
-// its side effect must still be in the ledger once.
-func ledgerTool(id, key string, deps ...string) string {
-	d, _ := json.Marshal(deps)
-	if deps == nil {
-		d = []byte("[]")
-	}
-	return fmt.Sprintf(`{"toolId":%q,"skill":"shell","dependencies":%s,"input":{"argv":["sh","-c",`+
-		`"grep -qxF \"$KEY\" \"$LEDGER\" 2>/dev/null || echo \"$KEY\" >> \"$LEDGER\"; echo \"$KEY\" >> \"$RUNS\"; sleep 0.3"],`+
-		`"env":{"KEY":%q}}}`, id, d, key)
-}
-
+// soakShapes are the plans of the soak. Their side effects are calls of
+// the ledger skill, which append to the ledger and then work 150 ms, so
+// that processes are killed while calls run.
 var soakShapes = []soakShape{
 	{
 		name: "diamond", success: true, effects: []string{"B"},
-		tools: func(key func(string) string) string {
-			return `{"toolId":"A","skill":"echo","input":{"n":1}},` + ledgerTool("B", key("B"), "A") +
-				`,{"toolId":"C","skill":"sleep","dependencies":["A"],"input":{"ms":100}},` +
-				`{"toolId":"D","skill":"echo","dependencies":["B","C"],"input":{"b":{"$ref":"B"}}}`
-		},
+		tools: `{"toolId":"A","skill":"echo","input":{"n":1}},` + ledgerTool("B", 150, 0, "A") +
+			`,{"toolId":"C","skill":"sleep","dependencies":["A"],"input":{"ms":100}},` +
+			`{"toolId":"D","skill":"echo","dependencies":["B","C"],"input":{"b":{"$ref":"B"}}}`,
 	},
 	{
 		name: "chain", success: true, effects: []string{"c2", "c4"},
-		tools: func(key func(string) string) string {
-			return `{"toolId":"c1","skill":"echo"},` + ledgerTool("c2", key("c2"), "c1") +
-				`,{"toolId":"c3","skill":"sleep","dependencies":["c2"],"input":{"ms":50}},` + ledgerTool("c4", key("c4"), "c3")
-		},
+		tools: `{"toolId":"c1","skill":"echo"},` + ledgerTool("c2", 150, 0, "c1") +
+			`,{"toolId":"c3","skill":"sleep","dependencies":["c2"],"input":{"ms":50}},` + ledgerTool("c4", 150, 0, "c3"),
 	},
 	{
+		// G's first attempt fails after its side effect: its second is a
+		// retry, not a duplicate.
 		name: "retry", success: true, effects: []string{"G"},
-		tools: func(key func(string) string) string {
-			return `{"toolId":"F","skill":"fail","input":{"attempts":2,"category":"network"},` +
-				`"retryPolicy":{"maxAttempts":3,"backoffMs":100}},` + ledgerTool("G", key("G"), "F")
-		},
+		tools: `{"toolId":"F","skill":"fail","input":{"attempts":2,"category":"network"},` +
+			`"retryPolicy":{"maxAttempts":3,"backoffMs":100}},` + ledgerTool("G", 150, 1, "F"),
 	},
 	{
 		name: "hard failure", success: false, never: []string{"I"},
-		tools: func(key func(string) string) string {
-			return `{"toolId":"H","skill":"fail","input":{"category":"permanent"}},` + ledgerTool("I", key("I"), "H")
-		},
+		tools: `{"toolId":"H","skill":"fail","input":{"category":"permanent"}},` + ledgerTool("I", 150, 0, "H"),
 	},
-}
-
-// clusterShapes are the soak's shapes without the shell (the images have
-// none): sleeps stand where the ledger tools were, so kills land mid-call.
-var clusterShapes = []soakShape{
-	{name: "diamond", success: true, tools: func(func(string) string) string {
-		return `{"toolId":"A","skill":"echo","input":{"n":1}},{"toolId":"B","skill":"sleep","dependencies":["A"],"input":{"ms":300}},` +
-			`{"toolId":"C","skill":"sleep","dependencies":["A"],"input":{"ms":100}},` +
-			`{"toolId":"D","skill":"echo","dependencies":["B","C"],"input":{"b":{"$ref":"B"}}}`
-	}},
-	{name: "chain", success: true, tools: func(func(string) string) string {
-		return `{"toolId":"c1","skill":"echo"},{"toolId":"c2","skill":"sleep","dependencies":["c1"],"input":{"ms":300}},` +
-			`{"toolId":"c3","skill":"sleep","dependencies":["c2"],"input":{"ms":50}},{"toolId":"c4","skill":"echo","dependencies":["c3"]}`
-	}},
-	{name: "retry", success: true, tools: func(func(string) string) string {
-		return `{"toolId":"F","skill":"fail","input":{"attempts":2,"category":"network"},"retryPolicy":{"maxAttempts":3,"backoffMs":100}},` +
-			`{"toolId":"G","skill":"echo","dependencies":["F"]}`
-	}},
-	{name: "hard failure", success: false, tools: func(func(string) string) string {
-		return `{"toolId":"H","skill":"fail","input":{"category":"permanent"}},{"toolId":"I","skill":"echo","dependencies":["H"]}`
-	}},
 }
 
 // TestSoakAgainst loads a running system (-soak.nats-url, e.g. the compose
 // cluster while scripts/cluster-chaos breaks it) with -soak.plans plans of
-// the cluster shapes and checks that every one ends as its shape implies.
+// the soak's shapes, whose side effects ledger workers on that system
+// append to -soak.ledger (scripts/cluster-chaos starts them), and checks
+// that every plan ends as its shape implies and that no completed call
+// ran again. It reads the results stream with -soak.admin-nkey to tell
+// the causes of duplicate side effects apart.
 func TestSoakAgainst(t *testing.T) {
-	if *soakURL == "" || *soakPlans == 0 {
-		t.Skip("loads a running system only when asked: -soak.nats-url URL -soak.plans N (scripts/cluster-chaos)")
+	if *soakURL == "" || *soakPlans == 0 || *soakLedger == "" {
+		t.Skip("loads a running system only when asked: -soak.nats-url URL -soak.plans N -soak.ledger FILE, " +
+			"with ledger workers on it (scripts/cluster-chaos)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(float64(*soakPlans) / *soakRate * float64(time.Second))+5*time.Minute)
 	defer cancel()
@@ -124,31 +96,55 @@ func TestSoakAgainst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ld := &soakLoad{t: t, conn: conn, n: *soakPlans, rate: *soakRate, shapes: clusterShapes}
+	ld := &soakLoad{t: t, conn: conn, n: *soakPlans, rate: *soakRate, shapes: soakShapes}
 	var submitted atomic.Int64
 	ld.submit(ctx, &submitted)
 	ld.collect(ctx)
-	summary := fmt.Sprintf("%s; %s", ld.count("", ""), time.Since(ld.start).Round(time.Second))
+
+	var stored map[ledgerKey]time.Time
+	if *soakAdminNkey != "" {
+		stored, err = storedResultsOn(ctx, *soakURL, *soakAdminNkey)
+	} else {
+		stored, err = storedResults(ctx, conn.JS)
+	}
+	if err != nil {
+		t.Errorf("the causes of duplicate side effects need the results stream (-soak.admin-nkey on a system with authentication): %v", err)
+	}
+	killed, err := readKilled(*soakKilled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := ld.count(*soakLedger, stored, killed)
+	summary := fmt.Sprintf("%s; %s", c, time.Since(ld.start).Round(time.Second))
 	fmt.Fprintln(os.Stderr, summary)
 	t.Log(summary)
 }
 
 // TestSoak submits -soak.plans plans of four shapes (diamonds, chains,
-// retries, hard failures; shell side effects appended to a ledger) to a
-// system of real processes while an extra worker or dispatcher is killed
-// -9 every -soak.kill-every and the embedded server (the planner serve
+// retries, hard failures; side effects appended to a ledger) to a system
+// of real processes while an extra worker or dispatcher is killed -9
+// every -soak.kill-every and the embedded server (the planner serve
 // process, with the planner, a dispatcher and workers in it) twice. Every
 // accepted request must end with the outcome its shape implies, every
-// side effect of a finished tool must be in the ledger once, and none of a
-// skipped one. It prints the counts.
+// finished tool's side effect must be in the ledger and none of a skipped
+// one's, and no attempt whose result was stored may run again. The side
+// effects an attempt left more than once are counted by cause; a worker
+// killed in the middle of a call leaves one (at least once). It prints
+// the counts.
 func TestSoak(t *testing.T) {
 	if *soakPlans == 0 {
 		t.Skip("the soak runs only when asked: go test -run TestSoak ./internal/cli/ -soak.plans 1000 (make soak)")
 	}
 	n := *soakPlans
 	bins := buildCommands(t)
+	// The ledger workers are this test binary, run as TestSoakLedgerWorker.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins["ledgerworker"] = self
 	dir := t.TempDir()
-	ledger, runs := filepath.Join(dir, "ledger"), filepath.Join(dir, "runs")
+	ledger := filepath.Join(dir, "ledger")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -156,15 +152,19 @@ func TestSoak(t *testing.T) {
 	addr := l.Addr().String()
 	_ = l.Close()
 	url := "nats://" + addr
-	env := append(processEnv(t), "PLANBUS_LOG_LEVEL=warn", "LEDGER="+ledger, "RUNS="+runs)
+	env := append(processEnv(t), "PLANBUS_LOG_LEVEL=warn")
 	p := &procs{t: t, bins: bins, env: env}
 	t.Cleanup(p.stopAll)
 
+	// The ledger skill runs only in the ledger workers, so a kill of the
+	// server never kills a worker running a side effect: what the server's
+	// death does to calls shows apart from what a worker's does.
 	fast := []string{"--dispatcher-ack-wait", "2s"}
-	skills := []string{"--ack-wait", "2s", "--skills", "echo,sleep,fail,shell", "--shell-allow", "sh",
-		"--shell-pass-env", "HOME,LEDGER,RUNS", "--shell-env-allow", "KEY", "--shell-dir", dir}
+	skills := []string{"--ack-wait", "2s", "--skills", "echo,sleep,fail"}
 	serveArgs := append(append([]string{"serve", "--listen", addr, "--data-dir", filepath.Join(dir, "store"),
 		"--workers", "2", "--planner-ack-wait", "2s"}, fast...), skills...)
+	ledgerArgs := []string{"-test.run=^TestSoakLedgerWorker$", "-test.timeout=0", "-soak.ledger-worker",
+		"-soak.nats-url", url, "-soak.ledger", ledger, "-soak.ack-wait", "2s"}
 	server := p.start("planner", serveArgs...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*time.Second/4+5*time.Minute)
@@ -183,24 +183,28 @@ func TestSoak(t *testing.T) {
 		t.Fatal("the planner never answered")
 	}
 	waitPlanner()
-	extras := []*exec.Cmd{
-		p.start("dispatcher", append([]string{"--nats-url", url}, fast...)...),
-		p.start("dispatcher", append([]string{"--nats-url", url}, fast...)...),
-		p.start("toolworker", append([]string{"--nats-url", url}, skills...)...),
-		p.start("toolworker", append([]string{"--nats-url", url}, skills...)...),
-	}
 	extraArgs := func(i int) (string, []string) {
-		if i < 2 {
+		switch i {
+		case 0, 1:
 			return "dispatcher", append([]string{"--nats-url", url}, fast...)
+		case 2, 3:
+			return "toolworker", append([]string{"--nats-url", url}, skills...)
 		}
-		return "toolworker", append([]string{"--nats-url", url}, skills...)
+		return "ledgerworker", ledgerArgs
 	}
+	extras := make([]*exec.Cmd, 6)
+	for i := range extras {
+		name, args := extraArgs(i)
+		extras[i] = p.start(name, args...)
+	}
+	waitSkill(ctx, t, conn, ledgerSkillName)
 
 	// The chaos: an extra process killed and started again every few
 	// seconds; the server killed when a third and two thirds of the plans
 	// are submitted.
 	var submitted atomic.Int64
 	var killedExtras, killedServers atomic.Int64
+	killedLedger := map[string]time.Time{} // the chaos goroutine's until chaosDone
 	chaosDone := make(chan struct{})
 	stopChaos := make(chan struct{})
 	serverKillsDone := make(chan struct{})
@@ -218,8 +222,11 @@ func TestSoak(t *testing.T) {
 			case <-tick.C:
 			}
 			i := rand.IntN(len(extras))
-			p.kill9(extras[i])
 			name, args := extraArgs(i)
+			if name == "ledgerworker" {
+				killedLedger["ledger-"+strconv.Itoa(extras[i].Process.Pid)] = time.Now()
+			}
+			p.kill9(extras[i])
 			extras[i] = p.start(name, args...)
 			killedExtras.Add(1)
 			if len(serverKills) == 0 && serverKillsDone != nil {
@@ -228,10 +235,11 @@ func TestSoak(t *testing.T) {
 			}
 			if len(serverKills) > 0 && submitted.Load() >= serverKills[0] {
 				serverKills = serverKills[1:]
+				killedAt := time.Now()
 				p.kill9(server)
 				killedServers.Add(1)
-				killedAt := time.Now()
-				fmt.Fprintf(os.Stderr, "soak: killed the embedded server (planner serve) after %d plans\n", submitted.Load())
+				fmt.Fprintf(os.Stderr, "soak: killed the embedded server (planner serve) at %s, after %d plans\n",
+					killedAt.Format(time.TimeOnly+".000"), submitted.Load())
 
 				// kill9 returns once the process is gone, and the kernel
 				// dropped the store's lock with it.
@@ -264,14 +272,42 @@ func TestSoak(t *testing.T) {
 	close(stopChaos)
 	<-chaosDone
 
-	c := ld.count(ledger, runs)
-	summary := fmt.Sprintf("%s; killed -9: %d workers/dispatchers, %d embedded servers; %s",
-		c, killedExtras.Load(), killedServers.Load(), time.Since(ld.start).Round(time.Second))
+	stored, err := storedResults(ctx, conn.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, d := ld.count(ledger, stored, killedLedger)
+	summary := fmt.Sprintf("%s; killed -9: %d workers/dispatchers (%d ledger workers), %d embedded servers; %s",
+		c, killedExtras.Load(), len(killedLedger), killedServers.Load(), time.Since(ld.start).Round(time.Second))
 	fmt.Fprintln(os.Stderr, summary)
 	t.Log(summary)
+	for _, e := range d.examples {
+		t.Log(e)
+	}
 	if killedServers.Load() < 2 && n >= 6 {
 		t.Errorf("the embedded server was killed %d times, want 2", killedServers.Load())
 	}
+}
+
+// waitSkill waits until a worker has advertised skill: the planner
+// refuses plans with skills nobody serves.
+func waitSkill(ctx context.Context, t *testing.T, conn *bus.Conn, skill string) {
+	t.Helper()
+	kv, err := conn.JS.KeyValue(ctx, bus.BucketSkills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.Watch(ctx, skill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	for e := range w.Updates() {
+		if e != nil {
+			return
+		}
+	}
+	t.Fatalf("no worker advertised the %s skill: %v", skill, ctx.Err())
 }
 
 // soakLoad submits plans of its shapes at a rate and collects their
@@ -305,9 +341,8 @@ func (ld *soakLoad) submit(ctx context.Context, submitted *atomic.Int64) {
 	for i := range ld.n {
 		shape := &ld.shapes[i%len(ld.shapes)]
 		id := fmt.Sprintf("%s-%d", run, i)
-		key := func(tool string) string { return id + "/" + tool }
 		doc := fmt.Sprintf(`{"requestId":%q,"sessionId":%q,"kind":"plan","plan":{"timeoutMs":300000,"tools":[%s]}}`,
-			id, id, shape.tools(key))
+			id, id, shape.tools)
 		for {
 			if ctx.Err() != nil {
 				t.Fatalf("submitting plan %d: %v", i, ctx.Err())
@@ -374,28 +409,25 @@ func (ld *soakLoad) collect(ctx context.Context) {
 	}
 }
 
-// count checks every outcome against its shape and, when ledger is set,
-// the side effects against the ledger; it returns the counts in words.
-func (ld *soakLoad) count(ledger, runs string) string {
+// count checks every outcome against its shape and the side effects in
+// the ledger at path against the outcomes, and counts the ledger's runs
+// of the load's plans by cause (countDuplicates, with the results stored
+// and the ledger workers killed); it returns the counts in words.
+func (ld *soakLoad) count(ledger string, stored map[ledgerKey]time.Time, killed map[string]time.Time) (string, duplicates) {
 	t := ld.t
-	lines := func(path string) map[string]int {
-		counts := map[string]int{}
-		if path == "" {
-			return counts
-		}
-		fh, err := os.Open(path)
-		if err != nil {
-			return counts
-		}
-		defer fh.Close()
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			counts[sc.Text()]++
-		}
-		return counts
+	runs, err := readLedger(ledger)
+	if err != nil {
+		t.Error(err)
 	}
-	inLedger, ran := lines(ledger), lines(runs)
-	var lost, wrong, missingEffects, strayEffects, duplicates, reruns, succeeded, failed int
+	ours := map[string]map[string]bool{} // request id: tools with a side effect
+	for _, s := range ld.sent {
+		ours[s.id] = map[string]bool{}
+	}
+	runs = slices.DeleteFunc(runs, func(r ledgerRun) bool { return ours[r.RequestID] == nil })
+	for _, r := range runs {
+		ours[r.RequestID][r.ToolID] = true
+	}
+	var lost, wrong, missingEffects, strayEffects, succeeded, failed int
 	for _, s := range ld.sent {
 		o := ld.outcomes[s.id]
 		if o == nil {
@@ -414,41 +446,27 @@ func (ld *soakLoad) count(ledger, runs string) string {
 			wrong++
 			t.Errorf("request %s (%s): outcome %s, want success %v: %+v\n%s", s.id, s.shape.name, o.Status, s.shape.success, o.Error, ld.diagnose(s.id))
 		}
-		if ledger == "" {
-			continue
-		}
 		for _, tool := range s.shape.effects {
-			if inLedger[s.id+"/"+tool] == 0 && o.Success {
+			if !ours[s.id][tool] && o.Success {
 				missingEffects++
 				t.Errorf("request %s: %s succeeded but its side effect is not in the ledger", s.id, tool)
 			}
 		}
 		for _, tool := range s.shape.never {
-			if inLedger[s.id+"/"+tool] > 0 {
+			if ours[s.id][tool] {
 				strayEffects++
 				t.Errorf("request %s: %s ran although it depends on a failed tool", s.id, tool)
 			}
 		}
 	}
-	for key, c := range inLedger {
-		if c > 1 {
-			duplicates++
-			t.Errorf("side effect %s is in the ledger %d times", key, c)
-		}
+	d := countDuplicates(runs, stored, killed)
+	if d.completed > 0 {
+		t.Errorf("%d re-runs of a completed call: its result was stored before it ran again", d.completed)
 	}
-	for _, c := range ran {
-		if c > 1 {
-			reruns++
-		}
-	}
-	out := fmt.Sprintf("soak: submitted %d, rejected %d, terminal %d (succeeded %d, failed %d), lost %d, wrong outcome %d",
-		ld.n, ld.rejected, len(ld.outcomes), succeeded, failed, lost, wrong)
-	if ledger != "" {
-		out += fmt.Sprintf("; side effects: %d in the ledger, %d duplicate, %d missing, %d of skipped tools, "+
-			"%d calls run more than once (at-least-once: a worker died running them)",
-			len(inLedger), duplicates, missingEffects, strayEffects, reruns)
-	}
-	return out
+	out := fmt.Sprintf("soak: submitted %d, rejected %d, terminal %d (succeeded %d, failed %d), lost %d, wrong outcome %d; "+
+		"%s; %d missing, %d of skipped tools",
+		ld.n, ld.rejected, len(ld.outcomes), succeeded, failed, lost, wrong, d, missingEffects, strayEffects)
+	return out, d
 }
 
 // diagnose says what the system holds of a request that went wrong: its
