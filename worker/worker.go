@@ -79,6 +79,10 @@ type Worker struct {
 	// again, not run.
 	held    map[uint64]struct{}
 	settled recent[uint64]
+	// reconnects is the connection's reconnect count seen last, and
+	// reconnectedAt when it was seen to change (reconnectedLately).
+	reconnects    uint64
+	reconnectedAt time.Time
 	ended   *endedPlans // cancels received
 	// rejectLog logs cancels that are not even well formed, a few per
 	// period: anyone may publish them while auth is off.
@@ -737,9 +741,14 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}
 	s.stats.Received.Add(1)
 
-	if merr == nil && meta.NumDelivered > 1 {
+	if merr == nil && (meta.NumDelivered > 1 || w.reconnectedLately()) {
 		// Delivered again: it may have run before a crash, its result
-		// stored and its acknowledgement lost.
+		// stored and its acknowledgement lost. A server that crashed may
+		// also have lost the record of the delivery, and deliver it again
+		// as a first (soak: 19 completed calls re-run in 26 soaks of
+		// server kills, each delivered anew with a delivery count of 1):
+		// for a while after the connection came back, every call is asked
+		// about.
 		if ok, why := w.alreadySettled(&tc); ok {
 			clog.Info().Uint64("deliveries", meta.NumDelivered).Str("why", why).Msg("delivered again after its attempt ended; not running it again")
 			s.stats.Received.Add(1)
@@ -923,8 +932,28 @@ func isObject(data []byte) bool {
 }
 
 // settledWait bounds a worker's question whether a call delivered again
-// already ended.
-const settledWait = 5 * time.Second
+// already ended; settledWindow is how long after its connection came back
+// a worker asks about every call.
+const (
+	settledWait   = 5 * time.Second
+	settledWindow = time.Minute
+)
+
+// reconnectedLately reports whether the worker's connection came back
+// from a lost server within settledWindow (the server may have crashed,
+// and lost the record of deliveries; a call then comes back as a first
+// delivery). It reads the connection's reconnect count, so it needs no
+// handler of the connection, which is the caller's.
+func (w *Worker) reconnectedLately() bool {
+	now := time.Now()
+	n := w.nc.Stats().Reconnects
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n != w.reconnects {
+		w.reconnects, w.reconnectedAt = n, now
+	}
+	return !w.reconnectedAt.IsZero() && now.Sub(w.reconnectedAt) < settledWindow
+}
 
 // alreadySettled asks the dispatchers whether the call's attempt already
 // ended (see planbus.SettledQuery). With no answer (no dispatcher runs, or

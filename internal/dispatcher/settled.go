@@ -41,7 +41,21 @@ func (d *Dispatcher) onSettled(r micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settledTimeout)
 	defer cancel()
-	settled, why, err := d.settled(ctx, q)
+	// A read can fail for a moment (a cluster's stream leader moving
+	// answers "no responders"): an answer not given lets the call run
+	// again, so it is tried a few times.
+	var settled bool
+	var why string
+	var err error
+	for try := range 3 {
+		if settled, why, err = d.settled(ctx, q); err == nil || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(try+1) * 100 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		_ = r.Error("503", err.Error(), nil)
 		return
