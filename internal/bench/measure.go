@@ -97,7 +97,9 @@ type Result struct {
 	HasConflicts bool
 }
 
-// Measure runs the workload once to warm up and then o.Runs times.
+// Measure runs the workload once to warm up and then o.Runs times. It
+// returns the first error of the making of the plans, of a run (naming
+// the run) or of a clock; the caller names the workload and the runner.
 func Measure(ctx context.Context, w *Workload, name string, run Runner, o Options) (*Result, error) {
 	runs := max(o.Runs, 1)
 	steps, sleep := w.CriticalPath()
@@ -143,7 +145,10 @@ func Measure(ctx context.Context, w *Workload, name string, run Runner, o Option
 		batches[k+1] = nil
 		span, lat, err := run(ctx, plans)
 		if err != nil {
-			return nil, fmt.Errorf("%s on %s: %w", w.Name, name, err)
+			if k < 0 {
+				return nil, fmt.Errorf("warm-up run: %w", err)
+			}
+			return nil, fmt.Errorf("run %d of %d: %w", k+1, runs, err)
 		}
 		if k < 0 {
 			continue // warm-up

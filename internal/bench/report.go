@@ -25,12 +25,17 @@ func cpuCell(r *Result) string {
 
 // Report prints one table row per result pair (system and engine floor)
 // with the ratio of their median makespans, the CPU time per tool and the
-// conflicts per plan where measured.
+// conflicts per plan where measured. An engine result may be nil (its
+// measurement failed): the system's row is printed alone, without the
+// ratio.
 func Report(w io.Writer, system, engine []*Result) {
 	fmt.Fprintf(w, "| workload | runner | makespan median (min–max) | ms/critical step | tools/s | plans/s | latency p50 / p99 | CPU ms/tool | conflicts/plan | × engine floor |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range system {
 		for _, r := range []*Result{system[i], engine[i]} {
+			if r == nil {
+				continue
+			}
 			plans, lat, conflicts := "", "", ""
 			if r.Instances > 1 {
 				plans = fmt.Sprintf("%.0f", r.PlansPerSec())
@@ -39,8 +44,11 @@ func Report(w io.Writer, system, engine []*Result) {
 			if r.HasConflicts {
 				conflicts = fmt.Sprintf("%.2f", r.ConflictsPerPlan())
 			}
-			ratio := float64(r.Median()) / float64(engine[i].Median())
-			fmt.Fprintf(w, "| %s | %s | %s (%s–%s) | %.3f | %.0f | %s | %s | %s | %s | %.1f |\n", r.Workload, r.Runner,
+			ratio := ""
+			if engine[i] != nil {
+				ratio = fmt.Sprintf("%.1f", float64(r.Median())/float64(engine[i].Median()))
+			}
+			fmt.Fprintf(w, "| %s | %s | %s (%s–%s) | %.3f | %.0f | %s | %s | %s | %s | %s |\n", r.Workload, r.Runner,
 				fmtDur(r.Median()), fmtDur(r.Min()), fmtDur(r.Max()), r.MsPerStep(), r.ToolsPerSec(), plans, lat,
 				cpuCell(r), conflicts, ratio)
 		}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -131,7 +130,9 @@ type soakState struct {
 }
 
 // Soak submits cfg.Rate plans a second for cfg.Duration, open loop (a
-// slow system falls behind rather than slowing the submissions), and
+// slow system falls behind rather than slowing the submissions; only a
+// server that has not acknowledged the last submitWindow of them holds
+// the next back), and
 // samples every process's RSS, the plans finished and their latencies
 // every cfg.Sample, and once more after the drain.
 func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
@@ -198,24 +199,9 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 	if err := sample(); err != nil {
 		return nil, err
 	}
-	// Acknowledgements are awaited apart from the submissions.
-	acks := make(chan jetstream.PubAckFuture, 65536)
-	ackErr := make(chan error, 1)
-	var ackers sync.WaitGroup
-	ackers.Go(func() {
-		for f := range acks {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				select {
-				case ackErr <- fmt.Errorf("bench: soak: publish: %w", err):
-				default:
-				}
-			}
-		}
-	})
-	defer func() { close(acks); ackers.Wait() }()
-
+	// Acknowledgements are collected as the submissions go on; only when
+	// the server falls a submitter's window behind do they wait for it.
+	sub := s.submitter()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	next := start.Add(cfg.Sample)
@@ -243,11 +229,9 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 				st.latencies = append(st.latencies, lat)
 				st.mu.Unlock()
 			})
-			f, err := s.conn.JS.PublishAsync(bus.PlanSubject(id), body, jetstream.WithMsgID(id))
-			if err != nil {
-				return nil, fmt.Errorf("bench: soak: publish: %w", err)
+			if err := sub.publish(ctx, bus.PlanSubject(id), body, id); err != nil {
+				return nil, fmt.Errorf("bench: soak: %w", err)
 			}
-			acks <- f
 			st.mu.Lock()
 			st.submitted++
 			st.mu.Unlock()
@@ -263,11 +247,15 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 		}
 		select {
 		case <-tick.C:
-		case err := <-ackErr:
-			return nil, err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+	// An acknowledgement's error is reported after the drain, with the
+	// samples.
+	ackErr := sub.wait(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	// Drain: wait for the plans still running, sampling on.
 	deadline := time.Now().Add(cfg.Drain)
@@ -300,10 +288,8 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 		return nil, err
 	}
 	res.Samples[len(res.Samples)-1].End = true
-	select {
-	case err := <-ackErr:
-		return res, err
-	default:
+	if ackErr != nil {
+		return res, fmt.Errorf("bench: soak: %w", ackErr)
 	}
 	if res.Lost > 0 {
 		return res, fmt.Errorf("bench: soak: %w: %d plans without a result %s after the last submission", ErrLost, res.Lost, cfg.Drain)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
@@ -24,6 +23,20 @@ type System struct {
 	// waiting holds what to do with each awaited plan's result (nil if it
 	// could not be decoded), called on the subscription's goroutine.
 	waiting map[string]func(*plan.ExecutionResult)
+	// window and stallWait set up each run's submitter (0: the
+	// defaults); tests make them small.
+	window    int
+	stallWait time.Duration
+}
+
+// submitter publishes on s's connection.
+func (s *System) submitter() *submitter {
+	sub := newSubmitter(s.conn.JS)
+	if s.window > 0 {
+		sub.window = s.window
+	}
+	sub.stallWait = s.stallWait
+	return sub
 }
 
 // NewSystem subscribes to every execution result.
@@ -90,7 +103,11 @@ func (s *System) forget(id string) {
 
 // Run submits the plans at once and waits for all; it returns the time
 // from the first submission to the last result and each plan's latency.
-func (s *System) Run(ctx context.Context, plans []Input) (time.Duration, []time.Duration, error) {
+//
+// The plans are published asynchronously with a bounded number awaiting
+// their acknowledgement (submitter): however many there are, the
+// submission waits for the server rather than failing on nats.go's limit.
+func (s *System) Run(ctx context.Context, plans []Input) (_ time.Duration, _ []time.Duration, err error) {
 	type pending struct {
 		ch    chan *plan.ExecutionResult
 		start time.Time
@@ -101,24 +118,26 @@ func (s *System) Run(ctx context.Context, plans []Input) (time.Duration, []time.
 		ps[i].ch = ch
 		s.await(p.ID, func(r *plan.ExecutionResult) { ch <- r })
 	}
-	start := time.Now()
-	var futures []jetstream.PubAckFuture
-	for i, p := range plans {
-		ps[i].start = time.Now()
-		f, err := s.conn.JS.PublishAsync(bus.PlanSubject(p.ID), p.Doc, jetstream.WithMsgID(p.ID))
+	// A run that fails leaves no plan of its own awaited.
+	defer func() {
 		if err != nil {
+			for _, p := range plans {
+				s.forget(p.ID)
+			}
+		}
+	}()
+	sub := s.submitter()
+	start := time.Now()
+	for i, p := range plans {
+		// A plan's latency starts when it is published: past the
+		// submitter's window, after the server has acknowledged older ones.
+		ps[i].start = time.Now()
+		if err := sub.publish(ctx, bus.PlanSubject(p.ID), p.Doc, p.ID); err != nil {
 			return 0, nil, err
 		}
-		futures = append(futures, f)
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return 0, nil, err
-		case <-ctx.Done():
-			return 0, nil, ctx.Err()
-		}
+	if err := sub.wait(ctx); err != nil {
+		return 0, nil, err
 	}
 	lat := make([]time.Duration, len(plans))
 	var end time.Time

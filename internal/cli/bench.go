@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -32,7 +34,9 @@ driven by goroutines with no bus (the engine floor): one warm-up, then
 --runs measured runs. --only takes built-in names and generated ones:
 chain-N (N tools in a line), fanout-N (root, N parallel tools, join) and
 many-plans-N (N concurrent 5-tool diamonds). A workload the plan limits
-refuse is reported as refused and the others run.
+refuse is reported as refused and the others run. A workload or bus floor
+that fails does not stop the others: what was measured is printed, then a
+line naming each failure, and the exit status is 1.
 
 First it measures the bus floor on the same server with the same --sync:
 p50 and p99 of a JetStream publish+ack, a KV compare-and-set and a
@@ -275,58 +279,124 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 
 	fmt.Fprintf(io.Stderr, "planner bench: %d workloads, %d runs each after a warm-up; %d dispatchers, %d workers %s, GOMAXPROCS %d, sync %s\n",
 		len(loads), b.runs, b.dispatchers, b.workers, where, runtime.GOMAXPROCS(0), c.bus.Sync)
-	var floor *bench.BusFloor
-	if b.busFloor {
-		fmt.Fprintln(io.Stderr, "planner bench: measuring the bus floor")
-		if floor, err = measureBusFloor(ctx, n, &b, cpu, log); err != nil {
-			return fail(err)
-		}
-		bench.ReportBus(io.Stdout, floor)
-		fmt.Fprintln(io.Stdout)
-	}
+	// The profile's file is made before anything is measured, so a bad
+	// path costs no bench; the profile covers the workloads only.
+	var profile *os.File
 	if b.cpuprofile != "" {
-		fh, err := os.Create(b.cpuprofile)
-		if err != nil {
+		if profile, err = os.Create(b.cpuprofile); err != nil {
 			fmt.Fprintln(io.Stderr, "planner bench:", err)
 			return ExitUsage
 		}
-		defer fh.Close()
-		if err := pprof.StartCPUProfile(fh); err != nil {
+		defer profile.Close()
+	}
+	// What is measured is kept: a failure of the bus floor or of a
+	// workload is named after the tables of the others, and the exit
+	// status is 1.
+	var out benchOutcome
+	if b.busFloor {
+		fmt.Fprintln(io.Stderr, "planner bench: measuring the bus floor")
+		floor, err := measureBusFloor(ctx, n, &b, cpu, log)
+		if err != nil {
+			out.fail(ctx, io, "bus floor", err)
+		} else {
+			out.floor = floor
+			bench.ReportBus(io.Stdout, floor)
+			fmt.Fprintln(io.Stdout)
+		}
+	}
+	if profile != nil {
+		if err := pprof.StartCPUProfile(profile); err != nil {
 			return fail(err)
 		}
 		defer pprof.StopCPUProfile()
 	}
 	opts := bench.Options{Runs: b.runs, Progress: io.Stderr, CPU: cpu, Conflicts: bench.Conflicts(conn.NC, b.dispatchers)}
-	var system, engine []*bench.Result
-	var refused []string
-	for _, w := range loads {
-		if _, err := w.Plan("check"); err != nil {
-			fmt.Fprintf(io.Stderr, "planner bench: %s refused: %v\n", w.Name, err)
-			refused = append(refused, fmt.Sprintf("%s (%d tools a plan): refused: %v", w.Name, len(w.Tools), err))
-			continue
+	engineOpts := bench.Options{Runs: b.runs, Progress: io.Stderr, Decoded: true}
+	for i, w := range loads {
+		if ctx.Err() != nil {
+			// Interrupted, or a component process ended.
+			var names []string
+			for _, w := range loads[i:] {
+				names = append(names, w.Name)
+			}
+			out.fail(ctx, io, strings.Join(names, ", "), errors.New("not run"))
+			break
 		}
-		s, err := bench.Measure(ctx, w, "planbus", sys.Run, opts)
-		if err != nil {
-			return fail(err)
-		}
-		e, err := bench.Measure(ctx, w, "engine", bench.FloorRunner, bench.Options{Runs: b.runs, Progress: io.Stderr, Decoded: true})
-		if err != nil {
-			return fail(err)
-		}
-		system, engine = append(system, s), append(engine, e)
-	}
-	bench.Report(io.Stdout, system, engine)
-	for _, r := range refused {
-		fmt.Fprintf(io.Stdout, "\n%s\n", r)
-	}
-	if floor != nil {
-		fmt.Fprintln(io.Stdout)
-		bench.ReportRatios(io.Stdout, floor, system)
+		out.measure(ctx, io, w, sys.Run, opts, engineOpts)
 	}
 	if err := writeHeapProfile(b.memprofile); err != nil {
-		return fail(err)
+		out.fail(ctx, io, "--memprofile", err)
+	}
+	out.report(io.Stdout)
+	if len(out.failed) > 0 {
+		fmt.Fprintf(io.Stderr, "planner bench: %d failed (named at the end of the output)\n", len(out.failed))
+		return ctxExit(ctx, ExitFailed)
 	}
 	return ExitOK
+}
+
+// benchOutcome is what a bench run measured, what the plan limits
+// refused and what failed.
+type benchOutcome struct {
+	floor          *bench.BusFloor
+	system, engine []*bench.Result // engine[i] is nil if system[i]'s engine floor failed
+	refused        []string
+	failed         []string // each "what: failed: why"
+}
+
+// fail records that what failed with err, and prints it at once; when
+// ctx has ended, err is followed by the cause (a component process that
+// ended) unless it already holds it.
+func (o *benchOutcome) fail(ctx context.Context, io IO, what string, err error) {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	line := fmt.Sprintf("%s: failed: %v", what, err)
+	fmt.Fprintln(io.Stderr, "planner bench:", line)
+	o.failed = append(o.failed, line)
+}
+
+// measure runs w on the system and on the engine floor and keeps what
+// each measured; a workload the plan limits refuse is recorded as
+// refused, and a failed measurement as failed.
+func (o *benchOutcome) measure(ctx context.Context, io IO, w *bench.Workload, system bench.Runner, opts, engineOpts bench.Options) {
+	if _, err := w.Plan("check"); err != nil {
+		fmt.Fprintf(io.Stderr, "planner bench: %s refused: %v\n", w.Name, err)
+		o.refused = append(o.refused, fmt.Sprintf("%s (%d tools a plan): refused: %v", w.Name, len(w.Tools), err))
+		return
+	}
+	s, err := bench.Measure(ctx, w, "planbus", system, opts)
+	if err != nil {
+		o.fail(ctx, io, w.Name+" on planbus", err)
+		return
+	}
+	e, err := bench.Measure(ctx, w, "engine", bench.FloorRunner, engineOpts)
+	if err != nil {
+		o.fail(ctx, io, w.Name+" on the engine floor", err)
+		e = nil
+	}
+	o.system, o.engine = append(o.system, s), append(o.engine, e)
+}
+
+// report prints the workloads' table, the refused ones, the ratios to
+// the bus floor when it was measured, and a line for each failure.
+func (o *benchOutcome) report(w io.Writer) {
+	if len(o.system) > 0 {
+		bench.Report(w, o.system, o.engine)
+	}
+	for _, r := range o.refused {
+		fmt.Fprintf(w, "\n%s\n", r)
+	}
+	if o.floor != nil && len(o.system) > 0 {
+		fmt.Fprintln(w)
+		bench.ReportRatios(w, o.floor, o.system)
+	}
+	if len(o.failed) > 0 {
+		fmt.Fprintln(w)
+		for _, f := range o.failed {
+			fmt.Fprintln(w, f)
+		}
+	}
 }
 
 // measureBusFloor measures the bus floor on n's server over two

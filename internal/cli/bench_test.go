@@ -2,12 +2,19 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/planbus/planbus/internal/bench"
 	"github.com/planbus/planbus/internal/bus"
 )
 
@@ -149,5 +156,71 @@ func TestComponentSpecsCarryTheBusSettings(t *testing.T) {
 				t.Errorf("%s: %s %q, want %q (args %v)", sp.Name, flag, got[flag], want, sp.Args)
 			}
 		}
+	}
+}
+
+// A workload that fails does not lose the others' measurements: the bench
+// goes on to the next, prints every table of what it measured, then a
+// line naming the failure, and exits 1. The failing one is a plan within
+// the plan limits but larger than the server's largest message (8 MiB),
+// so its publish fails.
+func TestBenchKeepsWhatItMeasured(t *testing.T) {
+	dir := t.TempDir()
+	big := bench.Workload{Name: "too-big", MaxConcurrency: 64}
+	for i := range 42_000 {
+		big.Tools = append(big.Tools, bench.Tool{ToolID: fmt.Sprintf("%0128d", i), Dependencies: []string{}})
+	}
+	for name, w := range map[string]bench.Workload{
+		"a-too-big.json": big, // run first: the one after it still runs
+		"b-chain.json": {Name: "chain-2", MaxConcurrency: 1, Tools: []bench.Tool{{ToolID: "A", Dependencies: []string{}},
+			{ToolID: "B", Dependencies: []string{"A"}}}},
+	} {
+		doc, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := runPlanner(t, append([]string{"bench", "--workloads", dir}, benchQuick...)...)
+	if o.code != ExitFailed {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", o.code, ExitFailed, o.stderr)
+	}
+	for _, re := range []string{
+		`\| JetStream publish\+ack \| [0-9.]+ \| [0-9.]+ \|`,
+		`\| chain-2 \| planbus \|[^\n]*\| [0-9.]+ \|\n\| chain-2 \| engine \|[^\n]*\| 1\.0 \|\n`,
+		`\| chain-2 \| ms/step vs bus-only chain \|`,
+		// The failure, after the tables.
+		`(?s)\| chain-2 \| ms/step vs three-trip sum \|.*\ntoo-big on planbus: failed: warm-up run: bench: publish planbus\.plans\.[A-Za-z0-9]+: nats: maximum payload exceeded\n$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(o.stdout) {
+			t.Errorf("stdout lacks %s:\n%s", re, o.stdout)
+		}
+	}
+	if strings.Contains(o.stdout, "| too-big |") {
+		t.Errorf("the failed workload has a row:\n%s", o.stdout)
+	}
+	if !strings.Contains(o.stderr, "planner bench: 1 failed") {
+		t.Errorf("stderr does not count the failure:\n%s", o.stderr)
+	}
+}
+
+// A failed bus floor leaves the ratios out and is named after the
+// workloads' table; a workload whose engine floor failed keeps its
+// planbus row, without the ratio to the engine.
+func TestBenchOutcomeWithFailures(t *testing.T) {
+	r := &bench.Result{Workload: "chain-2", Runner: "planbus", Tools: 2, Instances: 1, Steps: 2,
+		Makespans: []time.Duration{3 * time.Millisecond}, Latencies: []time.Duration{3 * time.Millisecond}}
+	o := benchOutcome{system: []*bench.Result{r}, engine: []*bench.Result{nil},
+		failed: []string{"bus floor: failed: boom", "chain-2 on the engine floor: failed: bang"}}
+	var out strings.Builder
+	o.report(&out)
+	want := "| workload | runner | makespan median (min–max) | ms/critical step | tools/s | plans/s | latency p50 / p99 | CPU ms/tool | conflicts/plan | × engine floor |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|\n" +
+		"| chain-2 | planbus | 3.00ms (3.00ms–3.00ms) | 1.500 | 667 |  |  |  |  |  |\n" +
+		"\nbus floor: failed: boom\nchain-2 on the engine floor: failed: bang\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
 	}
 }
