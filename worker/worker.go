@@ -83,7 +83,7 @@ type Worker struct {
 	// reconnectedAt when it was seen to change (reconnectedLately).
 	reconnects    uint64
 	reconnectedAt time.Time
-	ended   *endedPlans // cancels received
+	ended         *endedPlans // cancels received
 	// rejectLog logs cancels that are not even well formed, a few per
 	// period: anyone may publish them while auth is off.
 	rejectLog zerolog.Logger
