@@ -156,6 +156,15 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 	return out
 }
 
+// A publish nats.go refuses as stalled (too many awaiting their
+// acknowledgement) is tried again after the pending ones complete or
+// stallWait, at most maxStalls times (about a minute) before the batch
+// fails and is handed back.
+const (
+	stallWait = 100 * time.Millisecond
+	maxStalls = 600
+)
+
 // send carries out effects whose state is already stored: events first
 // (they are informational), then every JetStream publish at once, without
 // waiting for them to be stored; settle does that.
@@ -171,10 +180,24 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 	pub := func(subject string, data []byte, msgID string, h nats.Header) error {
 		var f jetstream.PubAckFuture
 		var err error
-		if h == nil {
-			f, err = d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
-		} else {
-			f, err = d.conn.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: h}, jetstream.WithMsgID(msgID))
+		// nats.go holds at most a few thousand publishes awaiting their
+		// acknowledgement (a fan-out's release, or many plans' at once,
+		// are more) and refuses the next after a short wait: that is
+		// backpressure, not a failure, and the publish is tried again
+		// once some are acknowledged.
+		for stalls := 0; ; stalls++ {
+			if h == nil {
+				f, err = d.conn.JS.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
+			} else {
+				f, err = d.conn.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: h}, jetstream.WithMsgID(msgID))
+			}
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) || stalls >= maxStalls {
+				break
+			}
+			select {
+			case <-d.conn.JS.PublishAsyncComplete():
+			case <-time.After(stallWait):
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("publish %s: %w", subject, err)
