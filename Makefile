@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin
 
-.PHONY: all build run test check fmt vet staticcheck example fuzz bench bench-scale bench-soak soak ci smoke images clean
+.PHONY: all build run test check fmt vet staticcheck example fuzz bench bench-scale bench-soak soak test-loaded ci smoke images clean
 
 all: check test
 
@@ -19,6 +19,12 @@ run:
 # Every test, with the race detector.
 test:
 	$(GO) test -race -count=1 ./...
+
+# The same tests beside stress-ng --cpu 4 on a 2-core machine (the CPU
+# oversubscribed three times): every test must stay green; it prints the
+# wall time (README, "Tests").
+test-loaded:
+	./scripts/test-loaded
 
 check: fmt vet staticcheck example
 
