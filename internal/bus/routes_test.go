@@ -81,10 +81,10 @@ func TestRoutesAreAuthenticated(t *testing.T) {
 	n2 := startFromConfig(t, node("n2", p2, "include ./auth/routes.conf"))
 	waitRoutes := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(time.Minute)
 		for !ok() {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: n1 has %d routes, n2 %d", what, n1.NumRoutes(), n2.NumRoutes())
+				t.Fatalf("%s: not within a minute", what)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -104,9 +104,9 @@ func TestRoutesAreAuthenticated(t *testing.T) {
 			t.Fatalf("n1 did not refuse both routes within 10 s: rogue %d routes, guess %d", rogue.NumRoutes(), guess.NumRoutes())
 		}
 	}
-	if rogue.NumRoutes() != 0 || guess.NumRoutes() != 0 {
-		t.Errorf("a server without the password joined: rogue %d routes, guess %d", rogue.NumRoutes(), guess.NumRoutes())
-	}
+	// A refused route may still count on its own side until the close
+	// reaches it; it must not last.
+	waitRoutes("the refused routes closing", func() bool { return rogue.NumRoutes() == 0 && guess.NumRoutes() == 0 })
 	// n1's routes (one, or a pool of several) all lead to n2.
 	rz, err := n1.Routez(nil)
 	if err != nil {

@@ -176,13 +176,14 @@ func TestExecutionResultTooLargeForItsToolsStillEnds(t *testing.T) {
 			return skill.Result{}, skill.Permanent("LONG", "%s", strings.Repeat("why ", 1000))
 		})}
 	h := start(t, opts{extra: []skill.Skill{long}})
-	const n = 2500
+	// Failures of 4 KB each, for 1.2 times the largest message.
+	n := int(h.conn.NC.MaxPayload())/4000*6/5 + 1
 	tools := make([]string, n)
 	for i := range tools {
 		tools[i] = fmt.Sprintf(`{"toolId":"t%d","skill":"longfail","required":false,"retryPolicy":{"maxAttempts":1}}`, i)
 	}
-	// 2,500 calls take 12 s under the race detector alone, over a minute
-	// (the default plan timeout) on a machine busy with other tests: the
+	// Hundreds of calls can take over a minute (the default plan timeout)
+	// under the race detector on a machine busy with other tests: the
 	// plan's timeout is set within the wait, so only a plan that never
 	// ends fails.
 	res, _ := h.run(`{"maxConcurrency":256,"timeoutMs":170000,"tools":[`+strings.Join(tools, ",")+`]}`, 3*minute)

@@ -16,7 +16,24 @@ import (
 // declared, and returns a config whose URL points at it.
 func Start(t testing.TB) bus.Config {
 	t.Helper()
-	cfg := StartBare(t)
+	return declared(t, startBare(t, 0))
+}
+
+// SmallPayload is the largest message of a StartSmall server: the least a
+// planbus server may be given.
+const SmallPayload = 1 << 20
+
+// StartSmall is Start with a server whose largest message is SmallPayload
+// bytes rather than the default 8 MiB: tests of what is too large to
+// carry or to store build messages an eighth the size, and take an eighth
+// of the time, on the limits that are computed from it the same way.
+func StartSmall(t testing.TB) bus.Config {
+	t.Helper()
+	return declared(t, startBare(t, SmallPayload))
+}
+
+func declared(t testing.TB, cfg bus.Config) bus.Config {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := Dial(t, cfg)
@@ -31,9 +48,14 @@ func Start(t testing.TB) bus.Config {
 // caller fills in what a client needs to get in.
 func StartBare(t testing.TB, opts ...embedded.Option) bus.Config {
 	t.Helper()
+	return startBare(t, 0, opts...)
+}
+
+func startBare(t testing.TB, maxPayload int32, opts ...embedded.Option) bus.Config {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), DuplicateWindow: time.Minute}
+	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), DuplicateWindow: time.Minute, MaxPayload: maxPayload}
 	srv, err := embedded.Start(ctx, cfg, zerolog.Nop(), opts...)
 	if err != nil {
 		t.Fatalf("bustest: start server: %v", err)
