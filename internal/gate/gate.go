@@ -16,6 +16,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/planbus/planbus/internal/safeexpr"
+	"github.com/planbus/planbus/internal/wire"
 )
 
 // Gate types: what a verification gate checks in a tool's output.
@@ -363,16 +364,7 @@ func (ck *checker) stopped(c *compiledGate, where string) {
 		where = "gate " + where
 	}
 	ck.over = fmt.Sprintf("verification stopped at %s (%s): it used up the budget of %s steps for checking one output",
-		where, clip(c.describe()), humanSteps(ck.meter.Limit()))
-}
-
-// humanSteps writes n with thousands separators.
-func humanSteps(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
+		where, clip(c.describe()), wire.Grouped(ck.meter.Limit()))
 }
 
 // textCost is the charge for the text of subject: its length for a

@@ -45,19 +45,25 @@ const (
 
 // decodeFast returns the plan doc holds, before Check, if doc is valid
 // under the plan schema and takes no detour; ok is false otherwise.
-func decodeFast(doc []byte) (p *Plan, ok bool) {
+// tools is the number of tools of a document it decoded but declined,
+// so Decode can refuse too many of them without the schema's walk over
+// every one (seconds of CPU for a few megabytes of tiny tools).
+func decodeFast(doc []byte) (p *Plan, ok bool, tools int) {
 	if t := bytes.TrimLeft(doc, " \t\r\n"); len(t) == 0 || t[0] != '{' || nullOrEmpty(doc) {
-		return nil, false
+		return nil, false, 0
 	}
 	var j planJSON
-	if jsonv2.Unmarshal(doc, &j, jsonv2.RejectUnknownMembers(true)) != nil || !j.valid() {
-		return nil, false
+	if jsonv2.Unmarshal(doc, &j, jsonv2.RejectUnknownMembers(true)) != nil {
+		return nil, false, 0
+	}
+	if !j.valid() {
+		return nil, false, len(j.Tools)
 	}
 	p = new(Plan)
 	if j.plan(p) != nil {
-		return nil, false
+		return nil, false, 0
 	}
-	return p, true
+	return p, true, 0
 }
 
 // valid checks a plan decoded from a document with no null and no empty

@@ -22,7 +22,7 @@ import (
 // whether the fast path took it.
 func agree(t *testing.T, doc []byte) bool {
 	t.Helper()
-	fast, ok := decodeFast(doc)
+	fast, ok, _ := decodeFast(doc)
 	if !ok {
 		return false
 	}

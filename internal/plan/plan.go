@@ -452,21 +452,20 @@ func (e *Error) Unwrap() error { return e.Err }
 // Absent fields take their defaults. Every error is an *Error matching
 // ErrInvalid.
 func Decode(doc []byte) (*Plan, error) {
-	if p, ok := decodeFast(doc); ok {
+	p, ok, tools := decodeFast(doc)
+	if ok {
 		if err := p.Check(); err != nil {
 			return nil, err
 		}
 		return p, nil
 	}
+	if tools > maxTools {
+		// What the schema says of it, without its walk.
+		return nil, &Error{PlanID: idOf(doc), Msg: fmt.Sprintf("at /tools: maxItems: got %s, want %s",
+			wire.Grouped(int64(tools)), wire.Grouped(maxTools))}
+	}
 	if err := wire.CheckText(doc); err != nil {
-		var id struct {
-			PlanID string `json:"planId"`
-		}
-		_ = json.Unmarshal(doc, &id)
-		if !ValidID(id.PlanID) {
-			id.PlanID = ""
-		}
-		return nil, &Error{PlanID: id.PlanID, Msg: err.Error() + " (no worker could decode a call with it)", Err: err}
+		return nil, &Error{PlanID: idOf(doc), Msg: err.Error() + " (no worker could decode a call with it)", Err: err}
 	}
 	p, err := decodeSlow(doc)
 	if err != nil {
@@ -478,18 +477,24 @@ func Decode(doc []byte) (*Plan, error) {
 	return p, nil
 }
 
+// idOf returns the planId of a plan document refused, when it has a valid
+// one, for the error to name.
+func idOf(doc []byte) string {
+	var id struct {
+		PlanID string `json:"planId"`
+	}
+	_ = json.Unmarshal(doc, &id)
+	if !ValidID(id.PlanID) {
+		return ""
+	}
+	return id.PlanID
+}
+
 // decodeSlow validates doc against the plan schema and decodes it with
 // encoding/json; it returns the plan before Check.
 func decodeSlow(doc []byte) (*Plan, error) {
 	if err := schemas.Validate(schemas.Plan, doc); err != nil {
-		var id struct {
-			PlanID string `json:"planId"`
-		}
-		_ = json.Unmarshal(doc, &id)
-		if !ValidID(id.PlanID) {
-			id.PlanID = ""
-		}
-		return nil, &Error{PlanID: id.PlanID, Msg: err.Error(), Err: err}
+		return nil, &Error{PlanID: idOf(doc), Msg: err.Error(), Err: err}
 	}
 	var p Plan
 	if err := json.Unmarshal(doc, &p); err != nil {

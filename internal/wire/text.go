@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -96,4 +97,18 @@ func isName(doc []byte, offset int64) bool {
 		}
 	}
 	return false
+}
+
+// Grouped writes n in decimal with commas between groups of three digits
+// (4,000,000), as errors quote limits.
+func Grouped(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	start := 0
+	if n < 0 {
+		start = 1
+	}
+	for i := len(s) - 3; i > start; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

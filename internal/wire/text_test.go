@@ -66,3 +66,11 @@ func FuzzCheckText(f *testing.F) {
 		}
 	})
 }
+
+func TestGrouped(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 100_001: "100,001", 4_000_000: "4,000,000", -1234: "-1,234", -999: "-999"} {
+		if got := Grouped(n); got != want {
+			t.Errorf("Grouped(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
