@@ -75,6 +75,9 @@ type benchFlags struct {
 	busFloor              bool
 	floorSamples          int
 	floorRounds           int
+	floorSteps            int
+	floorCalls            int
+	floorPlans            int
 	soak, sample, drain   time.Duration
 	rate                  int
 }
@@ -92,7 +95,10 @@ func (b *benchFlags) register(f *flags) {
 		"run under the soft memory limit planner serve sets by default (--gen-max-memory + 128MiB, raised by twice the live heap that is not generations')")
 	f.Bool(&b.busFloor, "bus-floor", "", true, "measure the bus floor first and print each workload's ratio to it")
 	f.Int(&b.floorSamples, "floor-samples", "", 1000, "samples of each bus floor trip")
-	f.Int(&b.floorRounds, "floor-rounds", "", 5, "measured rounds of each bus-only pattern (100-step chain, 1000-call fan-out)")
+	f.Int(&b.floorRounds, "floor-rounds", "", 5, "measured rounds of each bus-only pattern (chain, fan-out, plans)")
+	f.Int(&b.floorSteps, "floor-steps", "", 100, "steps of the bus-only chain")
+	f.Int(&b.floorCalls, "floor-calls", "", 1000, "calls of the bus-only fan-outs")
+	f.Int(&b.floorPlans, "floor-plans", "", 1000, "5-tool plans of the bus-only plans")
 	f.Duration(&b.soak, "soak", "", 0, "instead of the workloads, submit --rate plans a second for this long and sample RSS")
 	f.Int(&b.rate, "rate", "", 200, "plans a second during --soak")
 	f.Duration(&b.sample, "sample", "", 10*time.Second, "time between two RSS samples during --soak")
@@ -113,6 +119,8 @@ func (b *benchFlags) validate() error {
 		return fmt.Errorf("planner bench: --concurrency %d: want at least 1", b.concurrency)
 	case b.floorSamples < 1 || b.floorRounds < 1:
 		return fmt.Errorf("planner bench: --floor-samples %d, --floor-rounds %d: want at least 1 each", b.floorSamples, b.floorRounds)
+	case b.floorSteps < 1 || b.floorCalls < 1 || b.floorPlans < 1:
+		return fmt.Errorf("planner bench: --floor-steps %d, --floor-calls %d, --floor-plans %d: want at least 1 each", b.floorSteps, b.floorCalls, b.floorPlans)
 	case b.soak < 0:
 		return fmt.Errorf("planner bench: --soak %s: want a positive duration", b.soak)
 	case b.soak > 0 && b.rate < 1:
@@ -412,7 +420,8 @@ func measureBusFloor(ctx context.Context, n *node.Node, b *benchFlags, cpu bench
 		return nil, err
 	}
 	defer w.Close()
-	return bench.MeasureBus(ctx, bench.BusConfig{Dispatcher: d, Worker: w, CPU: cpu, Samples: b.floorSamples, Rounds: b.floorRounds})
+	return bench.MeasureBus(ctx, bench.BusConfig{Dispatcher: d, Worker: w, CPU: cpu, Samples: b.floorSamples, Rounds: b.floorRounds,
+		Steps: b.floorSteps, Calls: b.floorCalls, Plans: b.floorPlans})
 }
 
 // componentSpecs are the dispatcher and toolworker processes of a --procs

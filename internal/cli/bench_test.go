@@ -29,6 +29,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{[]string{"--dispatchers", "0"}, "--dispatchers"},
 		{[]string{"--workers", "0"}, "--workers"},
 		{[]string{"--floor-samples", "0"}, "--floor-samples"},
+		{[]string{"--floor-plans", "0"}, "--floor-plans"},
 		{[]string{"--scale", "--only", "chain-10"}, "--scale"},
 		{[]string{"--soak", "-1s"}, "--soak"},
 		{[]string{"--soak", "1s", "--rate", "0"}, "--rate"},
@@ -46,7 +47,8 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 
 // benchQuick are flags that keep a bench run short: the figures are not
 // looked at, only that every instrument reports.
-var benchQuick = []string{"--runs", "1", "--floor-samples", "20", "--floor-rounds", "1", "--sync", "1s"}
+var benchQuick = []string{"--runs", "1", "--floor-samples", "20", "--floor-rounds", "1", "--floor-steps", "10",
+	"--floor-calls", "50", "--floor-plans", "20", "--sync", "1s"}
 
 // A bench run prints the bus floor, each workload with CPU per tool and
 // conflicts per plan, the ratios to the floor, and a workload the plan
@@ -75,7 +77,7 @@ func checkBenchTables(t *testing.T, stdout string) {
 		`\| JetStream publish\+ack \| [0-9.]+ \| [0-9.]+ \|`,
 		`\| KV compare-and-set \| [0-9.]+ \| [0-9.]+ \|`,
 		`\| work-queue publish→pull delivery \| [0-9.]+ \| [0-9.]+ \|`,
-		`\| bus-only chain, per step \(median of rounds of 100\) \| [0-9.]+ \| \| [0-9.]+ \|`,
+		`\| bus-only chain, per step \(median of rounds of 10\) \| [0-9.]+ \| \| [0-9.]+ \|`,
 		// CPU ms/tool and conflicts/plan measured for planbus.
 		`\| chain-10 \| planbus \|[^\n]*\| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|\n`,
 		`\| many-plans-3 \| planbus \|[^\n]*\| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|\n`,
