@@ -34,7 +34,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // runs.
 func TestAGateBombEndsWithinItsBudget(t *testing.T) {
 	cfg := bustest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 2,
 		Worker: worker.Config{Skills: skills.Builtins(skills.BuiltinConfig{})}}, zerolog.Nop())
@@ -49,9 +49,11 @@ func TestAGateBombEndsWithinItsBudget(t *testing.T) {
 		status, code, msg string
 	}
 	go func() {
-		// A long timeout: under -race on a busy machine the check takes
-		// seconds, and the test is about what stops it, not how fast.
-		o, err := c.Run(ctx, []byte(gateBomb("bomb", 60_000)), nil)
+		// A long timeout: the bomb takes 2 s, 10 s under the race
+		// detector and over a minute beside other tests with the CPU
+		// oversubscribed (make test-loaded), and the test is about what
+		// stops it, not how fast (docs/benchmarks.md times it).
+		o, err := c.Run(ctx, []byte(gateBomb("bomb", 240_000)), nil)
 		if err == nil {
 			got.status = o.Status
 			if o.Error != nil {
