@@ -29,6 +29,11 @@ type Config struct {
 	// AckWait of the dispatcher consumers: how soon a message a dead
 	// dispatcher held goes to another. Default 30s.
 	AckWait time.Duration
+	// OpTimeout bounds each round of KV and publish calls of a batch:
+	// reading a plan's state, or storing it and sending what follows. The
+	// work between rounds (decoding a plan, checking gates up to their
+	// budget) is not counted against it. Default 10s.
+	OpTimeout time.Duration
 	// MaxBatch is the most messages one shard applies in one state write.
 	// Default 256.
 	MaxBatch int
@@ -88,6 +93,9 @@ func (c Config) withDefaults() Config {
 	if c.AckWait == 0 {
 		c.AckWait = 30 * time.Second
 	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = 10 * time.Second
+	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = 256
 	}
@@ -117,6 +125,8 @@ func (c Config) validate() error {
 		return bad("DefaultMaxConcurrency", "%d, want at least 1", c.DefaultMaxConcurrency)
 	case c.AckWait < 100*time.Millisecond:
 		return bad("AckWait", "%s, want at least 100ms", c.AckWait)
+	case c.OpTimeout < 10*time.Millisecond:
+		return bad("OpTimeout", "%s, want at least 10ms", c.OpTimeout)
 	case c.MaxBatch < 1:
 		return bad("MaxBatch", "%d, want at least 1", c.MaxBatch)
 	case c.DeliveryLimit < 1:

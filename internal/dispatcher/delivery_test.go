@@ -195,6 +195,24 @@ func TestExecutionResultTooLargeForItsToolsStillEnds(t *testing.T) {
 	}
 }
 
+// The time a batch's store and sends may take starts after the work
+// before them: a gate checked up to its budget (a second or so, many
+// seconds under the race detector on a busy machine) does not use it up.
+// Before, the store then timed out, the batch was handed back, checked
+// again, and the plan ended only at its timeout (issue 23's gate bomb
+// under load). Here the store has 50 ms and the gate takes longer.
+func TestAGateLongerThanTheStoreTimeStillEnds(t *testing.T) {
+	h := start(t, opts{opTimeout: 50 * time.Millisecond})
+	nums := strings.TrimSuffix(strings.Repeat("1,", 300_000), ",")
+	expr := strings.TrimSuffix(strings.Repeat("count(output.a, # == 2) + ", 40), " + ") + " >= 0"
+	res, _ := h.run(`{"timeoutMs":240000,"tools":[{"toolId":"A","skill":"echo","input":{"a":[`+nums+`]},`+
+		`"verify":{"type":"all","gates":[{"type":"expr","expr":"`+expr+`"}]}}]}`, 5*minute)
+	if res.State != plan.PlanFailed || res.Error == nil || res.Error.Code != "VERIFY_FAILED" ||
+		!strings.Contains(res.Error.Message, "budget of 4,000,000 steps") {
+		t.Fatalf("plan %s: %+v; want VERIFY_FAILED at the gate's budget", res.State, res.Error)
+	}
+}
+
 // A result that comes back after its state has moved on, as a first
 // delivery (a server that crashed lost the record of its delivery, and
 // perhaps the call its application released), makes the dispatcher redo

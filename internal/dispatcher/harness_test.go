@@ -86,7 +86,7 @@ type harness struct {
 
 type opts struct {
 	workers, dispatchers, concurrency int
-	ackWait                           time.Duration
+	ackWait, opTimeout                time.Duration
 	extra                             []skill.Skill // served besides the built-ins and the probe
 	deliveryLimit                     int
 	// contend: every dispatcher consumes every partition, so they
@@ -114,7 +114,7 @@ func start(t *testing.T, o opts) *harness {
 		NoDispatcher: o.dispatchers < 0,
 		// Chunks of two tools: every plan of more than four tools keeps its
 		// state in chunks, so the tests run both ways of storing it.
-		Dispatcher: dispatcher.Config{AckWait: o.ackWait, DefaultMaxConcurrency: 8, DeliveryLimit: o.deliveryLimit,
+		Dispatcher: dispatcher.Config{AckWait: o.ackWait, OpTimeout: o.opTimeout, DefaultMaxConcurrency: 8, DeliveryLimit: o.deliveryLimit,
 			StateChunkTools: 2, EveryPartition: o.contend},
 		Workers: o.workers,
 		Worker:  workerConfig(pr, o),

@@ -29,15 +29,58 @@ var errNoPlan = errors.New("dispatcher: no such plan")
 // compare-and-set to another dispatcher before it is handed back.
 const casRetries = 20
 
-// opTimeout bounds each round of KV and publish calls for one batch.
+// opTimeout bounds a round of KV and publish calls outside a batch
+// (Config.OpTimeout bounds those of batches).
 const opTimeout = 10 * time.Second
+
+// ops is a context for the next round of KV and publish calls of a
+// batch, after work that took the CPU: its time starts now, whatever the
+// work before it took (gates checked up to their budget take seconds
+// under the race detector on a busy machine, and a batch whose store
+// then timed out was handed back, checked again, and never got through).
+func (d *Dispatcher) ops(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d.cfg.OpTimeout)
+}
+
+// working tells the server, every third of AckWait until stop is
+// called, that the messages of a batch are being worked on, so a batch
+// that takes long is not delivered again meanwhile (to this dispatcher
+// or another, which would do the same work again).
+func (d *Dispatcher) working(items []item) (stop func()) {
+	every := max(d.cfg.AckWait/3, 10*time.Millisecond)
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		for _, it := range items {
+			if it.msg != nil {
+				_ = it.msg.InProgress()
+			}
+		}
+		t.Reset(every)
+	})
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
+}
 
 // process handles a batch of one plan's messages: it starts the plan
 // (kindPlan), and applies results and timers to the plan's state. A batch
 // that cannot be carried out ends in fail, the one failure path.
 func (d *Dispatcher) process(s *shard, planID string, items []item) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := d.ops(context.Background())
 	defer cancel()
+	defer d.working(items)()
 	log := d.log.With().Str("plan_id", planID).Logger()
 	defer func() {
 		// A bug must not take every plan of the process down with it.
@@ -123,6 +166,8 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 	now := time.Now()
 	before, wasDone := d.inFlight(ent.eng), ent.eng.Done()
 	fx := d.step(ent.eng, current, now)
+	ctx, cancel := d.ops(ctx)
+	defer cancel()
 	if err := d.learn(ctx, log, ent.eng, fx.Applied); err != nil {
 		return false, failed("cannot record skill health or session state", err)
 	}

@@ -19,6 +19,8 @@ import (
 
 func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger, it item) {
 	p, err := plan.Decode(it.msg.Data())
+	ctx, cancel := d.ops(ctx)
+	defer cancel()
 	if err == nil {
 		switch {
 		case p.PlanID == "":
@@ -64,6 +66,8 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	for _, c := range w.Chunks {
 		state = max(state, len(c.Value))
 	}
+	ctx, cancel = d.ops(ctx)
+	defer cancel()
 	if limit := d.storeLimit(); len(stored) > limit || state > limit {
 		d.reject(ctx, log, it, &plan.Error{PlanID: p.PlanID, Msg: fmt.Sprintf(
 			"the plan takes %d bytes with its defaults and its state %d; the store holds at most %d bytes a value (max payload)", len(stored), state, limit)})
