@@ -47,13 +47,15 @@ func TestReferenceDomains(t *testing.T) {
 	}
 }
 
-// BenchmarkReference plans on the reference domains three ways: search is
+// BenchmarkReference plans on the reference domains four ways: search is
 // Planner.Search in a warm Planner, the work the reference planners
 // measure (a plan of actions and costs); plan is the package's Plan, which
 // also builds the Result with each step's input and predicted state;
-// service is what the planner service does per request (internal/planner's
+// plan-toplan is Plan and ToPlan, the Plan JSON of a Result; service is
+// what the planner service does per request (internal/planner's
 // goapPlanner.Generate): a state of its own, a Disabled func over the
-// served skills, and the Plan JSON with its metadata.
+// served skills, and PlanJSON, the Plan JSON with its metadata straight
+// from the search.
 func BenchmarkReference(b *testing.B) {
 	for _, rc := range referenceCases {
 		d := loadReference(b, rc.name)
@@ -85,6 +87,19 @@ func BenchmarkReference(b *testing.B) {
 				}
 			}
 		})
+		b.Run(rc.name+"/plan-toplan", func(b *testing.B) {
+			b.ReportAllocs()
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				r, err := Plan(ctx, d, nil, rc.goal, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := ToPlan(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(rc.name+"/service", func(b *testing.B) {
 			skills := map[string]bool{}
 			for _, a := range d.Actions {
@@ -96,11 +111,7 @@ func BenchmarkReference(b *testing.B) {
 			defer cpuPerOp(b)()
 			for b.Loop() {
 				state := State{}
-				r, err := Plan(ctx, d, state, rc.goal, Options{Disabled: disabled})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := ToPlan(r); err != nil {
+				if _, err := PlanJSON(ctx, d, state, rc.goal, Options{Disabled: disabled}); err != nil {
 					b.Fatal(err)
 				}
 			}
