@@ -253,7 +253,7 @@ func TestToPlanDirectForeign(t *testing.T) {
 		"empty desc":     {Domain: "d", Goal: "g", Steps: []Step{step("a", "a", "", "", 1, nil)}},
 		"bad utf8 desc":  {Domain: "d", Goal: "g", Steps: []Step{step("a", "a", "\xff<", "", 1, nil)}},
 		"odd names":      {Domain: "d<\xff>", Goal: "g\n\"", Start: State{"é": 1.0, "<": "\u2028\x01", "": "", "\xff": true}, Steps: []Step{ok}},
-		"numbers": {Domain: "d", Goal: "g", Cost: 1e21, Start: State{"a": 1e21, "b": 1e-7, "c": -0.0, "d": 0.1, "e": 123456789.125, "f": -1e-300, "g": 5e-324, "h": 9007199254740991.0, "i": -42.0, "j": 1e15, "k": 9007199254740993.0, "l": -9007199254740992.0},
+		"numbers": {Domain: "d", Goal: "g", Cost: 1e21, Start: State{"a": 1e21, "b": 1e-7, "c": math.Copysign(0, -1), "d": 0.1, "e": 123456789.125, "f": -1e-300, "g": 5e-324, "h": 9007199254740991.0, "i": -42.0, "j": 1e15, "k": 9007199254740993.0, "l": -9007199254740992.0},
 			Steps: []Step{step("a", "a", "x", "", 1e-7, State{"x": 1e20})}},
 		"other types": {Domain: "d", Goal: "g", Start: State{"i": 3, "f32": float32(0.1), "n": json.Number("1.50"), "nil": nil, "m": map[string]any{"z": 1, "a": []any{"<"}}},
 			Steps: []Step{ok}},
