@@ -97,11 +97,18 @@ func New(nodes []Node) (*Graph, error) {
 	// duplicate is found in O(1), so a node with many dependencies (the
 	// end of a wide fan-out) costs linear time, not quadratic.
 	seenBy := make([]int, len(nodes))
+	// Every node's dependencies, one after another, in one array (a plan
+	// of many tools was an allocation per tool here).
+	total := 0
+	for _, n := range nodes {
+		total += len(n.Deps)
+	}
+	all := make([]int, 0, total)
 	for i, n := range nodes {
 		if len(n.Deps) == 0 {
 			continue
 		}
-		ds := make([]int, 0, len(n.Deps))
+		start := len(all)
 		for _, d := range n.Deps {
 			j, ok := g.index[d]
 			switch {
@@ -114,13 +121,27 @@ func New(nodes []Node) (*Graph, error) {
 				return nil, &NodeError{Err: ErrDuplicateDep, Index: i, ID: n.ID, Dep: d}
 			}
 			seenBy[j] = i + 1
-			ds = append(ds, j)
+			all = append(all, j)
 		}
-		g.deps[i] = ds
-		edges += len(ds)
+		g.deps[i] = all[start:len(all):len(all)]
+		edges += len(all) - start
 	}
-	// Dependents in document order: walk nodes in order, appending i to each
-	// of its dependencies' lists.
+	// Dependents in document order: walk nodes in order, putting i in each
+	// of its dependencies' lists, which share one array too. seenBy
+	// counts, then places.
+	next := seenBy
+	clear(next)
+	for _, j := range all {
+		next[j]++
+	}
+	back := make([]int, len(all))
+	at := 0
+	for j, c := range next {
+		if c > 0 {
+			g.dependents[j] = back[at : at : at+c]
+		}
+		at += c
+	}
 	for i, ds := range g.deps {
 		for _, j := range ds {
 			g.dependents[j] = append(g.dependents[j], i)

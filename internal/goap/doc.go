@@ -10,10 +10,12 @@
 //	d, err := goap.Decode(doc)   // *goap.DomainError (errors.Is ErrInvalidDomain) with a JSON pointer
 //	r, err := goap.Plan(ctx, d, goap.State{"wood": 2}, "build-cabin", goap.Options{Disabled: off})
 //	p, err := goap.ToPlan(r)     // *plan.Plan: one tool per step, chained
+//	p, err = goap.PlanJSON(ctx, d, s, "build-cabin", opts) // both, without the Result (the planner service)
 //
 //	pl := goap.NewPlanner(d)     // reused by one goroutine: a warm Search allocates nothing
 //	sol, err := pl.Search(ctx, s, "build-cabin", goap.Options{})
 //	r = sol.Result()             // the steps' inputs and predicted states, on demand
+//	p, err = sol.ToPlan()        // or the plan straight away
 //
 // A domain document (schemas/goap-domain.schema.json) declares its facts
 // with a type and usually a default, derived facts (named expressions

@@ -51,6 +51,10 @@ type Domain struct {
 	defs  []value // the facts' defaults
 
 	planners sync.Pool // of *Planner, for Plan
+
+	// The facts as Solution.ToPlan writes them in states, made once.
+	factsJSON     []factJSON
+	factsJSONOnce sync.Once
 }
 
 // Fact is a declared fact.

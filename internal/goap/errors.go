@@ -36,6 +36,10 @@ var (
 	// failed at run time or gave an unusable value. It is returned as
 	// *EvalError.
 	ErrEval = errors.New("goap: expression failed")
+
+	// ErrPlanJSON means a plan result did not make a valid plan (ToPlan,
+	// PlanJSON). It is returned as *PlanJSONError.
+	ErrPlanJSON = errors.New("goap: invalid Plan JSON")
 )
 
 // BudgetError is a search stopped by a limit of its Options.
@@ -131,3 +135,21 @@ func (e *UnreachableError) Error() string {
 
 // Unwrap returns ErrUnreachable.
 func (e *UnreachableError) Unwrap() error { return ErrUnreachable }
+
+// PlanJSONError is a plan result that did not make a valid plan: Err is
+// the underlying error, a *plan.Error (plan.ErrInvalid) or the encoding's.
+// Only a Result built by hand (or a number grown past float64) gets one.
+type PlanJSONError struct {
+	Goal string
+	Err  error
+}
+
+func (e *PlanJSONError) Error() string {
+	return fmt.Sprintf("goap: plan for goal %s: %v", e.Goal, e.Err)
+}
+
+// Is makes errors.Is(err, ErrPlanJSON) hold.
+func (e *PlanJSONError) Is(target error) bool { return target == ErrPlanJSON }
+
+// Unwrap returns the underlying error.
+func (e *PlanJSONError) Unwrap() error { return e.Err }

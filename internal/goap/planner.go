@@ -96,15 +96,27 @@ type Stats struct {
 // on the same domain. It borrows a Planner the domain keeps for reuse; a
 // caller that plans often on one goroutine can keep its own.
 func Plan(ctx context.Context, d *Domain, s State, goal string, opts Options) (*Result, error) {
+	var r *Result
+	err := d.withPlanner(func(p *Planner) error {
+		var err error
+		r, err = p.Plan(ctx, s, goal, opts)
+		return err
+	})
+	return r, err
+}
+
+// withPlanner runs f with a Planner of the domain's pool, and gives it
+// back unless its search structures grew large.
+func (d *Domain) withPlanner(f func(p *Planner) error) error {
 	p, _ := d.planners.Get().(*Planner)
 	if p == nil {
 		p = NewPlanner(d)
 	}
-	r, err := p.Plan(ctx, s, goal, opts)
+	err := f(p)
 	if p.memBytes() <= keepBytes {
 		d.planners.Put(p)
 	}
-	return r, err
+	return err
 }
 
 // keepBytes is the most a Planner may hold to go back to its domain's
@@ -147,6 +159,10 @@ type Planner struct {
 	pruned    bool // a state was dropped for MaxCost
 	path      []int32
 	sol       Solution
+	// Solution.ToPlan's replay of the plan: the state vector and the
+	// facts its states hold.
+	replay  []value
+	present []bool
 }
 
 // NewPlanner returns a Planner for domain d.

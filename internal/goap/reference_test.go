@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -46,10 +47,15 @@ func TestReferenceDomains(t *testing.T) {
 	}
 }
 
-// BenchmarkReference plans on the reference domains two ways: search is
+// BenchmarkReference plans on the reference domains four ways: search is
 // Planner.Search in a warm Planner, the work the reference planners
 // measure (a plan of actions and costs); plan is the package's Plan, which
-// also builds the Result with each step's input and predicted state.
+// also builds the Result with each step's input and predicted state;
+// plan-toplan is Plan and ToPlan, the Plan JSON of a Result; service is
+// what the planner service does per request (internal/planner's
+// goapPlanner.Generate): a state of its own, a Disabled func over the
+// served skills, and PlanJSON, the Plan JSON with its metadata straight
+// from the search.
 func BenchmarkReference(b *testing.B) {
 	for _, rc := range referenceCases {
 		d := loadReference(b, rc.name)
@@ -77,6 +83,35 @@ func BenchmarkReference(b *testing.B) {
 			defer cpuPerOp(b)()
 			for b.Loop() {
 				if _, err := Plan(ctx, d, nil, rc.goal, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(rc.name+"/plan-toplan", func(b *testing.B) {
+			b.ReportAllocs()
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				r, err := Plan(ctx, d, nil, rc.goal, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := ToPlan(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(rc.name+"/service", func(b *testing.B) {
+			skills := map[string]bool{}
+			for _, a := range d.Actions {
+				skills[a.Skill] = true
+			}
+			var disabledSkills []string
+			disabled := func(skill string) bool { return slices.Contains(disabledSkills, skill) || !skills[skill] }
+			b.ReportAllocs()
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				state := State{}
+				if _, err := PlanJSON(ctx, d, state, rc.goal, Options{Disabled: disabled}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -26,6 +26,9 @@ const (
 // tool: a day.
 const MaxTimeoutMs = 86_400_000
 
+// MaxTools is the most tools a plan may have (the schema's maxItems).
+const MaxTools = maxTools
+
 // ErrInvalid is matched by every error Decode returns.
 var ErrInvalid = errors.New("plan: invalid")
 
@@ -518,16 +521,19 @@ func (p *Plan) Check() error {
 		return &Error{PlanID: p.PlanID, Msg: graphMessage(err), Err: err}
 	}
 	refs := make([][]ref, len(p.Tools))
-	fallbacks := make([][]ref, len(p.Tools))
-	rc := newReach(g)
+	var fallbacks [][]ref // made for the first fallback: only they read it
+	var rc *reach         // made for the first reference
 	for i, t := range p.Tools {
-		rs, err := p.checkRefs(rc, i, t.Input, "input")
+		rs, err := p.checkRefs(g, &rc, i, t.Input, "input")
 		if err != nil {
 			return err
 		}
 		refs[i] = rs
 		if t.Fallback != nil {
-			if fallbacks[i], err = p.checkRefs(rc, i, t.Fallback.Input, "fallback input"); err != nil {
+			if fallbacks == nil {
+				fallbacks = make([][]ref, len(p.Tools))
+			}
+			if fallbacks[i], err = p.checkRefs(g, &rc, i, t.Fallback.Input, "fallback input"); err != nil {
 				return err
 			}
 		}
@@ -581,15 +587,18 @@ func metadataGate(metadata json.RawMessage) (*gate.Gate, error) {
 }
 
 // checkRefs finds the references in one of tool i's inputs and checks
-// that each names a tool it depends on.
-func (p *Plan) checkRefs(rc *reach, i int, input json.RawMessage, what string) ([]ref, error) {
+// that each names a tool it depends on, with *rc, made from g when nil.
+func (p *Plan) checkRefs(g *dag.Graph, rc **reach, i int, input json.RawMessage, what string) ([]ref, error) {
 	t := p.Tools[i]
 	rs, err := findRefs(input)
 	if err != nil {
 		return nil, &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: %s: %v", t.ToolID, what, err), Err: err}
 	}
+	if len(rs) > 0 && *rc == nil {
+		*rc = newReach(g)
+	}
 	for _, r := range rs {
-		ok, err := rc.dependsOn(i, r.tool)
+		ok, err := (*rc).dependsOn(i, r.tool)
 		if err != nil {
 			return nil, &Error{PlanID: p.PlanID, Msg: fmt.Sprintf("tool %q: %s at %s references %q: %v", t.ToolID, what, r.at, r.tool, err), Err: err}
 		}

@@ -96,7 +96,11 @@ func (p *Plan) ResolveInputFor(i, n int, outputs Outputs) (json.RawMessage, erro
 	if !v.Fallback {
 		return p.ResolveInput(i, outputs)
 	}
-	return p.resolveInput(i, v.Input, p.fallbacks[i], outputs)
+	var refs []ref
+	if i < len(p.fallbacks) { // Check makes them for a plan with fallbacks
+		refs = p.fallbacks[i]
+	}
+	return p.resolveInput(i, v.Input, refs, outputs)
 }
 
 func (p *Plan) resolveInput(i int, input json.RawMessage, refs []ref, outputs Outputs) (json.RawMessage, error) {

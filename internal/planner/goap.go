@@ -147,7 +147,7 @@ func (g goapPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, err
 	disabled := func(skill string) bool {
 		return slices.Contains(in.DisabledSkills, skill) || !hasSkill(in.Skills, skill)
 	}
-	res, err := goap.Plan(ctx, d, state, goal, goap.Options{Disabled: disabled, MaxMemory: in.Memory, MaxNodes: int(in.Nodes)})
+	p, err := goap.PlanJSON(ctx, d, state, goal, goap.Options{Disabled: disabled, MaxMemory: in.Memory, MaxNodes: int(in.Nodes)})
 	var ue *goap.UnreachableError
 	var be *goap.BudgetError
 	switch {
@@ -161,12 +161,10 @@ func (g goapPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, err
 			code, what = CodeGOAPMemoryBudget, "memory budget (goap.budget.memory, --goap-max-memory)"
 		}
 		return nil, &GenError{Code: code, Category: plan.CategoryPermanent, Message: fmt.Sprintf("%v; this request's %s", err, what)}
+	case errors.Is(err, goap.ErrPlanJSON):
+		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
 	case err != nil:
 		return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
-	}
-	p, err := goap.ToPlan(res)
-	if err != nil {
-		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
 	}
 	return p, nil
 }
