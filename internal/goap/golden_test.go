@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,26 +51,27 @@ var goldenCases = []struct {
 	{name: "farmer-explore-disabled", example: "farmer", goal: "explore", disabled: []string{"explore", "chop", "process-wood", "make-sticks", "craft-hoe", "craft-sign", "write-sign", "collect-drops"}},
 }
 
+// goldenProblem loads a golden case's domain and the options that
+// disable its skills.
+func goldenProblem(t *testing.T, example string, disabled []string) (*Domain, Options) {
+	t.Helper()
+	var d *Domain
+	if doc, err := os.ReadFile(filepath.Join("testdata", "domains", example+".goap.json")); err == nil {
+		d = mustDecode(t, string(doc))
+	} else {
+		d = loadExample(t, example)
+	}
+	opts := Options{}
+	if disabled != nil {
+		opts.Disabled = func(skill string) bool { return slices.Contains(disabled, skill) }
+	}
+	return d, opts
+}
+
 func TestGolden(t *testing.T) {
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
-			var d *Domain
-			if doc, err := os.ReadFile(filepath.Join("testdata", "domains", gc.example+".goap.json")); err == nil {
-				d = mustDecode(t, string(doc))
-			} else {
-				d = loadExample(t, gc.example)
-			}
-			opts := Options{}
-			if gc.disabled != nil {
-				opts.Disabled = func(skill string) bool {
-					for _, s := range gc.disabled {
-						if s == skill {
-							return true
-						}
-					}
-					return false
-				}
-			}
+			d, opts := goldenProblem(t, gc.example, gc.disabled)
 			got := renderGolden(t, d, gc.state, gc.goal, opts)
 			if gc.disabled != nil {
 				got = fmt.Sprintf("disabled skills %v\n", gc.disabled) + got

@@ -419,23 +419,12 @@ func appendState(b []byte, s State, names *[]string) ([]byte, bool) {
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
-// appendFloat writes a finite f as encoding/json does: like %g, but with
-// exponents only below 1e-6 and from 1e21, unpadded.
+// appendFloat writes a finite f as encoding/json does.
 func appendFloat(b []byte, f float64) []byte {
 	if i := int64(f); float64(i) == f && i > -1<<53 && i < 1<<53 && (i != 0 || !math.Signbit(f)) {
 		return strconv.AppendInt(b, i, 10) // a whole number, as 'f' writes it
 	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
+	b, _ = wire.AppendFloat(b, f) // finite: no error
 	return b
 }
 

@@ -156,16 +156,7 @@ func TestToPlanDirect(t *testing.T) {
 	}
 	var problems []problem
 	for _, gc := range goldenCases {
-		var d *Domain
-		if doc, err := os.ReadFile(filepath.Join("testdata", "domains", gc.example+".goap.json")); err == nil {
-			d = mustDecode(t, string(doc))
-		} else {
-			d = loadExample(t, gc.example)
-		}
-		opts := Options{}
-		if gc.disabled != nil {
-			opts.Disabled = func(skill string) bool { return slices.Contains(gc.disabled, skill) }
-		}
+		d, opts := goldenProblem(t, gc.example, gc.disabled)
 		problems = append(problems, problem{d, gc.goal, gc.state, opts})
 	}
 	docs := []string{signs, travel, arbiterDomain, workshopDomain(2),

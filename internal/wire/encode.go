@@ -82,7 +82,7 @@ func AppendResult(b []byte, r *planbus.ToolResult) ([]byte, error) {
 	}
 	if r.DurationMs != 0 {
 		b = appendKey(b, ',', "durationMs")
-		if b, err = appendFloat(b, r.DurationMs); err != nil {
+		if b, err = AppendFloat(b, r.DurationMs); err != nil {
 			return nil, err
 		}
 	}
@@ -114,7 +114,7 @@ func AppendEvent(b []byte, e *planbus.Event) ([]byte, error) {
 	b = appendOptString(b, "workerId", e.WorkerID)
 	if e.DurationMs != 0 {
 		b = appendKey(b, ',', "durationMs")
-		if b, err = appendFloat(b, e.DurationMs); err != nil {
+		if b, err = AppendFloat(b, e.DurationMs); err != nil {
 			return nil, err
 		}
 	}
@@ -186,8 +186,10 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-// appendFloat writes f as encoding/json writes a float64.
-func appendFloat(b []byte, f float64) ([]byte, error) {
+// AppendFloat writes f as encoding/json writes a float64: like %g, but
+// with exponents only below 1e-6 and from 1e21, unpadded. NaN and the
+// infinities are an error, as there.
+func AppendFloat(b []byte, f float64) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(f, 'g', -1, 64))
 	}
