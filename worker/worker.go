@@ -83,7 +83,10 @@ type Worker struct {
 	// reconnectedAt when it was seen to change (reconnectedLately).
 	reconnects    uint64
 	reconnectedAt time.Time
-	ended         *endedPlans // cancels received
+	// startedAt is when Run began: a call stored before it may have been
+	// delivered to another worker before a server crash (olderThanMe).
+	startedAt time.Time
+	ended     *endedPlans // cancels received
 	// rejectLog logs cancels that are not even well formed, a few per
 	// period: anyone may publish them while auth is off.
 	rejectLog zerolog.Logger
@@ -236,6 +239,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	if !w.started.CompareAndSwap(false, true) {
 		return ErrRunTwice
 	}
+	w.mu.Lock()
+	w.startedAt = time.Now()
+	w.mu.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("worker: panic: %v\n%s", r, debug.Stack())
@@ -741,14 +747,14 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}
 	s.stats.Received.Add(1)
 
-	if merr == nil && (meta.NumDelivered > 1 || w.reconnectedLately()) {
+	if merr == nil && (meta.NumDelivered > 1 || w.reconnectedLately() || w.olderThanMe(meta.Timestamp)) {
 		// Delivered again: it may have run before a crash, its result
 		// stored and its acknowledgement lost. A server that crashed may
 		// also have lost the record of the delivery, and deliver it again
 		// as a first (soak: 19 completed calls re-run in 26 soaks of
 		// server kills, each delivered anew with a delivery count of 1):
 		// for a while after the connection came back, every call is asked
-		// about.
+		// about, and so is a call stored before this worker began.
 		if ok, why := w.alreadySettled(&tc); ok {
 			clog.Info().Uint64("deliveries", meta.NumDelivered).Str("why", why).Msg("delivered again after its attempt ended; not running it again")
 			s.stats.Received.Add(1)
@@ -953,6 +959,19 @@ func (w *Worker) reconnectedLately() bool {
 		w.reconnects, w.reconnectedAt = n, now
 	}
 	return !w.reconnectedAt.IsZero() && now.Sub(w.reconnectedAt) < settledWindow
+}
+
+// olderThanMe reports whether a call was stored before this worker began
+// and is delivered to it within settledWindow of that: a worker started
+// after a server crash (the soak restarts killed workers) gets the calls
+// whose deliveries the crash forgot as first deliveries too, though its
+// connection never came back from anything (soak: 4 completed calls run
+// again by a worker started 3 s after their first run). Calls newer than
+// the worker, the usual case, are not asked about.
+func (w *Worker) olderThanMe(stored time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return stored.Before(w.startedAt) && time.Since(w.startedAt) < settledWindow
 }
 
 // alreadySettled asks the dispatchers whether the call's attempt already
