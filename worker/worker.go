@@ -80,11 +80,11 @@ type Worker struct {
 	held    map[uint64]struct{}
 	settled recent[uint64]
 	// reconnects is the connection's reconnect count seen last, and
-	// reconnectedAt when it was seen to change (reconnectedLately).
+	// reconnectedAt when it was seen to change (mayHaveRunBefore).
 	reconnects    uint64
 	reconnectedAt time.Time
 	// startedAt is when Run began: a call stored before it may have been
-	// delivered to another worker before a server crash (olderThanMe).
+	// delivered to another worker before a server crash (mayHaveRunBefore).
 	startedAt time.Time
 	ended     *endedPlans // cancels received
 	// rejectLog logs cancels that are not even well formed, a few per
@@ -747,7 +747,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}
 	s.stats.Received.Add(1)
 
-	if merr == nil && (meta.NumDelivered > 1 || w.reconnectedLately() || w.olderThanMe(meta.Timestamp)) {
+	if merr == nil && (meta.NumDelivered > 1 || w.mayHaveRunBefore(meta.Timestamp)) {
 		// Delivered again: it may have run before a crash, its result
 		// stored and its acknowledgement lost. A server that crashed may
 		// also have lost the record of the delivery, and deliver it again
@@ -945,12 +945,19 @@ const (
 	settledWindow = time.Minute
 )
 
-// reconnectedLately reports whether the worker's connection came back
-// from a lost server within settledWindow (the server may have crashed,
-// and lost the record of deliveries; a call then comes back as a first
-// delivery). It reads the connection's reconnect count, so it needs no
-// handler of the connection, which is the caller's.
-func (w *Worker) reconnectedLately() bool {
+// mayHaveRunBefore reports whether a call delivered for the first time
+// may still have been delivered before, to be asked about: a server that
+// crashed can lose the record of deliveries and deliver calls again as
+// first deliveries. So within settledWindow after the worker's connection
+// came back from a lost server, every call is asked about; and within
+// settledWindow of the worker's start, every call stored before it began
+// (a worker started after the crash, as the soak restarts killed workers,
+// gets the forgotten deliveries too, though its connection never came
+// back from anything: soak, 4 completed calls run again by a worker
+// started 3 s after their first run). Calls newer than the worker, the
+// usual case, are not asked about. It reads the connection's reconnect
+// count, so it needs no handler of the connection, which is the caller's.
+func (w *Worker) mayHaveRunBefore(stored time.Time) bool {
 	now := time.Now()
 	n := w.nc.Stats().Reconnects
 	w.mu.Lock()
@@ -958,20 +965,8 @@ func (w *Worker) reconnectedLately() bool {
 	if n != w.reconnects {
 		w.reconnects, w.reconnectedAt = n, now
 	}
-	return !w.reconnectedAt.IsZero() && now.Sub(w.reconnectedAt) < settledWindow
-}
-
-// olderThanMe reports whether a call was stored before this worker began
-// and is delivered to it within settledWindow of that: a worker started
-// after a server crash (the soak restarts killed workers) gets the calls
-// whose deliveries the crash forgot as first deliveries too, though its
-// connection never came back from anything (soak: 4 completed calls run
-// again by a worker started 3 s after their first run). Calls newer than
-// the worker, the usual case, are not asked about.
-func (w *Worker) olderThanMe(stored time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return stored.Before(w.startedAt) && time.Since(w.startedAt) < settledWindow
+	return !w.reconnectedAt.IsZero() && now.Sub(w.reconnectedAt) < settledWindow ||
+		stored.Before(w.startedAt) && now.Sub(w.startedAt) < settledWindow
 }
 
 // alreadySettled asks the dispatchers whether the call's attempt already

@@ -176,9 +176,9 @@ func newPlanBuilder(n int, action func(i int) string, domain, goal string, cost 
 	}
 	m := make([]byte, 0, metaBytes)
 	m = append(m, `{"goap":{"domain":`...)
-	m = appendString(m, domain)
+	m = wire.AppendString(m, domain)
 	m = append(m, `,"goal":`...)
-	m = appendString(m, goal)
+	m = wire.AppendString(m, goal)
 	m = append(m, `,"cost":`...)
 	m = appendFloat(m, cost)
 	m = append(m, `,"start":`...)
@@ -224,9 +224,9 @@ func (b *planBuilder) tool(i int, action, skill, desc string, input json.RawMess
 		m = append(m, ',')
 	}
 	m = append(m, `{"tool":`...)
-	m = appendString(m, id)
+	m = wire.AppendString(m, id)
 	m = append(m, `,"action":`...)
-	m = appendString(m, action)
+	m = wire.AppendString(m, action)
 	m = append(m, `,"cost":`...)
 	m = appendFloat(m, cost)
 	b.meta = append(m, `,"state":`...)
@@ -334,7 +334,7 @@ func (d *Domain) statesJSON() []factJSON {
 	d.factsJSONOnce.Do(func() {
 		d.factsJSON = make([]factJSON, len(d.Facts))
 		for i := range d.Facts {
-			name := appendString([]byte{','}, d.Facts[i].Name)
+			name := wire.AppendString([]byte{','}, d.Facts[i].Name)
 			name = append(name, ':')
 			yes, no := append(name, "true"...), append(slices.Clip(name), "false"...)
 			d.factsJSON[i] = factJSON{name: slices.Clip(name), yes: yes, no: no}
@@ -365,7 +365,7 @@ func appendVector(b []byte, d *Domain, v []value, in []bool) ([]byte, bool) {
 			}
 			b = appendFloat(append(b, f.name...), x.num)
 		case kString:
-			b = appendString(append(b, f.name...), x.str)
+			b = wire.AppendString(append(b, f.name...), x.str)
 		default:
 			b = append(append(b, f.name...), "null"...)
 		}
@@ -394,7 +394,7 @@ func appendState(b []byte, s State, names *[]string) ([]byte, bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, n)
+		b = wire.AppendString(b, n)
 		b = append(b, ':')
 		switch x := s[n].(type) {
 		case bool:
@@ -405,7 +405,7 @@ func appendState(b []byte, s State, names *[]string) ([]byte, bool) {
 			}
 			b = appendFloat(b, x)
 		case string:
-			b = appendString(b, x)
+			b = wire.AppendString(b, x)
 		default:
 			j, err := json.Marshal(x)
 			if err != nil {
@@ -426,21 +426,6 @@ func appendFloat(b []byte, f float64) []byte {
 	}
 	b, _ = wire.AppendFloat(b, f) // finite: no error
 	return b
-}
-
-// appendString writes s as a JSON string as encoding/json does: printable
-// ASCII other than ", \, <, > and & as it is; anything else by
-// encoding/json itself.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			j, _ := json.Marshal(s) // a string always encodes
-			return append(b, j...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // compactObject reports whether raw is a JSON object as encoding/json

@@ -31,7 +31,7 @@ func AppendCall(b []byte, c *planbus.ToolCall) ([]byte, error) {
 	b = appendKey(b, ',', "timeoutMs")
 	b = strconv.AppendInt(b, c.TimeoutMs, 10)
 	b = appendKey(b, ',', "idempotencyKey")
-	b = appendString(b, c.IdempotencyKey)
+	b = AppendString(b, c.IdempotencyKey)
 	if !c.ReleasedAt.IsZero() {
 		b = appendKey(b, ',', "releasedAt")
 		if b, err = appendTime(b, c.ReleasedAt); err != nil {
@@ -39,9 +39,9 @@ func AppendCall(b []byte, c *planbus.ToolCall) ([]byte, error) {
 		}
 	}
 	b = appendKey(b, ',', "token")
-	b = appendString(b, c.Token)
+	b = AppendString(b, c.Token)
 	b = appendKey(b, ',', "cancelDigest")
-	b = appendString(b, c.CancelDigest)
+	b = AppendString(b, c.CancelDigest)
 	return append(b, '}'), nil
 }
 
@@ -50,7 +50,7 @@ func AppendResult(b []byte, r *planbus.ToolResult) ([]byte, error) {
 	var err error
 	b = appendAttempt(b, r.PlanID, r.RequestID, r.ToolID, r.Skill, r.Attempt)
 	b = appendKey(b, ',', "state")
-	b = appendString(b, r.State)
+	b = AppendString(b, r.State)
 	if len(r.Output) > 0 {
 		b = appendKey(b, ',', "output")
 		if b, err = appendRaw(b, r.Output); err != nil {
@@ -94,13 +94,13 @@ func AppendResult(b []byte, r *planbus.ToolResult) ([]byte, error) {
 func AppendEvent(b []byte, e *planbus.Event) ([]byte, error) {
 	var err error
 	b = appendKey(b, '{', "type")
-	b = appendString(b, e.Type)
+	b = AppendString(b, e.Type)
 	b = appendKey(b, ',', "time")
 	if b, err = appendTime(b, e.Time); err != nil {
 		return nil, err
 	}
 	b = appendKey(b, ',', "requestId")
-	b = appendString(b, e.RequestID)
+	b = AppendString(b, e.RequestID)
 	b = appendOptString(b, "planId", e.PlanID)
 	b = appendOptString(b, "toolId", e.ToolID)
 	b = appendOptString(b, "skill", e.Skill)
@@ -133,24 +133,24 @@ func AppendEvent(b []byte, e *planbus.Event) ([]byte, error) {
 // begin with, which name the attempt.
 func appendAttempt(b []byte, planID, requestID, toolID, skill string, attempt int) []byte {
 	b = appendKey(b, '{', "planId")
-	b = appendString(b, planID)
+	b = AppendString(b, planID)
 	b = appendKey(b, ',', "requestId")
-	b = appendString(b, requestID)
+	b = AppendString(b, requestID)
 	b = appendKey(b, ',', "toolId")
-	b = appendString(b, toolID)
+	b = AppendString(b, toolID)
 	b = appendKey(b, ',', "skill")
-	b = appendString(b, skill)
+	b = AppendString(b, skill)
 	b = appendKey(b, ',', "attempt")
 	return strconv.AppendInt(b, int64(attempt), 10)
 }
 
 func appendError(b []byte, e *planbus.ErrorInfo) []byte {
 	b = appendKey(b, '{', "code")
-	b = appendString(b, e.Code)
+	b = AppendString(b, e.Code)
 	b = appendKey(b, ',', "message")
-	b = appendString(b, e.Message)
+	b = AppendString(b, e.Message)
 	b = appendKey(b, ',', "category")
-	b = appendString(b, e.Category)
+	b = AppendString(b, e.Category)
 	return append(b, '}')
 }
 
@@ -165,7 +165,7 @@ func appendOptString(b []byte, key, s string) []byte {
 	if s == "" {
 		return b
 	}
-	return appendString(appendKey(b, ',', key), s)
+	return AppendString(appendKey(b, ',', key), s)
 }
 
 func appendOptInt(b []byte, key string, n int64) []byte {
@@ -236,10 +236,10 @@ func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 
 const hex = "0123456789abcdef"
 
-// appendString writes s as encoding/json writes a string, HTML escaping
+// AppendString writes s as encoding/json writes a string, HTML escaping
 // on: <, > and & as \u003c, \u003e and \u0026, invalid UTF-8 as \ufffd,
 // U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
