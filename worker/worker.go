@@ -119,11 +119,19 @@ type served struct {
 type callLog struct {
 	log *zerolog.Logger
 	tc  *planbus.ToolCall
+	// seq and stored, when set, are the call message's stream sequence
+	// and the time it was stored: they tell two messages of one call apart.
+	seq    uint64
+	stored time.Time
 }
 
 // with returns e with the call's fields; e may be nil (level disabled).
 func (c callLog) with(e *zerolog.Event) *zerolog.Event {
-	return e.Str("plan_id", c.tc.PlanID).Str("tool_id", c.tc.ToolID).Int("attempt", c.tc.Attempt)
+	e = e.Str("plan_id", c.tc.PlanID).Str("tool_id", c.tc.ToolID).Int("attempt", c.tc.Attempt)
+	if c.seq > 0 {
+		e = e.Uint64("stream_seq", c.seq).Str("stored", c.stored.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	}
+	return e
 }
 
 func (c callLog) Error() *zerolog.Event { return c.with(c.log.Error()) }
@@ -730,6 +738,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	meta, merr := msg.Metadata()
 	settled := false // acknowledged: done with, here or by another worker's result
 	if merr == nil {
+		clog.seq, clog.stored = meta.Sequence.Stream, meta.Timestamp
 		// A call delivered again while this worker still runs or reports
 		// it (its heartbeat came late) runs once: the first delivery's
 		// ack settles both.
@@ -747,6 +756,21 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}
 	s.stats.Received.Add(1)
 
+	ctx, cancel := context.WithCancelCause(w.callCtx)
+	defer cancel(nil)
+	c := &call{msg: msg, planID: tc.PlanID, digest: tc.CancelDigest, cancel: cancel}
+	if !w.track(c) {
+		clog.Debug().Msg("plan ended; dropping its call")
+		settled = msg.Ack() == nil
+		return
+	}
+	// Tracked calls get heartbeats, while the worker asks whether the
+	// call already ran (a question that outlasted the ack wait let the
+	// call go to another worker, which asked too, and both ran it), while
+	// it runs, and until its result is published: a result stream slow to
+	// answer must not let the call run again.
+	defer w.untrack(c)
+
 	if merr == nil && (meta.NumDelivered > 1 || w.mayHaveRunBefore(meta.Timestamp)) {
 		// Delivered again: it may have run before a crash, its result
 		// stored and its acknowledgement lost. A server that crashed may
@@ -755,11 +779,19 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		// server kills, each delivered anew with a delivery count of 1):
 		// for a while after the connection came back, every call is asked
 		// about, and so is a call stored before this worker began.
-		if ok, why := w.alreadySettled(&tc); ok {
+		ok, why, err := w.alreadySettled(ctx, &tc)
+		switch {
+		case ok:
 			clog.Info().Uint64("deliveries", meta.NumDelivered).Str("why", why).Msg("delivered again after its attempt ended; not running it again")
-			s.stats.Received.Add(1)
 			settled = msg.Ack() == nil
 			return
+		case err != nil && ctx.Err() != nil:
+			// Stopped or cancelled while asking: the run below ends at
+			// once, as such a run does.
+		case err != nil:
+			clog.Warn().Err(err).Uint64("deliveries", meta.NumDelivered).Msg("cannot learn whether the call already ran; running it (at least once)")
+		default:
+			clog.Debug().Uint64("deliveries", meta.NumDelivered).Str("why", why).Msg("delivered again, not run to its end before; running it")
 		}
 	}
 	if merr == nil && int(meta.NumDelivered) > w.cfg.MaxDeliver {
@@ -772,8 +804,6 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		return
 	}
 
-	ctx, cancel := context.WithCancelCause(w.callCtx)
-	defer cancel(nil)
 	// The call's trace context, when it has one, is the parent of the
 	// run's span and travels to the skill in ctx.
 	ctx = telemetry.Extract(ctx, msg.Headers())
@@ -784,15 +814,6 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 			telemetry.AttrSkill.String(name), telemetry.AttrAttempt.Int(tc.Attempt), telemetry.AttrWorkerID.String(w.cfg.ID)))
 		defer span.End()
 	}
-	c := &call{msg: msg, planID: tc.PlanID, digest: tc.CancelDigest, cancel: cancel}
-	if !w.track(c) {
-		clog.Debug().Msg("plan ended; dropping its call")
-		settled = msg.Ack() == nil
-		return
-	}
-	// Tracked calls get heartbeats, until their result is published too:
-	// a result stream slow to answer must not let the call run again.
-	defer w.untrack(c)
 	s.stats.Running.Add(1)
 	started := time.Now()
 	w.event(planbus.Event{Type: planbus.EventToolStarted, Time: started, RequestID: tc.RequestID, PlanID: tc.PlanID,
@@ -941,7 +962,7 @@ func isObject(data []byte) bool {
 // already ended; settledWindow is how long after its connection came back
 // a worker asks about every call.
 const (
-	settledWait   = 5 * time.Second
+	settledWait   = 15 * time.Second
 	settledWindow = time.Minute
 )
 
@@ -969,22 +990,46 @@ func (w *Worker) mayHaveRunBefore(stored time.Time) bool {
 		stored.Before(w.startedAt) && now.Sub(w.startedAt) < settledWindow
 }
 
+// errNoSettledAnswer is alreadySettled's error when no dispatcher could
+// tell.
+var errNoSettledAnswer = errors.New("no dispatcher could tell")
+
 // alreadySettled asks the dispatchers whether the call's attempt already
-// ended (see planbus.SettledQuery). With no answer (no dispatcher runs, or
-// one that does not know the endpoint) the call runs: at least once.
-func (w *Worker) alreadySettled(tc *planbus.ToolCall) (bool, string) {
+// ended (see planbus.SettledQuery), and why. A dispatcher that cannot tell
+// for the moment (it answers with an error: the server it reads from is
+// just back from a crash, a stream leader moves) or no answer at all is
+// asked again, with backoff, for up to settledWait; then, with still no
+// answer, it returns an error and the call runs: at least once. "No
+// responders" is asked again too: just after a server came back, the
+// dispatchers may not have reconnected yet, and the call was published by
+// one.
+func (w *Worker) alreadySettled(ctx context.Context, tc *planbus.ToolCall) (bool, string, error) {
 	q, _ := json.Marshal(planbus.SettledQuery{PlanID: tc.PlanID, ToolID: tc.ToolID, Attempt: tc.Attempt, Token: tc.Token})
-	ctx, cancel := context.WithTimeout(w.callCtx, settledWait)
+	ctx, cancel := context.WithTimeout(ctx, settledWait)
 	defer cancel()
-	m, err := w.nc.RequestWithContext(ctx, bus.SubjectCallSettled, q)
-	if err != nil || m.Header.Get("Nats-Service-Error-Code") != "" {
-		return false, ""
+	var last error
+	for pause := 100 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
+		reqCtx, reqCancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := w.nc.RequestWithContext(reqCtx, bus.SubjectCallSettled, q)
+		reqCancel()
+		switch {
+		case err != nil:
+			last = err
+		case m.Header.Get("Nats-Service-Error-Code") != "":
+			last = fmt.Errorf("a dispatcher answered %s %s", m.Header.Get("Nats-Service-Error-Code"), m.Header.Get("Nats-Service-Error"))
+		default:
+			var r planbus.SettledReply
+			if err := json.Unmarshal(m.Data, &r); err != nil {
+				return false, "", fmt.Errorf("%w: the answer does not decode: %v", errNoSettledAnswer, err)
+			}
+			return r.Settled, r.Why, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, "", fmt.Errorf("%w within %s: %v", errNoSettledAnswer, settledWait, last)
+		case <-time.After(pause):
+		}
 	}
-	var r planbus.SettledReply
-	if json.Unmarshal(m.Data, &r) != nil {
-		return false, ""
-	}
-	return r.Settled, r.Why
 }
 
 // refuseCall answers a call that does not decode, err says why: one that

@@ -224,6 +224,58 @@ func TestLongCallIsNotRedelivered(t *testing.T) {
 	}
 }
 
+// A worker that asks the dispatchers whether a call may already have run
+// keeps the call, with heartbeats, until the answer comes: a question that
+// outlasted the ack wait let the call go to another worker, which asked
+// too, got the same answer, and both ran it (soak, issue 23: a server
+// restart held the first answer for 13 s).
+func TestACallIsKeptWhileTheWorkerAsksWhetherItRan(t *testing.T) {
+	e := newEnv(t)
+	questions := make(chan *nats.Msg, 16)
+	sub, err := e.conn.NC.ChanSubscribe(bus.SubjectCallSettled, questions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := e.conn.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var starts atomic.Int64
+	once := skillOf("once", func(_ context.Context, call *skill.Call) (skill.Result, error) {
+		starts.Add(1)
+		return skill.Result{Output: call.Input}, nil
+	})
+	// Stored before the worker starts, the call is asked about (it may
+	// have gone to another worker before a server crash).
+	e.publish(newCall("p1", "t", "once", `{}`))
+	const ackWait = time.Second
+	e.startWorker(worker.Config{Skills: []skill.Skill{once}, AckWait: ackWait})
+	var q *nats.Msg
+	select {
+	case q = <-questions:
+	case <-time.After(wait):
+		t.Fatal("the worker did not ask whether the call already ran")
+	}
+	// The answer comes after four ack waits: a dispatcher busy, or its
+	// server just back from a crash.
+	select {
+	case extra := <-questions:
+		t.Fatalf("asked again while the first question waits: %s", extra.Data)
+	case <-time.After(4 * ackWait):
+	}
+	if err := q.Respond([]byte(`{"settled":false,"why":"no result of the attempt is stored"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
+	}
+	ci := e.waitSettled("once")
+	if n := starts.Load(); n != 1 || ci.Delivered.Consumer != 1 {
+		t.Errorf("the call started %d times and was delivered %d times, want once and once: "+
+			"its ack wait ran out while the worker asked about it", n, ci.Delivered.Consumer)
+	}
+}
+
 // A worker left without an AckWait takes its skill's consumer's, and every
 // worker heartbeats to the consumer's current one: a worker given a short
 // AckWait that joins and leaves must not make the others' long calls run

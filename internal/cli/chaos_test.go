@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -82,6 +83,22 @@ func (p *procs) output(cmd *exec.Cmd) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.logs[cmd].String()
+}
+
+// grep is every line of every process's output (killed ones' too) that
+// holds all of words, each line after the process's name and pid.
+func (p *procs) grep(words ...string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, c := range p.all {
+		for line := range strings.Lines(p.logs[c].String()) {
+			if !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(line, w) }) {
+				fmt.Fprintf(&b, "%s[%d]: %s", filepath.Base(c.Path), c.Process.Pid, line)
+			}
+		}
+	}
+	return b.String()
 }
 
 // kill9 ends a process the hard way: no signal handler runs, nothing is

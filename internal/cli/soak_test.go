@@ -152,7 +152,7 @@ func TestSoak(t *testing.T) {
 	addr := l.Addr().String()
 	_ = l.Close()
 	url := "nats://" + addr
-	env := append(processEnv(t), "PLANBUS_LOG_LEVEL=warn")
+	env := append(processEnv(t), "PLANBUS_LOG_LEVEL=info")
 	p := &procs{t: t, bins: bins, env: env}
 	t.Cleanup(p.stopAll)
 
@@ -283,6 +283,9 @@ func TestSoak(t *testing.T) {
 	t.Log(summary)
 	for _, e := range d.examples {
 		t.Log(e)
+	}
+	for _, k := range d.rerunCompleted {
+		t.Logf("what the processes logged of %s/%s/%d:\n%s", k.planID, k.toolID, k.attempt, p.grep(k.planID))
 	}
 	if killedServers.Load() < 2 && n >= 6 {
 		t.Errorf("the embedded server was killed %d times, want 2", killedServers.Load())

@@ -120,7 +120,7 @@ func TestSoakLedgerWorker(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly, NoColor: true}).Level(zerolog.WarnLevel).
+	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000", NoColor: true}).Level(zerolog.DebugLevel).
 		With().Timestamp().Str("component", "ledger-worker").Logger()
 	conn, err := bus.Dial(ctx, bus.Config{URL: *soakURL, NKeySeedFile: *soakNkey, Role: bus.RoleWorker}, log)
 	if err != nil {
@@ -320,8 +320,10 @@ type duplicates struct {
 	completed  int // its result was stored before it ran again: a re-run of a completed call
 	workerDied int // no result stored yet, and a worker that ran it earlier had been killed
 	stillOn    int // no result stored yet, and the workers that ran it live: its ack wait ran out
-	// examples describe the first few re-runs.
-	examples []string
+	// examples describe the first few re-runs; rerunCompleted are the
+	// first few attempts that ran again after their result was stored.
+	examples       []string
+	rerunCompleted []ledgerKey
 }
 
 // all is every duplicate side effect.
@@ -365,6 +367,9 @@ func countDuplicates(runs []ledgerRun, stored map[ledgerKey]time.Time, killed ma
 			switch {
 			case ok && at.Before(r.Began):
 				d.completed++
+				if len(d.rerunCompleted) < 5 {
+					d.rerunCompleted = append(d.rerunCompleted, k)
+				}
 				cause = fmt.Sprintf("its result was stored %s before", r.Began.Sub(at).Round(time.Millisecond))
 			case slices.ContainsFunc(rs[:i], func(e ledgerRun) bool {
 				at, ok := killed[e.WorkerID]

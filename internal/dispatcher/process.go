@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -174,7 +175,15 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 	if again {
 		// This message may have been handled before by a dispatcher
 		// that died before finishing: redo what the state implies.
-		fx.Merge(ent.eng.Outstanding())
+		redo := ent.eng.Outstanding()
+		if len(redo.Releases) > 0 {
+			ev := log.Info().Int("calls", len(redo.Releases))
+			for i, r := range redo.Releases[:min(len(redo.Releases), 8)] {
+				ev = ev.Str("call_"+strconv.Itoa(i), ent.eng.Plan().Tools[r.Index].ToolID+"/"+strconv.Itoa(r.Attempt))
+			}
+			ev.Msg("a message of the plan may have been handled before: publishing again the calls its state shows running")
+		}
+		fx.Merge(redo)
 		fx.Dedupe()
 	}
 	out := d.render(ent, &fx, now)
