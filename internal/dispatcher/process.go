@@ -176,8 +176,8 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 		// This message may have been handled before by a dispatcher
 		// that died before finishing: redo what the state implies.
 		redo := ent.eng.Outstanding()
-		if len(redo.Releases) > 0 {
-			ev := log.Info().Int("calls", len(redo.Releases))
+		if ev := log.Debug(); ev.Enabled() && len(redo.Releases) > 0 {
+			ev = ev.Int("calls", len(redo.Releases))
 			for i, r := range redo.Releases[:min(len(redo.Releases), 8)] {
 				ev = ev.Str("call_"+strconv.Itoa(i), ent.eng.Plan().Tools[r.Index].ToolID+"/"+strconv.Itoa(r.Attempt))
 			}
