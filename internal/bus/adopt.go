@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -89,12 +90,13 @@ func (c *Conn) streamConfig(ctx context.Context, name string) (*jetstream.Stream
 	return cfg, nil
 }
 
-var partitionsRE = regexp.MustCompile(`\{\{partition\((\d+),`)
+// partitionsRE is compiled on first use rather than at every command's start.
+var partitionsRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{partition\((\d+),`) })
 
 // partitionsOf reads the partition count of a subject transform's
 // destination (Partitioned.Transform); 0 when it has none.
 func partitionsOf(dest string) int {
-	m := partitionsRE.FindStringSubmatch(dest)
+	m := partitionsRE().FindStringSubmatch(dest)
 	if m == nil {
 		return 0
 	}

@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/planbus/planbus/skill"
 )
 
-var simulatedSpec = regexp.MustCompile(`^([A-Za-z0-9_-]{1,64})(?:\(([A-Za-z0-9_,\s-]*)\))?(?:@([0-9a-zµ.]+))?(?:=([a-z_]+))?$`)
+// simulatedSpec is compiled on first use, not at init: its {1,64} makes
+// a program of 80 KB and 1,700 allocations that every command would pay.
+var simulatedSpec = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9_-]{1,64})(?:\(([A-Za-z0-9_,\s-]*)\))?(?:@([0-9a-zµ.]+))?(?:=([a-z_]+))?$`)
+})
 
 // maxSimulatedDelay bounds the time a simulated skill takes.
 const maxSimulatedDelay = time.Hour
@@ -26,7 +31,7 @@ const maxSimulatedDelay = time.Hour
 // merged into the session state as remember's input is: a GOAP action
 // can say what its stand-in does to the world.
 func Simulated(spec string) (skill.Skill, error) {
-	m := simulatedSpec.FindStringSubmatch(strings.TrimSpace(spec))
+	m := simulatedSpec().FindStringSubmatch(strings.TrimSpace(spec))
 	if m == nil {
 		return skill.Skill{}, fmt.Errorf("skills: simulated skill %q: want name, name(p1,p2), name@3s or name(p1,p2)=category", spec)
 	}
