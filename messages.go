@@ -2,6 +2,7 @@ package planbus
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -344,4 +345,51 @@ type ReplyError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+}
+
+// Output decodes the output of the tool toolID into v, as json.Unmarshal
+// does. It is an error, naming the tool, when the result does not list
+// the tool, when the tool did not succeed (its state and error), or when
+// the result left outputs out to fit in a message (OutputsOmitted: the
+// output is in the RESULTS stream at the tool's ResultSeq).
+func (r *ExecutionResult) Output(toolID string, v any) error {
+	for i := range r.Tools {
+		t := &r.Tools[i]
+		if t.ToolID != toolID {
+			continue
+		}
+		if t.State != ToolSucceeded {
+			if t.Error != nil {
+				return fmt.Errorf("planbus: tool %s of plan %s %s: %s: %s", toolID, r.PlanID, t.State, t.Error.Code, t.Error.Message)
+			}
+			return fmt.Errorf("planbus: tool %s of plan %s %s, with no output", toolID, r.PlanID, t.State)
+		}
+		if len(t.Output) == 0 && r.OutputsOmitted {
+			return fmt.Errorf("planbus: the result of plan %s leaves outputs out (too large for one message): tool %s's is in the RESULTS stream at sequence %d", r.PlanID, toolID, t.ResultSeq)
+		}
+		if len(t.Output) == 0 {
+			return fmt.Errorf("planbus: tool %s of plan %s succeeded with no output", toolID, r.PlanID)
+		}
+		if err := json.Unmarshal(t.Output, v); err != nil {
+			return fmt.Errorf("planbus: tool %s's output: %w", toolID, err)
+		}
+		return nil
+	}
+	if r.ToolsOmitted {
+		return fmt.Errorf("planbus: the result of plan %s lists only its failed tools (too large for one message), and %s is not one", r.PlanID, toolID)
+	}
+	return fmt.Errorf("planbus: plan %s has no tool %s", r.PlanID, toolID)
+}
+
+// Output decodes the output of the tool toolID of the request's last plan
+// into v (ExecutionResult.Output). A request that ran no plan (refused, or
+// cancelled before one started) is an error saying so.
+func (o *Outcome) Output(toolID string, v any) error {
+	if o.Execution == nil {
+		if o.Error != nil {
+			return fmt.Errorf("planbus: request %s ran no plan (%s): %s: %s", o.RequestID, o.Status, o.Error.Code, o.Error.Message)
+		}
+		return fmt.Errorf("planbus: request %s ran no plan (%s)", o.RequestID, o.Status)
+	}
+	return o.Execution.Output(toolID, v)
 }

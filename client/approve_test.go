@@ -18,7 +18,7 @@ func TestRejectAWaitingTool(t *testing.T) {
 	c := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	acc, err := c.SubmitPlan(ctx, []byte(`{"planId": "gate", "tools": [
+	acc, err := c.SubmitPlanJSON(ctx, []byte(`{"planId": "gate", "tools": [
 		{"toolId": "ask", "skill": "echo", "approval": {"prompt": "Send the invoices?"}},
 		{"toolId": "send", "skill": "echo", "dependencies": ["ask"]}]}`))
 	if err != nil {

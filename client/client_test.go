@@ -103,7 +103,7 @@ func TestSubmitPlanAwaitStatusAndWatch(t *testing.T) {
 		{"toolId": "A", "skill": "echo", "input": {"n": 1}},
 		{"toolId": "B", "skill": "sleep", "dependencies": ["A"], "input": {"ms": 50}}]}`)
 	kept := bytes.Clone(doc)
-	acc, err := c.SubmitPlan(ctx, doc)
+	acc, err := c.SubmitPlanJSON(ctx, doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestRejectionsAndNotFound(t *testing.T) {
 	if !errors.As(err, &rej) || rej.Reply.Error.Field != "/plan/tools/0/skill" || rej.Reply.Error.Code != planbus.CodeInvalidRequest {
 		t.Errorf("unknown skill: %v, want a rejection at /plan/tools/0/skill", err)
 	}
-	if _, err := c.SubmitPlan(ctx, []byte(`not json`)); err == nil {
+	if _, err := c.SubmitPlanJSON(ctx, []byte(`not json`)); err == nil {
 		t.Error("a plan that is not JSON: no error")
 	}
 	if _, err := c.RunPlan(ctx, []byte(`{"tools": [{"toolId": "a", "skill": "echo", "dependencies": ["a"]}]}`), nil); !errors.As(err, &rej) {

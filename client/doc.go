@@ -20,11 +20,16 @@
 //
 //	nc, _ := nats.Connect("nats://127.0.0.1:4222")
 //	c, _ := client.New(nc)
-//	out, err := c.Run(ctx, []byte(`{"kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "echo"}]}}`), nil)
+//	run, err := c.SubmitPlan(ctx, planbus.Plan{Tools: []planbus.Tool{{ToolID: "a", Skill: "echo"}}})
+//	out, err := run.Wait(ctx)
 //
-// Requests and plans are JSON documents (schemas/plan-request.schema.json,
-// schemas/plan.schema.json); what comes back are the message types of
-// package planbus. The Client never changes a document it is given.
+// A plan built in Go (planbus.Plan) is checked against the plan schema
+// before it is sent, and SubmitPlan returns a Run: a handle to wait for
+// the outcome, follow the events, read the status or cancel. Requests and
+// plans may also be sent as JSON documents (schemas/plan-request.schema.json,
+// schemas/plan.schema.json: Run, SubmitRequest, SubmitPlanJSON, RunPlan);
+// what comes back are the message types of package planbus. The Client
+// never changes a document it is given.
 // Options set its logger (WithLogger), how long it waits for the
 // planner's replies (WithRequestTimeout), how often a wait reads the outcome's
 // stream again, for one published while the connection was down

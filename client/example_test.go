@@ -59,6 +59,43 @@ func Example() {
 	// Output: hello succeeded hello-1 {"greeting":"hi"}
 }
 
+// Build a plan in Go, submit it and read a tool's output: b echoes the
+// number a echoed, through a reference.
+func ExampleClient_SubmitPlan() {
+	url, stop := system()
+	defer stop()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		panic(err)
+	}
+	defer nc.Close()
+	c, err := client.New(nc)
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := c.SubmitPlan(ctx, planbus.Plan{RequestID: "typed", Tools: []planbus.Tool{
+		{ToolID: "a", Skill: "echo", Input: map[string]any{"n": 42}},
+		{ToolID: "b", Skill: "echo", Dependencies: []string{"a"}, Input: map[string]any{"got": planbus.Ref("a", "/n")}},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	out, err := run.Wait(ctx)
+	if err != nil {
+		panic(err)
+	}
+	var b struct {
+		Got int `json:"got"`
+	}
+	if err := out.Output("b", &b); err != nil {
+		panic(err)
+	}
+	fmt.Println(run.ID, out.Status, b.Got)
+	// Output: typed succeeded 42
+}
+
 // Submit a plan, cancel it while it runs, and list what ran.
 func ExampleClient_Cancel() {
 	url, stop := system()
@@ -74,7 +111,7 @@ func ExampleClient_Cancel() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	acc, err := c.SubmitPlan(ctx, []byte(`{"planId": "nap", "tools": [
+	acc, err := c.SubmitPlanJSON(ctx, []byte(`{"planId": "nap", "tools": [
 		{"toolId": "sleep", "skill": "sleep", "input": {"ms": 30000}},
 		{"toolId": "wake", "skill": "echo", "dependencies": ["sleep"]}]}`))
 	if err != nil {
@@ -131,7 +168,7 @@ func ExampleClient_Approve() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	acc, err := c.SubmitPlan(ctx, []byte(`{"planId": "release", "tools": [
+	acc, err := c.SubmitPlanJSON(ctx, []byte(`{"planId": "release", "tools": [
 		{"toolId": "build", "skill": "echo", "input": {"version": "1.2"}},
 		{"toolId": "deploy", "skill": "echo", "dependencies": ["build"],
 		 "approval": {"prompt": "Deploy 1.2 to production?"}}]}`))

@@ -39,13 +39,14 @@ func (c *Client) SubmitRequest(ctx context.Context, request []byte) (*planbus.Ac
 	return &acc, nil
 }
 
-// SubmitPlan sends a bare Plan JSON (schemas/plan.schema.json) to the
-// planner as a request of kind plan and returns once it is accepted. The
+// SubmitPlanJSON sends a bare Plan JSON (schemas/plan.schema.json), a plan
+// file say, to the planner as a request of kind plan and returns once it is
+// accepted; SubmitPlan does the same for a planbus.Plan built in Go. The
 // request id is the plan's requestId, else its planId, else a new one;
 // the session is the plan's. The planner runs the plan as
 // <requestId>-1. A plan the planner refuses is a *RejectedError naming the
 // problem (its fields under /plan).
-func (c *Client) SubmitPlan(ctx context.Context, plan []byte) (*planbus.Accepted, error) {
+func (c *Client) SubmitPlanJSON(ctx context.Context, plan []byte) (*planbus.Accepted, error) {
 	req, err := planRequest(plan)
 	if err != nil {
 		return nil, err

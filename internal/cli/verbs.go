@@ -221,7 +221,7 @@ func plannerSubmit(ctx context.Context, args []string, io IO) int {
 	defer closeConn()
 	var acc *planbus.Accepted
 	if bare {
-		acc, err = cl.SubmitPlan(ctx, doc)
+		acc, err = cl.SubmitPlanJSON(ctx, doc)
 	} else {
 		acc, err = cl.SubmitRequest(ctx, doc)
 	}

@@ -284,7 +284,7 @@ func TestAuthClientSubmitsWatchesCancelsAndLists(t *testing.T) {
 	}
 	defer conn.Close()
 	c := newClient(t, conn)
-	acc, err := c.SubmitPlan(ctx, []byte(`{"planId": "auth-nap", "tools": [
+	acc, err := c.SubmitPlanJSON(ctx, []byte(`{"planId": "auth-nap", "tools": [
 		{"toolId": "S", "skill": "sleep", "input": {"ms": 30000}},
 		{"toolId": "E", "skill": "echo", "dependencies": ["S"]}]}`))
 	if err != nil {

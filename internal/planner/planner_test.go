@@ -515,7 +515,7 @@ func TestARequestIDNamesOneRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc, err = h.c.SubmitPlan(ctx, []byte(bare))
+	acc, err = h.c.SubmitPlanJSON(ctx, []byte(bare))
 	if err != nil || !acc.Duplicate {
 		t.Fatalf("the same bare plan again: %+v, %v; want a duplicate", acc, err)
 	}

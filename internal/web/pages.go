@@ -513,7 +513,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if _, isRequest := fields["kind"]; isRequest {
 		acc, err = s.cl.SubmitRequest(ctx, []byte(doc))
 	} else {
-		acc, err = s.cl.SubmitPlan(ctx, []byte(doc))
+		acc, err = s.cl.SubmitPlanJSON(ctx, []byte(doc))
 	}
 	var rej *client.RejectedError
 	if errors.As(err, &rej) {

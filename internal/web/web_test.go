@@ -192,7 +192,7 @@ func TestChangesStream(t *testing.T) {
 	mine, _ := s.openStream(t, ctx, "/events?request=chg")
 	// The streams subscribe before they answer; a request accepted now
 	// is seen by both.
-	if _, err := s.cl.SubmitPlan(ctx, []byte(`{"planId": "chg", "tools": [{"toolId": "A", "skill": "echo"}]}`)); err != nil {
+	if _, err := s.cl.SubmitPlanJSON(ctx, []byte(`{"planId": "chg", "tools": [{"toolId": "A", "skill": "echo"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ch := range []<-chan sseEvent{events, mine} {
@@ -216,7 +216,7 @@ func TestCancelNeedsTheCSRFToken(t *testing.T) {
 	s := start(t, web.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if _, err := s.cl.SubmitPlan(ctx, []byte(`{"planId": "long", "tools": [{"toolId": "S", "skill": "sleep", "input": {"ms": 30000}}]}`)); err != nil {
+	if _, err := s.cl.SubmitPlanJSON(ctx, []byte(`{"planId": "long", "tools": [{"toolId": "S", "skill": "sleep", "input": {"ms": 30000}}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	s.waitStarted(t, ctx, "long", "S")
@@ -348,7 +348,7 @@ func TestApprovalHook(t *testing.T) {
 	s := start(t, web.Config{Approvals: ap})
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if _, err := s.cl.SubmitPlan(ctx, []byte(`{"planId": "ap", "tools": [{"toolId": "S", "skill": "sleep", "input": {"ms": 30000}}]}`)); err != nil {
+	if _, err := s.cl.SubmitPlanJSON(ctx, []byte(`{"planId": "ap", "tools": [{"toolId": "S", "skill": "sleep", "input": {"ms": 30000}}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	s.waitStarted(t, ctx, "ap", "S")
@@ -382,7 +382,7 @@ func TestClientApprovals(t *testing.T) {
 			}
 		})
 	}()
-	if _, err := s.cl.SubmitPlan(ctx, []byte(`{"planId": "rel", "tools": [
+	if _, err := s.cl.SubmitPlanJSON(ctx, []byte(`{"planId": "rel", "tools": [
 		{"toolId": "build", "skill": "echo", "input": {"v": 1}},
 		{"toolId": "deploy", "skill": "echo", "dependencies": ["build"], "approval": {"prompt": "Deploy?"}}]}`)); err != nil {
 		t.Fatal(err)
