@@ -9,7 +9,8 @@ import (
 )
 
 // Run is a request the planner accepted: a handle to wait for its outcome,
-// follow its events, read its status or cancel it. SubmitPlan returns one.
+// follow its events, read its status or cancel it. Submit and SubmitPlan
+// return one.
 // A Run holds nothing open: it is its request id, and may be made for any
 // request id with Client.RunOf.
 type Run struct {
@@ -41,6 +42,28 @@ func (c *Client) SubmitPlan(ctx context.Context, plan planbus.Plan) (*Run, error
 		return nil, err
 	}
 	doc, id := withRequestID(req)
+	acc, err := c.SubmitRequest(ctx, doc)
+	if err != nil {
+		return nil, err
+	}
+	return &Run{c: c, ID: id, Accepted: *acc}, nil
+}
+
+// Submit checks req against the request schema (planbus.Request.Validate),
+// sends it to the planner and returns once it is accepted, with a handle to
+// follow it. A request without a RequestID is sent with a new one. A
+// request the schema refuses is not sent (the error names each place);
+// one the planner refuses is a *RejectedError naming the problem; the same
+// request sent again is accepted with Run.Accepted.Duplicate set.
+func (c *Client) Submit(ctx context.Context, req planbus.Request) (*Run, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("client: request: %w", err)
+	}
+	doc, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: request: %w", err)
+	}
+	doc, id := withRequestID(doc)
 	acc, err := c.SubmitRequest(ctx, doc)
 	if err != nil {
 		return nil, err
