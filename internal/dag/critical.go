@@ -21,7 +21,7 @@ func (g *Graph) CriticalPath(weight func(i int) int64) []int {
 	end := -1
 	for _, i := range g.order {
 		prev[i] = -1
-		for _, d := range g.deps[i] {
+		for _, d := range g.Deps(i) {
 			if prev[i] == -1 || better(total[d], count[d], total[prev[i]], count[prev[i]]) {
 				prev[i] = d
 			}

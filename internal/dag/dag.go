@@ -3,6 +3,7 @@ package dag
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 )
@@ -65,89 +66,120 @@ func (e *CycleError) Unwrap() error { return ErrCycle }
 
 // Graph is a validated DAG. Edges point from a dependency to its dependents.
 type Graph struct {
-	ids        []string
-	index      map[string]int
-	deps       [][]int // deps[i]: the nodes i depends on, in declaration order
-	dependents [][]int // dependents[i]: the nodes that depend on i, in document order
-	order      []int   // Kahn order
+	ids []string
+	// table finds a node by id: open addressing on the id's hash, each
+	// slot 1 + a node's index or 0 for none; its length is a power of two
+	// at least twice the nodes'.
+	table []int32
+	// edges holds every node's dependencies in declaration order, then
+	// every node's dependents in document order: node i's are
+	// edges[depAt[i]:depAt[i+1]] and edges[revAt[i]:revAt[i+1]].
+	edges        []int
+	depAt, revAt []int
+	order        []int // Kahn order
+}
+
+// seed keys the ids' hash: a plan's author cannot choose ids that collide.
+var seed = maphash.MakeSeed()
+
+// slot returns where in the table the search for id starts, and the mask
+// of the table's index.
+func (g *Graph) slot(id string) (int, int) {
+	mask := len(g.table) - 1
+	return int(maphash.String(seed, id) & uint64(mask)), mask
 }
 
 // New validates nodes and builds the graph. It returns a *NodeError for the
 // first malformed declaration in document order, or a *CycleError naming one
 // cycle's path.
 func New(nodes []Node) (*Graph, error) {
-	g := &Graph{
-		ids:        make([]string, len(nodes)),
-		index:      make(map[string]int, len(nodes)),
-		deps:       make([][]int, len(nodes)),
-		dependents: make([][]int, len(nodes)),
+	return NewFunc(len(nodes), func(i int) Node { return nodes[i] })
+}
+
+// NewFunc is New of the n nodes node(0), ..., node(n-1), for a caller
+// whose nodes are in another form (a plan's tools): it need not build
+// them as a slice. node is called a few times per node and must return
+// the same each time.
+//
+// The graph takes four allocations, whatever its size: the Graph, its
+// ids, the table of ids and one array of every index it holds (a plan of
+// 25 tools was ten, and a map).
+func NewFunc(n int, node func(i int) Node) (*Graph, error) {
+	size := 2
+	for size < 2*n {
+		size <<= 1
 	}
-	for i, n := range nodes {
-		if n.ID == "" {
+	g := &Graph{ids: make([]string, n), table: make([]int32, size)}
+	mask := size - 1
+	for i := range n {
+		id := node(i).ID
+		if id == "" {
 			return nil, &NodeError{Err: ErrEmptyID, Index: i}
 		}
-		if _, dup := g.index[n.ID]; dup {
-			return nil, &NodeError{Err: ErrDuplicateID, Index: i, ID: n.ID}
+		h := int(maphash.String(seed, id) & uint64(mask))
+		for ; g.table[h] != 0; h = (h + 1) & mask {
+			if g.ids[g.table[h]-1] == id {
+				return nil, &NodeError{Err: ErrDuplicateID, Index: i, ID: id}
+			}
 		}
-		g.index[n.ID] = i
-		g.ids[i] = n.ID
+		g.table[h] = int32(i + 1)
+		g.ids[i] = id
 	}
-	edges := 0
+	total := 0
+	for i := range n {
+		total += len(node(i).Deps)
+	}
+	// depAt, revAt, the dependencies, the dependents, the order, then
+	// seenBy, which is scratch space.
+	ints := make([]int, 2*(n+1)+2*total+2*n)
+	g.depAt, ints = ints[:n+1:n+1], ints[n+1:]
+	g.revAt, ints = ints[:n+1:n+1], ints[n+1:]
+	g.edges, ints = ints[:2*total:2*total], ints[2*total:]
+	order, seenBy := ints[:0:n], ints[n:]
 	// seenBy[j] is 1 + the node that last listed j as a dependency: a
 	// duplicate is found in O(1), so a node with many dependencies (the
 	// end of a wide fan-out) costs linear time, not quadratic.
-	seenBy := make([]int, len(nodes))
-	// Every node's dependencies, one after another, in one array (a plan
-	// of many tools was an allocation per tool here).
-	total := 0
-	for _, n := range nodes {
-		total += len(n.Deps)
-	}
-	all := make([]int, 0, total)
-	for i, n := range nodes {
-		if len(n.Deps) == 0 {
-			continue
-		}
-		start := len(all)
-		for _, d := range n.Deps {
-			j, ok := g.index[d]
+	all := g.edges[:0]
+	for i := range n {
+		nd := node(i)
+		for _, d := range nd.Deps {
+			j, ok := g.Index(d)
 			switch {
 			case !ok:
-				return nil, &NodeError{Err: ErrUnknownDep, Index: i, ID: n.ID, Dep: d}
+				return nil, &NodeError{Err: ErrUnknownDep, Index: i, ID: nd.ID, Dep: d}
 			case j == i:
-				return nil, &NodeError{Err: ErrSelfDep, Index: i, ID: n.ID, Dep: d}
+				return nil, &NodeError{Err: ErrSelfDep, Index: i, ID: nd.ID, Dep: d}
 			}
 			if seenBy[j] == i+1 {
-				return nil, &NodeError{Err: ErrDuplicateDep, Index: i, ID: n.ID, Dep: d}
+				return nil, &NodeError{Err: ErrDuplicateDep, Index: i, ID: nd.ID, Dep: d}
 			}
 			seenBy[j] = i + 1
 			all = append(all, j)
 		}
-		g.deps[i] = all[start:len(all):len(all)]
-		edges += len(all) - start
+		g.depAt[i+1] = len(all)
 	}
-	// Dependents in document order: walk nodes in order, putting i in each
-	// of its dependencies' lists, which share one array too. seenBy
-	// counts, then places.
+	// Dependents in document order: count them per node, place each
+	// node's list after the one before, then walk the nodes in order,
+	// putting i in each of its dependencies' lists. seenBy counts, then
+	// places.
 	next := seenBy
 	clear(next)
 	for _, j := range all {
 		next[j]++
 	}
-	back := make([]int, len(all))
-	at := 0
+	at := total
 	for j, c := range next {
-		if c > 0 {
-			g.dependents[j] = back[at : at : at+c]
-		}
+		g.revAt[j], next[j] = at, at
 		at += c
 	}
-	for i, ds := range g.deps {
-		for _, j := range ds {
-			g.dependents[j] = append(g.dependents[j], i)
+	g.revAt[n] = at
+	for i := range n {
+		for _, j := range g.Deps(i) {
+			g.edges[next[j]] = i
+			next[j]++
 		}
 	}
-	order, ok := g.kahn()
+	order, ok := g.kahn(order, seenBy)
 	if !ok {
 		return nil, &CycleError{Path: g.findCycle(order)}
 	}
@@ -155,23 +187,22 @@ func New(nodes []Node) (*Graph, error) {
 	return g, nil
 }
 
-// kahn computes Kahn's order with a FIFO queue seeded in document order.
+// kahn computes Kahn's order with a FIFO queue seeded in document order,
+// into order (empty, of capacity the nodes') with indeg as scratch space.
 // It reports false when a cycle leaves some nodes unordered; the partial
 // order is returned so the cycle search can skip ordered nodes.
-func (g *Graph) kahn() ([]int, bool) {
+func (g *Graph) kahn(order, indeg []int) ([]int, bool) {
 	n := len(g.ids)
-	indeg := make([]int, n)
-	for i := range g.deps {
-		indeg[i] = len(g.deps[i])
+	for i := range n {
+		indeg[i] = g.depAt[i+1] - g.depAt[i]
 	}
-	order := make([]int, 0, n)
 	for i := 0; i < n; i++ {
 		if indeg[i] == 0 {
 			order = append(order, i)
 		}
 	}
 	for head := 0; head < len(order); head++ {
-		for _, d := range g.dependents[order[head]] {
+		for _, d := range g.Dependents(order[head]) {
 			indeg[d]--
 			if indeg[d] == 0 {
 				order = append(order, d)
@@ -203,12 +234,12 @@ func (g *Graph) findCycle(ordered []int) []string {
 		color[start] = grey
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
-			if top.next == len(g.deps[top.node]) {
+			if top.next == len(g.Deps(top.node)) {
 				color[top.node] = black
 				stack = stack[:len(stack)-1]
 				continue
 			}
-			dep := g.deps[top.node][top.next]
+			dep := g.Deps(top.node)[top.next]
 			top.next++
 			switch color[dep] {
 			case white:
@@ -251,17 +282,37 @@ func (g *Graph) ID(i int) string { return g.ids[i] }
 
 // Index returns the index of the node with the given id.
 func (g *Graph) Index(id string) (int, bool) {
-	i, ok := g.index[id]
-	return i, ok
+	if len(g.table) == 0 {
+		return 0, false
+	}
+	h, mask := g.slot(id)
+	for ; g.table[h] != 0; h = (h + 1) & mask {
+		if i := int(g.table[h] - 1); g.ids[i] == id {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // Deps returns the nodes i depends on, in declaration order. The slice is
 // shared; callers must not modify it.
-func (g *Graph) Deps(i int) []int { return g.deps[i] }
+func (g *Graph) Deps(i int) []int {
+	a, b := g.depAt[i], g.depAt[i+1]
+	if a == b {
+		return nil
+	}
+	return g.edges[a:b:b]
+}
 
 // Dependents returns the nodes that depend directly on i, in document order.
 // The slice is shared; callers must not modify it.
-func (g *Graph) Dependents(i int) []int { return g.dependents[i] }
+func (g *Graph) Dependents(i int) []int {
+	a, b := g.revAt[i], g.revAt[i+1]
+	if a == b {
+		return nil
+	}
+	return g.edges[a:b:b]
+}
 
 // Order returns Kahn's topological order: a FIFO queue seeded with the
 // dependency-free nodes in document order, each finished node enqueueing its
@@ -287,7 +338,7 @@ func (g *Graph) TransitiveDependents(i int) []int {
 	for len(queue) > 0 {
 		n := queue[0]
 		queue = queue[1:]
-		for _, d := range g.dependents[n] {
+		for _, d := range g.Dependents(n) {
 			if !seen[d] {
 				seen[d] = true
 				out = append(out, d)

@@ -23,8 +23,8 @@ func NewTracker(g *Graph) *Tracker {
 		satisfied: make([]bool, g.Len()),
 		queue:     make([]int, 0, g.Len()),
 	}
-	for i := range g.deps {
-		t.remaining[i] = int32(len(g.deps[i]))
+	for i := range g.Len() {
+		t.remaining[i] = int32(len(g.Deps(i)))
 		if t.remaining[i] == 0 {
 			t.queue = append(t.queue, i)
 		}
@@ -41,7 +41,7 @@ func (t *Tracker) Satisfy(i int) {
 		return
 	}
 	t.satisfied[i] = true
-	for _, d := range t.g.dependents[i] {
+	for _, d := range t.g.Dependents(i) {
 		t.remaining[d]--
 		if t.remaining[d] == 0 {
 			t.queue = append(t.queue, d)

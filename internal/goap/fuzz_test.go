@@ -10,7 +10,8 @@ import (
 
 // FuzzDecode feeds arbitrary documents to Decode: it must return a domain
 // or a *DomainError, never panic, and a domain it returns must plan (or
-// fail with a package error) for each of its goals.
+// fail with a package error) for each of its goals, PlanJSON giving the
+// Plan JSON of the plan.
 func FuzzDecode(f *testing.F) {
 	examples, _ := filepath.Glob(filepath.Join("..", "..", "examples", "goap", "*.json"))
 	for _, e := range examples {
@@ -48,6 +49,16 @@ func FuzzDecode(f *testing.F) {
 			case err == nil:
 				if _, err := ToPlan(r); err != nil {
 					t.Fatalf("goal %s: ToPlan: %v", g.Name, err)
+				}
+				// PlanJSON writes the steps' states from one another: it
+				// must give the plan of the document.
+				want, werr := toPlanJSON(r)
+				got, err := PlanJSON(context.Background(), d, nil, g.Name, Options{MaxNodes: 200})
+				if (werr == nil) != (err == nil) {
+					t.Fatalf("goal %s: PlanJSON error %v, want %v", g.Name, err, werr)
+				}
+				if err == nil {
+					samePlan(t, "goal "+g.Name, want, got)
 				}
 			case errors.Is(err, ErrUnreachable), errors.Is(err, ErrBudgetExceeded), errors.Is(err, ErrEval):
 			default:

@@ -159,10 +159,13 @@ type Planner struct {
 	pruned    bool // a state was dropped for MaxCost
 	path      []int32
 	sol       Solution
-	// Solution.ToPlan's replay of the plan: the state vector and the
-	// facts its states hold.
+	// Solution.ToPlan's replay of the plan: the state vector, the
+	// length of each fact's member in the state last written (0: not
+	// present) and the facts a step changes.
 	replay  []value
-	present []bool
+	memb    []int32
+	changed []int32
+	bufs    buffers // the plan's scratch space
 }
 
 // NewPlanner returns a Planner for domain d.

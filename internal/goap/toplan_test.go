@@ -163,6 +163,14 @@ func TestToPlanDirect(t *testing.T) {
 		`{"name":"d","facts":{"x":0},"actions":[{"name":"a","input":{"k":"{x} {{","h":"<a & b>","u":"é\u2028"},"effects":{"x":{"inc":0.1}},"cost":"x*2+0.5"}],"goals":[{"name":"g","conditions":{"x":{"gte":0.3}}}]}`,
 		`{"name":"d","facts":{"x":{"type":"string"},"n":{"type":"number"}},"actions":[{"name":"a","input":{"v":"{x}","w":"{n}"},"effects":{"x":"v<&>","n":{"inc":1e21}}},{"name":"b","effects":{"n":{"dec":1e-7}}}],"goals":[{"name":"g","conditions":{"x":{"exists":true},"n":{"gte":1}}}]}`,
 		`{"name":"overflow","facts":{"x":0},"actions":[{"name":"a","effects":{"x":{"inc":1e308}}}],"goals":[{"name":"g","conditions":{"x":{"gte":1.7e308}}}]}`,
+		// States written from the one before: facts absent at the start
+		// that steps make present (the first of them, in the middle, the
+		// last), members that grow and shrink, several effects a step.
+		`{"name":"grow","facts":{"a":{"type":"string"},"b":true,"m":{"type":"number"},"n":0,"q":{"type":"string"},"z":{"type":"bool"}},"actions":[
+			{"name":"one","preconditions":{"b":true},"effects":{"z":true,"a":"<long \" é\u2028>","n":{"inc":1.5}}},
+			{"name":"two","preconditions":{"z":true,"n":{"gte":1}},"effects":{"m":{"inc":-3},"a":"","b":false}},
+			{"name":"three","preconditions":{"b":false},"effects":{"a":"x","z":false,"n":{"inc":1e21}}}],
+			"goals":[{"name":"g","conditions":{"n":{"gte":1e20}}},{"name":"h","conditions":{"m":{"lt":0}}},{"name":"k","conditions":{"a":"x"}}]}`,
 	}
 	for _, name := range []string{"camp", "release", "woodcutter"} {
 		docs = append(docs, exampleDoc(t, name))

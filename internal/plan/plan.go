@@ -428,7 +428,16 @@ func (j *planJSON) plan(p *Plan) error {
 func (p *Plan) Graph() *dag.Graph { return p.graph }
 
 // HasRefs reports whether tool i's input references dependency outputs.
-func (p *Plan) HasRefs(i int) bool { return len(p.refs[i]) > 0 }
+func (p *Plan) HasRefs(i int) bool { return len(p.refsOf(i)) > 0 }
+
+// refsOf returns the references in tool i's input: Check makes p.refs
+// only for a plan with references.
+func (p *Plan) refsOf(i int) []ref {
+	if i < len(p.refs) {
+		return p.refs[i]
+	}
+	return nil
+}
 
 // Error says what is wrong with a plan and where.
 type Error struct {
@@ -512,23 +521,26 @@ func decodeSlow(doc []byte) (*Plan, error) {
 // metadata.verify, where plans carried gates before verify was a field of
 // its own (the same for a fallback). Decode calls it.
 func (p *Plan) Check() error {
-	nodes := make([]dag.Node, len(p.Tools))
-	for i, t := range p.Tools {
-		nodes[i] = dag.Node{ID: t.ToolID, Deps: t.Dependencies}
-	}
-	g, err := dag.New(nodes)
+	g, err := dag.NewFunc(len(p.Tools), func(i int) dag.Node {
+		return dag.Node{ID: p.Tools[i].ToolID, Deps: p.Tools[i].Dependencies}
+	})
 	if err != nil {
 		return &Error{PlanID: p.PlanID, Msg: graphMessage(err), Err: err}
 	}
-	refs := make([][]ref, len(p.Tools))
-	var fallbacks [][]ref // made for the first fallback: only they read it
+	var refs [][]ref      // made for the first reference: only they read it
+	var fallbacks [][]ref // made for the first fallback
 	var rc *reach         // made for the first reference
 	for i, t := range p.Tools {
 		rs, err := p.checkRefs(g, &rc, i, t.Input, "input")
 		if err != nil {
 			return err
 		}
-		refs[i] = rs
+		if rs != nil {
+			if refs == nil {
+				refs = make([][]ref, len(p.Tools))
+			}
+			refs[i] = rs
+		}
 		if t.Fallback != nil {
 			if fallbacks == nil {
 				fallbacks = make([][]ref, len(p.Tools))

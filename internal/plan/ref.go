@@ -86,7 +86,7 @@ type Outputs func(toolID string) (output json.RawMessage, ok bool)
 // ResolveInput returns tool i's input with every reference replaced by the
 // dependency output it names, or null where there is none.
 func (p *Plan) ResolveInput(i int, outputs Outputs) (json.RawMessage, error) {
-	return p.resolveInput(i, p.Tools[i].Input, p.refs[i], outputs)
+	return p.resolveInput(i, p.Tools[i].Input, p.refsOf(i), outputs)
 }
 
 // ResolveInputFor is ResolveInput for attempt n of tool i: the fallback's
