@@ -1,6 +1,9 @@
 package planbus
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The messages of the planner's endpoints besides planbus.plan.request:
 // planbus.plan.cancel stops a request, planbus.plan.list lists recent
@@ -221,4 +224,41 @@ type SettledQuery struct {
 type SettledReply struct {
 	Settled bool   `json:"settled"`
 	Why     string `json:"why"`
+}
+
+// PlannerQuestion is what an external planner receives on its subject for
+// each attempt of a request of kind external (docs/protocol.md, "External
+// planners"). It answers with a Plan, or with {"error": ErrorInfo}.
+type PlannerQuestion struct {
+	RequestID   string `json:"requestId"`
+	SessionID   string `json:"sessionId"`
+	Attempt     int    `json:"attempt"`
+	MaxAttempts int    `json:"maxAttempts"`
+	// Input is the request's input, as given.
+	Input json.RawMessage `json:"input,omitempty"`
+	// DisabledSkills must not be used: those of earlier failed plans and
+	// those permanently failed in the session.
+	DisabledSkills []string `json:"disabledSkills"`
+	// ParentPlanID and LastExecution are the previous attempt's plan and
+	// its execution result, from attempt 2.
+	ParentPlanID  string           `json:"parentPlanId,omitempty"`
+	LastExecution *ExecutionResult `json:"lastExecution,omitempty"`
+	// Skills are every registered manifest, sorted by name, with its
+	// health in the session.
+	Skills []PlannerSkill `json:"skills"`
+	// Session is the session's state document.
+	Session map[string]any `json:"session"`
+}
+
+// PlannerSkill is a skill as an external planner sees it: its manifest
+// and its health in the request's session (a planbus health state:
+// healthy, degraded, temporaryFailure or permanentFailure).
+type PlannerSkill struct {
+	SkillManifest
+	Health string `json:"health"`
+}
+
+// PlannerFailure is an external planner's answer when it has no plan.
+type PlannerFailure struct {
+	Error ErrorInfo `json:"error"`
 }

@@ -21,28 +21,13 @@ import (
 	"syscall"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/planbus/planbus"
 )
 
-// request is the part of planbus's question this planner reads.
-type request struct {
-	Input          json.RawMessage `json:"input"`
-	Attempt        int             `json:"attempt"`
-	DisabledSkills []string        `json:"disabledSkills"`
-	Skills         []struct {
-		Name   string `json:"name"`
-		Health string `json:"health"`
-	} `json:"skills"`
-}
-
-type tool struct {
-	ToolID       string         `json:"toolId"`
-	Skill        string         `json:"skill"`
-	Input        map[string]any `json:"input"`
-	Dependencies []string       `json:"dependencies"`
-}
-
-// ways to get somewhere, best first.
-var ways = [][]tool{
+// ways to get somewhere, best first: each a chain of tools, "{to}" in an
+// input standing for the destination.
+var ways = [][]planbus.Tool{
 	{{ToolID: "walk", Skill: "walk", Input: map[string]any{"from": "here", "to": "{to}"}}},
 	{{ToolID: "hail", Skill: "hail", Input: map[string]any{"vehicle": "taxi", "at": "here"}},
 		{ToolID: "ride", Skill: "ride", Input: map[string]any{"vehicle": "taxi", "from": "here", "to": "{to}"}}},
@@ -50,18 +35,20 @@ var ways = [][]tool{
 		{ToolID: "ride", Skill: "ride", Input: map[string]any{"vehicle": "bus1", "from": "here", "to": "{to}"}}},
 }
 
-// Plan answers one question.
+// Plan answers one question: a planbus.Plan, or a planbus.PlannerFailure.
 func Plan(data []byte) any {
-	var q request
+	var q planbus.PlannerQuestion
 	if err := json.Unmarshal(data, &q); err != nil {
-		return fail("BAD_QUESTION", "permanent", err.Error())
+		return fail("BAD_QUESTION", planbus.CategoryPermanent, err.Error())
 	}
 	var in struct {
 		To string `json:"to"`
 	}
 	if json.Unmarshal(q.Input, &in) != nil || in.To == "" {
-		return fail("BAD_INPUT", "invalid_input", `want input {"to": "<place>"}`)
+		return fail("BAD_INPUT", planbus.CategoryInvalidInput, `want input {"to": "<place>"}`)
 	}
+	// A skill is usable when it is registered, not permanently failed in
+	// the session, and not disabled for this request.
 	usable := map[string]bool{}
 	for _, s := range q.Skills {
 		usable[s.Name] = s.Health != "permanentFailure" && !slices.Contains(q.DisabledSkills, s.Name)
@@ -74,20 +61,20 @@ func Plan(data []byte) any {
 		if !ok {
 			continue
 		}
-		var tools []tool
+		var tools []planbus.Tool
 		for i, t := range way {
-			t.Input = fill(t.Input, in.To)
-			t.Dependencies = []string{}
+			t.Input = fill(t.Input.(map[string]any), in.To)
 			if i > 0 {
 				t.Dependencies = []string{way[i-1].ToolID}
 			}
 			tools = append(tools, t)
 		}
-		return map[string]any{"tools": tools, "metadata": map[string]any{"plannedBy": "example external planner"}}
+		return planbus.Plan{Tools: tools, Metadata: map[string]any{"plannedBy": "example external planner"}}
 	}
-	return fail("NO_WAY", "permanent", fmt.Sprintf("no way to %s with the skills that work", in.To))
+	return fail("NO_WAY", planbus.CategoryPermanent, fmt.Sprintf("no way to %s with the skills that work", in.To))
 }
 
+// fill puts the destination into an input.
 func fill(in map[string]any, to string) map[string]any {
 	out := map[string]any{}
 	for k, v := range in {
@@ -99,8 +86,8 @@ func fill(in map[string]any, to string) map[string]any {
 	return out
 }
 
-func fail(code, category, msg string) any {
-	return map[string]any{"error": map[string]string{"code": code, "category": category, "message": msg}}
+func fail(code, category, msg string) planbus.PlannerFailure {
+	return planbus.PlannerFailure{Error: planbus.ErrorInfo{Code: code, Category: category, Message: msg}}
 }
 
 // Serve answers on subject until ctx ends.

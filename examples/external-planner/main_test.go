@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
@@ -75,8 +76,8 @@ func TestExternalPlannerReplansAroundABrokenSkill(t *testing.T) {
 }
 
 func TestPlanRefusesBadInput(t *testing.T) {
-	ans, _ := Plan([]byte(`{"input":{"from":"x"},"skills":[]}`)).(map[string]any)
-	if ans["error"] == nil {
-		t.Fatalf("got %v, want an error", ans)
+	ans, ok := Plan([]byte(`{"input":{"from":"x"},"skills":[]}`)).(planbus.PlannerFailure)
+	if !ok || ans.Error.Code != "BAD_INPUT" {
+		t.Fatalf("got %+v, want a BAD_INPUT failure", ans)
 	}
 }

@@ -128,25 +128,12 @@ type external struct {
 	nc *nats.Conn
 }
 
-// ExternalRequest is what an external planner receives.
-type ExternalRequest struct {
-	RequestID      string                `json:"requestId"`
-	SessionID      string                `json:"sessionId"`
-	Attempt        int                   `json:"attempt"`
-	MaxAttempts    int                   `json:"maxAttempts"`
-	Input          json.RawMessage       `json:"input,omitempty"`
-	DisabledSkills []string              `json:"disabledSkills"`
-	ParentPlanID   string                `json:"parentPlanId,omitempty"`
-	LastExecution  *plan.ExecutionResult `json:"lastExecution,omitempty"`
-	Skills         []ExternalSkill       `json:"skills"`
-	Session        map[string]any        `json:"session"`
-}
+// ExternalRequest is what an external planner receives
+// (planbus.PlannerQuestion).
+type ExternalRequest = planbus.PlannerQuestion
 
 // ExternalSkill is a skill as an external planner sees it.
-type ExternalSkill struct {
-	planbus.SkillManifest
-	Health string `json:"health"`
-}
+type ExternalSkill = planbus.PlannerSkill
 
 func (x external) Generate(ctx context.Context, in GenInput) (*plan.Plan, error) {
 	q := ExternalRequest{RequestID: in.Request.RequestID, SessionID: in.Request.SessionID, Attempt: in.Attempt,
