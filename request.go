@@ -45,7 +45,7 @@ type Request struct {
 	Template *TemplateRequest `json:"template,omitempty"`
 
 	// PlanDefaults are settings for the plans generated.
-	PlanDefaults *PlanDefaults `json:"planDefaults,omitempty"`
+	PlanDefaults *PlanDefaults  `json:"planDefaults,omitempty"`
 	Metadata     map[string]any `json:"metadata,omitempty"`
 }
 
