@@ -22,7 +22,7 @@ test:
 
 # The same tests beside stress-ng --cpu 4 on a 2-core machine (the CPU
 # oversubscribed three times): every test must stay green; it prints the
-# wall time (README, "Tests").
+# wall time (README, "Development").
 test-loaded:
 	./scripts/test-loaded
 
