@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin
 
-.PHONY: all build run test check fmt vet staticcheck example fuzz bench bench-scale bench-soak soak test-loaded ci smoke images clean
+.PHONY: all build run test check links fmt vet staticcheck example fuzz bench bench-scale bench-soak soak test-loaded ci smoke images clean
 
 all: check test
 
@@ -26,7 +26,11 @@ test:
 test-loaded:
 	./scripts/test-loaded
 
-check: fmt vet staticcheck example
+check: fmt vet staticcheck example links
+
+# Every relative link of the README, docs/ and examples/ leads somewhere.
+links:
+	./scripts/check-links
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
