@@ -15,6 +15,11 @@ type SkillManifest struct {
 	// InputSchema is a JSON Schema (2020-12) for the tool's input. A
 	// worker checks every call against it before the handler runs.
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// OutputSchema is a JSON Schema (2020-12) for the tool's output. A
+	// worker checks every output the handler returns against it: one that
+	// breaks it fails the attempt with OUTPUT_INVALID (category
+	// permanent). Planners may read it to know what dependents can reach.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	// Parameters name the positional arguments of HTN operators, in
 	// order: an operator walk(home, park) calls a skill with parameters
 	// [from, to] with the input {"from": "home", "to": "park"}.

@@ -56,6 +56,10 @@ const (
 	// output holds text a strict JSON decoder refuses); the attempt
 	// failed (category internal: the skill's bug).
 	CodeInvalidResult = "INVALID_RESULT"
+	// CodeOutputInvalid: the skill's output broke the output schema of its
+	// manifest; the attempt failed (category permanent: the skill ran, and
+	// running it again would most likely return the same).
+	CodeOutputInvalid = "OUTPUT_INVALID"
 )
 
 // Retryable reports whether an error of this category is worth retrying.

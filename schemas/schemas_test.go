@@ -153,3 +153,25 @@ func TestGateDefinition(t *testing.T) {
 		}
 	}
 }
+
+// A manifest may carry an output schema, a JSON Schema object like its
+// input schema.
+func TestSkillManifestOutputSchema(t *testing.T) {
+	tests := []struct {
+		doc, want string // want: substring of the error; empty = valid
+	}{
+		{`{"name":"count","inputSchema":{"type":"object"},"outputSchema":{"type":"object","required":["words"]}}`, ""},
+		{`{"name":"count","outputSchema":{}}`, ""},
+		{`{"name":"count","outputSchema":true}`, "at /outputSchema: got boolean, want object"},
+		{`{"name":"count","outputschema":{}}`, "additional properties 'outputschema'"},
+	}
+	for _, tt := range tests {
+		err := Validate(SkillManifest, []byte(tt.doc))
+		if tt.want == "" && err != nil {
+			t.Errorf("%s: %v, want valid", tt.doc, err)
+		}
+		if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s: %v, want an error containing %q", tt.doc, err, tt.want)
+		}
+	}
+}

@@ -14,6 +14,23 @@
 //		return skill.Result{Output: json.RawMessage(strconv.Itoa(n))}, nil
 //	})
 //
+// # Typed skills
+//
+// Func makes a skill of a function of typed input and output. The
+// manifest's input and output schemas are derived from the types, the
+// input is decoded and the output encoded for it:
+//
+//	type input struct {
+//		Text  string `json:"text" jsonschema:"the text to count the words of"`
+//		Limit int    `json:"limit,omitempty"` // optional: a plan may leave it out
+//	}
+//	count := skill.Func("wordcount", "Counts the words of a text.",
+//		func(ctx context.Context, in input) (int, error) {
+//			return len(strings.Fields(in.Text)), nil
+//		})
+//
+// A field is required unless tagged omitempty or omitzero (see Func).
+//
 // # Calls
 //
 // A Call (planbus.ToolCall) carries the plan and tool it belongs to, the
@@ -50,9 +67,11 @@
 // Middleware wraps handlers; each is in a file of its own. A worker wraps
 // every skill in Logger (the call's logger in ctx), Recover (a panic
 // becomes a TOOL_PANIC error, its stack logged), Timeout (the call's
-// deadline enforced), the program's own middleware (worker.WithMiddleware)
-// and InputSchema (input checked against the manifest's schema), in that
-// order: the deadline bounds the program's middleware too.
+// deadline enforced), the program's own middleware (worker.WithMiddleware),
+// InputSchema (input checked against the manifest's input schema) and
+// OutputSchema (output checked against its output schema: OUTPUT_INVALID,
+// never retried), in that order: the deadline bounds the program's
+// middleware too.
 //
 // Everything here is safe for concurrent use.
 package skill

@@ -130,7 +130,12 @@ func knownCategory(c string) bool {
 // as encoding/json does, would let {"amount": 50, "AMOUNT": 5000} pass a
 // schema that caps amount and hand the handler 5000.
 func DecodeInput(call *Call, v any) error {
-	if err := jsonv2.Unmarshal(call.Input, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+	return decodeInput(call, v)
+}
+
+// decodeInput is DecodeInput with further options.
+func decodeInput(call *Call, v any, opts ...jsonv2.Options) error {
+	if err := jsonv2.Unmarshal(call.Input, v, append(opts, jsonv2.RejectUnknownMembers(true))...); err != nil {
 		return InvalidInput("skill %s: input: %s", call.Skill, inputError(err))
 	}
 	return nil

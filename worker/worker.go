@@ -167,8 +167,10 @@ type call struct {
 //
 // Each skill's handler runs wrapped in skill.Logger, skill.Recover,
 // skill.Timeout, the middleware given WithMiddleware and the skill's
-// skill.InputSchema check, in that order: the call's deadline bounds the
-// middleware too.
+// skill.InputSchema and skill.OutputSchema checks, in that order: the
+// call's deadline bounds the middleware too, and the program's middleware
+// sees an output the skill's output schema refused as the OUTPUT_INVALID
+// error it is reported as.
 func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 	given := cfg
 	cfg = cfg.withDefaults()
@@ -215,12 +217,16 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 			Msg("this connection needs authorization but does not use the worker role's inbox prefix; a planbus server refuses its JetStream requests (connect with worker.RoleInbox())")
 	}
 	for _, s := range cfg.Skills {
-		check, err := skill.InputSchema(s.Manifest)
+		checkIn, err := skill.InputSchema(s.Manifest)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Skills: %v", ErrInvalidConfig, err)
+		}
+		checkOut, err := skill.OutputSchema(s.Manifest)
 		if err != nil {
 			return nil, fmt.Errorf("%w: Skills: %v", ErrInvalidConfig, err)
 		}
 		mw := append([]skill.Middleware{skill.Logger(w.log), skill.Recover, skill.Timeout}, o.middleware...)
-		mw = append(mw, check)
+		mw = append(mw, checkIn, checkOut)
 		w.skills = append(w.skills, &served{skill: s, handler: skill.Chain(s.Handler, mw...),
 			log: w.log.With().Str("skill", s.Manifest.Name).Logger()})
 	}

@@ -827,6 +827,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	nc := bustest.Dial(t, bustest.Start(t)).NC
 	echo := skills.Echo()
 	badSchema := skill.Skill{Manifest: skill.Manifest{Name: "broken", InputSchema: json.RawMessage(`{"type":5}`)}, Handler: echo.Handler}
+	badOutSchema := skill.Skill{Manifest: skill.Manifest{Name: "broken", OutputSchema: json.RawMessage(`{"type":5}`)}, Handler: echo.Handler}
 	badName := skill.Skill{Manifest: skill.Manifest{Name: "word count"}, Handler: echo.Handler}
 	badManifest := skill.Skill{Manifest: skill.Manifest{Name: "neg", TimeoutMs: -5}, Handler: echo.Handler}
 	tests := []struct {
@@ -847,6 +848,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"drain timeout", nc, worker.Config{Skills: []skill.Skill{echo}, DrainTimeout: -time.Second}, "DrainTimeout: -1s"},
 		{"output cap", nc, worker.Config{Skills: []skill.Skill{echo}, OutputCap: -1}, "OutputCap: -1"},
 		{"input schema", nc, worker.Config{Skills: []skill.Skill{badSchema}}, "Skills: skill: broken: input schema"},
+		{"output schema", nc, worker.Config{Skills: []skill.Skill{badOutSchema}}, "Skills: skill: broken: output schema"},
 		{"no connection", nil, worker.Config{Skills: []skill.Skill{echo}}, "no NATS connection"},
 	}
 	for _, tt := range tests {

@@ -25,6 +25,7 @@ import (
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/web"
+	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
 )
 
@@ -72,7 +73,7 @@ func start(t *testing.T, cfg web.Config) *system {
 		Bus:     bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), DuplicateWindow: time.Minute},
 		Auth:    true,
 		Workers: 2,
-		Worker:  worker.Config{Skills: skills.Builtins(skills.BuiltinConfig{})},
+		Worker:  worker.Config{Skills: append(skills.Builtins(skills.BuiltinConfig{}), wordsSkill())},
 	}, log)
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -279,4 +280,17 @@ func (s *system) waitStarted(t *testing.T, ctx context.Context, requestID, toolI
 	case <-ctx.Done():
 		t.Fatalf("tool %s of %s never started", toolID, requestID)
 	}
+}
+
+// wordsSkill is a typed skill, whose manifest has an output schema too.
+func wordsSkill() skill.Skill {
+	type in struct {
+		Text string `json:"text"`
+	}
+	type out struct {
+		Words int `json:"words"`
+	}
+	return skill.Func("words", "Counts the words of a text.", func(_ context.Context, v in) (out, error) {
+		return out{Words: len(strings.Fields(v.Text))}, nil
+	})
 }

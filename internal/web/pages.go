@@ -384,6 +384,7 @@ type skillRow struct {
 	Workers   []string
 	History   []healthEntry
 	Schema    string
+	OutSchema string
 }
 
 // skillsPage shows the skills: manifests, the workers that serve them,
@@ -424,6 +425,9 @@ func (s *Server) skillsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		if len(x.Manifest.InputSchema) > 0 {
 			row.Schema = pretty(x.Manifest.InputSchema)
+		}
+		if len(x.Manifest.OutputSchema) > 0 {
+			row.OutSchema = pretty(x.Manifest.OutputSchema)
 		}
 		if row.History, err = s.src.healthHistory(ctx, session, x.Manifest.Name); err != nil {
 			s.failure(w, r, err)

@@ -71,7 +71,8 @@ func TestPagesOfADiamond(t *testing.T) {
 	}
 	s.get(t, "/plans/dia-1/tools/B").must(t, "tool B's page", http.StatusOK, "<html", `&#34;ms&#34;: 200`, "← plan dia-1")
 
-	s.get(t, "/skills").must(t, "skills", http.StatusOK, `data-skill="echo" data-health="healthy"`, `data-skill="sleep"`, "<code>")
+	s.get(t, "/skills").must(t, "skills", http.StatusOK, `data-skill="echo" data-health="healthy"`, `data-skill="sleep"`, "<code>",
+		`data-skill="words"`, "<summary>input schema</summary>", "<summary>output schema</summary>", `&#34;words&#34;: {`)
 	sys := s.get(t, "/system")
 	sys.must(t, "system", http.StatusOK, bus.ServicePlanner, bus.ServiceDispatcher, bus.ServiceToolworker,
 		"<code>"+bus.StreamTools+"</code>", `data-consumer="skill-echo"`, `data-consumer="dispatcher-results"`, "and its 8 partitions", "planbus.invoke.echo")
