@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 
@@ -11,13 +10,12 @@ import (
 	"github.com/planbus/planbus/skill"
 )
 
-// maxText bounds the text one call may count: the input schema says so,
-// and the worker refuses a call that breaks it before the handler runs.
+// maxText bounds the text one call may count.
 const maxText = 1 << 20
 
 // wordcountInput is what a call of wordcount takes.
 type wordcountInput struct {
-	Text string `json:"text"`
+	Text string `json:"text" jsonschema:"the text to count"`
 }
 
 // wordcountOutput is what it returns.
@@ -27,38 +25,25 @@ type wordcountOutput struct {
 	Characters int `json:"characters"`
 }
 
-// wordcount is the skill: its manifest, which the worker advertises to
-// planbus (planners and dispatchers read it), and its handler.
+// wordcount is the skill: skill.Func derives its manifest's input and
+// output schemas from the Go types (the worker advertises the manifest to
+// planbus; planners and dispatchers read it) and decodes each call's input
+// into wordcountInput. The rest of the manifest is set by hand.
 func wordcount() skill.Skill {
-	return skill.Skill{
-		Manifest: skill.Manifest{
-			Name:        "wordcount",
-			Description: "Counts the words, lines and characters of a text.",
-			Version:     "1",
-			// The HTN planner maps an operator wordcount(text) to the
-			// input {"text": ...}.
-			Parameters: []string{"text"},
-			InputSchema: json.RawMessage(`{
-				"type": "object",
-				"required": ["text"],
-				"properties": {"text": {"type": "string", "maxLength": 1048576}},
-				"additionalProperties": false
-			}`),
-			TimeoutMs: 5000,
-		},
-		Handler: skill.HandlerFunc(countWords),
-	}
+	s := skill.Func("wordcount", "Counts the words, lines and characters of a text.", countWords)
+	s.Manifest.Version = "1"
+	// The HTN planner maps an operator wordcount(text) to the input
+	// {"text": ...}.
+	s.Manifest.Parameters = []string{"text"}
+	s.Manifest.TimeoutMs = 5000
+	return s
 }
 
-// countWords runs one call. The input has passed the schema, so decoding
-// fails only on a bug; DecodeInput would say which field anyway.
-func countWords(ctx context.Context, call *skill.Call) (skill.Result, error) {
-	var in wordcountInput
-	if err := skill.DecodeInput(call, &in); err != nil {
-		return skill.Result{}, err
-	}
+// countWords runs one call. The input has passed the schema (text is
+// required, nothing else is allowed) before it is decoded.
+func countWords(ctx context.Context, in wordcountInput) (wordcountOutput, error) {
 	if len(in.Text) > maxText {
-		return skill.Result{}, skill.InvalidInput("wordcount: text of %d bytes, at most %d", len(in.Text), maxText)
+		return wordcountOutput{}, skill.InvalidInput("wordcount: text of %d bytes, at most %d", len(in.Text), maxText)
 	}
 	out := wordcountOutput{
 		Words:      len(strings.Fields(in.Text)),
@@ -71,9 +56,5 @@ func countWords(ctx context.Context, call *skill.Call) (skill.Result, error) {
 	// The worker puts a logger for this call in ctx: the line carries the
 	// plan, tool, skill and attempt.
 	zerolog.Ctx(ctx).Info().Int("words", out.Words).Msg("counted")
-	b, err := json.Marshal(out)
-	if err != nil {
-		return skill.Result{}, err
-	}
-	return skill.Result{Output: b}, nil
+	return out, nil
 }

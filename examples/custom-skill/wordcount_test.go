@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/planbustest"
 	"github.com/planbus/planbus/skill"
 )
 
@@ -57,5 +60,28 @@ func TestWordcountRefusesBadInput(t *testing.T) {
 		if info, _ := skill.ErrorInfo(err); info == nil || info.Code != planbus.CodeInvalidInput {
 			t.Errorf("input %s: got %v, want INVALID_INPUT", input, err)
 		}
+	}
+}
+
+// The worker of this example on a planbus node of its own: the plan of
+// plan.json echoes a text and counts its words.
+func TestWordcountOnANode(t *testing.T) {
+	node := planbustest.Start(t, planbustest.WithSkills(wordcount()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	doc, err := os.ReadFile("plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := node.Client().RunPlan(ctx, doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got wordcountOutput
+	if err := out.Output("count", &got); err != nil {
+		t.Fatalf("outcome %s: %v", out.Status, err)
+	}
+	if want := (wordcountOutput{Words: 12, Lines: 2, Characters: 68}); got != want {
+		t.Errorf("counted %+v, want %+v", got, want)
 	}
 }
