@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bench"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/node"
@@ -26,7 +27,7 @@ import (
 type footprint struct {
 	stream                 string
 	storage                jetstream.StorageType
-	msgs, deleted          uint64
+	msgs, deleted, bytes   uint64
 	planSubjects, planMsgs int // of subjects naming one of the plans
 	otherSubjects          int
 	dupWindow, maxAge      time.Duration
@@ -37,7 +38,11 @@ type footprint struct {
 // node and reads, stream by stream, what they left: the subjects that
 // name a plan, and their messages. It is what each retained plan
 // costs the server's subject indexes and de-duplication windows.
-func planFootprint(t *testing.T, n int) []footprint {
+//
+// With viaPlanner, the plans go through the planner as requests of kind
+// plan (client.RunPlan, one at a time), as planner serve's users send
+// them: each also leaves its request, its outcome and its replan state.
+func planFootprint(t *testing.T, n int, viaPlanner bool) []footprint {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -79,7 +84,19 @@ func planFootprint(t *testing.T, n int) []footprint {
 		in = append(in, bench.Input{ID: id, Doc: doc})
 		ids[id] = true
 	}
-	if _, _, err := sys.Run(ctx, in); err != nil {
+	if viaPlanner {
+		c, err := client.New(conn.NC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range in {
+			o, err := c.RunPlan(ctx, p.Doc, nil)
+			if err != nil || o.Execution == nil || !o.Execution.Success {
+				t.Fatalf("plan %s: %+v, %v", p.ID, o, err)
+			}
+			ids[o.RequestID], ids[o.Execution.PlanID] = true, true
+		}
+	} else if _, _, err := sys.Run(ctx, in); err != nil {
 		t.Fatal(err)
 	}
 	// Let the dispatcher's and planner's last writes land.
@@ -94,7 +111,7 @@ func planFootprint(t *testing.T, n int) []footprint {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := footprint{stream: name, storage: info.Config.Storage, msgs: info.State.Msgs, deleted: uint64(info.State.NumDeleted),
+		f := footprint{stream: name, storage: info.Config.Storage, msgs: info.State.Msgs, bytes: info.State.Bytes, deleted: uint64(info.State.NumDeleted),
 			dupWindow: info.Config.Duplicates, maxAge: info.Config.MaxAge}
 		for subj, c := range info.State.Subjects {
 			named := false
@@ -129,11 +146,21 @@ func TestPlanFootprint(t *testing.T) {
 		t.Skip("runs a node")
 	}
 	const n = 20
-	fs := planFootprint(t, n)
-	t.Logf("%d plans (5-tool diamonds):", n)
-	t.Logf("%-24s %-7s %6s %8s %12s %12s %8s %s", "stream", "storage", "msgs", "deleted", "subjects/plan", "msgs/plan", "dedup", "examples")
+	for _, viaPlanner := range []bool{false, true} {
+		fs := planFootprint(t, n, viaPlanner)
+		how := "submitted to the dispatchers as the soak does"
+		if viaPlanner {
+			how = "sent to the planner as requests of kind plan"
+		}
+		logFootprint(t, n, how, fs)
+	}
+}
+
+func logFootprint(t *testing.T, n int, how string, fs []footprint) {
+	t.Logf("%d plans (5-tool diamonds), %s:", n, how)
+	t.Logf("%-24s %-7s %6s %8s %10s %13s %9s %8s %s", "stream", "storage", "msgs", "deleted", "bytes/plan", "subjects/plan", "msgs/plan", "dedup", "examples")
 	for _, f := range fs {
-		t.Logf("%-24s %-7s %6d %8d %12.1f %12.1f %8s %s", f.stream, f.storage, f.msgs, f.deleted,
-			float64(f.planSubjects)/n, float64(f.planMsgs)/n, f.dupWindow, strings.Join(f.examples, ", "))
+		t.Logf("%-24s %-7s %6d %8d %10.0f %13.1f %9.1f %8s %s", f.stream, f.storage, f.msgs, f.deleted,
+			float64(f.bytes)/float64(n), float64(f.planSubjects)/float64(n), float64(f.planMsgs)/float64(n), f.dupWindow, strings.Join(f.examples[:min(3, len(f.examples))], ", "))
 	}
 }
