@@ -153,6 +153,21 @@ func TestPlanFootprint(t *testing.T) {
 			how = "sent to the planner as requests of kind plan"
 		}
 		logFootprint(t, n, how, fs)
+		// Each unique subject a plan keeps in a file stream costs the
+		// server's subject index ~100 bytes of heap for the retention
+		// (docs/benchmarks.md): a new one should be a decision.
+		kept, want := 0, 5
+		if viaPlanner {
+			want = 8
+		}
+		for _, f := range fs {
+			if f.storage == jetstream.FileStorage {
+				kept += f.planSubjects
+			}
+		}
+		if kept > want*n {
+			t.Errorf("%s: %.1f unique subjects a plan kept in file streams, want at most %d", how, float64(kept)/float64(n), want)
+		}
 	}
 }
 
