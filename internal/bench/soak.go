@@ -43,6 +43,10 @@ type SoakConfig struct {
 	// PlanTimeout, if set, is each plan's timeout; it must fit the
 	// system's retention (less a minute), or dispatchers refuse the plans.
 	PlanTimeout time.Duration
+	// Retention, if set, is how long the system keeps a finished plan;
+	// the verdict's cost per retained plan says when plans expired
+	// during the soak (then the slope is not a retained plan's cost).
+	Retention time.Duration
 }
 
 // SoakSample is the system at one moment of a soak, and what it did since
@@ -118,6 +122,55 @@ func (r *SoakResult) Verdict() string {
 		return fmt.Sprintf("RSS did not plateau: after the warm-up (%s) it moved from %s to between %s and %s (%+.0f%%), beyond ±10%%",
 			r.Warmup(), mb(ref), mb(lo), mb(hi), 100*float64(hi-ref)/float64(ref))
 	}
+}
+
+// PerPlan is the bytes of RSS each plan finished after the warm-up
+// added: the least-squares slope of the total RSS against the plans
+// finished, over the samples at or after the warm-up (the end's
+// included). While the retention outlasts the soak every finished plan
+// is still kept, so this is what a retained plan costs. ok is false
+// with fewer than two such samples or no plan finished between them.
+func (r *SoakResult) PerPlan() (bytes float64, samples int, ok bool) {
+	var n, sx, sy float64
+	for _, s := range r.Samples {
+		if s.At < r.Warmup() {
+			continue
+		}
+		n++
+		sx += float64(s.Finished)
+		sy += float64(s.TotalRSS())
+	}
+	if n < 2 {
+		return 0, int(n), false
+	}
+	mx, my := sx/n, sy/n
+	var sxx, sxy float64
+	for _, s := range r.Samples {
+		if s.At < r.Warmup() {
+			continue
+		}
+		dx := float64(s.Finished) - mx
+		sxx += dx * dx
+		sxy += dx * (float64(s.TotalRSS()) - my)
+	}
+	if sxx == 0 {
+		return 0, int(n), false
+	}
+	return sxy / sxx, int(n), true
+}
+
+// PerPlanVerdict is PerPlan in a sentence, "" when it cannot tell.
+func (r *SoakResult) PerPlanVerdict() string {
+	b, n, ok := r.PerPlan()
+	if !ok {
+		return ""
+	}
+	what := "per retained plan"
+	if r.Config.Retention > 0 && r.Config.Retention < r.Config.Duration {
+		what = fmt.Sprintf("per plan finished (plans expired after the retention %s, so not a retained plan's cost)", r.Config.Retention)
+	}
+	return fmt.Sprintf("%.2f KB of RSS %s: the slope of RSS over plans finished after the warm-up (%s, %d samples)",
+		b/1024, what, r.Warmup(), n)
 }
 
 // soakState is what the result callbacks and the sampler share.
@@ -336,4 +389,7 @@ func ReportSoak(w io.Writer, r *SoakResult) {
 		fmt.Fprintf(w, "%d | %d | %d | %.0f | %s |\n", s.Submitted, s.Finished, s.Failed, s.PlansPerSec, lat)
 	}
 	fmt.Fprintf(w, "\n%d plans a second for %s: %s; %d plans lost.\n", r.Config.Rate, r.Config.Duration, r.Verdict(), r.Lost)
+	if pp := r.PerPlanVerdict(); pp != "" {
+		fmt.Fprintf(w, "%s.\n", pp)
+	}
 }

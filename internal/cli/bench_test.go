@@ -104,6 +104,9 @@ func TestBenchSoak(t *testing.T) {
 	if !strings.Contains(o.stdout, "| 100 | 100 | 0 |") || !regexp.MustCompile(`20 plans a second for 5s: RSS .*; 0 plans lost\.`).MatchString(o.stdout) {
 		t.Errorf("no final sample with the 100 plans, or no verdict:\n%s", o.stdout)
 	}
+	if !regexp.MustCompile(`(?m)^-?[0-9.]+ KB of RSS per retained plan: the slope of RSS over plans finished after the warm-up`).MatchString(o.stdout) {
+		t.Errorf("no KB of RSS per retained plan:\n%s", o.stdout)
+	}
 }
 
 // With --procs the dispatchers and workers are processes of their own
