@@ -30,18 +30,34 @@ type Run struct {
 // the planner refuses is a *RejectedError naming the problem (its fields
 // under /plan).
 func (c *Client) SubmitPlan(ctx context.Context, plan planbus.Plan) (*Run, error) {
-	if err := plan.Validate(); err != nil {
-		return nil, fmt.Errorf("client: plan: %w", err)
-	}
-	doc, err := json.Marshal(plan)
+	doc, err := checked("plan", plan)
 	if err != nil {
-		return nil, fmt.Errorf("client: plan: %w", err)
+		return nil, err
 	}
 	req, err := planRequest(doc)
 	if err != nil {
 		return nil, err
 	}
-	doc, id := withRequestID(req)
+	return c.submit(ctx, req)
+}
+
+// checked is v's JSON once v.Validate passes; what names the document in
+// the error.
+func checked(what string, v interface{ Validate() error }) ([]byte, error) {
+	if err := v.Validate(); err != nil {
+		return nil, fmt.Errorf("client: %s: %w", what, err)
+	}
+	doc, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s: %w", what, err)
+	}
+	return doc, nil
+}
+
+// submit sends a request document, with a requestId added if it has none,
+// and returns the handle of the request accepted.
+func (c *Client) submit(ctx context.Context, doc []byte) (*Run, error) {
+	doc, id := withRequestID(doc)
 	acc, err := c.SubmitRequest(ctx, doc)
 	if err != nil {
 		return nil, err
@@ -56,19 +72,11 @@ func (c *Client) SubmitPlan(ctx context.Context, plan planbus.Plan) (*Run, error
 // one the planner refuses is a *RejectedError naming the problem; the same
 // request sent again is accepted with Run.Accepted.Duplicate set.
 func (c *Client) Submit(ctx context.Context, req planbus.Request) (*Run, error) {
-	if err := req.Validate(); err != nil {
-		return nil, fmt.Errorf("client: request: %w", err)
-	}
-	doc, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("client: request: %w", err)
-	}
-	doc, id := withRequestID(doc)
-	acc, err := c.SubmitRequest(ctx, doc)
+	doc, err := checked("request", req)
 	if err != nil {
 		return nil, err
 	}
-	return &Run{c: c, ID: id, Accepted: *acc}, nil
+	return c.submit(ctx, doc)
 }
 
 // RunOf is the handle of the request id, submitted earlier or elsewhere.

@@ -2,6 +2,7 @@ package skill
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/planbus/planbus/schemas"
@@ -13,12 +14,12 @@ import (
 // place, and the handler does not run. A manifest without a schema gets no
 // check. The error is for a schema that does not compile.
 func InputSchema(m Manifest) (Middleware, error) {
-	if len(m.InputSchema) == 0 {
-		return func(h Handler) Handler { return h }, nil
-	}
-	v, err := schemas.Compile("skill-"+m.Name+"-input", m.InputSchema)
-	if err != nil {
-		return nil, fmt.Errorf("skill: %s: input schema: %w", m.Name, err)
+	v, err := compileSchema(m.Name, "input", m.InputSchema)
+	switch {
+	case err != nil:
+		return nil, err
+	case v == nil:
+		return none, nil
 	}
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, call *Call) (Result, error) {
@@ -28,4 +29,20 @@ func InputSchema(m Manifest) (Middleware, error) {
 			return next.Handle(ctx, call)
 		})
 	}, nil
+}
+
+// none is middleware that leaves a handler as it is.
+func none(h Handler) Handler { return h }
+
+// compileSchema compiles a manifest's input or output schema (which says
+// which); a manifest without one has a nil validator and no error.
+func compileSchema(skill, which string, schema json.RawMessage) (*schemas.Validator, error) {
+	if len(schema) == 0 {
+		return nil, nil
+	}
+	v, err := schemas.Compile("skill-"+skill+"-"+which, schema)
+	if err != nil {
+		return nil, fmt.Errorf("skill: %s: %s schema: %w", skill, which, err)
+	}
+	return v, nil
 }

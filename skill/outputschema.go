@@ -3,10 +3,8 @@ package skill
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/planbus/planbus"
-	"github.com/planbus/planbus/schemas"
 )
 
 // OutputSchema returns middleware that checks the output of each call the
@@ -20,12 +18,12 @@ import (
 // manifest without an output schema gets no check. The error is for a
 // schema that does not compile.
 func OutputSchema(m Manifest) (Middleware, error) {
-	if len(m.OutputSchema) == 0 {
-		return func(h Handler) Handler { return h }, nil
-	}
-	v, err := schemas.Compile("skill-"+m.Name+"-output", m.OutputSchema)
-	if err != nil {
-		return nil, fmt.Errorf("skill: %s: output schema: %w", m.Name, err)
+	v, err := compileSchema(m.Name, "output", m.OutputSchema)
+	switch {
+	case err != nil:
+		return nil, err
+	case v == nil:
+		return none, nil
 	}
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, call *Call) (Result, error) {

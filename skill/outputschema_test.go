@@ -58,23 +58,45 @@ func TestOutputSchemaRefusesBadOutput(t *testing.T) {
 	}
 }
 
-func TestOutputSchemaWithoutASchemaChecksNothing(t *testing.T) {
-	mw, err := skill.OutputSchema(skill.Manifest{Name: "free"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mw(skill.HandlerFunc(func(_ context.Context, call *skill.Call) (skill.Result, error) {
-		return skill.Result{Output: call.Input}, nil
-	}))
-	res, err := h.Handle(context.Background(), newCall("free", `[1,"x"]`))
-	if err != nil || string(res.Output) != `[1,"x"]` {
-		t.Errorf("got %s, %v; want the input back", res.Output, err)
+// schemaMiddleware is each of the manifest's schema checks, with a
+// manifest that has only the schema it checks.
+var schemaMiddleware = []struct {
+	which string
+	make  func(name string, schema json.RawMessage) (skill.Middleware, error)
+}{
+	{"input", func(name string, schema json.RawMessage) (skill.Middleware, error) {
+		return skill.InputSchema(skill.Manifest{Name: name, InputSchema: schema})
+	}},
+	{"output", func(name string, schema json.RawMessage) (skill.Middleware, error) {
+		return skill.OutputSchema(skill.Manifest{Name: name, OutputSchema: schema})
+	}},
+}
+
+// A manifest without the schema gets no check: the input comes back as the
+// output, whatever it is.
+func TestSchemaMiddlewareWithoutASchemaChecksNothing(t *testing.T) {
+	for _, m := range schemaMiddleware {
+		mw, err := m.make("free", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := mw(skill.HandlerFunc(func(_ context.Context, call *skill.Call) (skill.Result, error) {
+			return skill.Result{Output: call.Input}, nil
+		}))
+		res, err := h.Handle(context.Background(), newCall("free", `[1,"x"]`))
+		if err != nil || string(res.Output) != `[1,"x"]` {
+			t.Errorf("%s: got %s, %v; want the input back", m.which, res.Output, err)
+		}
 	}
 }
 
-func TestOutputSchemaThatDoesNotCompile(t *testing.T) {
-	_, err := skill.OutputSchema(skill.Manifest{Name: "x", OutputSchema: json.RawMessage(`{"type": 5}`)})
-	if err == nil || !strings.Contains(err.Error(), "skill: x: output schema") {
-		t.Fatalf("err = %v, want one naming the skill's output schema", err)
+// A schema that does not compile is the middleware's error, naming the
+// skill and which schema.
+func TestSchemaMiddlewareThatDoesNotCompile(t *testing.T) {
+	for _, m := range schemaMiddleware {
+		_, err := m.make("x", json.RawMessage(`{"type": 5}`))
+		if want := "skill: x: " + m.which + " schema"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want one naming %q", err, want)
+		}
 	}
 }
