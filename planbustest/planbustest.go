@@ -13,7 +13,8 @@
 //		out, err := run.Wait(ctx)
 //	}
 //
-// Start takes a second or two; a package's tests may share one node.
+// Start takes a second or two, and each node is its own: tests do not see
+// each other's plans, sessions or skill health.
 package planbustest
 
 import (
