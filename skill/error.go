@@ -32,14 +32,35 @@ type Error struct {
 	// Output is reported with the error. Output that is not JSON is
 	// reported as a JSON string of its text.
 	Output json.RawMessage
+	// Err is the error this one wraps, if any (Unwrap): the constructors
+	// set it from a %w verb of their format, as fmt.Errorf does. It is not
+	// reported; Message already says it.
+	Err error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (%s): %s", e.Code, e.Category, e.Message) }
 
+// Unwrap returns the error e wraps, for errors.Is and errors.As.
+// A nil *Error (a typed nil returned as an error) wraps nothing.
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
+
 // Failf returns an *Error of the given category (a planbus.Category
-// constant) and code; an empty code is reported as TOOL_FAILED.
+// constant) and code; an empty code is reported as TOOL_FAILED. The
+// message is formatted as fmt.Errorf formats it: an error given to a %w
+// verb is wrapped (errors.Is and errors.As find it).
 func Failf(category, code, format string, args ...any) *Error {
-	return &Error{Code: code, Category: category, Message: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	e := &Error{Code: code, Category: category, Message: err.Error()}
+	switch err.(type) {
+	case interface{ Unwrap() error }, interface{ Unwrap() []error }:
+		e.Err = err // wraps what %w gave it
+	}
+	return e
 }
 
 // InvalidInput returns an error about the call's input, code

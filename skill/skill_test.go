@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -96,5 +97,33 @@ func TestErrorInfoOfUnusualErrors(t *testing.T) {
 	pe := &planbus.ErrorInfo{Code: "NO_SUCH_USER", Category: "permanent", Message: "no user 7"}
 	if info, _ := skill.ErrorInfo(fmt.Errorf("lookup: %w", pe)); info == nil || info.Code != "NO_SUCH_USER" || info.Category != "permanent" || info.Message != "no user 7" {
 		t.Errorf("ErrorInfo of a wrapped *planbus.ErrorInfo = %+v, want its code and category", info)
+	}
+}
+
+// An error given to a constructor with %w is wrapped, as fmt.Errorf wraps
+// it: errors.Is and errors.As find it, and the message reads as
+// fmt.Errorf's (not "%!w(...)"). Without %w nothing is wrapped.
+func TestErrorsWrapWhatTheyAreGivenWithW(t *testing.T) {
+	cause := fs.ErrNotExist
+	for _, e := range []*skill.Error{
+		skill.Transient("DB", "query: %w", cause),
+		skill.Permanent("GONE", "record %d: %w", 7, cause),
+		skill.Network("DIAL", "%w and %w", cause, context.DeadlineExceeded),
+		skill.InvalidInput("file: %w", cause),
+		skill.Failf(planbus.CategoryTimeout, "SLOW", "wait: %w", cause),
+	} {
+		if !errors.Is(e, cause) {
+			t.Errorf("%v: errors.Is(err, fs.ErrNotExist) = false", e)
+		}
+		if strings.Contains(e.Message, "%!") || !strings.Contains(e.Message, cause.Error()) {
+			t.Errorf("message %q, want the cause's text formatted in", e.Message)
+		}
+	}
+	var e *skill.Error
+	if !errors.As(fmt.Errorf("handler: %w", skill.Network("DIAL", "%w", cause)), &e) || e.Code != "DIAL" {
+		t.Errorf("errors.As did not find the *skill.Error under a wrap")
+	}
+	if plain := skill.Transient("X", "no cause %v", cause); plain.Unwrap() != nil {
+		t.Errorf("%%v wrapped %v", plain.Unwrap())
 	}
 }
