@@ -1013,29 +1013,32 @@ func (w *Worker) alreadySettled(ctx context.Context, tc *planbus.ToolCall) (bool
 	q, _ := json.Marshal(planbus.SettledQuery{PlanID: tc.PlanID, ToolID: tc.ToolID, Attempt: tc.Attempt, Token: tc.Token})
 	ctx, cancel := context.WithTimeout(ctx, settledWait)
 	defer cancel()
-	var last error
-	for pause := 100 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
+	var r planbus.SettledReply
+	ask := func() error {
 		reqCtx, reqCancel := context.WithTimeout(ctx, 5*time.Second)
+		defer reqCancel()
 		m, err := w.nc.RequestWithContext(reqCtx, bus.SubjectCallSettled, q)
-		reqCancel()
 		switch {
 		case err != nil:
-			last = err
+			return err
 		case m.Header.Get("Nats-Service-Error-Code") != "":
-			last = fmt.Errorf("a dispatcher answered %s %s", m.Header.Get("Nats-Service-Error-Code"), m.Header.Get("Nats-Service-Error"))
-		default:
-			var r planbus.SettledReply
-			if err := json.Unmarshal(m.Data, &r); err != nil {
-				return false, "", fmt.Errorf("%w: the answer does not decode: %v", errNoSettledAnswer, err)
-			}
-			return r.Settled, r.Why, nil
+			return fmt.Errorf("a dispatcher answered %s %s", m.Header.Get("Nats-Service-Error-Code"), m.Header.Get("Nats-Service-Error"))
 		}
-		select {
-		case <-ctx.Done():
-			return false, "", fmt.Errorf("%w within %s: %v", errNoSettledAnswer, settledWait, last)
-		case <-time.After(pause):
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			return backoff.Permanent(fmt.Errorf("the answer does not decode: %w", err))
 		}
+		return nil
 	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 2*time.Second, 0 // ctx ends it
+	last := error(nil)                                                                          // the last answer's error: Retry returns ctx's when time is up
+	if err := backoff.RetryNotify(ask, backoff.WithContext(b, ctx), func(err error, _ time.Duration) { last = err }); err != nil {
+		if last == nil {
+			last = err
+		}
+		return false, "", fmt.Errorf("%w within %s: %v", errNoSettledAnswer, settledWait, last)
+	}
+	return r.Settled, r.Why, nil
 }
 
 // refuseCall answers a call that does not decode, err says why: one that
