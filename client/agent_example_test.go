@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/nats-io/nats.go"
-
-	"github.com/planbus/planbus/client"
 )
 
 // Start a session's GOAP agent on a domain given inline, wait for it to
@@ -15,15 +11,8 @@ import (
 func ExampleClient_StartAgent() {
 	url, stop := system()
 	defer stop()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		panic(err)
-	}
-	defer nc.Close()
-	c, err := client.New(nc)
-	if err != nil {
-		panic(err)
-	}
+	c, closeConn := connect(url)
+	defer closeConn()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	acc, err := c.StartAgent(ctx, []byte(`{"requestId": "tidy-up", "sessionId": "home", "goap": {"inline": {

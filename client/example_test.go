@@ -35,6 +35,21 @@ func system() (string, func()) {
 	return n.Bus.URL, func() { n.Stop(); _ = os.RemoveAll(dir) }
 }
 
+// connect is what Example shows: a NATS connection and a client on it.
+// The returned func closes the connection.
+func connect(url string, opts ...client.Option) (*client.Client, func()) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		panic(err)
+	}
+	c, err := client.New(nc, opts...)
+	if err != nil {
+		nc.Close()
+		panic(err)
+	}
+	return c, nc.Close
+}
+
 // Run a plan request and show its outcome.
 func Example() {
 	url, stop := system()
@@ -64,15 +79,8 @@ func Example() {
 func ExampleClient_SubmitPlan() {
 	url, stop := system()
 	defer stop()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		panic(err)
-	}
-	defer nc.Close()
-	c, err := client.New(nc)
-	if err != nil {
-		panic(err)
-	}
+	c, closeConn := connect(url)
+	defer closeConn()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run, err := c.SubmitPlan(ctx, planbus.Plan{RequestID: "typed", Tools: []planbus.Tool{
@@ -100,15 +108,8 @@ func ExampleClient_SubmitPlan() {
 func ExampleClient_Cancel() {
 	url, stop := system()
 	defer stop()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		panic(err)
-	}
-	defer nc.Close()
-	c, err := client.New(nc, client.WithRequestTimeout(5*time.Second))
-	if err != nil {
-		panic(err)
-	}
+	c, closeConn := connect(url, client.WithRequestTimeout(5*time.Second))
+	defer closeConn()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	acc, err := c.SubmitPlanJSON(ctx, []byte(`{"planId": "nap", "tools": [
@@ -157,15 +158,8 @@ func ExampleClient_Cancel() {
 func ExampleClient_Approve() {
 	url, stop := system()
 	defer stop()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		panic(err)
-	}
-	defer nc.Close()
-	c, err := client.New(nc)
-	if err != nil {
-		panic(err)
-	}
+	c, closeConn := connect(url)
+	defer closeConn()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	acc, err := c.SubmitPlanJSON(ctx, []byte(`{"planId": "release", "tools": [
