@@ -10,6 +10,7 @@ import (
 
 	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/templates/placeholder"
 )
 
 // Errors of Select, Instantiate and ToPlan.
@@ -118,9 +119,9 @@ func orDefault(s, d string) string {
 // fill returns a copy of s with its placeholders filled in.
 func fill(s *Step, vars map[string]string) (Step, error) {
 	out := *s
-	out.Name, out.Action, out.Hint = expand(s.Name, vars), expand(s.Action, vars), expand(s.Hint, vars)
+	out.Name, out.Action, out.Hint = placeholder.Expand(s.Name, vars), placeholder.Expand(s.Action, vars), placeholder.Expand(s.Hint, vars)
 	if s.Approval != nil {
-		out.Approval = &plan.Approval{Prompt: expand(s.Approval.Prompt, vars)}
+		out.Approval = &plan.Approval{Prompt: placeholder.Expand(s.Approval.Prompt, vars)}
 	}
 	out.After = slices.Clone(s.After)
 	if len(s.Input) > 0 {
@@ -128,7 +129,7 @@ func fill(s *Step, vars map[string]string) (Step, error) {
 		if err != nil {
 			return Step{}, fmt.Errorf("input: %v", err)
 		}
-		if v, err = expandJSON(v, "", vars); err != nil {
+		if v, err = placeholder.ExpandJSON(v, vars); err != nil {
 			return Step{}, fmt.Errorf("input %v", err)
 		}
 		if out.Input, err = marshal(v); err != nil {
@@ -150,7 +151,7 @@ func fill(s *Step, vars map[string]string) (Step, error) {
 func fillGate(g *gate.Gate, vars map[string]string) *gate.Gate {
 	out := *g
 	if s, ok := g.Value.(string); ok {
-		out.Value = expand(s, vars)
+		out.Value = placeholder.Expand(s, vars)
 	}
 	if g.Gates != nil {
 		out.Gates = make([]*gate.Gate, len(g.Gates))

@@ -262,31 +262,6 @@ func TestParseToolMeta(t *testing.T) {
 	}
 }
 
-func TestPlaceholders(t *testing.T) {
-	vars := map[string]string{"a": "A", "b_2": "B", "input": "{a}"}
-	tests := []struct {
-		in, out string
-		names   []string
-	}{
-		{"plain", "plain", nil},
-		{"{a}-{b_2}", "A-B", []string{"a", "b_2"}},
-		{"{{a}}", "{a}", nil},
-		{"{{{a}}}", "{A}", []string{"a"}},
-		{"awk '{ print $1 }'", "awk '{ print $1 }'", nil},
-		{"{2}{ a}{a b}{", "{2}{ a}{a b}{", nil},
-		{"}}{input}}", "}{a}}", []string{"input"}}, // values are not expanded again
-		{"{missing}", "", []string{"missing"}},
-	}
-	for _, tt := range tests {
-		if got := expand(tt.in, vars); got != tt.out {
-			t.Errorf("expand(%q) = %q, want %q", tt.in, got, tt.out)
-		}
-		if got := placeholders(tt.in); !cmp.Equal(got, tt.names) {
-			t.Errorf("placeholders(%q) = %q, want %q", tt.in, got, tt.names)
-		}
-	}
-}
-
 // A step may ask for a person's approval: its tool carries the approval,
 // the prompt's placeholders filled in; an undeclared one is refused.
 func TestStepApproval(t *testing.T) {

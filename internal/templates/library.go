@@ -14,6 +14,7 @@ import (
 	"github.com/planbus/planbus/internal/dag"
 	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/templates/placeholder"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -311,7 +312,7 @@ func validTemplateID(s string) bool {
 		return false
 	}
 	for _, c := range []byte(s) {
-		if !isIdent(c) && c != '-' {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
 			return false
 		}
 	}
@@ -425,7 +426,7 @@ func (t *Template) prepare() error {
 			if v.re != nil && !v.re.MatchString(*v.Default) {
 				return t.err(field+"/default", nil, fmt.Sprintf("%q does not match the pattern %s", *v.Default, v.Pattern))
 			}
-			if ph := placeholders(*v.Default); len(ph) > 0 {
+			if ph := placeholder.Names(*v.Default); len(ph) > 0 {
 				return t.err(field+"/default", nil, fmt.Sprintf("a default cannot use placeholders ({%s})", ph[0]))
 			}
 		}
@@ -506,7 +507,7 @@ func (t *Template) prepare() error {
 func (t *Template) checkStep(s stepAt) error {
 	st := s.step
 	declared := func(field, text string) error {
-		for _, name := range placeholders(text) {
+		for _, name := range placeholder.Names(text) {
 			if _, ok := t.Vars[name]; !ok && name != InputVar {
 				return t.stepErr(s, field, nil, fmt.Sprintf("{%s} is not a declared variable (declare it in vars; {{ and }} write literal braces)", name))
 			}
@@ -533,7 +534,7 @@ func (t *Template) checkStep(s stepAt) error {
 			return t.stepErr(s, "input", err, err.Error())
 		}
 		var first error
-		jsonStrings(in, "", func(at, text string) {
+		placeholder.Strings(in, func(at, text string) {
 			if first == nil {
 				first = declared("input"+at, text)
 			}
