@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/planbus/planbus/internal/cli"
+	"github.com/planbus/planbus/internal/cli/dispatchercmd"
 )
 
 func main() {
@@ -19,7 +20,7 @@ func main() {
 	if !ok {
 		os.Exit(cli.ExitUsage)
 	}
-	code := cli.Dispatcher(ctx, os.Args[1:], cli.OS())
+	code := dispatchercmd.Run(ctx, os.Args[1:], cli.OS())
 	stopTracing()
 	stop()
 	os.Exit(code)

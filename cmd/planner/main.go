@@ -9,16 +9,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nats-io/nats.go"
-	"github.com/rs/zerolog"
-
 	"github.com/planbus/planbus/internal/cli"
-	"github.com/planbus/planbus/internal/web"
+	"github.com/planbus/planbus/internal/cli/plannercmd"
 )
 
 func main() {
-	// The web view lives in this binary alone.
-	cli.NewView = newView
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal, a second one kills the process at once.
 	go func() { <-ctx.Done(); stop() }()
@@ -26,16 +21,8 @@ func main() {
 	if !ok {
 		os.Exit(cli.ExitUsage)
 	}
-	code := cli.Planner(ctx, os.Args[1:], cli.OS())
+	code := plannercmd.Run(ctx, os.Args[1:], cli.OS())
 	stopTracing()
 	stop()
 	os.Exit(code)
-}
-
-func newView(nc *nats.Conn, o cli.ViewOptions, log zerolog.Logger) (cli.ViewHandler, error) {
-	s, err := web.New(nc, web.Config{Version: o.Version, Token: o.Token, AnyHost: o.AnyHost}, log)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/planbus/planbus/internal/cli"
+	"github.com/planbus/planbus/internal/cli/toolworkercmd"
 )
 
 func main() {
@@ -18,7 +19,7 @@ func main() {
 	if !ok {
 		os.Exit(cli.ExitUsage)
 	}
-	code := cli.Toolworker(ctx, os.Args[1:], cli.OS())
+	code := toolworkercmd.Run(ctx, os.Args[1:], cli.OS())
 	stopTracing()
 	stop()
 	os.Exit(code)

@@ -33,6 +33,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
+	"github.com/planbus/planbus/internal/cli/plannercmd"
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/schemas"
 )
@@ -154,7 +155,7 @@ func serve(t *testing.T, args ...string) node {
 	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json", "--workers", "1"}, args...)
 	exited := make(chan int, 1)
 	go func() {
-		exited <- cli.Planner(ctx, args, cli.IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: pw,
+		exited <- plannercmd.Run(ctx, args, cli.IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: pw,
 			Env: func(string) string { return "" }})
 		_ = pw.Close()
 	}()
@@ -270,7 +271,7 @@ func runPlan(dir, url, planJSON string, args ...string) ran {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	args = append(append([]string{"run", "--nats-url", url}, args...), file)
-	code := cli.Planner(ctx, args, cli.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+	code := plannercmd.Run(ctx, args, cli.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
 		Env: func(string) string { return "" }})
 	if ctx.Err() != nil {
 		return ran{err: fmt.Errorf("planner run did not finish within %s; stderr:\n%s", wait, stderr.String())}

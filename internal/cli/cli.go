@@ -27,11 +27,10 @@ func OS() IO { return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, 
 
 // Exit codes.
 const (
-	ExitOK      = 0
-	ExitFailed  = 1 // the plan failed, timed out or was rejected; or the command failed
-	ExitUsage   = 2 // bad flags, or input that is not a valid plan
-	exitSignal  = 130
-	versionName = "planbus"
+	ExitOK     = 0
+	ExitFailed = 1   // the plan failed, timed out or was rejected; or the command failed
+	ExitUsage  = 2   // bad flags, or input that is not a valid plan
+	ExitSignal = 130 // interrupted: the command's context ended first
 )
 
 // Version of the build, from the module information when installed.
@@ -42,7 +41,9 @@ func Version() string {
 	return "0.0.0-dev"
 }
 
-func usageErr(stderr io.Writer, err error) int {
+// UsageErr reports a command line that cannot be used: err on stderr and
+// ExitUsage, or ExitOK when err is flag.ErrHelp (-h printed the usage).
+func UsageErr(stderr io.Writer, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
@@ -50,35 +51,37 @@ func usageErr(stderr io.Writer, err error) int {
 	return ExitUsage
 }
 
-func ctxExit(ctx context.Context, code int) int {
+// CtxExit is code, or ExitSignal when the command failed because ctx
+// ended (an interrupt).
+func CtxExit(ctx context.Context, code int) int {
 	if ctx.Err() != nil && code != ExitOK {
-		return exitSignal
+		return ExitSignal
 	}
 	return code
 }
 
-// runner is a component's Run.
-type runner func(context.Context) error
+// Runner is a component's Run.
+type Runner func(context.Context) error
 
-// serveComponent connects to c.bus as role, declares the streams (or, on
+// ServeComponent connects to c.Bus as role, declares the streams (or, on
 // a server with authorization, what the role may declare, waiting for the
 // rest) and runs the component build makes until ctx ends. An error from
 // build is a usage error (a bad configuration).
-func serveComponent(ctx context.Context, c *common, log zerolog.Logger, stderr io.Writer, name string, role bus.Role, build func(*bus.Conn) (runner, error)) int {
-	c.bus.Role = role
-	conn, err := bus.Dial(ctx, c.bus, log)
+func ServeComponent(ctx context.Context, c *Common, log zerolog.Logger, stderr io.Writer, name string, role bus.Role, build func(*bus.Conn) (Runner, error)) int {
+	c.Bus.Role = role
+	conn, err := bus.Dial(ctx, c.Bus, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot connect")
-		return ctxExit(ctx, ExitFailed)
+		return CtxExit(ctx, ExitFailed)
 	}
 	defer conn.Close()
 	if err := conn.Declare(ctx); err != nil {
 		log.Error().Err(err).Msg("cannot declare streams")
-		return ctxExit(ctx, ExitFailed)
+		return CtxExit(ctx, ExitFailed)
 	}
 	run, err := build(conn)
 	if err != nil {
-		return usageErr(stderr, err)
+		return UsageErr(stderr, err)
 	}
 	if err := run(ctx); err != nil {
 		log.Error().Err(err).Msg(name + " failed")

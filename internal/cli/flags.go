@@ -15,19 +15,21 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 )
 
-// flags is a flag.FlagSet whose flags may also come from the environment:
+// Flags is a flag.FlagSet whose flags may also come from the environment:
 // a flag given on the command line wins over its variable, which wins over
 // the default.
-type flags struct {
+type Flags struct {
 	*flag.FlagSet
 	env    func(string) string
 	errors []string
 }
 
-func newFlags(name string, stderr io.Writer, env func(string) string, usage string) *flags {
+// NewFlags is the flag set of command name, whose -h prints usage and
+// the flags on stderr; env reads the environment.
+func NewFlags(name string, stderr io.Writer, env func(string) string, usage string) *Flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f := &flags{FlagSet: fs, env: env}
+	f := &Flags{FlagSet: fs, env: env}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "%s\n\nFlags (each may also be set by the environment variable shown):\n", strings.TrimSpace(usage))
 		fs.PrintDefaults()
@@ -35,7 +37,11 @@ func newFlags(name string, stderr io.Writer, env func(string) string, usage stri
 	return f
 }
 
-func (f *flags) envOr(env, def string) string {
+// Env is the environment variable name as the flags see it (the IO's
+// Env of the command).
+func (f *Flags) Env(name string) string { return f.env(name) }
+
+func (f *Flags) envOr(env, def string) string {
 	if env != "" {
 		if v := f.env(env); v != "" {
 			return v
@@ -51,11 +57,13 @@ func envNote(env string) string {
 	return " [$" + env + "]"
 }
 
-func (f *flags) String(p *string, name, env, def, usage string) {
+// String registers a string flag, set by the variable env if not empty.
+func (f *Flags) String(p *string, name, env, def, usage string) {
 	f.StringVar(p, name, f.envOr(env, def), usage+envNote(env))
 }
 
-func (f *flags) Int(p *int, name, env string, def int, usage string) {
+// Int registers an int flag, set by the variable env if not empty.
+func (f *Flags) Int(p *int, name, env string, def int, usage string) {
 	v := def
 	if s := f.envOr(env, ""); s != "" {
 		n, err := strconv.Atoi(s)
@@ -67,7 +75,9 @@ func (f *flags) Int(p *int, name, env string, def int, usage string) {
 	f.IntVar(p, name, v, usage+envNote(env))
 }
 
-func (f *flags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+// Duration registers a duration flag, set by the variable env if not
+// empty.
+func (f *Flags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
 	v := def
 	if s := f.envOr(env, ""); s != "" {
 		d, err := time.ParseDuration(s)
@@ -81,7 +91,7 @@ func (f *flags) Duration(p *time.Duration, name, env string, def time.Duration, 
 
 // Size registers a byte-size flag that takes sizes like 256MiB, 1GiB,
 // 64MB or a plain number of bytes.
-func (f *flags) Size(p *int64, name, env string, def int64, usage string) {
+func (f *Flags) Size(p *int64, name, env string, def int64, usage string) {
 	*p = def
 	if s := f.envOr(env, ""); s != "" {
 		if err := (*sizeValue)(p).Set(s); err != nil {
@@ -113,7 +123,8 @@ func (v *sizeValue) String() string {
 	return humanize.IBytes(uint64(*v))
 }
 
-func (f *flags) Bool(p *bool, name, env string, def bool, usage string) {
+// Bool registers a bool flag, set by the variable env if not empty.
+func (f *Flags) Bool(p *bool, name, env string, def bool, usage string) {
 	v := def
 	if s := f.envOr(env, ""); s != "" {
 		b, err := strconv.ParseBool(s)
@@ -144,7 +155,8 @@ func (v syncValue) Set(s string) error {
 	return nil
 }
 
-func (f *flags) Sync(p *bus.Sync, name, env string, def bus.Sync, usage string) {
+// Sync registers a flag of bus.Sync: always, or an interval like 1s.
+func (f *Flags) Sync(p *bus.Sync, name, env string, def bus.Sync, usage string) {
 	*p = def
 	if s := f.envOr(env, ""); s != "" {
 		sy, err := bus.ParseSync(s)
@@ -157,7 +169,7 @@ func (f *flags) Sync(p *bus.Sync, name, env string, def bus.Sync, usage string) 
 }
 
 // KeepEvents is a flag of bus.KeepEvents, checked as it is parsed.
-func (f *flags) KeepEvents(p *bus.KeepEvents, name, env string, usage string) {
+func (f *Flags) KeepEvents(p *bus.KeepEvents, name, env string, usage string) {
 	*p = ""
 	if s := f.envOr(env, ""); s != "" {
 		k, err := bus.ParseKeepEvents(s)
@@ -187,9 +199,9 @@ func (v keepEventsValue) Set(s string) error {
 	return nil
 }
 
-// parse parses args and reports environment errors too.
-func (f *flags) parse(args []string) error {
-	if err := f.Parse(args); err != nil {
+// Parse parses args and reports the environment's bad values too.
+func (f *Flags) Parse(args []string) error {
+	if err := f.FlagSet.Parse(args); err != nil {
 		return err
 	}
 	if len(f.errors) > 0 {
@@ -198,107 +210,112 @@ func (f *flags) parse(args []string) error {
 	return nil
 }
 
-// common are the flags every command has.
-type common struct {
-	bus       bus.Config
-	logLevel  string
-	logFormat string
-	// auth and insecure: commands with an embedded server only.
-	auth     bool
-	insecure bool
+// Common are the flags every command has: the NATS connection and its
+// credentials, the embedded server's, logging. Register adds them to a
+// command's Flags; the fields hold their values once parsed.
+type Common struct {
+	Bus       bus.Config
+	LogLevel  string
+	LogFormat string
+	// Auth and Insecure: commands with an embedded server only.
+	Auth     bool
+	Insecure bool
 }
 
-// mode says how a command reaches NATS, which decides its flags and the
+// Mode says how a command reaches NATS, which decides its flags and the
 // defaults its help shows.
-type mode int
+type Mode int
 
 const (
-	// connects: a component that needs a running system (--nats-url) and
+	// Connects: a component that needs a running system (--nats-url) and
 	// declares the streams and buckets its role may.
-	connects mode = iota
-	// asClient: a command that talks to a running system and declares
+	Connects Mode = iota
+	// AsClient: a command that talks to a running system and declares
 	// nothing, so the settings of the streams are not its flags.
-	asClient
-	// serves: planner serve, an embedded server by default that others
+	AsClient
+	// Serves: planner serve, an embedded server by default that others
 	// connect to.
-	serves
-	// runsPrivately: planner run, a private embedded server by default (a
+	Serves
+	// RunsPrivately: planner run, a private embedded server by default (a
 	// free port, a temporary store) so it can run beside a live node.
-	runsPrivately
+	RunsPrivately
 )
 
-func (c *common) register(f *flags, m mode) {
+// Register adds the flags to f, as m says the command reaches NATS.
+func (c *Common) Register(f *Flags, m Mode) {
 	switch m {
-	case connects, asClient:
-		f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated (required)")
+	case Connects, AsClient:
+		f.String(&c.Bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated (required)")
 	default:
-		f.String(&c.bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated; empty starts an embedded server")
+		f.String(&c.Bus.URL, "nats-url", "NATS_URL", "", "NATS server URL(s), comma-separated; empty starts an embedded server")
 	}
-	f.String(&c.bus.CredsFile, "creds", "NATS_CREDS", "", "NATS credentials file")
-	f.String(&c.bus.NKeySeedFile, "nkey", "NATS_NKEY", "", "file with an nkey seed to authenticate with")
-	f.String(&c.bus.TLSCAFile, "tls-ca", "NATS_CA", "", "PEM file of CAs to verify the NATS server")
-	if m != asClient {
+	f.String(&c.Bus.CredsFile, "creds", "NATS_CREDS", "", "NATS credentials file")
+	f.String(&c.Bus.NKeySeedFile, "nkey", "NATS_NKEY", "", "file with an nkey seed to authenticate with")
+	f.String(&c.Bus.TLSCAFile, "tls-ca", "NATS_CA", "", "PEM file of CAs to verify the NATS server")
+	if m != AsClient {
 		c.registerStreams(f)
 	}
 	switch m {
-	case serves:
-		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")
-		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", bus.DefaultDataDir(), "embedded server store")
-	case runsPrivately:
-		f.String(&c.bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:0", "embedded server address (port 0: any free port)")
-		f.String(&c.bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default: a new temporary directory, removed after the run)")
+	case Serves:
+		f.String(&c.Bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:4222", "embedded server address (port 0: any free port)")
+		f.String(&c.Bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", bus.DefaultDataDir(), "embedded server store")
+	case RunsPrivately:
+		f.String(&c.Bus.Listen, "listen", "PLANBUS_LISTEN", "127.0.0.1:0", "embedded server address (port 0: any free port)")
+		f.String(&c.Bus.DataDir, "data-dir", "PLANBUS_DATA_DIR", "", "embedded server store (default: a new temporary directory, removed after the run)")
 	}
-	if m == serves || m == runsPrivately {
-		f.Bool(&c.auth, "auth", "PLANBUS_AUTH", false,
+	if m == Serves || m == RunsPrivately {
+		f.Bool(&c.Auth, "auth", "PLANBUS_AUTH", false,
 			"authentication and least-privilege roles on the embedded server; each role's nkey seed is in <data-dir>/auth/<role>.nk")
-		f.Bool(&c.insecure, "insecure", "PLANBUS_INSECURE", false, "let --listen take a non-loopback address without --auth")
+		f.Bool(&c.Insecure, "insecure", "PLANBUS_INSECURE", false, "let --listen take a non-loopback address without --auth")
 		usage := "when the embedded store is flushed to disk: always (before each write is acknowledged) or an interval like 1s (see docs/deploy.md)"
-		if m == runsPrivately {
+		if m == RunsPrivately {
 			usage += "; a private run's temporary store is flushed every second unless this is given"
 		}
-		f.Sync(&c.bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync, usage)
+		f.Sync(&c.Bus.Sync, "sync", "PLANBUS_SYNC", bus.DefaultSync, usage)
 	}
 	level := "info"
-	if m == runsPrivately {
+	if m == RunsPrivately {
 		level = "warn" // progress lines tell the story; logs are for trouble
 	}
-	f.String(&c.logLevel, "log-level", "PLANBUS_LOG_LEVEL", level, "debug, info, warn or error")
-	f.String(&c.logFormat, "log-format", "PLANBUS_LOG_FORMAT", "console", "console or json")
+	f.String(&c.LogLevel, "log-level", "PLANBUS_LOG_LEVEL", level, "debug, info, warn or error")
+	f.String(&c.LogFormat, "log-format", "PLANBUS_LOG_FORMAT", "console", "console or json")
 }
 
 // registerStreams adds the settings of planbus's streams and buckets,
 // which the commands that declare them take.
-func (c *common) registerStreams(f *flags) {
-	f.Int(&c.bus.Replicas, "replicas", "PLANBUS_REPLICAS", 0,
+func (c *Common) registerStreams(f *Flags) {
+	f.Int(&c.Bus.Replicas, "replicas", "PLANBUS_REPLICAS", 0,
 		"replicas of planbus streams and buckets, 3 on a cluster (default: the running system's, else 1)")
-	f.Duration(&c.bus.Retention, "retention", "PLANBUS_RETENTION", 0,
+	f.Duration(&c.Bus.Retention, "retention", "PLANBUS_RETENTION", 0,
 		"how long finished plans, their results and outcomes are kept, and the longest a plan may run (default: the running system's, else 24h; docs/deploy.md, Retention)")
-	f.Int(&c.bus.Partitions, "partitions", "PLANBUS_PARTITIONS", 0,
+	f.Int(&c.Bus.Partitions, "partitions", "PLANBUS_PARTITIONS", 0,
 		"partitions of the plans' messages, each consumed by one dispatcher; change it only with no plan running (default: the running system's, else 8; docs/deploy.md, Partitions)")
-	f.KeepEvents(&c.bus.KeepEvents, "keep-events", "PLANBUS_KEEP_EVENTS",
+	f.KeepEvents(&c.Bus.KeepEvents, "keep-events", "PLANBUS_KEEP_EVENTS",
 		"progress events the events stream keeps for those who read them back: all, or outcomes (all but tool.released and tool.started, which are still published live) (default: the running system's, else all; docs/deploy.md, Retention)")
 }
 
 // registerClient adds the flags of commands that talk to a running system
 // and end: they give up on an unreachable server instead of waiting for it.
-func (c *common) registerClient(f *flags) {
-	f.Duration(&c.bus.ConnectTimeout, "connect-timeout", "PLANBUS_CONNECT_TIMEOUT", 10*time.Second,
+func (c *Common) RegisterClient(f *Flags) {
+	f.Duration(&c.Bus.ConnectTimeout, "connect-timeout", "PLANBUS_CONNECT_TIMEOUT", 10*time.Second,
 		"with --nats-url: how long to wait for the server to answer before giving up")
 }
 
-func (c *common) logger(stderr io.Writer) (zerolog.Logger, error) {
-	lvl, err := zerolog.ParseLevel(c.logLevel)
-	if err != nil || c.logLevel == "" {
-		return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", c.logLevel)
+// Logger is the command's logger on stderr, as --log-level and
+// --log-format say.
+func (c *Common) Logger(stderr io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(c.LogLevel)
+	if err != nil || c.LogLevel == "" {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	var w io.Writer
-	switch c.logFormat {
+	switch c.LogFormat {
 	case "json":
 		w = stderr
 	case "console":
-		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000", NoColor: !isTerminal(stderr)}
+		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000", NoColor: !IsTerminal(stderr)}
 	default:
-		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", c.logFormat)
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", c.LogFormat)
 	}
 	return zerolog.New(w).Level(lvl).Hook(timestamp{}), nil
 }
@@ -312,7 +329,8 @@ func (timestamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	e.Str(zerolog.TimestampFieldName, time.Now().Format(time.RFC3339Nano))
 }
 
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -321,7 +339,8 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func splitList(s string) []string {
+// SplitList splits a comma-separated flag, dropping empty items.
+func SplitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -334,7 +353,7 @@ func splitList(s string) []string {
 // lateFlags explains a wrong count of arguments that comes from flags
 // given after them, which the flag package takes as arguments: "" when
 // no argument after the first looks like a flag.
-func (f *flags) lateFlags() string {
+func (f *Flags) LateFlags() string {
 	for _, a := range f.Args()[min(1, f.NArg()):] {
 		if len(a) > 1 && a[0] == '-' {
 			return fmt.Sprintf(" (flags go before the arguments: %s came after them)", a)

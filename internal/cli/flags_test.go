@@ -1,6 +1,11 @@
 package cli
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestSizeFlag(t *testing.T) {
 	for _, tt := range []struct {
@@ -40,4 +45,30 @@ func FuzzSizeFlag(f *testing.F) {
 			t.Errorf("Set(%q) = %d, out of bounds", s, v)
 		}
 	})
+}
+
+// Log lines carry the time to the millisecond at least, so a log orders
+// what happened within a second.
+func TestLogTimestampsHaveSubseconds(t *testing.T) {
+	var c Common
+	c.LogLevel, c.LogFormat = "info", "json"
+	var buf syncBuffer
+	log, err := c.Logger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info().Msg("one")
+	var line struct {
+		Time string `json:"time"`
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
+		t.Fatalf("log line %q: %v", buf.String(), err)
+	}
+	ts, err := time.Parse(time.RFC3339Nano, line.Time)
+	if err != nil || !strings.Contains(line.Time, ".") {
+		t.Fatalf("time %q (%v), want RFC 3339 with a fraction of a second", line.Time, err)
+	}
+	if d := time.Since(ts); d < 0 || d > time.Minute {
+		t.Errorf("time %s is %s from now", ts, d)
+	}
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -53,12 +52,6 @@ func repoRoot(t *testing.T) string {
 	}
 }
 
-// example is the path of a plan under examples/plans.
-func example(t *testing.T, name string) string {
-	t.Helper()
-	return filepath.Join(repoRoot(t), "examples", "plans", name)
-}
-
 // syncBuffer is a bytes.Buffer safe to write from a command's goroutines
 // while the test reads it.
 type syncBuffer struct {
@@ -78,52 +71,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// outcome is what a command did.
-type outcome struct {
-	code           int
-	stdout, stderr string
-}
-
-// invocation is one in-process run of a command.
-type invocation struct {
-	env   map[string]string // the whole environment the command sees
-	stdin string
-}
-
-func (in invocation) io(stdout, stderr *syncBuffer) IO {
-	return IO{
-		Stdin:  strings.NewReader(in.stdin),
-		Stdout: stdout,
-		Stderr: stderr,
-		Env:    func(k string) string { return in.env[k] },
-	}
-}
-
-// run runs cmd with args and waits for its exit code.
-func (in invocation) run(t *testing.T, cmd func(context.Context, []string, IO) int, args ...string) outcome {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	var stdout, stderr syncBuffer
-	code := cmd(ctx, args, in.io(&stdout, &stderr))
-	if ctx.Err() != nil {
-		t.Fatalf("%v did not finish within %s; stderr:\n%s", args, wait, stderr.String())
-	}
-	return outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
-}
-
-// runPlanner runs the planner command with no environment and no stdin.
-func runPlanner(t *testing.T, args ...string) outcome {
-	t.Helper()
-	return invocation{}.run(t, Planner, args...)
-}
-
-// result decodes the last line of stdout as an execution result.
-func (o outcome) result(t *testing.T) plan.ExecutionResult {
-	t.Helper()
-	return lastResult(t, o.stdout, o.stderr)
-}
-
 func lastResult(t *testing.T, stdout, stderr string) plan.ExecutionResult {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
@@ -136,13 +83,4 @@ func lastResult(t *testing.T, stdout, stderr string) plan.ExecutionResult {
 		t.Fatal(err)
 	}
 	return res
-}
-
-func toolOutcome(res plan.ExecutionResult, id string) plan.ToolOutcome {
-	for _, o := range res.Tools {
-		if o.ToolID == id {
-			return o
-		}
-	}
-	return plan.ToolOutcome{}
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/planbus/planbus/internal/metrics"
 )
 
-// metricsPath is where every planbus process serves its Prometheus
+// MetricsPath is where every planbus process serves its Prometheus
 // metrics: beside the web view (planner serve, run --http, ui) and on
 // --metrics.
-const metricsPath = "/metrics"
+const MetricsPath = "/metrics"
 
 // healthPath is where a --metrics listener answers health probes.
 const healthPath = "/healthz"
@@ -37,20 +37,21 @@ func healthHandler(reg *metrics.Registry) http.Handler {
 	})
 }
 
-// metricsFlags is --metrics: a listener of its own for /metrics, for the
+// MetricsFlags is --metrics: a listener of its own for /metrics, for the
 // processes without a web view (dispatcher, toolworker, planner serve
 // --nats-url) and any that wants metrics apart from its view.
-type metricsFlags struct {
+type MetricsFlags struct {
 	addr string
 }
 
-func (m *metricsFlags) register(f *flags) {
+// Register adds --metrics to f.
+func (m *MetricsFlags) Register(f *Flags) {
 	f.String(&m.addr, "metrics", "PLANBUS_METRICS", "",
 		"serve Prometheus metrics on http://ADDR/metrics, e.g. 127.0.0.1:9464 (default: off); on loopback it answers requests to loopback names only")
 }
 
-// check validates --metrics after parsing.
-func (m *metricsFlags) check(cmd string) error {
+// Check validates --metrics after parsing.
+func (m *MetricsFlags) Check(cmd string) error {
 	if m.addr == "" {
 		return nil
 	}
@@ -60,15 +61,15 @@ func (m *metricsFlags) check(cmd string) error {
 	return nil
 }
 
-// metricsServer is a --metrics listener being served.
-type metricsServer struct {
+// MetricsServer is a --metrics listener being served.
+type MetricsServer struct {
 	URL string
 	srv *http.Server
 }
 
-// start serves reg on --metrics, if it is set, and logs where at info; a
+// Start serves reg on --metrics, if it is set, and logs where at info; a
 // nil server when it is off. An address that cannot be had is an error.
-func (m *metricsFlags) start(reg *metrics.Registry, log zerolog.Logger) (*metricsServer, error) {
+func (m *MetricsFlags) Start(reg *metrics.Registry, log zerolog.Logger) (*MetricsServer, error) {
 	if m.addr == "" {
 		return nil, nil
 	}
@@ -78,18 +79,18 @@ func (m *metricsFlags) start(reg *metrics.Registry, log zerolog.Logger) (*metric
 	}
 	host, _, _ := net.SplitHostPort(m.addr)
 	mux := http.NewServeMux()
-	mux.Handle(metricsPath, metricsGuard(reg.Handler(), "", !loopback(host)))
-	mux.Handle(healthPath, metricsGuard(healthHandler(reg), "", !loopback(host)))
-	out := &metricsServer{URL: "http://" + ln.Addr().String() + metricsPath,
+	mux.Handle(MetricsPath, MetricsGuard(reg.Handler(), "", !Loopback(host)))
+	mux.Handle(healthPath, MetricsGuard(healthHandler(reg), "", !Loopback(host)))
+	out := &MetricsServer{URL: "http://" + ln.Addr().String() + MetricsPath,
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-			ErrorLog: stdlog.New(zerologWriter{log}, "", 0)}}
+			ErrorLog: HTTPErrorLog(log)}}
 	go func() { _ = out.srv.Serve(ln) }()
 	log.Info().Str("url", out.URL).Msg("metrics on " + out.URL)
 	return out, nil
 }
 
 // Stop ends the listener.
-func (s *metricsServer) Stop() {
+func (s *MetricsServer) Stop() {
 	if s == nil {
 		return
 	}
@@ -100,7 +101,7 @@ func (s *metricsServer) Stop() {
 	}
 }
 
-// metricsGuard applies the web view's rules to /metrics. Metrics hold no
+// MetricsGuard applies the web view's rules to /metrics. Metrics hold no
 // secret (counts and durations by skill, state and kind), so on loopback
 // they need no login, even with --auth, and Prometheus on the same
 // machine scrapes them as they are; but a loopback listener answers only
@@ -109,14 +110,14 @@ func (s *metricsServer) Stop() {
 // login (token) asks for its token as a bearer (Prometheus:
 // authorization.credentials_file); a --metrics listener, which has no
 // login, answers any host: put it where only Prometheus reaches.
-func metricsGuard(h http.Handler, token string, anyHost bool) http.Handler {
+func MetricsGuard(h http.Handler, token string, anyHost bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !anyHost {
 			host := r.Host
 			if hh, _, err := net.SplitHostPort(host); err == nil {
 				host = hh
 			}
-			if !loopback(host) {
+			if !Loopback(host) {
 				http.Error(w, fmt.Sprintf("metrics: Host %q is not a loopback name: these metrics answer only requests to localhost, 127.0.0.1 or [::1]", r.Host),
 					http.StatusMisdirectedRequest)
 				return
@@ -131,4 +132,20 @@ func metricsGuard(h http.Handler, token string, anyHost bool) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// HTTPErrorLog makes the HTTP server's own error log (TLS handshakes,
+// broken connections) lines of the process's log, at debug: the
+// ErrorLog of every planbus process's http.Server.
+func HTTPErrorLog(log zerolog.Logger) *stdlog.Logger {
+	return stdlog.New(zerologWriter{log}, "", 0)
+}
+
+// zerologWriter makes the HTTP server's own error log (TLS handshakes,
+// broken connections) lines of the process's log.
+type zerologWriter struct{ log zerolog.Logger }
+
+func (z zerologWriter) Write(p []byte) (int, error) {
+	z.log.Debug().Str("component", "http").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -142,8 +142,8 @@ func TestPlannerProcess(t *testing.T) {
 		<-drained // Wait closes the pipe, so it must come after the last read
 		err = cmd.Wait()
 		var exit *exec.ExitError
-		if ctx.Err() != nil || !errors.As(err, &exit) || exit.ExitCode() != exitSignal {
-			t.Errorf("after SIGINT: %v, want exit %d", err, exitSignal)
+		if ctx.Err() != nil || !errors.As(err, &exit) || exit.ExitCode() != ExitSignal {
+			t.Errorf("after SIGINT: %v, want exit %d", err, ExitSignal)
 		}
 		if out.String() != "" {
 			t.Errorf("stdout %q, want no result", out.String())

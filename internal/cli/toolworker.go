@@ -1,26 +1,19 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
 )
 
-const toolworkerUsage = `Usage: toolworker [flags]
-
-Serves skills to planbus: pulls tool calls from planbus.tools.<skill>,
-runs them with a deadline and heartbeats, and publishes their results.
-Start more processes to add capacity; they share each skill's queue.`
-
-type workerFlags struct {
+// WorkerFlags are a tool worker's flags: the toolworker command's, and
+// planner serve's for the workers of its node.
+type WorkerFlags struct {
 	skills       string
 	concurrency  int
 	ackWait      time.Duration
@@ -39,7 +32,8 @@ type workerFlags struct {
 	id           string
 }
 
-func (w *workerFlags) register(f *flags) {
+// Register adds the flags to f.
+func (w *WorkerFlags) Register(f *Flags) {
 	f.String(&w.skills, "skills", "PLANBUS_SKILLS", "echo,sleep,fail,shell,http,remember", "built-in skills to serve, comma-separated")
 	f.Int(&w.concurrency, "concurrency", "PLANBUS_CONCURRENCY", 16, "calls of each skill run at once by this worker")
 	f.Duration(&w.ackWait, "ack-wait", "PLANBUS_ACK_WAIT", 0, "how long a call may go without a heartbeat before another worker gets it; a setting of each skill's consumer, shared by its workers (default: the consumer's, else 30s)")
@@ -62,21 +56,24 @@ func (w *workerFlags) register(f *flags) {
 // skill cuts bodies to fit it.
 const outputCap = 1 << 20
 
-func (w *workerFlags) config() (worker.Config, error) {
+// Config is the worker configuration the flags give: the built-in skills
+// chosen, simulated ones in their stead or beside them, and the shell
+// skill's allow-lists and limits. Its errors name the flag.
+func (w *WorkerFlags) Config() (worker.Config, error) {
 	shell, err := w.shellConfig()
 	if err != nil {
 		return worker.Config{}, err
 	}
 	all := skills.Builtins(skills.BuiltinConfig{
 		Shell: shell,
-		HTTP:  skills.HTTPConfig{AllowHosts: splitList(w.httpAllow), AllowPrivate: w.httpPrivate, OutputCap: outputCap},
+		HTTP:  skills.HTTPConfig{AllowHosts: SplitList(w.httpAllow), AllowPrivate: w.httpPrivate, OutputCap: outputCap},
 	})
 	var chosen []skill.Skill
 	var names []string
 	for _, s := range all {
 		names = append(names, s.Manifest.Name)
 	}
-	for _, name := range splitList(w.skills) {
+	for _, name := range SplitList(w.skills) {
 		i := slices.IndexFunc(all, func(s skill.Skill) bool { return s.Manifest.Name == name })
 		if i < 0 {
 			return worker.Config{}, fmt.Errorf("--skills: unknown skill %q (built-in skills: %v)", name, names)
@@ -102,7 +99,7 @@ func (w *workerFlags) config() (worker.Config, error) {
 }
 
 // shellConfig reads the shell skill's flags; a flag's 0 means no limit.
-func (w *workerFlags) shellConfig() (skills.ShellConfig, error) {
+func (w *WorkerFlags) shellConfig() (skills.ShellConfig, error) {
 	allow, err := skills.ParseShellAllow(w.shellAllow)
 	if err != nil {
 		return skills.ShellConfig{}, fmt.Errorf("--shell-allow: %w", err)
@@ -124,50 +121,8 @@ func (w *workerFlags) shellConfig() (skills.ShellConfig, error) {
 		return skills.ShellConfig{}, fmt.Errorf("--shell-max-procs %d: want 0 (no limit) or more", w.shellProcs)
 	}
 	return skills.ShellConfig{
-		Allow: allow, Dir: w.shellDir, PassEnv: splitList(w.shellPassEnv), EnvAllow: envAllow,
+		Allow: allow, Dir: w.shellDir, PassEnv: SplitList(w.shellPassEnv), EnvAllow: envAllow,
 		Limits: skills.ShellLimits{CPU: time.Duration(noLimit(int64(w.shellCPU))), Memory: noLimit(w.shellMemory),
 			FileSize: noLimit(w.shellFile), Procs: noLimit(int64(w.shellProcs))},
 	}, nil
-}
-
-// Toolworker is the toolworker command.
-func Toolworker(ctx context.Context, args []string, io IO) int {
-	var c common
-	var wf workerFlags
-	var mf metricsFlags
-	f := newFlags("toolworker", io.Stderr, io.Env, toolworkerUsage)
-	c.register(f, connects)
-	wf.register(f)
-	mf.register(f)
-	if err := f.parse(args); err != nil {
-		return usageErr(io.Stderr, err)
-	}
-	if err := mf.check("toolworker"); err != nil {
-		return usageErr(io.Stderr, err)
-	}
-	log, err := c.logger(io.Stderr)
-	if err != nil {
-		return usageErr(io.Stderr, err)
-	}
-	cfg, err := wf.config()
-	if err != nil {
-		return usageErr(io.Stderr, err)
-	}
-	if c.bus.URL == "" {
-		return usageErr(io.Stderr, fmt.Errorf("toolworker: --nats-url (or $NATS_URL) is required; `planner serve` runs workers on an embedded server"))
-	}
-	reg := metrics.New()
-	ms, err := mf.start(reg, log)
-	if err != nil {
-		return usageErr(io.Stderr, fmt.Errorf("toolworker: %w", err))
-	}
-	defer ms.Stop()
-	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", bus.RoleWorker, func(conn *bus.Conn) (runner, error) {
-		reg.SetConn(conn.NC)
-		w, err := worker.New(conn.NC, cfg, worker.WithLogger(log), worker.WithMiddleware(reg.Worker().Middleware()))
-		if err != nil {
-			return nil, err
-		}
-		return w.Run, nil
-	})
 }
