@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // isRequest tells a plan request (it has "kind") from a bare Plan JSON.
@@ -26,7 +27,7 @@ func isRequest(doc []byte) bool {
 }
 
 func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name string, doc []byte, quiet, verbose bool, wait time.Duration, log zerolog.Logger, io IO) int {
-	r, err := planner.DecodeRequest(doc)
+	r, err := request.Decode(doc)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
 		return ExitUsage

@@ -17,6 +17,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // The verbs that work on a running system as a client: submit, watch,
@@ -209,7 +210,7 @@ func plannerSubmit(ctx context.Context, args []string, io IO) int {
 			fmt.Fprintf(io.Stderr, "planner submit: %s: %v\n", name, err)
 			return ExitUsage
 		}
-	} else if _, err := planner.DecodeRequest(doc); err != nil {
+	} else if _, err := request.Decode(doc); err != nil {
 		fmt.Fprintf(io.Stderr, "planner submit: %s: %v\n", name, err)
 		return ExitUsage
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // A GOAP agent pursues the goals of a domain in one session's state, the
@@ -48,7 +49,7 @@ import (
 type agentDoc struct {
 	// Request started the agent: its id is the agent's, and the plans'
 	// request id; it holds the session, budgets and plan defaults.
-	Request *Request `json:"request"`
+	Request *request.Request `json:"request"`
 	// Domain is the domain document, fixed when the agent started, so
 	// every planner runs the same domain whatever its --domains holds.
 	Domain  json.RawMessage    `json:"domain"`

@@ -17,6 +17,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/schemas"
 )
@@ -34,22 +35,22 @@ const maxAgentID = 112
 // publishes that wake-up again and is accepted (a client that lost the
 // answer may ask again). Errors are *RequestError for the request's
 // faults, else the store's.
-func (s *Service) startAgent(ctx context.Context, r *Request) (*sentBefore, error) {
+func (s *Service) startAgent(ctx context.Context, r *request.Request) (*sentBefore, error) {
 	g := r.GOAP
 	switch {
 	case g.Goal != "":
-		return nil, &RequestError{Field: "/goap/goal", Msg: "an agent chooses its goals with its arbiter: leave goal out, or leave agent out to plan for this goal once"}
+		return nil, &request.Error{Field: "/goap/goal", Msg: "an agent chooses its goals with its arbiter: leave goal out, or leave agent out to plan for this goal once"}
 	case g.State != nil:
-		return nil, &RequestError{Field: "/goap/state", Msg: "an agent's world is the session state: put these facts there (the remember skill) and leave state out"}
+		return nil, &request.Error{Field: "/goap/state", Msg: "an agent's world is the session state: put these facts there (the remember skill) and leave state out"}
 	case len(r.RequestID) > maxAgentID:
-		return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf("an agent's id takes at most %d characters, leaving room for its plans' ids", maxAgentID)}
+		return nil, &request.Error{Field: "/requestId", Msg: fmt.Sprintf("an agent's id takes at most %d characters, leaving room for its plans' ids", maxAgentID)}
 	}
 	doc, d, err := s.goap.document(g)
 	if err != nil {
 		return nil, err
 	}
 	if len(d.Goals) == 0 {
-		return nil, &RequestError{Field: "/goap", Msg: "the domain has no goals: an agent would have nothing to pursue"}
+		return nil, &request.Error{Field: "/goap", Msg: "the domain has no goals: an agent would have nothing to pursue"}
 	}
 	kept := *r
 	kg := *g
@@ -71,7 +72,7 @@ func (s *Service) startAgent(ctx context.Context, r *Request) (*sentBefore, erro
 			was, _ := json.Marshal(cur.Request)
 			now, _ := json.Marshal(&kept)
 			if !bytes.Equal(was, now) || !sameJSON(cur.Domain, doc) {
-				return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf(
+				return nil, &request.Error{Field: "/requestId", Msg: fmt.Sprintf(
 					"agent %s of session %s was started at %s with another request; a request id names one agent: start this one under a new requestId, or leave requestId out",
 					cur.ID(), r.SessionID, cur.Started.UTC().Format(time.RFC3339))}
 			}
@@ -83,14 +84,14 @@ func (s *Service) startAgent(ctx context.Context, r *Request) (*sentBefore, erro
 			return again, s.publishWake(ctx, cur, time.Time{})
 		}
 		if cur != nil && cur.Status == planbus.AgentRunning {
-			return nil, &RequestError{Field: "/sessionId", Msg: fmt.Sprintf("session %s already has a running agent, %s; stop it first (planner agent stop %s)",
+			return nil, &request.Error{Field: "/sessionId", Msg: fmt.Sprintf("session %s already has a running agent, %s; stop it first (planner agent stop %s)",
 				r.SessionID, cur.ID(), r.SessionID)}
 		}
 		// An id that ended before, an agent's of this session or another's
 		// or a request's, names that: its plans and outcome are its own.
 		switch m, err := s.outcomes.GetLastMsgForSubject(ctx, bus.OutcomeSubject(r.RequestID)); {
 		case err == nil:
-			return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf(
+			return nil, &request.Error{Field: "/requestId", Msg: fmt.Sprintf(
 				"request id %s names a request or agent that ended at %s; start this agent under a new requestId, or leave requestId out",
 				r.RequestID, m.Time.UTC().Format(time.RFC3339))}
 		case !errors.Is(err, jetstream.ErrMsgNotFound):
@@ -100,7 +101,7 @@ func (s *Service) startAgent(ctx context.Context, r *Request) (*sentBefore, erro
 			continue
 		}
 		if tl, ok := isTooLarge(err); ok {
-			return nil, &RequestError{Field: "/goap", Msg: fmt.Sprintf("the agent's state with its domain takes %d bytes, over the store's limit of %d", tl.size, tl.limit)}
+			return nil, &request.Error{Field: "/goap", Msg: fmt.Sprintf("the agent's state with its domain takes %d bytes, over the store's limit of %d", tl.size, tl.limit)}
 		}
 		if err != nil {
 			return nil, err
@@ -130,11 +131,11 @@ func (s *Service) handleAgentStart(req micro.Request) {
 		reject(req, "", fmt.Sprintf(`want a plan request of kind goap, e.g. {"sessionId": "s1", "goap": {"domain": "camp"}}: %v`, err))
 		return
 	}
-	if k, ok := doc["kind"]; ok && k != KindGOAP {
+	if k, ok := doc["kind"]; ok && k != request.KindGOAP {
 		reject(req, "/kind", fmt.Sprintf("planbus.agent.start starts GOAP agents: kind must be goap or left out, not %v", k))
 		return
 	}
-	doc["kind"] = KindGOAP
+	doc["kind"] = request.KindGOAP
 	if g, ok := doc["goap"].(map[string]any); ok {
 		if v, set := g["agent"]; set && v != true {
 			reject(req, "/goap/agent", "planbus.agent.start starts an agent: leave agent out or true")
@@ -154,11 +155,11 @@ func (s *Service) handleAgentStart(req micro.Request) {
 // it; an error is a *RequestError naming the field.
 func DecodeAgentStop(doc []byte) (*planbus.AgentStopRequest, error) {
 	if err := schemas.Validate(schemas.AgentStopRequest, doc); err != nil {
-		return nil, schemaError(err, `want {"sessionId": "...", "reason": "..."}`)
+		return nil, request.SchemaError(err, `want {"sessionId": "...", "reason": "..."}`)
 	}
 	var q planbus.AgentStopRequest
 	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, &request.Error{Msg: err.Error()}
 	}
 	q.Reason = strings.TrimSpace(q.Reason)
 	return &q, nil
@@ -168,11 +169,11 @@ func DecodeAgentStop(doc []byte) (*planbus.AgentStopRequest, error) {
 // decodes it; an error is a *RequestError naming the field.
 func DecodeAgentStatus(doc []byte) (*planbus.AgentStatusRequest, error) {
 	if err := schemas.Validate(schemas.AgentStatusRequest, doc); err != nil {
-		return nil, schemaError(err, `want {"sessionId": "..."}`)
+		return nil, request.SchemaError(err, `want {"sessionId": "..."}`)
 	}
 	var q planbus.AgentStatusRequest
 	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, &request.Error{Msg: err.Error()}
 	}
 	return &q, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // coreAgent is an agent of the chores or door test domain, its decisions
@@ -26,7 +27,7 @@ func coreAgent(t *testing.T, domain string, world goap.State) (*agent, *agentDoc
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad := &agentDoc{Request: &Request{RequestID: "ag", SessionID: "s", Kind: KindGOAP, GOAP: &GOAPRequest{Domain: domain, Agent: true}},
+	ad := &agentDoc{Request: &request.Request{RequestID: "ag", SessionID: "s", Kind: request.KindGOAP, GOAP: &request.GOAPRequest{Domain: domain, Agent: true}},
 		Domain: doc, Status: planbus.AgentRunning}
 	a := turnOf(t, ad, d, world)
 	return a, ad
@@ -201,14 +202,14 @@ func FuzzDecodeAgentRequests(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		stop, err := DecodeAgentStop(doc)
-		if err != nil && !errors.Is(err, ErrInvalidRequest) {
+		if err != nil && !errors.Is(err, request.ErrInvalid) {
 			t.Fatalf("stop: error %v is not an invalid request", err)
 		}
 		if err == nil && !plan.ValidID(stop.SessionID) {
 			t.Fatalf("stop: decoded session %q", stop.SessionID)
 		}
 		st, err := DecodeAgentStatus(doc)
-		if err != nil && !errors.Is(err, ErrInvalidRequest) {
+		if err != nil && !errors.Is(err, request.ErrInvalid) {
 			t.Fatalf("status: error %v is not an invalid request", err)
 		}
 		if err == nil && !plan.ValidID(st.SessionID) {
@@ -230,7 +231,7 @@ func TestAgentKeepsExploring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad := &agentDoc{Request: &Request{RequestID: "ex", SessionID: "s", Kind: KindGOAP, GOAP: &GOAPRequest{Agent: true}},
+	ad := &agentDoc{Request: &request.Request{RequestID: "ex", SessionID: "s", Kind: request.KindGOAP, GOAP: &request.GOAPRequest{Agent: true}},
 		Domain: doc, Status: planbus.AgentRunning}
 	world := goap.State{}
 	a := turnOf(t, ad, d, world)

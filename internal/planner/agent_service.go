@@ -22,6 +22,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
@@ -625,7 +626,7 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 		gctx, cancel := context.WithTimeout(ctx, GenerationTimeout)
 		defer cancel()
 		gctx, span := s.tracer.Start(gctx, telemetry.SpanGenerate, trace.WithAttributes(telemetry.AttrRequestID.String(doc.ID()),
-			telemetry.AttrKind.String(KindGOAP), telemetry.AttrGoal.String(goal)))
+			telemetry.AttrKind.String(request.KindGOAP), telemetry.AttrGoal.String(goal)))
 		defer span.End()
 		res, err := goap.Plan(gctx, d, world, goal, goap.Options{Disabled: off, MaxMemory: lim.memory, MaxNodes: int(lim.nodes)})
 		if err != nil {

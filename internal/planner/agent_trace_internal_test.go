@@ -11,6 +11,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
@@ -37,7 +38,7 @@ func TestATurnThatFindsAnotherAgentTracesItThere(t *testing.T) {
 	started := func(id string) (*agentDoc, string) {
 		c, sp := tp.Tracer("test").Start(context.Background(), "start-"+id)
 		sp.End()
-		return &agentDoc{Request: &Request{RequestID: id, SessionID: "s", Kind: KindGOAP, GOAP: &GOAPRequest{Domain: "door", Agent: true}},
+		return &agentDoc{Request: &request.Request{RequestID: id, SessionID: "s", Kind: request.KindGOAP, GOAP: &request.GOAPRequest{Domain: "door", Agent: true}},
 			Domain: dom, Status: planbus.AgentRunning, Goals: map[string]*planbus.GoalStats{}, Trace: telemetry.Map(c)}, sp.SpanContext().TraceID().String()
 	}
 	a, aTrace := started("A")

@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -42,11 +43,11 @@ func (r *refusal) Error() string { return r.msg }
 // decodes it; an error is a *RequestError naming the field.
 func DecodeApprove(doc []byte) (*planbus.ApproveRequest, error) {
 	if err := schemas.Validate(schemas.ApproveRequest, doc); err != nil {
-		return nil, schemaError(err, `want {"requestId": "..."} or {"planId": "..."}, "toolId" and "approve": true or false, and optionally "reason"`)
+		return nil, request.SchemaError(err, `want {"requestId": "..."} or {"planId": "..."}, "toolId" and "approve": true or false, and optionally "reason"`)
 	}
 	var q planbus.ApproveRequest
 	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, &request.Error{Msg: err.Error()}
 	}
 	q.Reason = strings.TrimSpace(q.Reason)
 	return &q, nil

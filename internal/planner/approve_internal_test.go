@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/planbus/planbus/internal/request"
 )
 
 func TestDecodeApproveErrors(t *testing.T) {
@@ -19,7 +21,7 @@ func TestDecodeApproveErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := DecodeApprove([]byte(tt.doc))
-		var re *RequestError
+		var re *request.Error
 		if !errors.As(err, &re) {
 			t.Errorf("%s: got %v, want a request error", tt.doc, err)
 			continue
@@ -42,7 +44,7 @@ func FuzzDecodeApprove(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		q, err := DecodeApprove(doc)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidRequest) {
+			if !errors.Is(err, request.ErrInvalid) {
 				t.Fatalf("error %v is not an invalid request", err)
 			}
 			return

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/planbus/planbus/internal/goap"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // Defaults of the generation budgets (see Config).
@@ -18,16 +19,6 @@ const (
 	DefaultGOAPMaxNodes        = goap.DefaultMaxNodes
 	DefaultGenMaxMemory  int64 = 256 << 20
 )
-
-// Budget is a request's own limits for its generations (htn.budget,
-// goap.budget): it may lower the planner's, never raise them.
-type Budget struct {
-	// Memory is the most bytes one generation may hold.
-	Memory int64 `json:"memory,omitempty"`
-	// Nodes is the most search nodes one generation may create (HTN) or
-	// expand (GOAP).
-	Nodes int64 `json:"nodes,omitempty"`
-}
 
 // limits are the budgets one generation runs with.
 type limits struct {
@@ -43,7 +34,7 @@ type limits struct {
 
 // limitsFor works out the budgets of a request's generations from the
 // planner's maxima and the request's own, which may only lower them.
-func (c Config) limitsFor(r *Request) limits {
+func (c Config) limitsFor(r *request.Request) limits {
 	lower := func(max, asked int64) int64 {
 		if asked > 0 && asked < max {
 			return asked
@@ -51,19 +42,19 @@ func (c Config) limitsFor(r *Request) limits {
 		return max
 	}
 	switch r.Kind {
-	case KindHTN:
+	case request.KindHTN:
 		l := limits{memory: c.HTNMaxMemory, gated: true, search: true}
 		if b := r.HTN.Budget; b != nil {
 			l.memory, l.nodes = lower(l.memory, b.Memory), b.Nodes
 		}
 		return l
-	case KindGOAP:
+	case request.KindGOAP:
 		l := limits{memory: c.GOAPMaxMemory, nodes: int64(c.GOAPMaxNodes), gated: true, search: true}
 		if b := r.GOAP.Budget; b != nil {
 			l.memory, l.nodes = lower(l.memory, b.Memory), lower(l.nodes, b.Nodes)
 		}
 		return l
-	case KindExternal:
+	case request.KindExternal:
 		return limits{} // the work is another process's
 	}
 	return limits{gated: true}
@@ -71,16 +62,16 @@ func (c Config) limitsFor(r *Request) limits {
 
 // checkBudget refuses a request that asks for more than this planner
 // allows, naming the field and the maximum.
-func (c Config) checkBudget(r *Request) error {
+func (c Config) checkBudget(r *request.Request) error {
 	above := func(field string, asked, max int64, flag string) error {
-		return &RequestError{Field: field, Msg: fmt.Sprintf("%d is above this planner's maximum of %d (%s); ask for less or leave it out", asked, max, flag)}
+		return &request.Error{Field: field, Msg: fmt.Sprintf("%d is above this planner's maximum of %d (%s); ask for less or leave it out", asked, max, flag)}
 	}
 	switch {
-	case r.Kind == KindHTN && r.HTN.Budget != nil:
+	case r.Kind == request.KindHTN && r.HTN.Budget != nil:
 		if b := r.HTN.Budget; b.Memory > c.HTNMaxMemory {
 			return above("/htn/budget/memory", b.Memory, c.HTNMaxMemory, "--htn-max-memory")
 		}
-	case r.Kind == KindGOAP && r.GOAP.Budget != nil:
+	case r.Kind == request.KindGOAP && r.GOAP.Budget != nil:
 		b := r.GOAP.Budget
 		if b.Memory > c.GOAPMaxMemory {
 			return above("/goap/budget/memory", b.Memory, c.GOAPMaxMemory, "--goap-max-memory")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/planbus/planbus/internal/request"
 )
 
 func TestGateBoundsConcurrencyAndMemory(t *testing.T) {
@@ -61,23 +63,27 @@ func TestGateBoundsConcurrencyAndMemory(t *testing.T) {
 
 func TestRequestsMayLowerBudgetsNotRaiseThem(t *testing.T) {
 	c := Config{HTNMaxMemory: 100 << 20, GOAPMaxMemory: 50 << 20, GOAPMaxNodes: 1000}.withDefaults()
-	htn := func(b *Budget) *Request { return &Request{Kind: KindHTN, HTN: &HTNRequest{Budget: b}} }
-	goap := func(b *Budget) *Request { return &Request{Kind: KindGOAP, GOAP: &GOAPRequest{Budget: b}} }
+	htn := func(b *request.Budget) *request.Request {
+		return &request.Request{Kind: request.KindHTN, HTN: &request.HTNRequest{Budget: b}}
+	}
+	goap := func(b *request.Budget) *request.Request {
+		return &request.Request{Kind: request.KindGOAP, GOAP: &request.GOAPRequest{Budget: b}}
+	}
 	for _, tc := range []struct {
 		name  string
-		r     *Request
+		r     *request.Request
 		want  limits
 		field string
 	}{
 		{"htn default", htn(nil), limits{memory: 100 << 20, gated: true, search: true}, ""},
-		{"htn lower", htn(&Budget{Memory: 1 << 20, Nodes: 5}), limits{memory: 1 << 20, nodes: 5, gated: true, search: true}, ""},
-		{"htn higher", htn(&Budget{Memory: 200 << 20}), limits{memory: 100 << 20, gated: true, search: true}, "/htn/budget/memory"},
+		{"htn lower", htn(&request.Budget{Memory: 1 << 20, Nodes: 5}), limits{memory: 1 << 20, nodes: 5, gated: true, search: true}, ""},
+		{"htn higher", htn(&request.Budget{Memory: 200 << 20}), limits{memory: 100 << 20, gated: true, search: true}, "/htn/budget/memory"},
 		{"goap default", goap(nil), limits{memory: 50 << 20, nodes: 1000, gated: true, search: true}, ""},
-		{"goap lower", goap(&Budget{Memory: 1 << 20, Nodes: 10}), limits{memory: 1 << 20, nodes: 10, gated: true, search: true}, ""},
-		{"goap more nodes", goap(&Budget{Nodes: 1001}), limits{memory: 50 << 20, nodes: 1000, gated: true, search: true}, "/goap/budget/nodes"},
-		{"goap more memory", goap(&Budget{Memory: 51 << 20}), limits{memory: 50 << 20, nodes: 1000, gated: true, search: true}, "/goap/budget/memory"},
-		{"external", &Request{Kind: KindExternal}, limits{}, ""},
-		{"plan", &Request{Kind: KindPlan}, limits{gated: true}, ""},
+		{"goap lower", goap(&request.Budget{Memory: 1 << 20, Nodes: 10}), limits{memory: 1 << 20, nodes: 10, gated: true, search: true}, ""},
+		{"goap more nodes", goap(&request.Budget{Nodes: 1001}), limits{memory: 50 << 20, nodes: 1000, gated: true, search: true}, "/goap/budget/nodes"},
+		{"goap more memory", goap(&request.Budget{Memory: 51 << 20}), limits{memory: 50 << 20, nodes: 1000, gated: true, search: true}, "/goap/budget/memory"},
+		{"external", &request.Request{Kind: request.KindExternal}, limits{}, ""},
+		{"plan", &request.Request{Kind: request.KindPlan}, limits{gated: true}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A planner with lower maxima than the one that accepted the
@@ -86,7 +92,7 @@ func TestRequestsMayLowerBudgetsNotRaiseThem(t *testing.T) {
 				t.Errorf("limits %+v, want %+v", got, tc.want)
 			}
 			err := c.checkBudget(tc.r)
-			var re *RequestError
+			var re *request.Error
 			switch {
 			case tc.field == "" && err != nil:
 				t.Errorf("refused: %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -102,36 +103,14 @@ func (s *Service) publishCancel(ctx context.Context, planID string, c *cancelMar
 // it; an error is a *RequestError naming the field.
 func DecodeCancel(doc []byte) (*planbus.CancelRequest, error) {
 	if err := schemas.Validate(schemas.CancelRequest, doc); err != nil {
-		return nil, schemaError(err, `want {"requestId": "..."} or {"planId": "..."}, and optionally "reason"`)
+		return nil, request.SchemaError(err, `want {"requestId": "..."} or {"planId": "..."}, and optionally "reason"`)
 	}
 	var q planbus.CancelRequest
 	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, &request.Error{Msg: err.Error()}
 	}
 	q.Reason = strings.TrimSpace(q.Reason)
 	return &q, nil
-}
-
-// schemaError turns a schema violation into a *RequestError naming the
-// first field at fault.
-func schemaError(err error, want string) error {
-	var se *schemas.Error
-	if !errors.As(err, &se) {
-		return &RequestError{Msg: err.Error()}
-	}
-	field, msg := "", se.Error()
-	if len(se.Issues) > 0 {
-		if rest, ok := strings.CutPrefix(se.Issues[0], "at "); ok {
-			if i := strings.Index(rest, ": "); i > 0 {
-				// The field is the error's: the message does not say it twice.
-				field, msg = rest[:i], strings.TrimPrefix(msg, "at "+rest[:i]+": ")
-			}
-		}
-	}
-	if want != "" {
-		msg += " (" + want + ")"
-	}
-	return &RequestError{Field: field, Msg: msg}
 }
 
 func (s *Service) handleCancel(req micro.Request) {
@@ -282,7 +261,7 @@ func (s *Service) cancelLoop(ctx context.Context, l *loop, rev uint64, mark *can
 // cancelQueued ends a request no planner has taken up yet: its loop state
 // is created ended, so the planner that takes it up finds it so and only
 // publishes its outcome again.
-func (s *Service) cancelQueued(ctx context.Context, r *Request, mark *cancelMark) (*planbus.CancelReply, error) {
+func (s *Service) cancelQueued(ctx context.Context, r *request.Request, mark *cancelMark) (*planbus.CancelReply, error) {
 	l := &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []Attempt{}, Cancel: mark}
 	s.finish(l, StatusCancelled, mark.info())
 	_, err := s.save(ctx, l, 0)
@@ -358,12 +337,12 @@ func (s *Service) acceptedMsg(ctx context.Context, id string) (*jetstream.RawStr
 
 // queued returns the accepted request id, if it is in the REQUESTS
 // stream, or nil.
-func (s *Service) queued(ctx context.Context, id string) (*Request, error) {
+func (s *Service) queued(ctx context.Context, id string) (*request.Request, error) {
 	m, err := s.acceptedMsg(ctx, id)
 	if m == nil || err != nil {
 		return nil, err
 	}
-	r, err := DecodeRequest(m.Data)
+	r, err := request.Decode(m.Data)
 	if err != nil {
 		return nil, nil // published around the endpoint, and not a request: nothing to cancel
 	}
@@ -385,7 +364,7 @@ func rejectErr(req micro.Request, err error) {
 		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
 		return
 	}
-	var re *RequestError
+	var re *request.Error
 	if errors.As(err, &re) {
 		reject(req, re.Field, re.Error())
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // A request accepted but not yet taken up by a planner is cancelled at
@@ -100,7 +101,7 @@ func FuzzDecodeCancel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		q, err := DecodeCancel(doc)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidRequest) {
+			if !errors.Is(err, request.ErrInvalid) {
 				t.Fatalf("error %v is not an invalid request", err)
 			}
 			return
@@ -118,7 +119,7 @@ func FuzzDecodeList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		q, err := DecodeList(doc)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidRequest) {
+			if !errors.Is(err, request.ErrInvalid) {
 				t.Fatalf("error %v is not an invalid request", err)
 			}
 			return

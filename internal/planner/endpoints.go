@@ -20,15 +20,16 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/htn"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
 // accept validates a request as the endpoint receives it and queues it.
-func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *Request, again *sentBefore, err error) {
+func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *request.Request, again *sentBefore, err error) {
 	if err := s.checkSize(nil, doc); err != nil {
 		return nil, nil, err // before decoding: a request too large is refused cheaply
 	}
-	r, err = DecodeRequest(doc)
+	r, err = request.Decode(doc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,20 +66,20 @@ func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *Requ
 		}
 	}
 	switch r.Kind {
-	case KindExternal:
+	case request.KindExternal:
 		for _, reserved := range []string{"planbus.", "$", "_INBOX"} {
 			if strings.HasPrefix(r.Planner, reserved) {
 				// planbus's own subjects and the server's are not planners:
 				// a request must not make the planner publish there.
-				return nil, nil, &RequestError{Field: "/planner",
+				return nil, nil, &request.Error{Field: "/planner",
 					Msg: fmt.Sprintf("external planner %q: subjects under %s are reserved; name a planner's own subject (e.g. planners.mine)", r.Planner, reserved)}
 			}
 		}
 		if p := s.cfg.ExternalPrefix; p != "" && !strings.HasPrefix(r.Planner, p) {
-			return nil, nil, &RequestError{Field: "/planner",
+			return nil, nil, &request.Error{Field: "/planner",
 				Msg: fmt.Sprintf("external planner %q: with authorization on, external planners answer on subjects under %s", r.Planner, p)}
 		}
-	case KindGOAP:
+	case request.KindGOAP:
 		if r.GOAP.Agent {
 			again, err := s.startAgent(ctx, r) // no replan loop: the agent is its own (agent.go)
 			return r, again, err
@@ -86,19 +87,19 @@ func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *Requ
 		if _, err := s.goap.domain(r.GOAP); err != nil {
 			return nil, nil, err
 		}
-	case KindTemplate:
+	case request.KindTemplate:
 		if err := (templatePlanner{lib: s.cfg.Templates}).check(r); err != nil {
 			return nil, nil, err
 		}
-	case KindPlan:
+	case request.KindPlan:
 		p, err := plan.Decode(r.Plan)
 		if err != nil {
-			return nil, nil, &RequestError{Field: "/plan", Msg: err.Error()}
+			return nil, nil, &request.Error{Field: "/plan", Msg: err.Error()}
 		}
 		if len(p.Tools) == 0 {
 			// Planners may find that nothing needs doing; a person who
 			// sends a plan of nothing has most likely sent the wrong file.
-			return nil, nil, &RequestError{Field: "/plan/tools", Msg: "the plan has no tools: there is nothing to run"}
+			return nil, nil, &request.Error{Field: "/plan/tools", Msg: "the plan has no tools: there is nothing to run"}
 		}
 		known, err := s.skillManifests(ctx)
 		if err != nil {
@@ -115,16 +116,16 @@ func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *Requ
 				}
 			}
 		}
-	case KindHTN:
+	case request.KindHTN:
 		if err := htn.CheckGoal(r.HTN.Goal); err != nil {
-			return nil, nil, &RequestError{Field: "/htn/goal", Msg: fmt.Sprintf("goal %q: %v", r.HTN.Goal, err)}
+			return nil, nil, &request.Error{Field: "/htn/goal", Msg: fmt.Sprintf("goal %q: %v", r.HTN.Goal, err)}
 		}
 		if _, err := (htnPlanner{domains: s.cfg.DomainsDir}).program(r.HTN, nil); err != nil {
-			var re *RequestError
+			var re *request.Error
 			if errors.As(err, &re) {
 				return nil, nil, re
 			}
-			return nil, nil, &RequestError{Field: "/htn", Msg: err.Error()}
+			return nil, nil, &request.Error{Field: "/htn", Msg: err.Error()}
 		}
 	}
 	if err := s.checkSize(r, data); err != nil {
@@ -169,7 +170,7 @@ func (s *Service) checkToolInput(ctx context.Context, known map[string]planbus.S
 			return err
 		}
 		if found == nil {
-			return &RequestError{Field: at + "/skill", Msg: fmt.Sprintf("unknown skill %q: no worker has advertised it", skill)}
+			return &request.Error{Field: at + "/skill", Msg: fmt.Sprintf("unknown skill %q: no worker has advertised it", skill)}
 		}
 		m, known[skill] = *found, *found
 	}
@@ -181,7 +182,7 @@ func (s *Service) checkToolInput(ctx context.Context, known map[string]planbus.S
 		return nil // a schema the planner cannot compile is the worker's to report
 	}
 	if err := v.Validate(input); err != nil {
-		return &RequestError{Field: at + "/input", Msg: fmt.Sprintf("skill %s would refuse this input: %v", skill, err)}
+		return &request.Error{Field: at + "/input", Msg: fmt.Sprintf("skill %s would refuse this input: %v", skill, err)}
 	}
 	return nil
 }
@@ -195,7 +196,7 @@ type sentBefore struct {
 // acceptedBefore looks the id of r up in the accepted requests: nil if it
 // is new; what it names if that is r itself (data is r as queued); a
 // *RequestError if it names another request.
-func (s *Service) acceptedBefore(ctx context.Context, r *Request, data []byte) (*sentBefore, error) {
+func (s *Service) acceptedBefore(ctx context.Context, r *request.Request, data []byte) (*sentBefore, error) {
 	m, err := s.acceptedMsg(ctx, r.RequestID)
 	if err != nil {
 		return nil, fmt.Errorf("planner: look the request id up: %w", err)
@@ -205,7 +206,7 @@ func (s *Service) acceptedBefore(ctx context.Context, r *Request, data []byte) (
 	}
 	when := "at " + m.Time.UTC().Format(time.RFC3339)
 	if !bytes.Equal(m.Data, data) {
-		return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf(
+		return nil, &request.Error{Field: "/requestId", Msg: fmt.Sprintf(
 			"request %s was accepted %s with another body; a request id names one request: send this one under a new requestId, or leave requestId out",
 			r.RequestID, when)}
 	}
@@ -281,7 +282,7 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 			return
 		}
 		rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: err.Error()}}
-		var re *RequestError
+		var re *request.Error
 		if errors.As(err, &re) {
 			rej.Error.Field, rej.Error.Message = re.Field, re.Error()
 		} else {

@@ -16,12 +16,13 @@ import (
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/htn"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
 // GenInput is what a generator is given for one attempt.
 type GenInput struct {
-	Request        *Request
+	Request        *request.Request
 	Attempt        int
 	DisabledSkills []string
 	ParentPlanID   string
@@ -188,15 +189,15 @@ type htnPlanner struct {
 
 // program loads the request's domain with its extra facts and the
 // session's ("facts": ["at(downtown)", ...]).
-func (h htnPlanner) program(r *HTNRequest, session map[string]any) (*htn.Program, error) {
+func (h htnPlanner) program(r *request.HTNRequest, session map[string]any) (*htn.Program, error) {
 	src := r.Program
 	if r.Domain != "" {
 		if h.domains == "" {
-			return nil, &RequestError{Field: "/htn/domain", Msg: "this planner has no --domains directory; send the domain inline as htn.program"}
+			return nil, &request.Error{Field: "/htn/domain", Msg: "this planner has no --domains directory; send the domain inline as htn.program"}
 		}
 		b, err := os.ReadFile(filepath.Join(h.domains, r.Domain+".htn"))
 		if err != nil {
-			return nil, &RequestError{Field: "/htn/domain", Msg: fmt.Sprintf("no domain %q in the planner's domains directory", r.Domain)}
+			return nil, &request.Error{Field: "/htn/domain", Msg: fmt.Sprintf("no domain %q in the planner's domains directory", r.Domain)}
 		}
 		src = string(b)
 	}
@@ -220,13 +221,13 @@ func (h htnPlanner) program(r *HTNRequest, session map[string]any) (*htn.Program
 	if err != nil {
 		var pe *htn.ParseError
 		if errors.As(err, &pe) && pe.Line > lines {
-			return nil, &RequestError{Field: "/htn/facts", Msg: fmt.Sprintf("fact %d: %v", pe.Line-lines, err)}
+			return nil, &request.Error{Field: "/htn/facts", Msg: fmt.Sprintf("fact %d: %v", pe.Line-lines, err)}
 		}
 		field := "/htn/program"
 		if r.Domain != "" {
 			field = "/htn/domain"
 		}
-		return nil, &RequestError{Field: field, Msg: err.Error()}
+		return nil, &request.Error{Field: field, Msg: err.Error()}
 	}
 	return prog, nil
 }
@@ -382,7 +383,7 @@ type htnTraceStep struct {
 // skill manifest's parameters, or {"args": [...]} without them. The
 // plan's metadata.htn holds the goal, the domain, each operator's trace
 // and, when the request asked for it, the search (nil: none).
-func htnToPlan(p htn.Plan, r *HTNRequest, bind func(string) string, ms map[string]planbus.SkillManifest, search *htnSearch) (*plan.Plan, error) {
+func htnToPlan(p htn.Plan, r *request.HTNRequest, bind func(string) string, ms map[string]planbus.SkillManifest, search *htnSearch) (*plan.Plan, error) {
 	type tool struct {
 		ToolID       string         `json:"toolId"`
 		Skill        string         `json:"skill"`

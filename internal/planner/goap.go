@@ -14,6 +14,7 @@ import (
 
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // goapPlanner is kind goap: a GOAP domain planned by internal/goap. The
@@ -82,30 +83,30 @@ func (c *domainCache) touch(key string) {
 	}
 }
 
-func (g goapPlanner) domain(r *GOAPRequest) (*goap.Domain, error) {
+func (g goapPlanner) domain(r *request.GOAPRequest) (*goap.Domain, error) {
 	_, d, err := g.document(r)
 	if err != nil {
 		return nil, err
 	}
 	if r.Goal != "" && !slices.ContainsFunc(d.Goals, func(gl *goap.Goal) bool { return gl.Name == r.Goal }) {
-		return nil, &RequestError{Field: "/goap/goal", Msg: fmt.Sprintf("the domain has no goal %q", r.Goal)}
+		return nil, &request.Error{Field: "/goap/goal", Msg: fmt.Sprintf("the domain has no goal %q", r.Goal)}
 	}
 	return d, nil
 }
 
 // document reads the request's domain (a file of the domains directory,
 // or inline) and decodes it; errors are *RequestError naming the field.
-func (g goapPlanner) document(r *GOAPRequest) ([]byte, *goap.Domain, error) {
+func (g goapPlanner) document(r *request.GOAPRequest) ([]byte, *goap.Domain, error) {
 	doc := []byte(r.Inline)
 	field := "/goap/inline"
 	if r.Domain != "" {
 		field = "/goap/domain"
 		if g.domains == "" {
-			return nil, nil, &RequestError{Field: field, Msg: "this planner has no --domains directory; send the domain inline as goap.inline"}
+			return nil, nil, &request.Error{Field: field, Msg: "this planner has no --domains directory; send the domain inline as goap.inline"}
 		}
 		b, err := os.ReadFile(filepath.Join(g.domains, r.Domain+".goap.json"))
 		if err != nil {
-			return nil, nil, &RequestError{Field: field, Msg: fmt.Sprintf("no GOAP domain %q in the planner's domains directory", r.Domain)}
+			return nil, nil, &request.Error{Field: field, Msg: fmt.Sprintf("no GOAP domain %q in the planner's domains directory", r.Domain)}
 		}
 		doc = b
 	}
@@ -115,7 +116,7 @@ func (g goapPlanner) document(r *GOAPRequest) ([]byte, *goap.Domain, error) {
 		if r.Domain == "" && errors.As(err, &de) {
 			field += de.Path // the place in the inline domain
 		}
-		return nil, nil, &RequestError{Field: field, Msg: err.Error()}
+		return nil, nil, &request.Error{Field: field, Msg: err.Error()}
 	}
 	return doc, d, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/schemas"
@@ -47,11 +48,11 @@ type guideDoc struct {
 // and decodes it. An error is a *RequestError naming the field.
 func DecodeGuideTurn(doc []byte) (*planbus.GuideTurn, error) {
 	if err := schemas.Validate(schemas.GuideTurn, doc); err != nil {
-		return nil, schemaError(err, `want {"sessionId": "...", "message": "...", "domain": "...", "toolResults": [{"tool": "...", "output": ..., "exitCode": 0}]}`)
+		return nil, request.SchemaError(err, `want {"sessionId": "...", "message": "...", "domain": "...", "toolResults": [{"tool": "...", "output": ..., "exitCode": 0}]}`)
 	}
 	var q planbus.GuideTurn
 	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, &request.Error{Msg: err.Error()}
 	}
 	return &q, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
 func FuzzDecodeGuideTurn(f *testing.F) {
@@ -18,7 +19,7 @@ func FuzzDecodeGuideTurn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		q, err := DecodeGuideTurn(doc)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidRequest) {
+			if !errors.Is(err, request.ErrInvalid) {
 				t.Fatalf("error %v is not an invalid request", err)
 			}
 			return

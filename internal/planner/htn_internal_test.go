@@ -11,6 +11,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/htn"
+	"github.com/planbus/planbus/internal/request"
 )
 
 const travelDomain = `at(downtown). distance(downtown, park, 5). taxi-to(park).
@@ -24,7 +25,7 @@ ride(?x, ?y) :- del(at(?x)), add(at(?y)).
 // htnInput is a generation of goal in domain, with workers serving the
 // skills named.
 func htnInput(domain, goal string, traces bool, skills ...string) GenInput {
-	in := GenInput{Request: &Request{Kind: KindHTN, HTN: &HTNRequest{Program: domain, Goal: goal, Traces: traces}},
+	in := GenInput{Request: &request.Request{Kind: request.KindHTN, HTN: &request.HTNRequest{Program: domain, Goal: goal, Traces: traces}},
 		Skills: map[string]planbus.SkillManifest{}}
 	for _, s := range skills {
 		in.Skills[s] = planbus.SkillManifest{Name: s}
@@ -148,4 +149,26 @@ func TestHTNTracesCountAgainstTheMemoryBudget(t *testing.T) {
 	if !errors.As(err, &ge) || ge.Code != CodeHTNMemoryBudget {
 		t.Fatalf("traced within %d bytes: got %v, want %s", in.Memory, err, CodeHTNMemoryBudget)
 	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add([]byte(`{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`))
+	f.Add([]byte(`{"kind":"htn","htn":{"program":"a(1).","goal":"a(?x)","facts":["b"]}}`))
+	f.Add([]byte(`{"kind":"external","planner":"p.q","input":{"x":[1,2]}}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		r, err := request.Decode(doc)
+		if err != nil {
+			if !errors.Is(err, request.ErrInvalid) {
+				t.Fatalf("error %v is not ErrInvalidRequest", err)
+			}
+			return
+		}
+		if r.Kind == "" || r.SessionID == "" || r.MaxAttempts < 1 {
+			t.Fatalf("decoded request without defaults: %+v", r)
+		}
+		if r.Kind == request.KindHTN {
+			// Parsing a fuzzed domain must end, with a program or an error.
+			_, _ = htnPlanner{}.program(r.HTN, nil)
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -39,10 +40,10 @@ func DecodeList(doc []byte) (*planbus.ListRequest, error) {
 		doc = []byte(`{}`)
 	}
 	if err := schemas.Validate(schemas.ListRequest, doc); err != nil {
-		return nil, schemaError(err, `want {"status": "...", "sessionId": "...", "limit": n}, each optional`)
+		return nil, request.SchemaError(err, `want {"status": "...", "sessionId": "...", "limit": n}, each optional`)
 	}
 	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, &request.Error{Msg: err.Error()}
 	}
 	if q.Limit == 0 {
 		q.Limit = DefaultListLimit

@@ -20,6 +20,7 @@ import (
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/wire"
 )
@@ -27,7 +28,7 @@ import (
 // loop is a request's replan loop state, stored under its id in
 // planbus-requests.
 type loop struct {
-	Request  *Request              `json:"request"`
+	Request  *request.Request      `json:"request"`
 	Status   string                `json:"status"` // generating, executing, done
 	Attempt  int                   `json:"attempt"`
 	PlanID   string                `json:"planId,omitempty"`
@@ -133,7 +134,7 @@ var errStoreUnavailable = errors.New("planner: store unavailable")
 
 // onRequest starts (or resumes) the loop of an accepted request.
 func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
-	r, err := DecodeRequest(m.Data())
+	r, err := request.Decode(m.Data())
 	if err != nil || r.RequestID == "" {
 		s.drop(m, "invalid request", err)
 		return nil
@@ -276,7 +277,7 @@ const CodeDeliveryLimit = "DELIVERY_LIMIT"
 // abandonRequest is a request's terminal path: it ends with a failed
 // outcome naming the cause.
 func (s *Service) abandonRequest(ctx context.Context, m jetstream.Msg, deliveries int, cause error) error {
-	r, err := DecodeRequest(m.Data())
+	r, err := request.Decode(m.Data())
 	if err != nil {
 		s.drop(m, "invalid request", err)
 		return nil
@@ -299,7 +300,7 @@ func (s *Service) abandonExecution(ctx context.Context, m jetstream.Msg, deliver
 // abandon ends request id with a failed outcome (DELIVERY_LIMIT), stored
 // if the store lets it and published, then terminates m. r is the request
 // when m carries it.
-func (s *Service) abandon(ctx context.Context, m jetstream.Msg, id string, r *Request, deliveries int, cause error) error {
+func (s *Service) abandon(ctx context.Context, m jetstream.Msg, id string, r *request.Request, deliveries int, cause error) error {
 	defer s.lock(id)()
 	l, rev, err := s.load(ctx, id)
 	if err != nil || l == nil {
@@ -722,7 +723,7 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 // the request id so the same request always gets the same text. The texts
 // answer a request's input; a request without one (a plan, a goal) gets
 // what went wrong instead, which a story about its empty input would hide.
-func (s *Service) narrate(r *Request, errInfo *plan.ErrorInfo) string {
+func (s *Service) narrate(r *request.Request, errInfo *plan.ErrorInfo) string {
 	input := strings.TrimSpace(string(r.Input))
 	var str string
 	if json.Unmarshal(r.Input, &str) == nil {

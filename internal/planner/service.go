@@ -15,9 +15,11 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/metrics"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/templates"
@@ -204,11 +206,11 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 	s.tracer = telemetry.Tracer(cfg.Tracer)
 	s.goap = goapPlanner{domains: cfg.DomainsDir, decoded: newDomainCache()}
 	s.generators = map[string]Generator{
-		KindPlan:     fixedPlan{},
-		KindExternal: external{nc: conn.NC},
-		KindHTN:      htnPlanner{domains: cfg.DomainsDir},
-		KindGOAP:     s.goap,
-		KindTemplate: templatePlanner{lib: cfg.Templates},
+		request.KindPlan:     fixedPlan{},
+		request.KindExternal: external{nc: conn.NC},
+		request.KindHTN:      htnPlanner{domains: cfg.DomainsDir},
+		request.KindGOAP:     s.goap,
+		request.KindTemplate: templatePlanner{lib: cfg.Templates},
 	}
 	return s, nil
 }
@@ -481,3 +483,26 @@ func (k *keyedLocks) lock(key string) func() {
 		k.mu.Unlock()
 	}
 }
+
+// The outcome of a request and the endpoint's replies are public
+// (package planbus); these aliases keep the planner's names.
+type (
+	Outcome    = planbus.Outcome
+	Attempt    = planbus.Attempt
+	Accepted   = planbus.Accepted
+	Rejected   = planbus.Rejected
+	ReplyError = planbus.ReplyError
+)
+
+// Outcome statuses.
+const (
+	StatusSucceeded = planbus.StatusSucceeded
+	StatusFailed    = planbus.StatusFailed
+	StatusFallback  = planbus.StatusFallback
+	StatusCancelled = planbus.StatusCancelled
+)
+
+// GenerationTimeout is the strict budget for producing one plan, not
+// configurable: an external planner that answers later has failed the
+// attempt, a deterministic generator that runs out ends the loop.
+const GenerationTimeout = 5 * time.Second

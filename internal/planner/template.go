@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/templates"
 )
 
@@ -19,9 +20,9 @@ type templatePlanner struct {
 	lib *templates.Library
 }
 
-func (tp templatePlanner) selection(r *Request) (templates.Selection, error) {
+func (tp templatePlanner) selection(r *request.Request) (templates.Selection, error) {
 	if tp.lib == nil {
-		return templates.Selection{}, &RequestError{Field: "/kind", Msg: "this planner has no template library; start it with --templates FILE"}
+		return templates.Selection{}, &request.Error{Field: "/kind", Msg: "this planner has no template library; start it with --templates FILE"}
 	}
 	t := r.Template
 	sel := templates.Selection{Template: t.ID, Domain: t.Domain, Text: t.Text, Vars: t.Vars, MinScore: t.MinScore}
@@ -32,13 +33,13 @@ func (tp templatePlanner) selection(r *Request) (templates.Selection, error) {
 		}
 	}
 	if sel.Template == "" && sel.Text == "" {
-		return sel, &RequestError{Field: "/template", Msg: "name a template (id) or give text to match (template.text, or a string input)"}
+		return sel, &request.Error{Field: "/template", Msg: "name a template (id) or give text to match (template.text, or a string input)"}
 	}
 	return sel, nil
 }
 
 // check refuses a request no template would serve.
-func (tp templatePlanner) check(r *Request) error {
+func (tp templatePlanner) check(r *request.Request) error {
 	sel, err := tp.selection(r)
 	if err != nil {
 		return err
@@ -48,7 +49,7 @@ func (tp templatePlanner) check(r *Request) error {
 		if sel.Template != "" {
 			field = "/template/id"
 		}
-		return &RequestError{Field: field, Msg: err.Error()}
+		return &request.Error{Field: field, Msg: err.Error()}
 	}
 	return nil
 }
