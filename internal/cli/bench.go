@@ -16,8 +16,8 @@ import (
 
 	"github.com/planbus/planbus/internal/bench"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -216,7 +216,7 @@ func plannerBench(ctx context.Context, args []string, io IO) int {
 	}
 	defer n.Stop()
 	if b.serveMemory {
-		go followLiveMemory(ctx, planner.DefaultGenMaxMemory+memoryHeadroom, n.GenerationMemory, memoryFollowEvery)
+		go followLiveMemory(ctx, generator.DefaultGenMaxMemory+memoryHeadroom, n.GenerationMemory, memoryFollowEvery)
 	}
 	conn, err := n.Dial(ctx, log)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
@@ -33,7 +34,7 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 		return ExitUsage
 	}
 	if wait == 0 {
-		wait = time.Duration(r.MaxAttempts) * (planner.GenerationTimeout + 2*time.Minute)
+		wait = time.Duration(r.MaxAttempts) * (generator.GenerationTimeout + 2*time.Minute)
 	}
 	conn, nctx, stop, err := c.connectOrEmbed(ctx, f, nf, log, true)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
@@ -322,7 +323,7 @@ func (a *agent) pursue(sel goap.Selection, replanWhy string) error {
 		a.doc.Detail = fmt.Sprintf("%s: %s", sel.Reason, sel.Detail)
 		a.doc.LastPlanAt = a.now
 		res, err := a.plan(sel.Goal, a.world, a.doc.Disabled)
-		var ge *GenError
+		var ge *generator.Error
 		if errors.As(err, &ge) {
 			failed = true
 			a.decided(agentDecision{Kind: decisionNoPlan, Goal: sel.Goal, Detail: ge.Message})

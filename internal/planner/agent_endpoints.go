@@ -45,7 +45,7 @@ func (s *Service) startAgent(ctx context.Context, r *request.Request) (*sentBefo
 	case len(r.RequestID) > maxAgentID:
 		return nil, &request.Error{Field: "/requestId", Msg: fmt.Sprintf("an agent's id takes at most %d characters, leaving room for its plans' ids", maxAgentID)}
 	}
-	doc, d, err := s.goap.document(g)
+	doc, d, err := s.goap.Document(g)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
@@ -63,7 +64,7 @@ func turnAt(t *testing.T, doc *agentDoc, d *goap.Domain, world goap.State, now t
 		}})
 		var ue *goap.UnreachableError
 		if errors.As(err, &ue) {
-			return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
 		}
 		return res, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
@@ -615,7 +616,7 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 		}
 		sid := doc.SessionID()
 		off := func(skill string) bool {
-			return slices.Contains(disabled, skill) || !hasSkill(skills, skill) || !s.health.Get(sid, skill).Usable()
+			return slices.Contains(disabled, skill) || !generator.HasSkill(skills, skill) || !s.health.Get(sid, skill).Usable()
 		}
 		lim := s.cfg.limitsFor(doc.Request)
 		release, err := s.enter(ctx, s.agentGate, lim)
@@ -623,12 +624,12 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 			return nil, err
 		}
 		defer release()
-		gctx, cancel := context.WithTimeout(ctx, GenerationTimeout)
+		gctx, cancel := context.WithTimeout(ctx, generator.GenerationTimeout)
 		defer cancel()
 		gctx, span := s.tracer.Start(gctx, telemetry.SpanGenerate, trace.WithAttributes(telemetry.AttrRequestID.String(doc.ID()),
 			telemetry.AttrKind.String(request.KindGOAP), telemetry.AttrGoal.String(goal)))
 		defer span.End()
-		res, err := goap.Plan(gctx, d, world, goal, goap.Options{Disabled: off, MaxMemory: lim.memory, MaxNodes: int(lim.nodes)})
+		res, err := goap.Plan(gctx, d, world, goal, goap.Options{Disabled: off, MaxMemory: lim.Memory, MaxNodes: int(lim.Nodes)})
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
 		}
@@ -638,21 +639,21 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 		case err == nil:
 			return res, nil
 		case errors.As(err, &ue):
-			return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
 		case errors.Is(err, goap.ErrCanceled) && ctx.Err() == nil:
-			return nil, &GenError{Code: "GOAP" + timeBudgetSuffix, Category: plan.CategoryPermanent,
-				Message: fmt.Sprintf("the goap planner found no plan for %s within the %s generation budget", goal, GenerationTimeout)}
+			return nil, &generator.Error{Code: "GOAP" + generator.TimeBudgetSuffix, Category: plan.CategoryPermanent,
+				Message: fmt.Sprintf("the goap planner found no plan for %s within the %s generation budget", goal, generator.GenerationTimeout)}
 		case errors.Is(err, goap.ErrCanceled):
 			return nil, ctx.Err()
 		case errors.As(err, &be):
-			code := CodeGOAPNodeBudget
+			code := generator.CodeGOAPNodeBudget
 			if be.Limit == goap.BudgetMemory {
-				code = CodeGOAPMemoryBudget
+				code = generator.CodeGOAPMemoryBudget
 			}
-			return nil, &GenError{Code: code, Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: code, Category: plan.CategoryPermanent, Message: err.Error()}
 		case errors.Is(err, goap.ErrInvalidState), errors.Is(err, goap.ErrEval):
 			return nil, err // the world does not fit: the agent waits for it to change
 		}
-		return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &generator.Error{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/htn"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
@@ -84,11 +85,11 @@ func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *requ
 			again, err := s.startAgent(ctx, r) // no replan loop: the agent is its own (agent.go)
 			return r, again, err
 		}
-		if _, err := s.goap.domain(r.GOAP); err != nil {
+		if _, err := s.goap.Domain(r.GOAP); err != nil {
 			return nil, nil, err
 		}
 	case request.KindTemplate:
-		if err := (templatePlanner{lib: s.cfg.Templates}).check(r); err != nil {
+		if err := (generator.Template{Library: s.cfg.Templates}).Check(r); err != nil {
 			return nil, nil, err
 		}
 	case request.KindPlan:
@@ -120,7 +121,7 @@ func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *requ
 		if err := htn.CheckGoal(r.HTN.Goal); err != nil {
 			return nil, nil, &request.Error{Field: "/htn/goal", Msg: fmt.Sprintf("goal %q: %v", r.HTN.Goal, err)}
 		}
-		if _, err := (htnPlanner{domains: s.cfg.DomainsDir}).program(r.HTN, nil); err != nil {
+		if _, err := (generator.HTN{Domains: s.cfg.DomainsDir}).Program(r.HTN, nil); err != nil {
 			var re *request.Error
 			if errors.As(err, &re) {
 				return nil, nil, re
@@ -385,7 +386,7 @@ func (s *Service) handleSkills(req micro.Request) {
 		return
 	}
 	out := planbus.SkillsReply{SessionID: q.SessionID, Skills: []planbus.SkillStatus{}}
-	for _, name := range sortedKeys(ms) {
+	for _, name := range generator.SortedKeys(ms) {
 		h := s.health.Get(q.SessionID, name)
 		out.Skills = append(out.Skills, planbus.SkillStatus{Manifest: ms[name],
 			Health: planbus.SkillHealth{Skill: h.Skill, State: h.State, Failures: h.Failures, LastError: h.LastError}})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
@@ -141,7 +142,7 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 	}
 	// A new request generates: it waits for its turn at the gate before it
 	// takes its lock, which it shares with other requests' messages.
-	if lim := s.cfg.limitsFor(r); lim.gated {
+	if lim := s.cfg.limitsFor(r); lim.Gated {
 		release, err := s.enterGate(ctx, lim)
 		if err != nil {
 			return err
@@ -478,16 +479,16 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 			if ctx.Err() != nil || errors.Is(err, errHandBack) {
 				return err // nothing is recorded: whoever handles the message again generates this attempt
 			}
-			ge := genErrorOf(err)
+			ge := generator.ErrorOf(err)
 			outcome := metrics.GenFailed
-			if !ge.retryable() {
+			if !ge.Retryable() {
 				outcome = metrics.GenPermanent
 			}
 			s.metrics.Generated(l.Request.Kind, outcome, took)
-			l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: trimmed(ge.info()), DisabledSkills: slices.Clone(l.Disabled)})
+			l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: trimmed(ge.Info()), DisabledSkills: slices.Clone(l.Disabled)})
 			s.log.Warn().Str("request_id", l.Request.RequestID).Int("attempt", l.Attempt).Err(err).Msg("generation failed")
-			if !ge.retryable() {
-				s.finish(l, StatusFallback, trimmed(ge.info()))
+			if !ge.Retryable() {
+				s.finish(l, StatusFallback, trimmed(ge.Info()))
 			}
 			continue
 		}
@@ -508,9 +509,9 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	r := l.Request
 	g, ok := s.generators[r.Kind]
 	if !ok {
-		return nil, &GenError{Code: "UNSUPPORTED_KIND", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
+		return nil, &generator.Error{Code: "UNSUPPORTED_KIND", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
 	}
-	in := GenInput{Request: r, Attempt: l.Attempt, DisabledSkills: slices.Clone(l.Disabled), LastExecution: l.Last}
+	in := generator.Input{Request: r, Attempt: l.Attempt, DisabledSkills: slices.Clone(l.Disabled), LastExecution: l.Last}
 	if len(l.LastPlan) > 0 {
 		if p, err := plan.Decode(l.LastPlan); err == nil {
 			in.LastPlan = p
@@ -541,8 +542,8 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 		}
 	}
 	lim := s.cfg.limitsFor(r)
-	in.Memory, in.Nodes = lim.memory, lim.nodes
-	if held, _ := ctx.Value(gateHeld{}).(bool); lim.gated && !held {
+	in.Memory, in.Nodes = lim.Memory, lim.Nodes
+	if held, _ := ctx.Value(gateHeld{}).(bool); lim.Gated && !held {
 		release, err := s.enterGate(ctx, lim)
 		if err != nil {
 			return nil, err
@@ -550,15 +551,15 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 		defer release()
 	}
 	// The generation's time budget starts once it runs, not while it waits.
-	gctx, cancel := context.WithTimeout(ctx, GenerationTimeout)
+	gctx, cancel := context.WithTimeout(ctx, generator.GenerationTimeout)
 	defer cancel()
 	p, err := g.Generate(gctx, in)
-	var ge *GenError
-	if err != nil && lim.gated && !errors.As(err, &ge) && ctx.Err() == nil && errors.Is(gctx.Err(), context.DeadlineExceeded) {
+	var ge *generator.Error
+	if err != nil && lim.Gated && !errors.As(err, &ge) && ctx.Err() == nil && errors.Is(gctx.Err(), context.DeadlineExceeded) {
 		// A deterministic planner given the same input runs out of time
 		// again: the failure is permanent, not a timeout worth retrying.
-		return nil, &GenError{Code: strings.ToUpper(r.Kind) + timeBudgetSuffix, Category: plan.CategoryPermanent,
-			Message: fmt.Sprintf("the %s planner found no plan within the %s generation budget", r.Kind, GenerationTimeout)}
+		return nil, &generator.Error{Code: strings.ToUpper(r.Kind) + generator.TimeBudgetSuffix, Category: plan.CategoryPermanent,
+			Message: fmt.Sprintf("the %s planner found no plan within the %s generation budget", r.Kind, generator.GenerationTimeout)}
 	}
 	if err != nil {
 		return nil, err
@@ -592,21 +593,21 @@ type gateHeld struct{}
 
 // enterGate waits for a generation slot and the generation's memory, until
 // ctx ends or the service stops (then the message is handed back).
-func (s *Service) enterGate(ctx context.Context, lim limits) (func(), error) {
+func (s *Service) enterGate(ctx context.Context, lim generator.Limits) (func(), error) {
 	g := s.quick
-	if lim.search {
+	if lim.Search {
 		g = s.gate
 	}
 	return s.enter(ctx, g, lim)
 }
 
 // enter waits for a slot of g and lim's memory (see enterGate).
-func (s *Service) enter(ctx context.Context, g *gate, lim limits) (func(), error) {
+func (s *Service) enter(ctx context.Context, g *generator.Gate, lim generator.Limits) (func(), error) {
 	wait, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.stopping, cancel)
 	defer stop()
-	release, err := g.enter(wait, lim.memory)
+	release, err := g.Enter(wait, lim.Memory)
 	switch {
 	case err == nil:
 		return release, nil
@@ -617,7 +618,7 @@ func (s *Service) enter(ctx context.Context, g *gate, lim limits) (func(), error
 }
 
 // finishPlan gives a generated plan its ids and metadata and checks it.
-func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, error) {
+func (s *Service) finishPlan(p *plan.Plan, l *loop, in generator.Input) (*plan.Plan, error) {
 	r := l.Request
 	p.PlanID = fmt.Sprintf("%s-%d", r.RequestID, l.Attempt)
 	p.RequestID, p.SessionID = r.RequestID, r.SessionID
@@ -640,11 +641,11 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, er
 	p.Metadata, _ = json.Marshal(meta)
 	for _, t := range p.Tools {
 		if slices.Contains(in.DisabledSkills, t.Skill) {
-			return nil, &GenError{Code: "SKILL_DISABLED", Category: plan.CategoryTransient,
+			return nil, &generator.Error{Code: "SKILL_DISABLED", Category: plan.CategoryTransient,
 				Message: fmt.Sprintf("the %s planner used disabled skill %q (tool %q)", r.Kind, t.Skill, t.ToolID)}
 		}
 		if _, ok := in.Skills[t.Skill]; !ok {
-			return nil, &GenError{Code: plan.CodeUnknownSkill, Category: plan.CategoryTransient,
+			return nil, &generator.Error{Code: plan.CodeUnknownSkill, Category: plan.CategoryTransient,
 				Message: fmt.Sprintf("tool %q uses unknown skill %q", t.ToolID, t.Skill)}
 		}
 	}
@@ -654,7 +655,7 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, er
 	}
 	checked, err := plan.Decode(data)
 	if err != nil {
-		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient, Message: err.Error()}
+		return nil, &generator.Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient, Message: err.Error()}
 	}
 	l.reuse(checked)
 	return checked, nil

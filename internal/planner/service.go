@@ -17,6 +17,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/request"
@@ -112,16 +113,16 @@ func (c Config) withDefaults() Config {
 		c.Version = "0.0.0-dev"
 	}
 	if c.HTNMaxMemory == 0 {
-		c.HTNMaxMemory = DefaultHTNMaxMemory
+		c.HTNMaxMemory = generator.DefaultHTNMaxMemory
 	}
 	if c.GOAPMaxMemory == 0 {
-		c.GOAPMaxMemory = DefaultGOAPMaxMemory
+		c.GOAPMaxMemory = generator.DefaultGOAPMaxMemory
 	}
 	if c.GOAPMaxNodes == 0 {
-		c.GOAPMaxNodes = DefaultGOAPMaxNodes
+		c.GOAPMaxNodes = generator.DefaultGOAPMaxNodes
 	}
 	if c.GenMaxMemory == 0 {
-		c.GenMaxMemory = DefaultGenMaxMemory
+		c.GenMaxMemory = generator.DefaultGenMaxMemory
 	}
 	if c.GenConcurrency == 0 {
 		c.GenConcurrency = runtime.NumCPU()
@@ -163,7 +164,7 @@ type Service struct {
 	cfg  Config
 	conn *bus.Conn
 	log  zerolog.Logger
-	goap goapPlanner // kind goap, its domains decoded once
+	goap generator.GOAP // kind goap, its domains decoded once
 	// inputSchemas are the skills' input schemas compiled, for the
 	// literal inputs of plans submitted (checkToolInput).
 	inputSchemas inputSchemas
@@ -175,10 +176,10 @@ type Service struct {
 	guides       jetstream.KeyValue // guided sessions (guide.go)
 	health       *health.Book
 	states       *session.Store
-	generators   map[string]Generator
-	gate         *gate // HTN and GOAP searches of requests
-	quick        *gate // generations that do not search: plans as given, templates
-	agentGate    *gate // the searches of agents: slots of their own, the searches' memory
+	generators   map[string]generator.Generator
+	gate         *generator.Gate // HTN and GOAP searches of requests
+	quick        *generator.Gate // generations that do not search: plans as given, templates
+	agentGate    *generator.Gate // the searches of agents: slots of their own, the searches' memory
 	stats        counters
 	metrics      *metrics.Planner
 	stopping     context.Context // Run's context: every handler's derives from it
@@ -197,20 +198,20 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	searches := newGate(cfg.GenConcurrency, cfg.GenMaxMemory)
+	searches := generator.NewGate(cfg.GenConcurrency, cfg.GenMaxMemory)
 	s := &Service{cfg: cfg, conn: conn, log: log.With().Str("component", "planner").Str("planner", cfg.ID).Logger(),
-		ready: make(chan struct{}), gate: searches, quick: newGate(cfg.GenConcurrency, cfg.GenMaxMemory),
-		agentGate: searches.sharing(agentSlots(cfg.GenConcurrency)),
+		ready: make(chan struct{}), gate: searches, quick: generator.NewGate(cfg.GenConcurrency, cfg.GenMaxMemory),
+		agentGate: searches.Sharing(generator.AgentSlots(cfg.GenConcurrency)),
 		stopping:  context.Background(),
 		gens:      map[string]context.CancelCauseFunc{}, metrics: cfg.Metrics.Planner()}
 	s.tracer = telemetry.Tracer(cfg.Tracer)
-	s.goap = goapPlanner{domains: cfg.DomainsDir, decoded: newDomainCache()}
-	s.generators = map[string]Generator{
-		request.KindPlan:     fixedPlan{},
-		request.KindExternal: external{nc: conn.NC},
-		request.KindHTN:      htnPlanner{domains: cfg.DomainsDir},
+	s.goap = generator.NewGOAP(cfg.DomainsDir)
+	s.generators = map[string]generator.Generator{
+		request.KindPlan:     generator.Fixed{},
+		request.KindExternal: generator.External{NC: conn.NC},
+		request.KindHTN:      generator.HTN{Domains: cfg.DomainsDir},
 		request.KindGOAP:     s.goap,
-		request.KindTemplate: templatePlanner{lib: cfg.Templates},
+		request.KindTemplate: generator.Template{Library: cfg.Templates},
 	}
 	return s, nil
 }
@@ -220,7 +221,7 @@ func (s *Service) Ready() <-chan struct{} { return s.ready }
 
 // GenerationMemory is the memory budgets of the generations running now,
 // in bytes: at most Config.GenMaxMemory.
-func (s *Service) GenerationMemory() int64 { return s.gate.reserved.Load() }
+func (s *Service) GenerationMemory() int64 { return s.gate.Reserved() }
 
 // Run serves until ctx ends, then returns once the messages in hand are
 // handled or handed back. Every handler works within ctx, so a handler
@@ -334,11 +335,11 @@ type counters struct {
 // slot or memory, and done; messages dropped.
 func (s *Service) Stats() map[string]int64 {
 	return map[string]int64{
-		"generationsRunning":      s.gate.running.Load() + s.quick.running.Load() + s.agentGate.running.Load(),
-		"generationsWaiting":      s.gate.waiting.Load() + s.quick.waiting.Load() + s.agentGate.waiting.Load(),
-		"generations":             s.gate.served.Load() + s.quick.served.Load() + s.agentGate.served.Load(),
-		"agentGenerationsRunning": s.agentGate.running.Load(), "agentGenerationsWaiting": s.agentGate.waiting.Load(),
-		"agentGenerations": s.agentGate.served.Load(), "messagesDropped": s.stats.Dropped.Load(),
+		"generationsRunning":      s.gate.Running() + s.quick.Running() + s.agentGate.Running(),
+		"generationsWaiting":      s.gate.Waiting() + s.quick.Waiting() + s.agentGate.Waiting(),
+		"generations":             s.gate.Served() + s.quick.Served() + s.agentGate.Served(),
+		"agentGenerationsRunning": s.agentGate.Running(), "agentGenerationsWaiting": s.agentGate.Waiting(),
+		"agentGenerations": s.agentGate.Served(), "messagesDropped": s.stats.Dropped.Load(),
 		"requestsTooLarge": s.stats.TooLarge.Load(),
 	}
 }
@@ -501,8 +502,3 @@ const (
 	StatusFallback  = planbus.StatusFallback
 	StatusCancelled = planbus.StatusCancelled
 )
-
-// GenerationTimeout is the strict budget for producing one plan, not
-// configurable: an external planner that answers later has failed the
-// attempt, a deterministic generator that runs out ends the loop.
-const GenerationTimeout = 5 * time.Second
