@@ -69,10 +69,10 @@ func (s *Service) handleApprove(req micro.Request) {
 	var rf *refusal
 	switch {
 	case errors.As(err, &rf):
-		rejectCode(req, rf.code, rf.field, rf.msg)
+		request.RejectCode(req, rf.code, rf.field, rf.msg)
 	case err != nil:
 		s.log.Warn().Err(err).Msg("cannot approve")
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 	default:
 		_ = req.RespondJSON(reply)
 	}

@@ -128,16 +128,16 @@ func (s *Service) handleCancel(req micro.Request) {
 	reply, err := s.cancel(ctx, q, time.Now())
 	switch {
 	case errors.Is(err, errStoreUnavailable):
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 	case errors.Is(err, errNotFound):
 		field, id := "/requestId", q.RequestID
 		if q.PlanID != "" {
 			field, id = "/planId", q.PlanID
 		}
-		rejectCode(req, planbus.CodeNotFound, field, fmt.Sprintf("no request or plan %q (they are kept for a day)", id))
+		request.RejectCode(req, planbus.CodeNotFound, field, fmt.Sprintf("no request or plan %q (they are kept for a day)", id))
 	case err != nil:
 		s.log.Warn().Err(err).Msg("cannot cancel")
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 	default:
 		_ = req.RespondJSON(reply)
 	}
@@ -357,36 +357,17 @@ func clipReason(s string) string { return truncate(s, execution.MaxCancelReason)
 func rejectErr(req micro.Request, err error) {
 	var fe *forbiddenError
 	if errors.As(err, &fe) {
-		rejectCode(req, planbus.CodeForbidden, fe.field, fe.Error())
+		request.RejectCode(req, planbus.CodeForbidden, fe.field, fe.Error())
 		return
 	}
 	if errors.Is(err, errStoreUnavailable) {
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 		return
 	}
 	var re *request.Error
 	if errors.As(err, &re) {
-		reject(req, re.Field, re.Error())
+		request.Reject(req, re.Field, re.Error())
 		return
 	}
-	reject(req, "", err.Error())
-}
-
-// rejectCode answers an endpoint request with a rejection of the given
-// code.
-func rejectCode(req micro.Request, code, field, msg string) {
-	rej := Rejected{Status: "rejected", Error: ReplyError{Code: code, Message: msg, Field: field}}
-	data, _ := json.Marshal(rej)
-	status := "400"
-	switch code {
-	case planbus.CodeNotFound:
-		status = "404"
-	case planbus.CodeUnavailable:
-		status = "503"
-	case planbus.CodeNotWaiting:
-		status = "409"
-	case planbus.CodeForbidden:
-		status = "403"
-	}
-	_ = req.Error(status, msg, data)
+	request.Reject(req, "", err.Error())
 }

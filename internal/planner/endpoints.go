@@ -82,7 +82,10 @@ func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *requ
 		}
 	case request.KindGOAP:
 		if r.GOAP.Agent {
-			again, err := s.startAgent(ctx, r) // no replan loop: the agent is its own (agent.go)
+			dup, err := s.agents.Start(ctx, r) // no replan loop: the agent is its own (internal/agent)
+			if dup != nil {
+				again = &sentBefore{what: dup.What, when: dup.When}
+			}
 			return r, again, err
 		}
 		if _, err := s.goap.Domain(r.GOAP); err != nil {
@@ -253,8 +256,8 @@ func (s *Service) addService() (micro.Service, error) {
 		h             micro.HandlerFunc
 	}{
 		{"agent-start", bus.SubjectAgentStart, s.handleAgentStart},
-		{"agent-stop", bus.SubjectAgentStop, s.handleAgentStop},
-		{"agent-status", bus.SubjectAgentStatus, s.handleAgentStatus},
+		{"agent-stop", bus.SubjectAgentStop, s.agents.HandleStop},
+		{"agent-status", bus.SubjectAgentStatus, s.agents.HandleStatus},
 		{"guide", bus.SubjectGuideTurn, s.handleGuideTurn},
 		{"approve", bus.SubjectPlanApprove, s.handleApprove},
 	} {
@@ -309,15 +312,6 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 	_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted"})
 }
 
-// reject answers a request to an endpoint with what was wrong with it, in
-// the body (for any NATS client) and in the service error headers (for
-// nats micro tools).
-func reject(req micro.Request, field, msg string) {
-	rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: msg, Field: field}}
-	data, _ := json.Marshal(rej)
-	_ = req.Error("400", msg, data)
-}
-
 // handleReset restarts a session, the only way out of permanentFailure
 // besides a new session id: every skill back to healthy; with "state": true the session's state is
 // cleared too.
@@ -327,11 +321,11 @@ func (s *Service) handleReset(req micro.Request) {
 		State     bool   `json:"state"`
 	}
 	if err := json.Unmarshal(req.Data(), &q); err != nil {
-		reject(req, "/", `want {"sessionId": "...", "state": false}: `+err.Error())
+		request.Reject(req, "/", `want {"sessionId": "...", "state": false}: `+err.Error())
 		return
 	}
 	if !plan.ValidID(q.SessionID) {
-		reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
+		request.Reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
@@ -345,7 +339,7 @@ func (s *Service) handleReset(req micro.Request) {
 		err = s.states.Delete(ctx, q.SessionID)
 	}
 	if err != nil {
-		rejectCode(req, planbus.CodeUnavailable, "", "could not reset the session: "+err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", "could not reset the session: "+err.Error())
 		return
 	}
 	if healed == nil {
@@ -367,7 +361,7 @@ func (s *Service) handleSkills(req micro.Request) {
 			err = errors.New("data after the object")
 		}
 		if err != nil {
-			reject(req, "/", fmt.Sprintf(`want {"sessionId": "..."} or nothing (the default session): %v`, err))
+			request.Reject(req, "/", fmt.Sprintf(`want {"sessionId": "..."} or nothing (the default session): %v`, err))
 			return
 		}
 	}
@@ -375,14 +369,14 @@ func (s *Service) handleSkills(req micro.Request) {
 		q.SessionID = planbus.DefaultSession
 	}
 	if !plan.ValidID(q.SessionID) {
-		reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
+		request.Reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
 	ms, err := s.skillManifests(ctx)
 	if err != nil {
-		rejectCode(req, planbus.CodeUnavailable, "", "could not read the skills: "+err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", "could not read the skills: "+err.Error())
 		return
 	}
 	out := planbus.SkillsReply{SessionID: q.SessionID, Skills: []planbus.SkillStatus{}}
@@ -392,4 +386,32 @@ func (s *Service) handleSkills(req micro.Request) {
 			Health: planbus.SkillHealth{Skill: h.Skill, State: h.State, Failures: h.Failures, LastError: h.LastError}})
 	}
 	_ = req.RespondJSON(out)
+}
+
+// handleAgentStart takes a plan request of kind goap (kind may be left
+// out; goap.agent is implied) and starts the session's agent.
+func (s *Service) handleAgentStart(req micro.Request) {
+	var doc map[string]any
+	if err := json.Unmarshal(req.Data(), &doc); err != nil || doc == nil {
+		request.Reject(req, "", fmt.Sprintf(`want a plan request of kind goap, e.g. {"sessionId": "s1", "goap": {"domain": "camp"}}: %v`, err))
+		return
+	}
+	if k, ok := doc["kind"]; ok && k != request.KindGOAP {
+		request.Reject(req, "/kind", fmt.Sprintf("planbus.agent.start starts GOAP agents: kind must be goap or left out, not %v", k))
+		return
+	}
+	doc["kind"] = request.KindGOAP
+	if g, ok := doc["goap"].(map[string]any); ok {
+		if v, set := g["agent"]; set && v != true {
+			request.Reject(req, "/goap/agent", "planbus.agent.start starts an agent: leave agent out or true")
+			return
+		}
+		g["agent"] = true
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		request.Reject(req, "", err.Error())
+		return
+	}
+	s.respondAccept(req, data)
 }

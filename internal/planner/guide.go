@@ -64,7 +64,7 @@ func (s *Service) handleGuideTurn(req micro.Request) {
 		return
 	}
 	if s.cfg.Templates == nil {
-		reject(req, "", "this planner has no template library to guide with; start it with --templates FILE")
+		request.Reject(req, "", "this planner has no template library to guide with; start it with --templates FILE")
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
@@ -80,7 +80,7 @@ func (s *Service) handleGuideTurn(req micro.Request) {
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		s.log.Warn().Err(err).Str("session_id", q.SessionID).Msg("cannot play a guided turn")
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 		return
 	}
 	span.SetAttributes(telemetry.AttrTransition.String(reply.Transition))

@@ -62,7 +62,7 @@ func (s *Service) handleList(req micro.Request) {
 	reply, err := s.list(ctx, q)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("cannot list requests")
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 		return
 	}
 	_ = req.RespondJSON(reply)

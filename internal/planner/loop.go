@@ -197,7 +197,7 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 			s.drop(m, "invalid execution result", err)
 			return nil
 		}
-		if taken, err := s.onAgentExecution(ctx, m, res); taken || err != nil {
+		if taken, err := s.agents.OnExecution(ctx, m, res); taken || err != nil {
 			if err == nil {
 				_ = m.Ack() // an agent's step (agent_service.go)
 			}
@@ -361,7 +361,7 @@ func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 		s.finish(l, StatusCancelled, info)
 	case res.CanReplan && l.Attempt < l.Request.MaxAttempts:
 		grown := slices.Clone(l.Disabled)
-		for _, sk := range append(blamedSkills(res), s.health.Disabled(l.Request.SessionID)...) {
+		for _, sk := range append(plan.BlamedSkills(res), s.health.Disabled(l.Request.SessionID)...) {
 			if !slices.Contains(grown, sk) {
 				grown = append(grown, sk)
 			}
@@ -760,23 +760,4 @@ func (s *Service) event(l *loop, ev plan.Event) {
 		return
 	}
 	_ = s.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), data)
-}
-
-// blamedSkills are the skills of an execution's failed tools, but for
-// tools whose skill ran and whose output a verification gate refused: the
-// step went wrong, not the skill, and another plan may well use it.
-func blamedSkills(res *plan.ExecutionResult) []string {
-	var out []string
-	for _, t := range res.Tools {
-		if t.State != plan.ToolFailed && t.State != plan.ToolTimeout {
-			continue
-		}
-		if t.Error != nil && t.Error.Code == plan.CodeVerifyFailed {
-			continue
-		}
-		if !slices.Contains(out, t.Skill) {
-			out = append(out, t.Skill)
-		}
-	}
-	return out
 }

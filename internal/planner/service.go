@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/agent"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/health"
@@ -188,7 +189,7 @@ type Service struct {
 	gens         map[string]context.CancelCauseFunc // generations running in this process, by request id
 	work         sync.WaitGroup
 	ready        chan struct{}
-	agents       agentRuntime // GOAP agents (agent_service.go)
+	agents       *agent.Service // GOAP agents (agents.go)
 	tracer       trace.Tracer
 }
 
@@ -213,6 +214,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 		request.KindGOAP:     s.goap,
 		request.KindTemplate: generator.Template{Library: cfg.Templates},
 	}
+	s.agents = agent.New(conn, agentHost{s}, agent.Config{ID: cfg.ID, Domains: s.goap, Tracer: s.tracer}, s.log)
 	return s, nil
 }
 
@@ -240,7 +242,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.states, err = session.Open(ctx, s.conn.JS); err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
-	if err := s.openAgents(ctx); err != nil {
+	if err := s.agents.Open(ctx); err != nil {
 		return err
 	}
 	var consuming []jetstream.ConsumeContext
@@ -261,10 +263,10 @@ func (s *Service) Run(ctx context.Context) error {
 	}{
 		{bus.StreamRequests, bus.ConsumerPlannerRequests, bus.SubjectRequestsAll, 256, handler{s.onRequest, s.abandonRequest}, jetstream.DeliverAllPolicy},
 		{bus.StreamExecutions, bus.ConsumerPlannerExecutions, bus.SubjectExecutionsAll, 1024, handler{s.onExecution, s.abandonExecution}, jetstream.DeliverAllPolicy},
-		{bus.StreamAgents, bus.ConsumerPlannerAgents, bus.SubjectAgentsAll, 256, handler{s.onAgentWake, s.abandonAgentMessage}, jetstream.DeliverAllPolicy},
+		{bus.StreamAgents, bus.ConsumerPlannerAgents, bus.SubjectAgentsAll, 256, handler{s.agents.OnWake, s.agents.Abandon}, jetstream.DeliverAllPolicy},
 		// Changes of session states from the consumer's creation on: what
-		// agents perceive (agent_service.go).
-		{bus.SessionsStream, bus.ConsumerPlannerSessions, bus.SessionChanges, 1024, handler{s.onSessionChange, s.abandonAgentMessage}, jetstream.DeliverNewPolicy},
+		// agents perceive (internal/agent).
+		{bus.SessionsStream, bus.ConsumerPlannerSessions, bus.SessionChanges, 1024, handler{s.agents.OnSessionChange, s.agents.Abandon}, jetstream.DeliverNewPolicy},
 	} {
 		h := src.handle
 		cc, err := s.conn.ConsumeShared(ctx, bus.Shared{Stream: src.stream, Durable: src.durable, Filter: src.filter,
@@ -395,7 +397,7 @@ func (s *Service) handle(m jetstream.Msg, h handler) {
 		return
 	}
 	n := bus.Deliveries(m)
-	if n < s.cfg.DeliveryLimit || errors.Is(err, errHandBack) || s.stopping.Err() != nil {
+	if n < s.cfg.DeliveryLimit || errors.Is(err, errHandBack) || errors.Is(err, agent.ErrStopping) || s.stopping.Err() != nil {
 		// A planner that stops hands its messages back whatever their
 		// deliveries: they did not fail, they were interrupted, which is
 		// no news to the person who stopped it.
@@ -404,10 +406,10 @@ func (s *Service) handle(m jetstream.Msg, h handler) {
 		case s.stopping.Err() != nil:
 			ev = s.log.Debug()
 			_ = m.Nak()
-		case errors.Is(err, errAgentStopping):
+		case errors.Is(err, agent.ErrStopping):
 			// Its agent is being stopped: it comes back to a stopped one.
 			ev = s.log.Debug()
-			_ = m.NakWithDelay(AgentTick)
+			_ = m.NakWithDelay(agent.Tick)
 		default:
 			_ = m.NakWithDelay(bus.RetryDelay(n))
 		}

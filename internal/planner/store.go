@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 )
@@ -42,17 +44,9 @@ func (e *tooLargeError) Error() string {
 	return fmt.Sprintf("planner: the loop state takes %d bytes, over the store's limit of %d", e.size, e.limit)
 }
 
-// storeLimit is the most bytes one value or message may take: the
-// server's max payload, and the limit planbus declared its buckets and
-// streams with (bus.Config.MaxPayload), whichever is lower, less room
-// for headers.
-func (s *Service) storeLimit() int {
-	limit := int64(s.conn.Config.Defaults().MaxPayload)
-	if m := s.conn.NC.MaxPayload(); m > 0 && m < limit {
-		limit = m
-	}
-	return int(limit) - 4096
-}
+// storeLimit is the most bytes one value or message may take
+// (bus.Conn.StoreLimit).
+func (s *Service) storeLimit() int { return s.conn.StoreLimit() }
 
 // maxRequestBytes is the most an encoded request may take: half of what
 // its loop state may, so that the plan it runs fits beside it.
@@ -188,4 +182,9 @@ func trimmed(e *plan.ErrorInfo) *plan.ErrorInfo {
 	c := *e
 	c.Message = truncate(c.Message, maxErrorMessage)
 	return &c
+}
+
+// casLost reports whether a compare-and-set lost to another writer.
+func casLost(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }

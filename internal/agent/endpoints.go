@@ -1,4 +1,4 @@
-package planner
+package agent
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
@@ -25,17 +26,23 @@ import (
 // The agent endpoints: planbus.agent.start (and planbus.plan.request with
 // kind goap and goap.agent), planbus.agent.stop and planbus.agent.status.
 
+// Duplicate is the answer to a start sent again: the agent it started,
+// and when.
+type Duplicate struct {
+	What, When string
+}
+
 // maxAgentID keeps room in a plan id for the step's "-a<n>" suffix.
 const maxAgentID = 112
 
-// startAgent starts the session's agent for r, a request of kind goap
+// Start starts the session's agent for r, a request of kind goap
 // with goap.agent, already checked against its schema and budgets. The
 // agent's state is stored before the answer, then its first wake-up is
 // published; a request with the id of the session's running agent
 // publishes that wake-up again and is accepted (a client that lost the
 // answer may ask again). Errors are *RequestError for the request's
 // faults, else the store's.
-func (s *Service) startAgent(ctx context.Context, r *request.Request) (*sentBefore, error) {
+func (s *Service) Start(ctx context.Context, r *request.Request) (*Duplicate, error) {
 	g := r.GOAP
 	switch {
 	case g.Goal != "":
@@ -76,9 +83,9 @@ func (s *Service) startAgent(ctx context.Context, r *request.Request) (*sentBefo
 					"agent %s of session %s was started at %s with another request; a request id names one agent: start this one under a new requestId, or leave requestId out",
 					cur.ID(), r.SessionID, cur.Started.UTC().Format(time.RFC3339))}
 			}
-			again := &sentBefore{what: "agent " + cur.ID(), when: "at " + cur.Started.UTC().Format(time.RFC3339)}
+			again := &Duplicate{What: "agent " + cur.ID(), When: "at " + cur.Started.UTC().Format(time.RFC3339)}
 			if cur.Status != planbus.AgentRunning {
-				again.when += " and has ended (" + cur.Status + ")"
+				again.When += " and has ended (" + cur.Status + ")"
 				return again, nil
 			}
 			return again, s.publishWake(ctx, cur, time.Time{})
@@ -100,7 +107,7 @@ func (s *Service) startAgent(ctx context.Context, r *request.Request) (*sentBefo
 		if _, err = s.saveAgent(ctx, a, rev); casLost(err) {
 			continue
 		}
-		if tl, ok := isTooLarge(err); ok {
+		if tl := (*tooLargeError)(nil); errors.As(err, &tl) {
 			return nil, &request.Error{Field: "/goap", Msg: fmt.Sprintf("the agent's state with its domain takes %d bytes, over the store's limit of %d", tl.size, tl.limit)}
 		}
 		if err != nil {
@@ -123,37 +130,9 @@ func sameJSON(a, b []byte) bool {
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
-// handleAgentStart takes a plan request of kind goap (kind may be left
-// out; goap.agent is implied) and starts the session's agent.
-func (s *Service) handleAgentStart(req micro.Request) {
-	var doc map[string]any
-	if err := json.Unmarshal(req.Data(), &doc); err != nil || doc == nil {
-		reject(req, "", fmt.Sprintf(`want a plan request of kind goap, e.g. {"sessionId": "s1", "goap": {"domain": "camp"}}: %v`, err))
-		return
-	}
-	if k, ok := doc["kind"]; ok && k != request.KindGOAP {
-		reject(req, "/kind", fmt.Sprintf("planbus.agent.start starts GOAP agents: kind must be goap or left out, not %v", k))
-		return
-	}
-	doc["kind"] = request.KindGOAP
-	if g, ok := doc["goap"].(map[string]any); ok {
-		if v, set := g["agent"]; set && v != true {
-			reject(req, "/goap/agent", "planbus.agent.start starts an agent: leave agent out or true")
-			return
-		}
-		g["agent"] = true
-	}
-	data, err := json.Marshal(doc)
-	if err != nil {
-		reject(req, "", err.Error())
-		return
-	}
-	s.respondAccept(req, data)
-}
-
-// DecodeAgentStop validates a request to planbus.agent.stop and decodes
+// DecodeStop validates a request to planbus.agent.stop and decodes
 // it; an error is a *RequestError naming the field.
-func DecodeAgentStop(doc []byte) (*planbus.AgentStopRequest, error) {
+func DecodeStop(doc []byte) (*planbus.AgentStopRequest, error) {
 	if err := schemas.Validate(schemas.AgentStopRequest, doc); err != nil {
 		return nil, request.SchemaError(err, `want {"sessionId": "...", "reason": "..."}`)
 	}
@@ -165,9 +144,9 @@ func DecodeAgentStop(doc []byte) (*planbus.AgentStopRequest, error) {
 	return &q, nil
 }
 
-// DecodeAgentStatus validates a request to planbus.agent.status and
+// DecodeStatus validates a request to planbus.agent.status and
 // decodes it; an error is a *RequestError naming the field.
-func DecodeAgentStatus(doc []byte) (*planbus.AgentStatusRequest, error) {
+func DecodeStatus(doc []byte) (*planbus.AgentStatusRequest, error) {
 	if err := schemas.Validate(schemas.AgentStatusRequest, doc); err != nil {
 		return nil, request.SchemaError(err, `want {"sessionId": "..."}`)
 	}
@@ -178,16 +157,18 @@ func DecodeAgentStatus(doc []byte) (*planbus.AgentStatusRequest, error) {
 	return &q, nil
 }
 
-func (s *Service) handleAgentStop(req micro.Request) {
-	q, err := DecodeAgentStop(req.Data())
+// HandleStop answers planbus.agent.stop: the session's agent, if it
+// runs, is stopped, its turn in this process interrupted.
+func (s *Service) HandleStop(req micro.Request) {
+	q, err := DecodeStop(req.Data())
 	if err != nil {
-		rejectErr(req, err)
+		s.host.Reject(req, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
-	if err := s.maySession(ctx, caller(req.Subject()), q.SessionID); err != nil {
-		rejectErr(req, err)
+	if err := s.host.MaySession(ctx, bus.OwnerOfSubject(req.Subject()), q.SessionID); err != nil {
+		s.host.Reject(req, err)
 		return
 	}
 	// The agent's turn, if one runs here (a search of five seconds, or a
@@ -201,16 +182,16 @@ func (s *Service) handleAgentStop(req micro.Request) {
 		if a.doc.Step != nil {
 			planID = a.doc.Step.PlanID
 		}
-		a.stop(clipReason(q.Reason))
+		a.stop(truncate(q.Reason, execution.MaxCancelReason))
 		stopped = true
 		return nil
 	}, caller)
 	switch {
 	case err != nil:
 		s.log.Warn().Err(err).Str("session", q.SessionID).Msg("cannot stop an agent")
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 	case doc == nil:
-		rejectCode(req, planbus.CodeNotFound, "/sessionId", fmt.Sprintf("session %s has no agent", q.SessionID))
+		request.RejectCode(req, planbus.CodeNotFound, "/sessionId", fmt.Sprintf("session %s has no agent", q.SessionID))
 	case stopped:
 		msg := fmt.Sprintf("the agent %s of session %s is stopped", doc.ID(), q.SessionID)
 		if planID != "" {
@@ -223,20 +204,22 @@ func (s *Service) handleAgentStop(req micro.Request) {
 	}
 }
 
-func (s *Service) handleAgentStatus(req micro.Request) {
-	q, err := DecodeAgentStatus(req.Data())
+// HandleStatus answers planbus.agent.status with the session's agent as
+// it is in the session state now.
+func (s *Service) HandleStatus(req micro.Request) {
+	q, err := DecodeStatus(req.Data())
 	if err != nil {
-		rejectErr(req, err)
+		s.host.Reject(req, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
 	st, err := s.agentStatus(ctx, q.SessionID)
 	switch {
-	case errors.Is(err, errNotFound):
-		rejectCode(req, planbus.CodeNotFound, "/sessionId", fmt.Sprintf("session %s has no agent", q.SessionID))
+	case errors.Is(err, errNoAgent):
+		request.RejectCode(req, planbus.CodeNotFound, "/sessionId", fmt.Sprintf("session %s has no agent", q.SessionID))
 	case err != nil:
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 	default:
 		_ = req.RespondJSON(st)
 	}
@@ -249,7 +232,7 @@ func (s *Service) agentStatus(ctx context.Context, sessionID string) (*planbus.A
 		return nil, err
 	}
 	if doc == nil {
-		return nil, errNotFound
+		return nil, errNoAgent
 	}
 	world, _, err := s.world(ctx, sessionID, 0)
 	if err != nil {
