@@ -248,3 +248,28 @@ func (s *Service) agentStatus(ctx context.Context, sessionID string) (*planbus.A
 	}
 	return a.status()
 }
+
+// StartRequest turns the body of planbus.agent.start, a plan request of
+// kind goap (kind may be left out; goap.agent is implied), into the plan
+// request that starts the agent, or what is wrong with it and where.
+func StartRequest(data []byte) ([]byte, *request.Error) {
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
+		return nil, &request.Error{Msg: fmt.Sprintf(`want a plan request of kind goap, e.g. {"sessionId": "s1", "goap": {"domain": "camp"}}: %v`, err)}
+	}
+	if k, ok := doc["kind"]; ok && k != request.KindGOAP {
+		return nil, &request.Error{Field: "/kind", Msg: fmt.Sprintf("planbus.agent.start starts GOAP agents: kind must be goap or left out, not %v", k)}
+	}
+	doc["kind"] = request.KindGOAP
+	if g, ok := doc["goap"].(map[string]any); ok {
+		if v, set := g["agent"]; set && v != true {
+			return nil, &request.Error{Field: "/goap/agent", Msg: "planbus.agent.start starts an agent: leave agent out or true"}
+		}
+		g["agent"] = true
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return nil, &request.Error{Msg: err.Error()}
+	}
+	return out, nil
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/request"
 )
 
@@ -460,7 +459,7 @@ func plannerLs(ctx context.Context, args []string, io IO) int {
 	c.registerClient(f)
 	f.String(&q.Status, "status", "", "", "only requests in this status")
 	f.String(&q.SessionID, "session", "", "", "only requests of this session")
-	f.Int(&q.Limit, "limit", "", planner.DefaultListLimit, fmt.Sprintf("the most requests listed (at most %d)", planner.MaxListLimit))
+	f.Int(&q.Limit, "limit", "", request.DefaultListLimit, fmt.Sprintf("the most requests listed (at most %d)", request.MaxListLimit))
 	f.Bool(&asJSON, "json", "", false, "print JSON")
 	log, code, ok := clientFlags(f, &c, args, io, "planner ls")
 	if !ok {
@@ -470,12 +469,12 @@ func plannerLs(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintln(io.Stderr, "planner ls: takes no arguments; filter with --status and --session")
 		return ExitUsage
 	}
-	if q.Limit < 1 || q.Limit > planner.MaxListLimit {
-		fmt.Fprintf(io.Stderr, "planner ls: --limit %d: want 1 to %d\n", q.Limit, planner.MaxListLimit)
+	if q.Limit < 1 || q.Limit > request.MaxListLimit {
+		fmt.Fprintf(io.Stderr, "planner ls: --limit %d: want 1 to %d\n", q.Limit, request.MaxListLimit)
 		return ExitUsage
 	}
 	body, _ := json.Marshal(q)
-	if _, err := planner.DecodeList(body); err != nil {
+	if _, err := request.DecodeList(body); err != nil {
 		fmt.Fprintf(io.Stderr, "planner ls: %v\n", strings.NewReplacer("/status", "--status", "/sessionId", "--session", "/limit", "--limit").Replace(err.Error()))
 		return ExitUsage
 	}

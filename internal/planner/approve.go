@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,7 +15,6 @@ import (
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
-	"github.com/planbus/planbus/schemas"
 )
 
 // Approvals (planbus.plan.approve). A tool with an approval step waits in
@@ -39,22 +37,8 @@ type refusal struct {
 
 func (r *refusal) Error() string { return r.msg }
 
-// DecodeApprove validates an approve request against its schema and
-// decodes it; an error is a *RequestError naming the field.
-func DecodeApprove(doc []byte) (*planbus.ApproveRequest, error) {
-	if err := schemas.Validate(schemas.ApproveRequest, doc); err != nil {
-		return nil, request.SchemaError(err, `want {"requestId": "..."} or {"planId": "..."}, "toolId" and "approve": true or false, and optionally "reason"`)
-	}
-	var q planbus.ApproveRequest
-	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &request.Error{Msg: err.Error()}
-	}
-	q.Reason = strings.TrimSpace(q.Reason)
-	return &q, nil
-}
-
 func (s *Service) handleApprove(req micro.Request) {
-	q, err := DecodeApprove(req.Data())
+	q, err := request.DecodeApprove(req.Data())
 	if err != nil {
 		rejectErr(req, err)
 		return

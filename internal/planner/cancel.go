@@ -16,7 +16,6 @@ import (
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
-	"github.com/planbus/planbus/schemas"
 )
 
 // Cancelling (planbus.plan.cancel). A request that has no plan running
@@ -99,22 +98,8 @@ func (s *Service) publishCancel(ctx context.Context, planID string, c *cancelMar
 	return nil
 }
 
-// DecodeCancel validates a cancel request against its schema and decodes
-// it; an error is a *RequestError naming the field.
-func DecodeCancel(doc []byte) (*planbus.CancelRequest, error) {
-	if err := schemas.Validate(schemas.CancelRequest, doc); err != nil {
-		return nil, request.SchemaError(err, `want {"requestId": "..."} or {"planId": "..."}, and optionally "reason"`)
-	}
-	var q planbus.CancelRequest
-	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &request.Error{Msg: err.Error()}
-	}
-	q.Reason = strings.TrimSpace(q.Reason)
-	return &q, nil
-}
-
 func (s *Service) handleCancel(req micro.Request) {
-	q, err := DecodeCancel(req.Data())
+	q, err := request.DecodeCancel(req.Data())
 	if err != nil {
 		rejectErr(req, err)
 		return

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/agent"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/htn"
@@ -258,7 +259,7 @@ func (s *Service) addService() (micro.Service, error) {
 		{"agent-start", bus.SubjectAgentStart, s.handleAgentStart},
 		{"agent-stop", bus.SubjectAgentStop, s.agents.HandleStop},
 		{"agent-status", bus.SubjectAgentStatus, s.agents.HandleStatus},
-		{"guide", bus.SubjectGuideTurn, s.handleGuideTurn},
+		{"guide", bus.SubjectGuideTurn, s.guide.HandleTurn},
 		{"approve", bus.SubjectPlanApprove, s.handleApprove},
 	} {
 		if err := add(e.name, e.subject, e.h); err != nil {
@@ -391,27 +392,10 @@ func (s *Service) handleSkills(req micro.Request) {
 // handleAgentStart takes a plan request of kind goap (kind may be left
 // out; goap.agent is implied) and starts the session's agent.
 func (s *Service) handleAgentStart(req micro.Request) {
-	var doc map[string]any
-	if err := json.Unmarshal(req.Data(), &doc); err != nil || doc == nil {
-		request.Reject(req, "", fmt.Sprintf(`want a plan request of kind goap, e.g. {"sessionId": "s1", "goap": {"domain": "camp"}}: %v`, err))
+	doc, re := agent.StartRequest(req.Data())
+	if re != nil {
+		request.Reject(req, re.Field, re.Msg)
 		return
 	}
-	if k, ok := doc["kind"]; ok && k != request.KindGOAP {
-		request.Reject(req, "/kind", fmt.Sprintf("planbus.agent.start starts GOAP agents: kind must be goap or left out, not %v", k))
-		return
-	}
-	doc["kind"] = request.KindGOAP
-	if g, ok := doc["goap"].(map[string]any); ok {
-		if v, set := g["agent"]; set && v != true {
-			request.Reject(req, "/goap/agent", "planbus.agent.start starts an agent: leave agent out or true")
-			return
-		}
-		g["agent"] = true
-	}
-	data, err := json.Marshal(doc)
-	if err != nil {
-		request.Reject(req, "", err.Error())
-		return
-	}
-	s.respondAccept(req, data)
+	s.respondAccept(req, doc)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/planbus/planbus/internal/agent"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/generator"
+	"github.com/planbus/planbus/internal/guide"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/request"
@@ -174,7 +175,7 @@ type Service struct {
 	accepted     jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
 	outcomes     jetstream.Stream   // PLANBUS_OUTCOMES, read by subject: is an id taken
 	manifests    jetstream.KeyValue
-	guides       jetstream.KeyValue // guided sessions (guide.go)
+	guide        *guide.Service // guided sessions (internal/guide)
 	health       *health.Book
 	states       *session.Store
 	generators   map[string]generator.Generator
@@ -214,6 +215,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 		request.KindGOAP:     s.goap,
 		request.KindTemplate: generator.Template{Library: cfg.Templates},
 	}
+	s.guide = guide.New(conn, guide.Config{Templates: cfg.Templates, Tracer: s.tracer, Claim: s.claimSession, Reject: rejectErr}, s.log)
 	s.agents = agent.New(conn, agentHost{s}, agent.Config{ID: cfg.ID, Domains: s.goap, Tracer: s.tracer}, s.log)
 	return s, nil
 }
@@ -318,8 +320,8 @@ func (s *Service) open(ctx context.Context) error {
 	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
 		return fmt.Errorf("planner: skills bucket: %w", err)
 	}
-	if s.guides, err = s.conn.JS.KeyValue(ctx, bus.BucketGuides); err != nil {
-		return fmt.Errorf("planner: guides bucket: %w", err)
+	if err := s.guide.Open(ctx); err != nil {
+		return err
 	}
 	return nil
 }
