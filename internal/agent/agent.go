@@ -43,7 +43,7 @@ import (
 // drive the agent (session changes, execution results, wake-ups) are
 // acknowledged only after that, so a planner that dies hands the agent
 // to another where it was. This file is the agent's decisions, without
-// I/O; agent_service.go carries them out.
+// I/O; service.go carries them out.
 
 // agentDoc is a session's agent as stored in planbus-agents under the
 // session id.
@@ -153,7 +153,7 @@ const (
 var agentTracker = goap.TrackerConfig{FailureThreshold: 1, MaxReplans: goap.DefaultMaxReplans}
 
 // agentPlanFunc plans goal from the world with the skills in disabled
-// left out (besides the unusable ones). A *GenError is the planner's
+// left out (besides the unusable ones). A *generator.Error is the planner's
 // verdict (no plan, a budget run out) and cools the goal down; any other
 // error is the store's or the context's and hands the message back.
 type agentPlanFunc func(goal string, world goap.State, disabled []string) (*goap.Result, error)

@@ -40,7 +40,7 @@ const maxAgentID = 112
 // agent's state is stored before the answer, then its first wake-up is
 // published; a request with the id of the session's running agent
 // publishes that wake-up again and is accepted (a client that lost the
-// answer may ask again). Errors are *RequestError for the request's
+// answer may ask again). Errors are *request.Error for the request's
 // faults, else the store's.
 func (s *Service) Start(ctx context.Context, r *request.Request) (*Duplicate, error) {
 	g := r.GOAP
@@ -131,7 +131,7 @@ func sameJSON(a, b []byte) bool {
 }
 
 // DecodeStop validates a request to planbus.agent.stop and decodes
-// it; an error is a *RequestError naming the field.
+// it; an error is a *request.Error naming the field.
 func DecodeStop(doc []byte) (*planbus.AgentStopRequest, error) {
 	if err := schemas.Validate(schemas.AgentStopRequest, doc); err != nil {
 		return nil, request.SchemaError(err, `want {"sessionId": "...", "reason": "..."}`)
@@ -145,7 +145,7 @@ func DecodeStop(doc []byte) (*planbus.AgentStopRequest, error) {
 }
 
 // DecodeStatus validates a request to planbus.agent.status and
-// decodes it; an error is a *RequestError naming the field.
+// decodes it; an error is a *request.Error naming the field.
 func DecodeStatus(doc []byte) (*planbus.AgentStatusRequest, error) {
 	if err := schemas.Validate(schemas.AgentStatusRequest, doc); err != nil {
 		return nil, request.SchemaError(err, `want {"sessionId": "..."}`)

@@ -99,7 +99,7 @@ func (g GOAP) Domain(r *request.GOAPRequest) (*goap.Domain, error) {
 }
 
 // Document reads the request's domain (a file of the domains directory,
-// or inline) and decodes it; errors are *RequestError naming the field.
+// or inline) and decodes it; errors are *request.Error naming the field.
 func (g GOAP) Document(r *request.GOAPRequest) ([]byte, *goap.Domain, error) {
 	doc := []byte(r.Inline)
 	field := "/goap/inline"

@@ -89,7 +89,7 @@ type guideDoc struct {
 }
 
 // Decode validates a turn against schemas/guide-turn.schema.json
-// and decodes it. An error is a *RequestError naming the field.
+// and decodes it. An error is a *request.Error naming the field.
 func Decode(doc []byte) (*planbus.GuideTurn, error) {
 	if err := schemas.Validate(schemas.GuideTurn, doc); err != nil {
 		return nil, request.SchemaError(err, `want {"sessionId": "...", "message": "...", "domain": "...", "toolResults": [{"tool": "...", "output": ..., "exitCode": 0}]}`)

@@ -338,7 +338,7 @@ func (s *Service) queued(ctx context.Context, id string) (*request.Request, erro
 // clipReason cuts a reason to what the schema allows.
 func clipReason(s string) string { return truncate(s, execution.MaxCancelReason) }
 
-// rejectErr answers an endpoint request with the *RequestError err.
+// rejectErr answers an endpoint request with the *request.Error err.
 func rejectErr(req micro.Request, err error) {
 	var fe *forbiddenError
 	if errors.As(err, &fe) {

@@ -200,7 +200,7 @@ type sentBefore struct {
 
 // acceptedBefore looks the id of r up in the accepted requests: nil if it
 // is new; what it names if that is r itself (data is r as queued); a
-// *RequestError if it names another request.
+// *request.Error if it names another request.
 func (s *Service) acceptedBefore(ctx context.Context, r *request.Request, data []byte) (*sentBefore, error) {
 	m, err := s.acceptedMsg(ctx, r.RequestID)
 	if err != nil {

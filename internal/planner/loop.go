@@ -199,7 +199,7 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 		}
 		if taken, err := s.agents.OnExecution(ctx, m, res); taken || err != nil {
 			if err == nil {
-				_ = m.Ack() // an agent's step (agent_service.go)
+				_ = m.Ack() // an agent's step (internal/agent)
 			}
 			return err
 		}
@@ -243,7 +243,7 @@ type executionHead struct {
 }
 
 // agent reports whether the result is of a plan of a GOAP agent's
-// (agent_service.go), which holds its agent in metadata.agent.
+// (internal/agent), which holds its agent in metadata.agent.
 func (h *executionHead) agent() bool {
 	var meta struct {
 		Agent json.RawMessage `json:"agent"`

@@ -69,7 +69,7 @@ type GOAPRequest struct {
 	// Budget lowers the planner's limits for this request's generations.
 	Budget *Budget `json:"budget,omitempty"`
 	// Agent starts the session's GOAP agent instead of planning once
-	// (agent.go).
+	// (internal/agent).
 	Agent bool `json:"agent,omitempty"`
 }
 
