@@ -234,3 +234,15 @@ func (c *Conn) CheckClient() error {
 	}
 	return nil
 }
+
+// StoreLimit is the most bytes one value or message may take: the
+// server's max payload, and the limit planbus declared its buckets and
+// streams with (Config.MaxPayload), whichever is lower, less room for
+// headers.
+func (c *Conn) StoreLimit() int {
+	limit := int64(c.Config.Defaults().MaxPayload)
+	if m := c.NC.MaxPayload(); m > 0 && m < limit {
+		limit = m
+	}
+	return int(limit) - 4096
+}

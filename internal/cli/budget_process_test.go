@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/planner"
 )
 
@@ -93,7 +94,7 @@ func TestRunawayHTNRequestsAreBounded(t *testing.T) {
 			t.Fatal(r.err)
 		}
 		o := r.out
-		if o.Error == nil || (o.Error.Code != planner.CodeHTNMemoryBudget && o.Error.Code != "HTN_TIME_BUDGET") || o.Attempts != 1 || o.Success {
+		if o.Error == nil || (o.Error.Code != generator.CodeHTNMemoryBudget && o.Error.Code != "HTN_TIME_BUDGET") || o.Attempts != 1 || o.Success {
 			t.Errorf("outcome %s after %d attempts, error %+v; want a budget error after 1 attempt", o.Status, o.Attempts, o.Error)
 			continue
 		}

@@ -1,6 +1,10 @@
 package plan
 
-import "github.com/planbus/planbus"
+import (
+	"slices"
+
+	"github.com/planbus/planbus"
+)
 
 // The messages of the bus are defined in the public package planbus;
 // these aliases keep the names the machinery uses.
@@ -81,4 +85,23 @@ func Retryable(category string) bool { return planbus.Retryable(category) }
 // IdempotencyKey is planbus.IdempotencyKey.
 func IdempotencyKey(planID, toolID string, attempt int) string {
 	return planbus.IdempotencyKey(planID, toolID, attempt)
+}
+
+// BlamedSkills are the skills of an execution's failed tools, but for
+// tools whose skill ran and whose output a verification gate refused: the
+// step went wrong, not the skill, and another plan may well use it.
+func BlamedSkills(res *ExecutionResult) []string {
+	var out []string
+	for _, t := range res.Tools {
+		if t.State != ToolFailed && t.State != ToolTimeout {
+			continue
+		}
+		if t.Error != nil && t.Error.Code == CodeVerifyFailed {
+			continue
+		}
+		if !slices.Contains(out, t.Skill) {
+			out = append(out, t.Skill)
+		}
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -15,7 +14,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/schemas"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // Approvals (planbus.plan.approve). A tool with an approval step waits in
@@ -38,22 +37,8 @@ type refusal struct {
 
 func (r *refusal) Error() string { return r.msg }
 
-// DecodeApprove validates an approve request against its schema and
-// decodes it; an error is a *RequestError naming the field.
-func DecodeApprove(doc []byte) (*planbus.ApproveRequest, error) {
-	if err := schemas.Validate(schemas.ApproveRequest, doc); err != nil {
-		return nil, schemaError(err, `want {"requestId": "..."} or {"planId": "..."}, "toolId" and "approve": true or false, and optionally "reason"`)
-	}
-	var q planbus.ApproveRequest
-	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
-	}
-	q.Reason = strings.TrimSpace(q.Reason)
-	return &q, nil
-}
-
 func (s *Service) handleApprove(req micro.Request) {
-	q, err := DecodeApprove(req.Data())
+	q, err := request.DecodeApprove(req.Data())
 	if err != nil {
 		rejectErr(req, err)
 		return
@@ -68,10 +53,10 @@ func (s *Service) handleApprove(req micro.Request) {
 	var rf *refusal
 	switch {
 	case errors.As(err, &rf):
-		rejectCode(req, rf.code, rf.field, rf.msg)
+		request.RejectCode(req, rf.code, rf.field, rf.msg)
 	case err != nil:
 		s.log.Warn().Err(err).Msg("cannot approve")
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 	default:
 		_ = req.RespondJSON(reply)
 	}

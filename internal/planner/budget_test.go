@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 )
@@ -46,19 +47,19 @@ func wantBudgetFailure(t *testing.T, out *planner.Outcome, code string) {
 func TestRunawayHTNSearchEndsWithItsMemoryBudget(t *testing.T) {
 	h := start(t, planner.Config{HTNMaxMemory: 32 << 20, GOAPMaxMemory: 32 << 20, GenMaxMemory: 64 << 20}, simulated(t))
 	out := h.budgetRequest(`{"kind":"htn","htn":{` + runaway + `}}`)
-	wantBudgetFailure(t, out, planner.CodeHTNMemoryBudget)
+	wantBudgetFailure(t, out, generator.CodeHTNMemoryBudget)
 	if !strings.Contains(out.Error.Message, "budget of 33554432") {
 		t.Errorf("message %q does not name the planner's budget", out.Error.Message)
 	}
 
 	// A request may lower the budget.
 	out = h.budgetRequest(`{"kind":"htn","htn":{` + runaway + `,"budget":{"memory":1048576}}}`)
-	wantBudgetFailure(t, out, planner.CodeHTNMemoryBudget)
+	wantBudgetFailure(t, out, generator.CodeHTNMemoryBudget)
 	if !strings.Contains(out.Error.Message, "budget of 1048576") {
 		t.Errorf("message %q does not name the request's budget", out.Error.Message)
 	}
 	out = h.budgetRequest(`{"kind":"htn","htn":{` + runaway + `,"budget":{"nodes":100}}}`)
-	wantBudgetFailure(t, out, planner.CodeHTNNodeBudget)
+	wantBudgetFailure(t, out, generator.CodeHTNNodeBudget)
 }
 
 // TestSlowHTNSearchEndsWithItsTimeBudget: a search that needs little
@@ -77,8 +78,8 @@ func TestSlowHTNSearchEndsWithItsTimeBudget(t *testing.T) {
 	start := time.Now()
 	out := h.budgetRequest(string(doc))
 	wantBudgetFailure(t, out, "HTN_TIME_BUDGET")
-	if took := time.Since(start); took < planner.GenerationTimeout {
-		t.Errorf("outcome after %s, before the %s budget ran out", took, planner.GenerationTimeout)
+	if took := time.Since(start); took < generator.GenerationTimeout {
+		t.Errorf("outcome after %s, before the %s budget ran out", took, generator.GenerationTimeout)
 	}
 }
 
@@ -86,7 +87,7 @@ func TestGOAPNodeBudget(t *testing.T) {
 	h := start(t, planner.Config{DomainsDir: "../../examples/goap"},
 		simulated(t, "fetch(item,from)", "shop(item,budget)", "chop(tree,note)", "gather(what)", "market(item,amount)", "build(structure,logs)"))
 	out := h.budgetRequest(`{"kind":"goap","goap":{"domain":"woodcutter","goal":"build-cabin","budget":{"nodes":1}}}`)
-	wantBudgetFailure(t, out, planner.CodeGOAPNodeBudget)
+	wantBudgetFailure(t, out, generator.CodeGOAPNodeBudget)
 	out = h.budgetRequest(`{"kind":"goap","goap":{"domain":"woodcutter","goal":"build-cabin","budget":{"memory":65536}}}`)
 	if !out.Success {
 		t.Errorf("within a budget that fits: outcome %s, error %+v", out.Status, out.Error)

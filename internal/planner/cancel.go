@@ -15,7 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/schemas"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // Cancelling (planbus.plan.cancel). A request that has no plan running
@@ -98,44 +98,8 @@ func (s *Service) publishCancel(ctx context.Context, planID string, c *cancelMar
 	return nil
 }
 
-// DecodeCancel validates a cancel request against its schema and decodes
-// it; an error is a *RequestError naming the field.
-func DecodeCancel(doc []byte) (*planbus.CancelRequest, error) {
-	if err := schemas.Validate(schemas.CancelRequest, doc); err != nil {
-		return nil, schemaError(err, `want {"requestId": "..."} or {"planId": "..."}, and optionally "reason"`)
-	}
-	var q planbus.CancelRequest
-	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
-	}
-	q.Reason = strings.TrimSpace(q.Reason)
-	return &q, nil
-}
-
-// schemaError turns a schema violation into a *RequestError naming the
-// first field at fault.
-func schemaError(err error, want string) error {
-	var se *schemas.Error
-	if !errors.As(err, &se) {
-		return &RequestError{Msg: err.Error()}
-	}
-	field, msg := "", se.Error()
-	if len(se.Issues) > 0 {
-		if rest, ok := strings.CutPrefix(se.Issues[0], "at "); ok {
-			if i := strings.Index(rest, ": "); i > 0 {
-				// The field is the error's: the message does not say it twice.
-				field, msg = rest[:i], strings.TrimPrefix(msg, "at "+rest[:i]+": ")
-			}
-		}
-	}
-	if want != "" {
-		msg += " (" + want + ")"
-	}
-	return &RequestError{Field: field, Msg: msg}
-}
-
 func (s *Service) handleCancel(req micro.Request) {
-	q, err := DecodeCancel(req.Data())
+	q, err := request.DecodeCancel(req.Data())
 	if err != nil {
 		rejectErr(req, err)
 		return
@@ -149,16 +113,16 @@ func (s *Service) handleCancel(req micro.Request) {
 	reply, err := s.cancel(ctx, q, time.Now())
 	switch {
 	case errors.Is(err, errStoreUnavailable):
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 	case errors.Is(err, errNotFound):
 		field, id := "/requestId", q.RequestID
 		if q.PlanID != "" {
 			field, id = "/planId", q.PlanID
 		}
-		rejectCode(req, planbus.CodeNotFound, field, fmt.Sprintf("no request or plan %q (they are kept for a day)", id))
+		request.RejectCode(req, planbus.CodeNotFound, field, fmt.Sprintf("no request or plan %q (they are kept for a day)", id))
 	case err != nil:
 		s.log.Warn().Err(err).Msg("cannot cancel")
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 	default:
 		_ = req.RespondJSON(reply)
 	}
@@ -282,7 +246,7 @@ func (s *Service) cancelLoop(ctx context.Context, l *loop, rev uint64, mark *can
 // cancelQueued ends a request no planner has taken up yet: its loop state
 // is created ended, so the planner that takes it up finds it so and only
 // publishes its outcome again.
-func (s *Service) cancelQueued(ctx context.Context, r *Request, mark *cancelMark) (*planbus.CancelReply, error) {
+func (s *Service) cancelQueued(ctx context.Context, r *request.Request, mark *cancelMark) (*planbus.CancelReply, error) {
 	l := &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []Attempt{}, Cancel: mark}
 	s.finish(l, StatusCancelled, mark.info())
 	_, err := s.save(ctx, l, 0)
@@ -358,12 +322,12 @@ func (s *Service) acceptedMsg(ctx context.Context, id string) (*jetstream.RawStr
 
 // queued returns the accepted request id, if it is in the REQUESTS
 // stream, or nil.
-func (s *Service) queued(ctx context.Context, id string) (*Request, error) {
+func (s *Service) queued(ctx context.Context, id string) (*request.Request, error) {
 	m, err := s.acceptedMsg(ctx, id)
 	if m == nil || err != nil {
 		return nil, err
 	}
-	r, err := DecodeRequest(m.Data)
+	r, err := request.Decode(m.Data)
 	if err != nil {
 		return nil, nil // published around the endpoint, and not a request: nothing to cancel
 	}
@@ -374,40 +338,21 @@ func (s *Service) queued(ctx context.Context, id string) (*Request, error) {
 // clipReason cuts a reason to what the schema allows.
 func clipReason(s string) string { return truncate(s, execution.MaxCancelReason) }
 
-// rejectErr answers an endpoint request with the *RequestError err.
+// rejectErr answers an endpoint request with the *request.Error err.
 func rejectErr(req micro.Request, err error) {
 	var fe *forbiddenError
 	if errors.As(err, &fe) {
-		rejectCode(req, planbus.CodeForbidden, fe.field, fe.Error())
+		request.RejectCode(req, planbus.CodeForbidden, fe.field, fe.Error())
 		return
 	}
 	if errors.Is(err, errStoreUnavailable) {
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 		return
 	}
-	var re *RequestError
+	var re *request.Error
 	if errors.As(err, &re) {
-		reject(req, re.Field, re.Error())
+		request.Reject(req, re.Field, re.Error())
 		return
 	}
-	reject(req, "", err.Error())
-}
-
-// rejectCode answers an endpoint request with a rejection of the given
-// code.
-func rejectCode(req micro.Request, code, field, msg string) {
-	rej := Rejected{Status: "rejected", Error: ReplyError{Code: code, Message: msg, Field: field}}
-	data, _ := json.Marshal(rej)
-	status := "400"
-	switch code {
-	case planbus.CodeNotFound:
-		status = "404"
-	case planbus.CodeUnavailable:
-		status = "503"
-	case planbus.CodeNotWaiting:
-		status = "409"
-	case planbus.CodeForbidden:
-		status = "403"
-	}
-	_ = req.Error(status, msg, data)
+	request.Reject(req, "", err.Error())
 }

@@ -92,39 +92,3 @@ func TestCancelOfAQueuedRequest(t *testing.T) {
 		t.Errorf("loop %+v (%v), want done and cancelled", l, err)
 	}
 }
-
-func FuzzDecodeCancel(f *testing.F) {
-	for _, s := range []string{`{"requestId":"r1"}`, `{"planId":"p-1","reason":"x"}`, `{}`, `{"requestId":"a","planId":"b"}`, `[`, ``} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		q, err := DecodeCancel(doc)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidRequest) {
-				t.Fatalf("error %v is not an invalid request", err)
-			}
-			return
-		}
-		if (q.RequestID == "") == (q.PlanID == "") {
-			t.Fatalf("decoded %+v: want exactly one id", q)
-		}
-	})
-}
-
-func FuzzDecodeList(f *testing.F) {
-	for _, s := range []string{`{}`, ``, `{"status":"failed","limit":3}`, `{"sessionId":"a.b"}`, `{"limit":0}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		q, err := DecodeList(doc)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidRequest) {
-				t.Fatalf("error %v is not an invalid request", err)
-			}
-			return
-		}
-		if q.Limit < 1 || q.Limit > MaxListLimit {
-			t.Fatalf("decoded limit %d", q.Limit)
-		}
-	})
-}

@@ -19,6 +19,7 @@ import (
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/skill"
@@ -411,7 +412,7 @@ func TestPlannerStopsPromptlyWhileAHandlerIsBusy(t *testing.T) {
 	// Run's context would hold Stop for the rest of it.
 	select {
 	case <-stopped:
-	case <-time.After(planner.GenerationTimeout - time.Second):
+	case <-time.After(generator.GenerationTimeout - time.Second):
 		t.Fatal("the planner did not stop while its handler waited for the external planner")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

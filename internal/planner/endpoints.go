@@ -17,18 +17,21 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/agent"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/htn"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
 // accept validates a request as the endpoint receives it and queues it.
-func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *Request, again *sentBefore, err error) {
+func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *request.Request, again *sentBefore, err error) {
 	if err := s.checkSize(nil, doc); err != nil {
 		return nil, nil, err // before decoding: a request too large is refused cheaply
 	}
-	r, err = DecodeRequest(doc)
+	r, err = request.Decode(doc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,40 +68,43 @@ func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *Requ
 		}
 	}
 	switch r.Kind {
-	case KindExternal:
+	case request.KindExternal:
 		for _, reserved := range []string{"planbus.", "$", "_INBOX"} {
 			if strings.HasPrefix(r.Planner, reserved) {
 				// planbus's own subjects and the server's are not planners:
 				// a request must not make the planner publish there.
-				return nil, nil, &RequestError{Field: "/planner",
+				return nil, nil, &request.Error{Field: "/planner",
 					Msg: fmt.Sprintf("external planner %q: subjects under %s are reserved; name a planner's own subject (e.g. planners.mine)", r.Planner, reserved)}
 			}
 		}
 		if p := s.cfg.ExternalPrefix; p != "" && !strings.HasPrefix(r.Planner, p) {
-			return nil, nil, &RequestError{Field: "/planner",
+			return nil, nil, &request.Error{Field: "/planner",
 				Msg: fmt.Sprintf("external planner %q: with authorization on, external planners answer on subjects under %s", r.Planner, p)}
 		}
-	case KindGOAP:
+	case request.KindGOAP:
 		if r.GOAP.Agent {
-			again, err := s.startAgent(ctx, r) // no replan loop: the agent is its own (agent.go)
+			dup, err := s.agents.Start(ctx, r) // no replan loop: the agent is its own (internal/agent)
+			if dup != nil {
+				again = &sentBefore{what: dup.What, when: dup.When}
+			}
 			return r, again, err
 		}
-		if _, err := s.goap.domain(r.GOAP); err != nil {
+		if _, err := s.goap.Domain(r.GOAP); err != nil {
 			return nil, nil, err
 		}
-	case KindTemplate:
-		if err := (templatePlanner{lib: s.cfg.Templates}).check(r); err != nil {
+	case request.KindTemplate:
+		if err := (generator.Template{Library: s.cfg.Templates}).Check(r); err != nil {
 			return nil, nil, err
 		}
-	case KindPlan:
+	case request.KindPlan:
 		p, err := plan.Decode(r.Plan)
 		if err != nil {
-			return nil, nil, &RequestError{Field: "/plan", Msg: err.Error()}
+			return nil, nil, &request.Error{Field: "/plan", Msg: err.Error()}
 		}
 		if len(p.Tools) == 0 {
 			// Planners may find that nothing needs doing; a person who
 			// sends a plan of nothing has most likely sent the wrong file.
-			return nil, nil, &RequestError{Field: "/plan/tools", Msg: "the plan has no tools: there is nothing to run"}
+			return nil, nil, &request.Error{Field: "/plan/tools", Msg: "the plan has no tools: there is nothing to run"}
 		}
 		known, err := s.skillManifests(ctx)
 		if err != nil {
@@ -115,16 +121,16 @@ func (s *Service) accept(ctx context.Context, doc []byte, owner string) (r *Requ
 				}
 			}
 		}
-	case KindHTN:
+	case request.KindHTN:
 		if err := htn.CheckGoal(r.HTN.Goal); err != nil {
-			return nil, nil, &RequestError{Field: "/htn/goal", Msg: fmt.Sprintf("goal %q: %v", r.HTN.Goal, err)}
+			return nil, nil, &request.Error{Field: "/htn/goal", Msg: fmt.Sprintf("goal %q: %v", r.HTN.Goal, err)}
 		}
-		if _, err := (htnPlanner{domains: s.cfg.DomainsDir}).program(r.HTN, nil); err != nil {
-			var re *RequestError
+		if _, err := (generator.HTN{Domains: s.cfg.DomainsDir}).Program(r.HTN, nil); err != nil {
+			var re *request.Error
 			if errors.As(err, &re) {
 				return nil, nil, re
 			}
-			return nil, nil, &RequestError{Field: "/htn", Msg: err.Error()}
+			return nil, nil, &request.Error{Field: "/htn", Msg: err.Error()}
 		}
 	}
 	if err := s.checkSize(r, data); err != nil {
@@ -169,7 +175,7 @@ func (s *Service) checkToolInput(ctx context.Context, known map[string]planbus.S
 			return err
 		}
 		if found == nil {
-			return &RequestError{Field: at + "/skill", Msg: fmt.Sprintf("unknown skill %q: no worker has advertised it", skill)}
+			return &request.Error{Field: at + "/skill", Msg: fmt.Sprintf("unknown skill %q: no worker has advertised it", skill)}
 		}
 		m, known[skill] = *found, *found
 	}
@@ -181,7 +187,7 @@ func (s *Service) checkToolInput(ctx context.Context, known map[string]planbus.S
 		return nil // a schema the planner cannot compile is the worker's to report
 	}
 	if err := v.Validate(input); err != nil {
-		return &RequestError{Field: at + "/input", Msg: fmt.Sprintf("skill %s would refuse this input: %v", skill, err)}
+		return &request.Error{Field: at + "/input", Msg: fmt.Sprintf("skill %s would refuse this input: %v", skill, err)}
 	}
 	return nil
 }
@@ -194,8 +200,8 @@ type sentBefore struct {
 
 // acceptedBefore looks the id of r up in the accepted requests: nil if it
 // is new; what it names if that is r itself (data is r as queued); a
-// *RequestError if it names another request.
-func (s *Service) acceptedBefore(ctx context.Context, r *Request, data []byte) (*sentBefore, error) {
+// *request.Error if it names another request.
+func (s *Service) acceptedBefore(ctx context.Context, r *request.Request, data []byte) (*sentBefore, error) {
 	m, err := s.acceptedMsg(ctx, r.RequestID)
 	if err != nil {
 		return nil, fmt.Errorf("planner: look the request id up: %w", err)
@@ -205,7 +211,7 @@ func (s *Service) acceptedBefore(ctx context.Context, r *Request, data []byte) (
 	}
 	when := "at " + m.Time.UTC().Format(time.RFC3339)
 	if !bytes.Equal(m.Data, data) {
-		return nil, &RequestError{Field: "/requestId", Msg: fmt.Sprintf(
+		return nil, &request.Error{Field: "/requestId", Msg: fmt.Sprintf(
 			"request %s was accepted %s with another body; a request id names one request: send this one under a new requestId, or leave requestId out",
 			r.RequestID, when)}
 	}
@@ -251,9 +257,9 @@ func (s *Service) addService() (micro.Service, error) {
 		h             micro.HandlerFunc
 	}{
 		{"agent-start", bus.SubjectAgentStart, s.handleAgentStart},
-		{"agent-stop", bus.SubjectAgentStop, s.handleAgentStop},
-		{"agent-status", bus.SubjectAgentStatus, s.handleAgentStatus},
-		{"guide", bus.SubjectGuideTurn, s.handleGuideTurn},
+		{"agent-stop", bus.SubjectAgentStop, s.agents.HandleStop},
+		{"agent-status", bus.SubjectAgentStatus, s.agents.HandleStatus},
+		{"guide", bus.SubjectGuideTurn, s.guide.HandleTurn},
 		{"approve", bus.SubjectPlanApprove, s.handleApprove},
 	} {
 		if err := add(e.name, e.subject, e.h); err != nil {
@@ -281,7 +287,7 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 			return
 		}
 		rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: err.Error()}}
-		var re *RequestError
+		var re *request.Error
 		if errors.As(err, &re) {
 			rej.Error.Field, rej.Error.Message = re.Field, re.Error()
 		} else {
@@ -307,15 +313,6 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 	_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted"})
 }
 
-// reject answers a request to an endpoint with what was wrong with it, in
-// the body (for any NATS client) and in the service error headers (for
-// nats micro tools).
-func reject(req micro.Request, field, msg string) {
-	rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: msg, Field: field}}
-	data, _ := json.Marshal(rej)
-	_ = req.Error("400", msg, data)
-}
-
 // handleReset restarts a session, the only way out of permanentFailure
 // besides a new session id: every skill back to healthy; with "state": true the session's state is
 // cleared too.
@@ -325,11 +322,11 @@ func (s *Service) handleReset(req micro.Request) {
 		State     bool   `json:"state"`
 	}
 	if err := json.Unmarshal(req.Data(), &q); err != nil {
-		reject(req, "/", `want {"sessionId": "...", "state": false}: `+err.Error())
+		request.Reject(req, "/", `want {"sessionId": "...", "state": false}: `+err.Error())
 		return
 	}
 	if !plan.ValidID(q.SessionID) {
-		reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
+		request.Reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
@@ -343,7 +340,7 @@ func (s *Service) handleReset(req micro.Request) {
 		err = s.states.Delete(ctx, q.SessionID)
 	}
 	if err != nil {
-		rejectCode(req, planbus.CodeUnavailable, "", "could not reset the session: "+err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", "could not reset the session: "+err.Error())
 		return
 	}
 	if healed == nil {
@@ -365,7 +362,7 @@ func (s *Service) handleSkills(req micro.Request) {
 			err = errors.New("data after the object")
 		}
 		if err != nil {
-			reject(req, "/", fmt.Sprintf(`want {"sessionId": "..."} or nothing (the default session): %v`, err))
+			request.Reject(req, "/", fmt.Sprintf(`want {"sessionId": "..."} or nothing (the default session): %v`, err))
 			return
 		}
 	}
@@ -373,21 +370,32 @@ func (s *Service) handleSkills(req micro.Request) {
 		q.SessionID = planbus.DefaultSession
 	}
 	if !plan.ValidID(q.SessionID) {
-		reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
+		request.Reject(req, "/sessionId", fmt.Sprintf("%q is not a session id: 1 to 128 letters, digits, '_' or '-'", q.SessionID))
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
 	ms, err := s.skillManifests(ctx)
 	if err != nil {
-		rejectCode(req, planbus.CodeUnavailable, "", "could not read the skills: "+err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", "could not read the skills: "+err.Error())
 		return
 	}
 	out := planbus.SkillsReply{SessionID: q.SessionID, Skills: []planbus.SkillStatus{}}
-	for _, name := range sortedKeys(ms) {
+	for _, name := range generator.SortedKeys(ms) {
 		h := s.health.Get(q.SessionID, name)
 		out.Skills = append(out.Skills, planbus.SkillStatus{Manifest: ms[name],
 			Health: planbus.SkillHealth{Skill: h.Skill, State: h.State, Failures: h.Failures, LastError: h.LastError}})
 	}
 	_ = req.RespondJSON(out)
+}
+
+// handleAgentStart takes a plan request of kind goap (kind may be left
+// out; goap.agent is implied) and starts the session's agent.
+func (s *Service) handleAgentStart(req micro.Request) {
+	doc, re := agent.StartRequest(req.Data())
+	if re != nil {
+		request.Reject(req, re.Field, re.Msg)
+		return
+	}
+	s.respondAccept(req, doc)
 }

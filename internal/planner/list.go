@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/planbus/planbus"
-	"github.com/planbus/planbus/schemas"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // Listing (planbus.plan.list). Clients may not list a bucket's keys (that
@@ -18,40 +18,12 @@ import (
 // stream backwards from its last message, one accepted request a message
 // in the order they were accepted, and looks up each one's loop state.
 
-// List limits.
-const (
-	// DefaultListLimit is how many requests a list shows when it does not
-	// say.
-	DefaultListLimit = 50
-	// MaxListLimit is the most a list may ask for.
-	MaxListLimit = 1000
-	// maxListScan bounds the accepted requests one list looks at, so a
-	// filter that matches nothing costs a bounded number of reads.
-	maxListScan = 10000
-)
-
-// DecodeList validates a list request against its schema and decodes it;
-// an empty body is the default list. An error is a *RequestError naming
-// the field.
-func DecodeList(doc []byte) (*planbus.ListRequest, error) {
-	var q planbus.ListRequest
-	if len(doc) == 0 {
-		doc = []byte(`{}`)
-	}
-	if err := schemas.Validate(schemas.ListRequest, doc); err != nil {
-		return nil, schemaError(err, `want {"status": "...", "sessionId": "...", "limit": n}, each optional`)
-	}
-	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
-	}
-	if q.Limit == 0 {
-		q.Limit = DefaultListLimit
-	}
-	return &q, nil
-}
+// maxListScan bounds the accepted requests one list looks at, so a
+// filter that matches nothing costs a bounded number of reads.
+const maxListScan = 10000
 
 func (s *Service) handleList(req micro.Request) {
-	q, err := DecodeList(req.Data())
+	q, err := request.DecodeList(req.Data())
 	if err != nil {
 		rejectErr(req, err)
 		return
@@ -61,7 +33,7 @@ func (s *Service) handleList(req micro.Request) {
 	reply, err := s.list(ctx, q)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("cannot list requests")
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 		return
 	}
 	_ = req.RespondJSON(reply)

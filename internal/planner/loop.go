@@ -17,9 +17,11 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/wire"
 )
@@ -27,7 +29,7 @@ import (
 // loop is a request's replan loop state, stored under its id in
 // planbus-requests.
 type loop struct {
-	Request  *Request              `json:"request"`
+	Request  *request.Request      `json:"request"`
 	Status   string                `json:"status"` // generating, executing, done
 	Attempt  int                   `json:"attempt"`
 	PlanID   string                `json:"planId,omitempty"`
@@ -133,14 +135,14 @@ var errStoreUnavailable = errors.New("planner: store unavailable")
 
 // onRequest starts (or resumes) the loop of an accepted request.
 func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
-	r, err := DecodeRequest(m.Data())
+	r, err := request.Decode(m.Data())
 	if err != nil || r.RequestID == "" {
 		s.drop(m, "invalid request", err)
 		return nil
 	}
 	// A new request generates: it waits for its turn at the gate before it
 	// takes its lock, which it shares with other requests' messages.
-	if lim := s.cfg.limitsFor(r); lim.gated {
+	if lim := s.cfg.limitsFor(r); lim.Gated {
 		release, err := s.enterGate(ctx, lim)
 		if err != nil {
 			return err
@@ -195,9 +197,9 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 			s.drop(m, "invalid execution result", err)
 			return nil
 		}
-		if taken, err := s.onAgentExecution(ctx, m, res); taken || err != nil {
+		if taken, err := s.agents.OnExecution(ctx, m, res); taken || err != nil {
 			if err == nil {
-				_ = m.Ack() // an agent's step (agent_service.go)
+				_ = m.Ack() // an agent's step (internal/agent)
 			}
 			return err
 		}
@@ -241,7 +243,7 @@ type executionHead struct {
 }
 
 // agent reports whether the result is of a plan of a GOAP agent's
-// (agent_service.go), which holds its agent in metadata.agent.
+// (internal/agent), which holds its agent in metadata.agent.
 func (h *executionHead) agent() bool {
 	var meta struct {
 		Agent json.RawMessage `json:"agent"`
@@ -276,7 +278,7 @@ const CodeDeliveryLimit = "DELIVERY_LIMIT"
 // abandonRequest is a request's terminal path: it ends with a failed
 // outcome naming the cause.
 func (s *Service) abandonRequest(ctx context.Context, m jetstream.Msg, deliveries int, cause error) error {
-	r, err := DecodeRequest(m.Data())
+	r, err := request.Decode(m.Data())
 	if err != nil {
 		s.drop(m, "invalid request", err)
 		return nil
@@ -299,7 +301,7 @@ func (s *Service) abandonExecution(ctx context.Context, m jetstream.Msg, deliver
 // abandon ends request id with a failed outcome (DELIVERY_LIMIT), stored
 // if the store lets it and published, then terminates m. r is the request
 // when m carries it.
-func (s *Service) abandon(ctx context.Context, m jetstream.Msg, id string, r *Request, deliveries int, cause error) error {
+func (s *Service) abandon(ctx context.Context, m jetstream.Msg, id string, r *request.Request, deliveries int, cause error) error {
 	defer s.lock(id)()
 	l, rev, err := s.load(ctx, id)
 	if err != nil || l == nil {
@@ -359,7 +361,7 @@ func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 		s.finish(l, StatusCancelled, info)
 	case res.CanReplan && l.Attempt < l.Request.MaxAttempts:
 		grown := slices.Clone(l.Disabled)
-		for _, sk := range append(blamedSkills(res), s.health.Disabled(l.Request.SessionID)...) {
+		for _, sk := range append(plan.BlamedSkills(res), s.health.Disabled(l.Request.SessionID)...) {
 			if !slices.Contains(grown, sk) {
 				grown = append(grown, sk)
 			}
@@ -477,16 +479,16 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 			if ctx.Err() != nil || errors.Is(err, errHandBack) {
 				return err // nothing is recorded: whoever handles the message again generates this attempt
 			}
-			ge := genErrorOf(err)
+			ge := generator.ErrorOf(err)
 			outcome := metrics.GenFailed
-			if !ge.retryable() {
+			if !ge.Retryable() {
 				outcome = metrics.GenPermanent
 			}
 			s.metrics.Generated(l.Request.Kind, outcome, took)
-			l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: trimmed(ge.info()), DisabledSkills: slices.Clone(l.Disabled)})
+			l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: trimmed(ge.Info()), DisabledSkills: slices.Clone(l.Disabled)})
 			s.log.Warn().Str("request_id", l.Request.RequestID).Int("attempt", l.Attempt).Err(err).Msg("generation failed")
-			if !ge.retryable() {
-				s.finish(l, StatusFallback, trimmed(ge.info()))
+			if !ge.Retryable() {
+				s.finish(l, StatusFallback, trimmed(ge.Info()))
 			}
 			continue
 		}
@@ -507,9 +509,9 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	r := l.Request
 	g, ok := s.generators[r.Kind]
 	if !ok {
-		return nil, &GenError{Code: "UNSUPPORTED_KIND", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
+		return nil, &generator.Error{Code: "UNSUPPORTED_KIND", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
 	}
-	in := GenInput{Request: r, Attempt: l.Attempt, DisabledSkills: slices.Clone(l.Disabled), LastExecution: l.Last}
+	in := generator.Input{Request: r, Attempt: l.Attempt, DisabledSkills: slices.Clone(l.Disabled), LastExecution: l.Last}
 	if len(l.LastPlan) > 0 {
 		if p, err := plan.Decode(l.LastPlan); err == nil {
 			in.LastPlan = p
@@ -540,8 +542,8 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 		}
 	}
 	lim := s.cfg.limitsFor(r)
-	in.Memory, in.Nodes = lim.memory, lim.nodes
-	if held, _ := ctx.Value(gateHeld{}).(bool); lim.gated && !held {
+	in.Memory, in.Nodes = lim.Memory, lim.Nodes
+	if held, _ := ctx.Value(gateHeld{}).(bool); lim.Gated && !held {
 		release, err := s.enterGate(ctx, lim)
 		if err != nil {
 			return nil, err
@@ -549,15 +551,15 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 		defer release()
 	}
 	// The generation's time budget starts once it runs, not while it waits.
-	gctx, cancel := context.WithTimeout(ctx, GenerationTimeout)
+	gctx, cancel := context.WithTimeout(ctx, generator.GenerationTimeout)
 	defer cancel()
 	p, err := g.Generate(gctx, in)
-	var ge *GenError
-	if err != nil && lim.gated && !errors.As(err, &ge) && ctx.Err() == nil && errors.Is(gctx.Err(), context.DeadlineExceeded) {
+	var ge *generator.Error
+	if err != nil && lim.Gated && !errors.As(err, &ge) && ctx.Err() == nil && errors.Is(gctx.Err(), context.DeadlineExceeded) {
 		// A deterministic planner given the same input runs out of time
 		// again: the failure is permanent, not a timeout worth retrying.
-		return nil, &GenError{Code: strings.ToUpper(r.Kind) + timeBudgetSuffix, Category: plan.CategoryPermanent,
-			Message: fmt.Sprintf("the %s planner found no plan within the %s generation budget", r.Kind, GenerationTimeout)}
+		return nil, &generator.Error{Code: strings.ToUpper(r.Kind) + generator.TimeBudgetSuffix, Category: plan.CategoryPermanent,
+			Message: fmt.Sprintf("the %s planner found no plan within the %s generation budget", r.Kind, generator.GenerationTimeout)}
 	}
 	if err != nil {
 		return nil, err
@@ -591,21 +593,21 @@ type gateHeld struct{}
 
 // enterGate waits for a generation slot and the generation's memory, until
 // ctx ends or the service stops (then the message is handed back).
-func (s *Service) enterGate(ctx context.Context, lim limits) (func(), error) {
+func (s *Service) enterGate(ctx context.Context, lim generator.Limits) (func(), error) {
 	g := s.quick
-	if lim.search {
+	if lim.Search {
 		g = s.gate
 	}
 	return s.enter(ctx, g, lim)
 }
 
 // enter waits for a slot of g and lim's memory (see enterGate).
-func (s *Service) enter(ctx context.Context, g *gate, lim limits) (func(), error) {
+func (s *Service) enter(ctx context.Context, g *generator.Gate, lim generator.Limits) (func(), error) {
 	wait, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.stopping, cancel)
 	defer stop()
-	release, err := g.enter(wait, lim.memory)
+	release, err := g.Enter(wait, lim.Memory)
 	switch {
 	case err == nil:
 		return release, nil
@@ -616,7 +618,7 @@ func (s *Service) enter(ctx context.Context, g *gate, lim limits) (func(), error
 }
 
 // finishPlan gives a generated plan its ids and metadata and checks it.
-func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, error) {
+func (s *Service) finishPlan(p *plan.Plan, l *loop, in generator.Input) (*plan.Plan, error) {
 	r := l.Request
 	p.PlanID = fmt.Sprintf("%s-%d", r.RequestID, l.Attempt)
 	p.RequestID, p.SessionID = r.RequestID, r.SessionID
@@ -639,11 +641,11 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, er
 	p.Metadata, _ = json.Marshal(meta)
 	for _, t := range p.Tools {
 		if slices.Contains(in.DisabledSkills, t.Skill) {
-			return nil, &GenError{Code: "SKILL_DISABLED", Category: plan.CategoryTransient,
+			return nil, &generator.Error{Code: "SKILL_DISABLED", Category: plan.CategoryTransient,
 				Message: fmt.Sprintf("the %s planner used disabled skill %q (tool %q)", r.Kind, t.Skill, t.ToolID)}
 		}
 		if _, ok := in.Skills[t.Skill]; !ok {
-			return nil, &GenError{Code: plan.CodeUnknownSkill, Category: plan.CategoryTransient,
+			return nil, &generator.Error{Code: plan.CodeUnknownSkill, Category: plan.CategoryTransient,
 				Message: fmt.Sprintf("tool %q uses unknown skill %q", t.ToolID, t.Skill)}
 		}
 	}
@@ -653,7 +655,7 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in GenInput) (*plan.Plan, er
 	}
 	checked, err := plan.Decode(data)
 	if err != nil {
-		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient, Message: err.Error()}
+		return nil, &generator.Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient, Message: err.Error()}
 	}
 	l.reuse(checked)
 	return checked, nil
@@ -722,7 +724,7 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 // the request id so the same request always gets the same text. The texts
 // answer a request's input; a request without one (a plan, a goal) gets
 // what went wrong instead, which a story about its empty input would hide.
-func (s *Service) narrate(r *Request, errInfo *plan.ErrorInfo) string {
+func (s *Service) narrate(r *request.Request, errInfo *plan.ErrorInfo) string {
 	input := strings.TrimSpace(string(r.Input))
 	var str string
 	if json.Unmarshal(r.Input, &str) == nil {
@@ -758,23 +760,4 @@ func (s *Service) event(l *loop, ev plan.Event) {
 		return
 	}
 	_ = s.conn.NC.Publish(bus.EventSubject(ev.RequestID, ev.Type), data)
-}
-
-// blamedSkills are the skills of an execution's failed tools, but for
-// tools whose skill ran and whose output a verification gate refused: the
-// step went wrong, not the skill, and another plan may well use it.
-func blamedSkills(res *plan.ExecutionResult) []string {
-	var out []string
-	for _, t := range res.Tools {
-		if t.State != plan.ToolFailed && t.State != plan.ToolTimeout {
-			continue
-		}
-		if t.Error != nil && t.Error.Code == plan.CodeVerifyFailed {
-			continue
-		}
-		if !slices.Contains(out, t.Skill) {
-			out = append(out, t.Skill)
-		}
-	}
-	return out
 }

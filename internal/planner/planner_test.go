@@ -19,6 +19,7 @@ import (
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
@@ -185,10 +186,10 @@ func TestReplanAvoidsAPermanentlyFailedSkill(t *testing.T) {
 }
 
 // respond answers external planner requests on subject with fn.
-func respond(t *testing.T, h *harness, subject string, fn func(q planner.ExternalRequest) any) {
+func respond(t *testing.T, h *harness, subject string, fn func(q generator.ExternalRequest) any) {
 	t.Helper()
 	sub, err := h.conn.NC.Subscribe(subject, func(m *nats.Msg) {
-		var q planner.ExternalRequest
+		var q generator.ExternalRequest
 		if err := json.Unmarshal(m.Data, &q); err != nil {
 			t.Errorf("external request: %v", err)
 			return
@@ -217,7 +218,7 @@ func TestFiveFailedAttemptsEndInAFallback(t *testing.T) {
 	h := start(t, planner.Config{}, simulated(t, "f1=permanent", "f2=permanent", "f3=permanent", "f4=permanent", "f5=permanent"))
 	var attempts []int
 	var mu sync.Mutex
-	respond(t, h, "test.planner", func(q planner.ExternalRequest) any {
+	respond(t, h, "test.planner", func(q generator.ExternalRequest) any {
 		mu.Lock()
 		attempts = append(attempts, q.Attempt)
 		mu.Unlock()
@@ -253,7 +254,7 @@ func TestLateExternalPlannerCountsAsATimeoutAttempt(t *testing.T) {
 	h := start(t, planner.Config{}, simulated(t))
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	respond(t, h, "test.slow", func(q planner.ExternalRequest) any {
+	respond(t, h, "test.slow", func(q generator.ExternalRequest) any {
 		if q.Attempt == 1 {
 			<-release // answers only after the test ends: far too late
 			return nil
@@ -272,15 +273,15 @@ func TestLateExternalPlannerCountsAsATimeoutAttempt(t *testing.T) {
 	if len(gen) != 2 {
 		t.Fatalf("%d generations", len(gen))
 	}
-	if d := gen[1].Time.Sub(gen[0].Time); d < planner.GenerationTimeout {
-		t.Errorf("attempt 2 began %s after attempt 1, before the %s budget ran out", d, planner.GenerationTimeout)
+	if d := gen[1].Time.Sub(gen[0].Time); d < generator.GenerationTimeout {
+		t.Errorf("attempt 2 began %s after attempt 1, before the %s budget ran out", d, generator.GenerationTimeout)
 	}
 }
 
 func TestPlannerStoppedMidLoopIsReplaced(t *testing.T) {
 	h := start(t, planner.Config{AckWait: time.Second}, simulated(t, "broken=permanent"))
 	generated := make(chan int, 10)
-	respond(t, h, "test.flaky", func(q planner.ExternalRequest) any {
+	respond(t, h, "test.flaky", func(q generator.ExternalRequest) any {
 		generated <- q.Attempt
 		if q.Attempt == 1 {
 			return map[string]any{"tools": []map[string]any{{"toolId": "wait", "skill": "sleep", "input": map[string]int{"ms": 500}},

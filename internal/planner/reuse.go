@@ -16,14 +16,11 @@ import (
 // payment, a deployment, a message sent) are not repeated. A request or
 // a tool that says "reuse": false runs everything again.
 
-// reuses reports whether the request lets replans reuse earlier results.
-func (r *Request) reuses() bool { return r.Reuse == nil || *r.Reuse }
-
 // remember adds the succeeded tools of res, the execution of the plan the
 // loop runs, to the results later attempts may reuse. A tool that was
 // itself reused keeps pointing at the result it reused.
 func (l *loop) remember(res *plan.ExecutionResult) {
-	if !l.Request.reuses() || len(l.Plan) == 0 {
+	if !l.Request.Reuses() || len(l.Plan) == 0 {
 		return
 	}
 	p, err := plan.Decode(l.Plan)
@@ -60,7 +57,7 @@ func (l *loop) reuse(p *plan.Plan) int {
 	for i := range p.Tools {
 		p.Tools[i].ReuseFrom = nil
 	}
-	if !l.Request.reuses() || len(l.Reusable) == 0 {
+	if !l.Request.Reuses() || len(l.Reusable) == 0 {
 		return 0
 	}
 	ids, g, n := p.Identities(), p.Graph(), 0

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/skill"
@@ -57,7 +58,7 @@ func (c *counter) of(requestID string) map[string]int {
 // attempts have other ids: identity is what a tool does, not its name.
 // reuseFalse marks transform "reuse": false.
 func chainPlanner(h *harness, subject string, reuseFalse bool) {
-	respond(h.t, h, subject, func(q planner.ExternalRequest) any {
+	respond(h.t, h, subject, func(q generator.ExternalRequest) any {
 		publish := "flaky"
 		if slices.Contains(q.DisabledSkills, "flaky") {
 			publish = "steady"

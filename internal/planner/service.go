@@ -15,9 +15,14 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/agent"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
+	"github.com/planbus/planbus/internal/guide"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/metrics"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/templates"
@@ -110,16 +115,16 @@ func (c Config) withDefaults() Config {
 		c.Version = "0.0.0-dev"
 	}
 	if c.HTNMaxMemory == 0 {
-		c.HTNMaxMemory = DefaultHTNMaxMemory
+		c.HTNMaxMemory = generator.DefaultHTNMaxMemory
 	}
 	if c.GOAPMaxMemory == 0 {
-		c.GOAPMaxMemory = DefaultGOAPMaxMemory
+		c.GOAPMaxMemory = generator.DefaultGOAPMaxMemory
 	}
 	if c.GOAPMaxNodes == 0 {
-		c.GOAPMaxNodes = DefaultGOAPMaxNodes
+		c.GOAPMaxNodes = generator.DefaultGOAPMaxNodes
 	}
 	if c.GenMaxMemory == 0 {
-		c.GenMaxMemory = DefaultGenMaxMemory
+		c.GenMaxMemory = generator.DefaultGenMaxMemory
 	}
 	if c.GenConcurrency == 0 {
 		c.GenConcurrency = runtime.NumCPU()
@@ -161,7 +166,7 @@ type Service struct {
 	cfg  Config
 	conn *bus.Conn
 	log  zerolog.Logger
-	goap goapPlanner // kind goap, its domains decoded once
+	goap generator.GOAP // kind goap, its domains decoded once
 	// inputSchemas are the skills' input schemas compiled, for the
 	// literal inputs of plans submitted (checkToolInput).
 	inputSchemas inputSchemas
@@ -170,13 +175,13 @@ type Service struct {
 	accepted     jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
 	outcomes     jetstream.Stream   // PLANBUS_OUTCOMES, read by subject: is an id taken
 	manifests    jetstream.KeyValue
-	guides       jetstream.KeyValue // guided sessions (guide.go)
+	guide        *guide.Service // guided sessions (internal/guide)
 	health       *health.Book
 	states       *session.Store
-	generators   map[string]Generator
-	gate         *gate // HTN and GOAP searches of requests
-	quick        *gate // generations that do not search: plans as given, templates
-	agentGate    *gate // the searches of agents: slots of their own, the searches' memory
+	generators   map[string]generator.Generator
+	gate         *generator.Gate // HTN and GOAP searches of requests
+	quick        *generator.Gate // generations that do not search: plans as given, templates
+	agentGate    *generator.Gate // the searches of agents: slots of their own, the searches' memory
 	stats        counters
 	metrics      *metrics.Planner
 	stopping     context.Context // Run's context: every handler's derives from it
@@ -185,7 +190,7 @@ type Service struct {
 	gens         map[string]context.CancelCauseFunc // generations running in this process, by request id
 	work         sync.WaitGroup
 	ready        chan struct{}
-	agents       agentRuntime // GOAP agents (agent_service.go)
+	agents       *agent.Service // GOAP agents (agents.go)
 	tracer       trace.Tracer
 }
 
@@ -195,21 +200,23 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	searches := newGate(cfg.GenConcurrency, cfg.GenMaxMemory)
+	searches := generator.NewGate(cfg.GenConcurrency, cfg.GenMaxMemory)
 	s := &Service{cfg: cfg, conn: conn, log: log.With().Str("component", "planner").Str("planner", cfg.ID).Logger(),
-		ready: make(chan struct{}), gate: searches, quick: newGate(cfg.GenConcurrency, cfg.GenMaxMemory),
-		agentGate: searches.sharing(agentSlots(cfg.GenConcurrency)),
+		ready: make(chan struct{}), gate: searches, quick: generator.NewGate(cfg.GenConcurrency, cfg.GenMaxMemory),
+		agentGate: searches.Sharing(generator.AgentSlots(cfg.GenConcurrency)),
 		stopping:  context.Background(),
 		gens:      map[string]context.CancelCauseFunc{}, metrics: cfg.Metrics.Planner()}
 	s.tracer = telemetry.Tracer(cfg.Tracer)
-	s.goap = goapPlanner{domains: cfg.DomainsDir, decoded: newDomainCache()}
-	s.generators = map[string]Generator{
-		KindPlan:     fixedPlan{},
-		KindExternal: external{nc: conn.NC},
-		KindHTN:      htnPlanner{domains: cfg.DomainsDir},
-		KindGOAP:     s.goap,
-		KindTemplate: templatePlanner{lib: cfg.Templates},
+	s.goap = generator.NewGOAP(cfg.DomainsDir)
+	s.generators = map[string]generator.Generator{
+		request.KindPlan:     generator.Fixed{},
+		request.KindExternal: generator.External{NC: conn.NC},
+		request.KindHTN:      generator.HTN{Domains: cfg.DomainsDir},
+		request.KindGOAP:     s.goap,
+		request.KindTemplate: generator.Template{Library: cfg.Templates},
 	}
+	s.guide = guide.New(conn, guide.Config{Templates: cfg.Templates, Tracer: s.tracer, Claim: s.claimSession, Reject: rejectErr}, s.log)
+	s.agents = agent.New(conn, agentHost{s}, agent.Config{ID: cfg.ID, Domains: s.goap, Tracer: s.tracer}, s.log)
 	return s, nil
 }
 
@@ -218,7 +225,7 @@ func (s *Service) Ready() <-chan struct{} { return s.ready }
 
 // GenerationMemory is the memory budgets of the generations running now,
 // in bytes: at most Config.GenMaxMemory.
-func (s *Service) GenerationMemory() int64 { return s.gate.reserved.Load() }
+func (s *Service) GenerationMemory() int64 { return s.gate.Reserved() }
 
 // Run serves until ctx ends, then returns once the messages in hand are
 // handled or handed back. Every handler works within ctx, so a handler
@@ -237,7 +244,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.states, err = session.Open(ctx, s.conn.JS); err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
-	if err := s.openAgents(ctx); err != nil {
+	if err := s.agents.Open(ctx); err != nil {
 		return err
 	}
 	var consuming []jetstream.ConsumeContext
@@ -258,10 +265,10 @@ func (s *Service) Run(ctx context.Context) error {
 	}{
 		{bus.StreamRequests, bus.ConsumerPlannerRequests, bus.SubjectRequestsAll, 256, handler{s.onRequest, s.abandonRequest}, jetstream.DeliverAllPolicy},
 		{bus.StreamExecutions, bus.ConsumerPlannerExecutions, bus.SubjectExecutionsAll, 1024, handler{s.onExecution, s.abandonExecution}, jetstream.DeliverAllPolicy},
-		{bus.StreamAgents, bus.ConsumerPlannerAgents, bus.SubjectAgentsAll, 256, handler{s.onAgentWake, s.abandonAgentMessage}, jetstream.DeliverAllPolicy},
+		{bus.StreamAgents, bus.ConsumerPlannerAgents, bus.SubjectAgentsAll, 256, handler{s.agents.OnWake, s.agents.Abandon}, jetstream.DeliverAllPolicy},
 		// Changes of session states from the consumer's creation on: what
-		// agents perceive (agent_service.go).
-		{bus.SessionsStream, bus.ConsumerPlannerSessions, bus.SessionChanges, 1024, handler{s.onSessionChange, s.abandonAgentMessage}, jetstream.DeliverNewPolicy},
+		// agents perceive (internal/agent).
+		{bus.SessionsStream, bus.ConsumerPlannerSessions, bus.SessionChanges, 1024, handler{s.agents.OnSessionChange, s.agents.Abandon}, jetstream.DeliverNewPolicy},
 	} {
 		h := src.handle
 		cc, err := s.conn.ConsumeShared(ctx, bus.Shared{Stream: src.stream, Durable: src.durable, Filter: src.filter,
@@ -313,8 +320,8 @@ func (s *Service) open(ctx context.Context) error {
 	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
 		return fmt.Errorf("planner: skills bucket: %w", err)
 	}
-	if s.guides, err = s.conn.JS.KeyValue(ctx, bus.BucketGuides); err != nil {
-		return fmt.Errorf("planner: guides bucket: %w", err)
+	if err := s.guide.Open(ctx); err != nil {
+		return err
 	}
 	return nil
 }
@@ -332,11 +339,11 @@ type counters struct {
 // slot or memory, and done; messages dropped.
 func (s *Service) Stats() map[string]int64 {
 	return map[string]int64{
-		"generationsRunning":      s.gate.running.Load() + s.quick.running.Load() + s.agentGate.running.Load(),
-		"generationsWaiting":      s.gate.waiting.Load() + s.quick.waiting.Load() + s.agentGate.waiting.Load(),
-		"generations":             s.gate.served.Load() + s.quick.served.Load() + s.agentGate.served.Load(),
-		"agentGenerationsRunning": s.agentGate.running.Load(), "agentGenerationsWaiting": s.agentGate.waiting.Load(),
-		"agentGenerations": s.agentGate.served.Load(), "messagesDropped": s.stats.Dropped.Load(),
+		"generationsRunning":      s.gate.Running() + s.quick.Running() + s.agentGate.Running(),
+		"generationsWaiting":      s.gate.Waiting() + s.quick.Waiting() + s.agentGate.Waiting(),
+		"generations":             s.gate.Served() + s.quick.Served() + s.agentGate.Served(),
+		"agentGenerationsRunning": s.agentGate.Running(), "agentGenerationsWaiting": s.agentGate.Waiting(),
+		"agentGenerations": s.agentGate.Served(), "messagesDropped": s.stats.Dropped.Load(),
 		"requestsTooLarge": s.stats.TooLarge.Load(),
 	}
 }
@@ -392,7 +399,7 @@ func (s *Service) handle(m jetstream.Msg, h handler) {
 		return
 	}
 	n := bus.Deliveries(m)
-	if n < s.cfg.DeliveryLimit || errors.Is(err, errHandBack) || s.stopping.Err() != nil {
+	if n < s.cfg.DeliveryLimit || errors.Is(err, errHandBack) || errors.Is(err, agent.ErrStopping) || s.stopping.Err() != nil {
 		// A planner that stops hands its messages back whatever their
 		// deliveries: they did not fail, they were interrupted, which is
 		// no news to the person who stopped it.
@@ -401,10 +408,10 @@ func (s *Service) handle(m jetstream.Msg, h handler) {
 		case s.stopping.Err() != nil:
 			ev = s.log.Debug()
 			_ = m.Nak()
-		case errors.Is(err, errAgentStopping):
+		case errors.Is(err, agent.ErrStopping):
 			// Its agent is being stopped: it comes back to a stopped one.
 			ev = s.log.Debug()
-			_ = m.NakWithDelay(AgentTick)
+			_ = m.NakWithDelay(agent.Tick)
 		default:
 			_ = m.NakWithDelay(bus.RetryDelay(n))
 		}
@@ -481,3 +488,21 @@ func (k *keyedLocks) lock(key string) func() {
 		k.mu.Unlock()
 	}
 }
+
+// The outcome of a request and the endpoint's replies are public
+// (package planbus); these aliases keep the planner's names.
+type (
+	Outcome    = planbus.Outcome
+	Attempt    = planbus.Attempt
+	Accepted   = planbus.Accepted
+	Rejected   = planbus.Rejected
+	ReplyError = planbus.ReplyError
+)
+
+// Outcome statuses.
+const (
+	StatusSucceeded = planbus.StatusSucceeded
+	StatusFailed    = planbus.StatusFailed
+	StatusFallback  = planbus.StatusFallback
+	StatusCancelled = planbus.StatusCancelled
+)

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // The loop state of a request (KV planbus-requests) and the messages the
@@ -41,17 +44,9 @@ func (e *tooLargeError) Error() string {
 	return fmt.Sprintf("planner: the loop state takes %d bytes, over the store's limit of %d", e.size, e.limit)
 }
 
-// storeLimit is the most bytes one value or message may take: the
-// server's max payload, and the limit planbus declared its buckets and
-// streams with (bus.Config.MaxPayload), whichever is lower, less room
-// for headers.
-func (s *Service) storeLimit() int {
-	limit := int64(s.conn.Config.Defaults().MaxPayload)
-	if m := s.conn.NC.MaxPayload(); m > 0 && m < limit {
-		limit = m
-	}
-	return int(limit) - 4096
-}
+// storeLimit is the most bytes one value or message may take
+// (bus.Conn.StoreLimit).
+func (s *Service) storeLimit() int { return s.conn.StoreLimit() }
 
 // maxRequestBytes is the most an encoded request may take: half of what
 // its loop state may, so that the plan it runs fits beside it.
@@ -60,13 +55,13 @@ func (s *Service) maxRequestBytes() int { return (s.storeLimit() - storeMargin) 
 // checkSize refuses a request, encoded as data (r: decoded, nil if not
 // yet), whose loop state could not be stored: it names the request's size
 // and the store's limit.
-func (s *Service) checkSize(r *Request, data []byte) error {
+func (s *Service) checkSize(r *request.Request, data []byte) error {
 	limit, most := s.storeLimit(), s.maxRequestBytes()
 	if len(data) > most {
-		return &RequestError{Msg: fmt.Sprintf("the request takes %d bytes; with room for the plan it runs, its loop state would not fit the store's limit of %d bytes (max payload %d): a request may take at most %d bytes",
+		return &request.Error{Msg: fmt.Sprintf("the request takes %d bytes; with room for the plan it runs, its loop state would not fit the store's limit of %d bytes (max payload %d): a request may take at most %d bytes",
 			len(data), limit, limit+4096, most)}
 	}
-	if r != nil && r.Kind == KindPlan {
+	if r != nil && r.Kind == request.KindPlan {
 		// The loop state holds the request and the plan it runs, which
 		// is the request's own plan with its defaults filled in.
 		p, err := plan.Decode(r.Plan)
@@ -75,7 +70,7 @@ func (s *Service) checkSize(r *Request, data []byte) error {
 		}
 		stamped, _ := json.Marshal(p)
 		if need := len(data) + len(stamped) + storeMargin; need > limit {
-			return &RequestError{Field: "/plan", Msg: fmt.Sprintf("the request takes %d bytes and its plan %d with its defaults; its loop state would take %d bytes, over the store's limit of %d bytes (max payload %d)",
+			return &request.Error{Field: "/plan", Msg: fmt.Sprintf("the request takes %d bytes and its plan %d with its defaults; its loop state would take %d bytes, over the store's limit of %d bytes (max payload %d)",
 				len(data), len(stamped), need, limit, limit+4096)}
 		}
 	}
@@ -136,8 +131,8 @@ func withoutTools(res *plan.ExecutionResult) *plan.ExecutionResult {
 }
 
 // slimRequest keeps what a finished loop needs of its request.
-func slimRequest(r *Request) *Request {
-	return &Request{RequestID: r.RequestID, SessionID: r.SessionID, Kind: r.Kind, MaxAttempts: r.MaxAttempts}
+func slimRequest(r *request.Request) *request.Request {
+	return &request.Request{RequestID: r.RequestID, SessionID: r.SessionID, Kind: r.Kind, MaxAttempts: r.MaxAttempts}
 }
 
 // requestTooLarge ends a loop whose request, of reqSize bytes as it
@@ -187,4 +182,9 @@ func trimmed(e *plan.ErrorInfo) *plan.ErrorInfo {
 	c := *e
 	c.Message = truncate(c.Message, maxErrorMessage)
 	return &c
+}
+
+// casLost reports whether a compare-and-set lost to another writer.
+func casLost(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }

@@ -24,8 +24,8 @@ import (
 	"github.com/planbus/planbus/internal/cli/dispatchercmd"
 	"github.com/planbus/planbus/internal/cli/memlimit"
 	"github.com/planbus/planbus/internal/cli/toolworkercmd"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -228,7 +228,7 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 	}
 	defer n.Stop()
 	if b.serveMemory {
-		go memlimit.Follow(ctx, planner.DefaultGenMaxMemory+memlimit.Headroom, n.GenerationMemory, memlimit.Interval)
+		go memlimit.Follow(ctx, generator.DefaultGenMaxMemory+memlimit.Headroom, n.GenerationMemory, memlimit.Interval)
 	}
 	conn, err := n.Dial(ctx, log)
 	if err != nil {

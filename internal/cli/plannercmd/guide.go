@@ -11,8 +11,8 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/cli"
+	"github.com/planbus/planbus/internal/guide"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/planner"
 )
 
 const guideUsage = `Usage: planner guide --nats-url URL --session S [--domain D] [flags] [MESSAGE...]
@@ -63,7 +63,7 @@ func plannerGuide(ctx context.Context, args []string, io cli.IO) int {
 		q.ToolResults = []planbus.GuideToolResult{*res}
 	}
 	body, _ := json.Marshal(q)
-	if _, err := planner.DecodeGuideTurn(body); err != nil {
+	if _, err := guide.Decode(body); err != nil {
 		fmt.Fprintf(io.Stderr, "planner guide: %v\n", strings.NewReplacer("/sessionId", "--session", "/domain", "--domain", "/turnId", "--turn-id",
 			"/message", "MESSAGE", "/toolResults/0/", "--").Replace(err.Error()))
 		return cli.ExitUsage

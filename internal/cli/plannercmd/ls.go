@@ -11,7 +11,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/cli"
-	"github.com/planbus/planbus/internal/planner"
+	"github.com/planbus/planbus/internal/request"
 )
 
 const lsUsage = `Usage: planner ls --nats-url URL [flags]
@@ -31,7 +31,7 @@ func plannerLs(ctx context.Context, args []string, io cli.IO) int {
 	c.RegisterClient(f)
 	f.String(&q.Status, "status", "", "", "only requests in this status")
 	f.String(&q.SessionID, "session", "", "", "only requests of this session")
-	f.Int(&q.Limit, "limit", "", planner.DefaultListLimit, fmt.Sprintf("the most requests listed (at most %d)", planner.MaxListLimit))
+	f.Int(&q.Limit, "limit", "", request.DefaultListLimit, fmt.Sprintf("the most requests listed (at most %d)", request.MaxListLimit))
 	f.Bool(&asJSON, "json", "", false, "print JSON")
 	log, code, ok := clientFlags(f, &c, args, io, "planner ls")
 	if !ok {
@@ -41,12 +41,12 @@ func plannerLs(ctx context.Context, args []string, io cli.IO) int {
 		fmt.Fprintln(io.Stderr, "planner ls: takes no arguments; filter with --status and --session")
 		return cli.ExitUsage
 	}
-	if q.Limit < 1 || q.Limit > planner.MaxListLimit {
-		fmt.Fprintf(io.Stderr, "planner ls: --limit %d: want 1 to %d\n", q.Limit, planner.MaxListLimit)
+	if q.Limit < 1 || q.Limit > request.MaxListLimit {
+		fmt.Fprintf(io.Stderr, "planner ls: --limit %d: want 1 to %d\n", q.Limit, request.MaxListLimit)
 		return cli.ExitUsage
 	}
 	body, _ := json.Marshal(q)
-	if _, err := planner.DecodeList(body); err != nil {
+	if _, err := request.DecodeList(body); err != nil {
 		fmt.Fprintf(io.Stderr, "planner ls: %v\n", strings.NewReplacer("/status", "--status", "/sessionId", "--session", "/limit", "--limit").Replace(err.Error()))
 		return cli.ExitUsage
 	}

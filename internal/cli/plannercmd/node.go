@@ -10,6 +10,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/cli/memlimit"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/planner"
@@ -53,13 +54,13 @@ func (p *plannerFlags) register(f *cli.Flags) {
 	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN (<name>.htn) and GOAP (<name>.goap.json) domains that requests may name")
 	f.String(&p.templates, "templates", "PLANBUS_TEMPLATES", "", "plan template library (JSON) for requests of kind template")
 	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: three built-in texts)")
-	f.Size(&p.htnMaxMemory, "htn-max-memory", "PLANBUS_HTN_MAX_MEMORY", planner.DefaultHTNMaxMemory,
+	f.Size(&p.htnMaxMemory, "htn-max-memory", "PLANBUS_HTN_MAX_MEMORY", generator.DefaultHTNMaxMemory,
 		"most memory one HTN generation may hold (requests may ask for less in htn.budget.memory)")
-	f.Size(&p.goapMaxMemory, "goap-max-memory", "PLANBUS_GOAP_MAX_MEMORY", planner.DefaultGOAPMaxMemory,
+	f.Size(&p.goapMaxMemory, "goap-max-memory", "PLANBUS_GOAP_MAX_MEMORY", generator.DefaultGOAPMaxMemory,
 		"most memory one GOAP generation may hold (requests may ask for less in goap.budget.memory)")
-	f.Int(&p.goapMaxNodes, "goap-max-nodes", "PLANBUS_GOAP_MAX_NODES", planner.DefaultGOAPMaxNodes,
+	f.Int(&p.goapMaxNodes, "goap-max-nodes", "PLANBUS_GOAP_MAX_NODES", generator.DefaultGOAPMaxNodes,
 		"most states one GOAP generation may expand (requests may ask for less in goap.budget.nodes)")
-	f.Size(&p.genMaxMemory, "gen-max-memory", "PLANBUS_GEN_MAX_MEMORY", planner.DefaultGenMaxMemory,
+	f.Size(&p.genMaxMemory, "gen-max-memory", "PLANBUS_GEN_MAX_MEMORY", generator.DefaultGenMaxMemory,
 		"memory all generations running at once may hold together; a generation waits until its budget fits")
 	f.Int(&p.genConc, "gen-concurrency", "PLANBUS_GEN_CONCURRENCY", 0, "HTN and GOAP searches of requests run at once, and as many other generations (plans as given, templates) and half as many searches of GOAP agents beside them; the others wait in line (0: the CPU count)")
 	f.Size(&p.memoryLimit, "memory-limit", "PLANBUS_MEMORY_LIMIT", 0,

@@ -10,8 +10,9 @@ import (
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/cli/progress"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/planner"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/rs/zerolog"
 )
 
@@ -24,13 +25,13 @@ func isRequest(doc []byte) bool {
 }
 
 func runRequest(ctx context.Context, f *cli.Flags, c *common, nf *nodeFlags, name string, doc []byte, quiet, verbose bool, wait time.Duration, log zerolog.Logger, io cli.IO) int {
-	r, err := planner.DecodeRequest(doc)
+	r, err := request.Decode(doc)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %s: %v\n", name, err)
 		return cli.ExitUsage
 	}
 	if wait == 0 {
-		wait = time.Duration(r.MaxAttempts) * (planner.GenerationTimeout + 2*time.Minute)
+		wait = time.Duration(r.MaxAttempts) * (generator.GenerationTimeout + 2*time.Minute)
 	}
 	conn, nctx, stop, err := c.connectOrEmbed(ctx, f, nf, log, true)
 	if err != nil {

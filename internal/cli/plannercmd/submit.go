@@ -8,7 +8,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/internal/planner"
+	"github.com/planbus/planbus/internal/request"
 )
 
 const submitUsage = `Usage: planner submit --nats-url URL [flags] FILE
@@ -54,7 +54,7 @@ func plannerSubmit(ctx context.Context, args []string, io cli.IO) int {
 			fmt.Fprintf(io.Stderr, "planner submit: %s: %v\n", name, err)
 			return cli.ExitUsage
 		}
-	} else if _, err := planner.DecodeRequest(doc); err != nil {
+	} else if _, err := request.Decode(doc); err != nil {
 		fmt.Fprintf(io.Stderr, "planner submit: %s: %v\n", name, err)
 		return cli.ExitUsage
 	}

@@ -1,4 +1,4 @@
-package planner
+package agent
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // brief writes decisions as "kind goal reason", in order.
@@ -70,7 +71,7 @@ func TestAgentRecordsItsDecisions(t *testing.T) {
 // logDecisions writes each decision as a debug event, only when the
 // planner's log is at debug level.
 func TestAgentDecisionsLogAtDebug(t *testing.T) {
-	doc := &agentDoc{Request: &Request{RequestID: "ag", SessionID: "s"}}
+	doc := &agentDoc{Request: &request.Request{RequestID: "ag", SessionID: "s"}}
 	decisions := []agentDecision{
 		{Kind: decisionSelect, Goal: "clean-dishes", Utility: 70, Reason: "best", Detail: "best is clean-dishes (70)",
 			Goals: []goap.GoalStatus{{Goal: "clean-dishes", Utility: 70, Valid: true, Eligible: true}, {Goal: "clean-floor", Utility: 40, Valid: true, Satisfied: true}}},

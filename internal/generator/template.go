@@ -1,4 +1,4 @@
-package planner
+package generator
 
 import (
 	"context"
@@ -8,20 +8,21 @@ import (
 	"slices"
 
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/templates"
 )
 
-// templatePlanner is kind template: a plan from the planner's template
+// Template is kind template: a plan from the planner's template
 // library, named or matched against the request's text. A replan takes
 // the template the failed plan falls back to, if its steps say so;
 // otherwise the same template again, unless it needs a disabled skill.
-type templatePlanner struct {
-	lib *templates.Library
+type Template struct {
+	Library *templates.Library // nil: the planner has none
 }
 
-func (tp templatePlanner) selection(r *Request) (templates.Selection, error) {
-	if tp.lib == nil {
-		return templates.Selection{}, &RequestError{Field: "/kind", Msg: "this planner has no template library; start it with --templates FILE"}
+func (tp Template) selection(r *request.Request) (templates.Selection, error) {
+	if tp.Library == nil {
+		return templates.Selection{}, &request.Error{Field: "/kind", Msg: "this planner has no template library; start it with --templates FILE"}
 	}
 	t := r.Template
 	sel := templates.Selection{Template: t.ID, Domain: t.Domain, Text: t.Text, Vars: t.Vars, MinScore: t.MinScore}
@@ -32,52 +33,52 @@ func (tp templatePlanner) selection(r *Request) (templates.Selection, error) {
 		}
 	}
 	if sel.Template == "" && sel.Text == "" {
-		return sel, &RequestError{Field: "/template", Msg: "name a template (id) or give text to match (template.text, or a string input)"}
+		return sel, &request.Error{Field: "/template", Msg: "name a template (id) or give text to match (template.text, or a string input)"}
 	}
 	return sel, nil
 }
 
-// check refuses a request no template would serve.
-func (tp templatePlanner) check(r *Request) error {
+// Check refuses a request no template would serve.
+func (tp Template) Check(r *request.Request) error {
 	sel, err := tp.selection(r)
 	if err != nil {
 		return err
 	}
-	if _, err := templates.Select(tp.lib, sel); err != nil {
+	if _, err := templates.Select(tp.Library, sel); err != nil {
 		field := "/template"
 		if sel.Template != "" {
 			field = "/template/id"
 		}
-		return &RequestError{Field: field, Msg: err.Error()}
+		return &request.Error{Field: field, Msg: err.Error()}
 	}
 	return nil
 }
 
-func (tp templatePlanner) Generate(_ context.Context, in GenInput) (*plan.Plan, error) {
+func (tp Template) Generate(_ context.Context, in Input) (*plan.Plan, error) {
 	sel, err := tp.selection(in.Request)
 	if err != nil {
-		return nil, &GenError{Code: "NO_TEMPLATE", Category: plan.CategoryInvalidInput, Message: err.Error()}
+		return nil, &Error{Code: "NO_TEMPLATE", Category: plan.CategoryInvalidInput, Message: err.Error()}
 	}
 	if in.LastPlan != nil && in.LastExecution != nil {
 		if next, ok := templates.FallbackPlan(in.LastPlan, in.LastExecution.FailedTools); ok {
 			sel.Template = next
 		}
 	}
-	inst, err := templates.Select(tp.lib, sel)
+	inst, err := templates.Select(tp.Library, sel)
 	if err != nil {
 		code := "NO_TEMPLATE"
 		if errors.Is(err, templates.ErrVars) {
 			code = "TEMPLATE_VARS"
 		}
-		return nil, &GenError{Code: code, Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &Error{Code: code, Category: plan.CategoryPermanent, Message: err.Error()}
 	}
 	p, err := inst.Plan()
 	if err != nil {
-		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
+		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
 	}
 	for _, t := range p.Tools {
 		if slices.Contains(in.DisabledSkills, t.Skill) {
-			return nil, &GenError{Code: "SKILL_DISABLED", Category: plan.CategoryPermanent,
+			return nil, &Error{Code: "SKILL_DISABLED", Category: plan.CategoryPermanent,
 				Message: fmt.Sprintf("template %q needs skill %q (step %q), which is disabled, and names no fallback plan", inst.Template.ID, t.Skill, t.ToolID)}
 		}
 	}

@@ -1,4 +1,4 @@
-package planner
+package generator
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/htn"
+	"github.com/planbus/planbus/internal/request"
 )
 
 const travelDomain = `at(downtown). distance(downtown, park, 5). taxi-to(park).
@@ -23,8 +24,8 @@ ride(?x, ?y) :- del(at(?x)), add(at(?y)).
 
 // htnInput is a generation of goal in domain, with workers serving the
 // skills named.
-func htnInput(domain, goal string, traces bool, skills ...string) GenInput {
-	in := GenInput{Request: &Request{Kind: KindHTN, HTN: &HTNRequest{Program: domain, Goal: goal, Traces: traces}},
+func htnInput(domain, goal string, traces bool, skills ...string) Input {
+	in := Input{Request: &request.Request{Kind: request.KindHTN, HTN: &request.HTNRequest{Program: domain, Goal: goal, Traces: traces}},
 		Skills: map[string]planbus.SkillManifest{}}
 	for _, s := range skills {
 		in.Skills[s] = planbus.SkillManifest{Name: s}
@@ -37,7 +38,7 @@ func htnInput(domain, goal string, traces bool, skills ...string) GenInput {
 func TestHTNNoPlanSaysHowFarTheSearchGot(t *testing.T) {
 	tests := []struct {
 		name string
-		in   GenInput
+		in   Input
 		want string
 	}{
 		{"condition", htnInput(travelDomain, "travel-to(mall)", false, "walk", "ride"),
@@ -49,8 +50,8 @@ func TestHTNNoPlanSaysHowFarTheSearchGot(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := htnPlanner{}.Generate(context.Background(), tc.in)
-			var ge *GenError
+			_, err := HTN{}.Generate(context.Background(), tc.in)
+			var ge *Error
 			if !errors.As(err, &ge) {
 				t.Fatalf("got %v, want a *GenError", err)
 			}
@@ -62,9 +63,9 @@ func TestHTNNoPlanSaysHowFarTheSearchGot(t *testing.T) {
 }
 
 // htnSearchOf reads metadata.htn.search of a generated plan.
-func htnSearchOf(t *testing.T, in GenInput) *htnSearch {
+func htnSearchOf(t *testing.T, in Input) *htnSearch {
 	t.Helper()
-	p, err := htnPlanner{}.Generate(context.Background(), in)
+	p, err := HTN{}.Generate(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +140,35 @@ func TestHTNTracesCountAgainstTheMemoryBudget(t *testing.T) {
 	}
 	in := htnInput(domain, "step(200)", false, "tick")
 	in.Memory = res.Stats.PeakMemory + 1024
-	if _, err := (htnPlanner{}).Generate(context.Background(), in); err != nil {
+	if _, err := (HTN{}).Generate(context.Background(), in); err != nil {
 		t.Fatalf("untraced within %d bytes: %v", in.Memory, err)
 	}
 	in.Request.HTN.Traces = true
-	_, err = htnPlanner{}.Generate(context.Background(), in)
-	var ge *GenError
+	_, err = HTN{}.Generate(context.Background(), in)
+	var ge *Error
 	if !errors.As(err, &ge) || ge.Code != CodeHTNMemoryBudget {
 		t.Fatalf("traced within %d bytes: got %v, want %s", in.Memory, err, CodeHTNMemoryBudget)
 	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add([]byte(`{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`))
+	f.Add([]byte(`{"kind":"htn","htn":{"program":"a(1).","goal":"a(?x)","facts":["b"]}}`))
+	f.Add([]byte(`{"kind":"external","planner":"p.q","input":{"x":[1,2]}}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		r, err := request.Decode(doc)
+		if err != nil {
+			if !errors.Is(err, request.ErrInvalid) {
+				t.Fatalf("error %v is not ErrInvalidRequest", err)
+			}
+			return
+		}
+		if r.Kind == "" || r.SessionID == "" || r.MaxAttempts < 1 {
+			t.Fatalf("decoded request without defaults: %+v", r)
+		}
+		if r.Kind == request.KindHTN {
+			// Parsing a fuzzed domain must end, with a program or an error.
+			_, _ = HTN{}.Program(r.HTN, nil)
+		}
+	})
 }

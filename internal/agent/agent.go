@@ -1,4 +1,4 @@
-package planner
+package agent
 
 import (
 	"encoding/json"
@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // A GOAP agent pursues the goals of a domain in one session's state, the
@@ -41,14 +43,14 @@ import (
 // drive the agent (session changes, execution results, wake-ups) are
 // acknowledged only after that, so a planner that dies hands the agent
 // to another where it was. This file is the agent's decisions, without
-// I/O; agent_service.go carries them out.
+// I/O; service.go carries them out.
 
 // agentDoc is a session's agent as stored in planbus-agents under the
 // session id.
 type agentDoc struct {
 	// Request started the agent: its id is the agent's, and the plans'
 	// request id; it holds the session, budgets and plan defaults.
-	Request *Request `json:"request"`
+	Request *request.Request `json:"request"`
 	// Domain is the domain document, fixed when the agent started, so
 	// every planner runs the same domain whatever its --domains holds.
 	Domain  json.RawMessage    `json:"domain"`
@@ -67,7 +69,7 @@ type agentDoc struct {
 	// WakeAt is when the agent looks again: the end of a cooldown.
 	WakeAt time.Time `json:"wakeAt,omitzero"`
 	// LastPlanAt and LastStepAt are when the agent last planned and last
-	// released a step: it does either at most once a tick (AgentTick).
+	// released a step: it does either at most once a tick (Tick).
 	LastPlanAt time.Time `json:"lastPlanAt,omitzero"`
 	LastStepAt time.Time `json:"lastStepAt,omitzero"`
 	// Paced is what waits for the next tick (WakeAt): "step", the next
@@ -77,7 +79,7 @@ type agentDoc struct {
 	Replan string `json:"replan,omitempty"`
 	// FailedRounds counts the decisions in a row that planned and found
 	// no plan for any goal; the agent backs off after each, and gives up
-	// after AgentMaxFailedRounds.
+	// after MaxFailedRounds.
 	FailedRounds int `json:"failedRounds,omitempty"`
 	// SessionRev is the revision of the session state last acted on.
 	SessionRev uint64                        `json:"sessionRevision"`
@@ -124,22 +126,22 @@ func (doc *agentDoc) stats(goal string) *planbus.GoalStats {
 
 // The agents' pace and patience.
 const (
-	// AgentTick is the least time between two of an agent's plannings,
+	// Tick is the least time between two of an agent's plannings,
 	// and between two of its step releases: the seed's loop ticks every
 	// 100 ms. A goal with no conditions (always unsatisfied, as the
 	// seed's Explore) then runs at most ten steps a second, not as many
 	// as the bus can carry.
-	AgentTick = 100 * time.Millisecond
-	// AgentMaxFailedRounds is how many decisions in a row may plan and
+	Tick = 100 * time.Millisecond
+	// MaxFailedRounds is how many decisions in a row may plan and
 	// find no plan for any goal before the agent gives up (status failed,
 	// error AGENT_GAVE_UP, event agent.gave_up). After each, the goals
 	// that failed cool down for twice as long as after the one before:
 	// their own cooldown (at least a tick) times 1, 2, 4, 8.
-	AgentMaxFailedRounds = 5
-	// AgentMaxBackoff bounds a goal's cooldown after repeated failures.
-	AgentMaxBackoff = 10 * time.Minute
-	// CodeAgentGaveUp is the error of an agent that gave up.
-	CodeAgentGaveUp = "AGENT_GAVE_UP"
+	MaxFailedRounds = 5
+	// MaxBackoff bounds a goal's cooldown after repeated failures.
+	MaxBackoff = 10 * time.Minute
+	// CodeGaveUp is the error of an agent that gave up.
+	CodeGaveUp = "AGENT_GAVE_UP"
 )
 
 // agentTracker is the tracker configuration of agents: a failed step has
@@ -151,7 +153,7 @@ const (
 var agentTracker = goap.TrackerConfig{FailureThreshold: 1, MaxReplans: goap.DefaultMaxReplans}
 
 // agentPlanFunc plans goal from the world with the skills in disabled
-// left out (besides the unusable ones). A *GenError is the planner's
+// left out (besides the unusable ones). A *generator.Error is the planner's
 // verdict (no plan, a budget run out) and cools the goal down; any other
 // error is the store's or the context's and hands the message back.
 type agentPlanFunc func(goal string, world goap.State, disabled []string) (*goap.Result, error)
@@ -296,7 +298,7 @@ func (a *agent) decide(replanWhy string) error {
 
 // pursue plans for the arbiter's selection, or waits when there is none.
 // A goal no plan reaches cools down, backing off (see
-// AgentMaxFailedRounds), and the arbiter chooses again; each round puts a
+// MaxFailedRounds), and the arbiter chooses again; each round puts a
 // goal on cooldown, so the rounds are bounded. A decision that planned
 // and found no plan for any goal is a failed round. Its callers decide at
 // most once a tick (tooSoon).
@@ -321,7 +323,7 @@ func (a *agent) pursue(sel goap.Selection, replanWhy string) error {
 		a.doc.Detail = fmt.Sprintf("%s: %s", sel.Reason, sel.Detail)
 		a.doc.LastPlanAt = a.now
 		res, err := a.plan(sel.Goal, a.world, a.doc.Disabled)
-		var ge *GenError
+		var ge *generator.Error
 		if errors.As(err, &ge) {
 			failed = true
 			a.decided(agentDecision{Kind: decisionNoPlan, Goal: sel.Goal, Detail: ge.Message})
@@ -371,7 +373,7 @@ func (a *agent) pursue(sel goap.Selection, replanWhy string) error {
 // planned waits for the next tick (replanWhy is kept for it), and tooSoon
 // reports true; the caller then changes nothing more.
 func (a *agent) tooSoon(replanWhy string) bool {
-	next := a.doc.LastPlanAt.Add(AgentTick)
+	next := a.doc.LastPlanAt.Add(Tick)
 	if !a.now.Before(next) {
 		return false
 	}
@@ -404,13 +406,13 @@ func (a *agent) unpace() (what, replanWhy string) {
 
 // failGeneration gives a goal up after a generation found no plan for
 // it: it cools down for its own cooldown (at least a tick) doubled for
-// each failed round before this one, at most AgentMaxBackoff.
+// each failed round before this one, at most MaxBackoff.
 func (a *agent) failGeneration(goal, why string) {
-	cool := max(a.arb.Cooldown(goal), AgentTick)
+	cool := max(a.arb.Cooldown(goal), Tick)
 	for range min(a.doc.FailedRounds, 20) {
 		cool *= 2
 	}
-	cool = min(cool, AgentMaxBackoff)
+	cool = min(cool, MaxBackoff)
 	_ = a.arb.CoolDown(goal, a.now.Add(cool)) // the goal is the domain's
 	a.doc.stats(goal).Failed++
 	a.tr, a.doc.Disabled = nil, nil
@@ -422,16 +424,16 @@ func (a *agent) failGeneration(goal, why string) {
 }
 
 // failedRound counts a decision that planned and found no plan for any
-// goal; after AgentMaxFailedRounds of them in a row the agent gives up.
+// goal; after MaxFailedRounds of them in a row the agent gives up.
 func (a *agent) failedRound() {
 	a.doc.FailedRounds++
-	if a.doc.FailedRounds < AgentMaxFailedRounds {
+	if a.doc.FailedRounds < MaxFailedRounds {
 		return
 	}
 	msg := fmt.Sprintf("no plan for any goal in %d decisions in a row (backing off each time); the agent gives up", a.doc.FailedRounds)
 	a.arb.Clear()
 	a.doc.Status, a.doc.Detail, a.doc.Waiting, a.doc.WakeAt = planbus.AgentFailed, msg, "", time.Time{}
-	a.doc.Error = &plan.ErrorInfo{Code: CodeAgentGaveUp, Category: plan.CategoryPermanent, Message: msg}
+	a.doc.Error = &plan.ErrorInfo{Code: CodeGaveUp, Category: plan.CategoryPermanent, Message: msg}
 	a.fx.wake = time.Time{}
 	a.decided(agentDecision{Kind: decisionEnd, Reason: planbus.AgentFailed, Detail: msg})
 	a.event(planbus.EventAgentGaveUp, "", msg)
@@ -521,7 +523,7 @@ func (a *agent) blocked(err error) error {
 // act releases step i of the tracker's plan, its input rendered in the
 // world as it is now.
 func (a *agent) act(i int) error {
-	if next := a.doc.LastStepAt.Add(AgentTick); a.now.Before(next) {
+	if next := a.doc.LastStepAt.Add(Tick); a.now.Before(next) {
 		// Released at the next tick, if the plan still holds then.
 		a.pace(next, pacedStep, "")
 		return nil
@@ -603,7 +605,7 @@ func (a *agent) onResult(res *plan.ExecutionResult) error {
 	if res.Success {
 		dec, err = a.tr.Succeeded(a.world)
 	} else {
-		for _, sk := range blamedSkills(res) {
+		for _, sk := range plan.BlamedSkills(res) {
 			if !slices.Contains(a.doc.Disabled, sk) {
 				a.doc.Disabled = append(a.doc.Disabled, sk)
 			}
@@ -699,12 +701,12 @@ func (a *agent) follow(dec goap.Decision) error {
 	}
 	switch sel.Reason {
 	case goap.ReasonPreempt, goap.ReasonReplace, goap.ReasonNone:
-		if sel.Goal != "" && a.now.Before(a.doc.LastPlanAt.Add(AgentTick)) {
+		if sel.Goal != "" && a.now.Before(a.doc.LastPlanAt.Add(Tick)) {
 			// Another goal would be planned less than a tick after the
 			// last plan: nothing changes until the next tick, when the
 			// whole check is made again.
 			a.arb.Restore(before)
-			a.pace(a.doc.LastPlanAt.Add(AgentTick), pacedDecide, "")
+			a.pace(a.doc.LastPlanAt.Add(Tick), pacedDecide, "")
 			return nil
 		}
 	}

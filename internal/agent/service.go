@@ -1,4 +1,4 @@
-package planner
+package agent
 
 import (
 	"bytes"
@@ -20,8 +20,10 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
@@ -62,18 +64,14 @@ type agentRuntime struct {
 	stops map[string]int
 }
 
-// errAgentStopping ends a turn an agent's stop interrupts; its message
-// comes back later, to an agent that is stopped.
-var errAgentStopping = errors.New("planner: the agent is being stopped")
-
 // beginTurn registers a turn of the session's agent, which a stop may
-// cancel; it fails with errAgentStopping while a stop waits. The returned
+// cancel; it fails with ErrStopping while a stop waits. The returned
 // function ends the registration.
 func (r *agentRuntime) beginTurn(ctx context.Context, sessionID string) (context.Context, func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stops[sessionID] > 0 {
-		return nil, nil, errAgentStopping
+		return nil, nil, ErrStopping
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
 	if r.turns == nil {
@@ -98,7 +96,7 @@ func (r *agentRuntime) interrupt(sessionID string) func() {
 	}
 	r.stops[sessionID]++
 	if cancel := r.turns[sessionID]; cancel != nil {
-		cancel(errAgentStopping)
+		cancel(ErrStopping)
 	}
 	return func() {
 		r.mu.Lock()
@@ -112,9 +110,14 @@ func (r *agentRuntime) interrupt(sessionID string) func() {
 // maxCachedDomains bounds the decoded domains a planner keeps.
 const maxCachedDomains = 64
 
-// openAgents binds the buckets agents use.
-func (s *Service) openAgents(ctx context.Context) error {
+// Open binds the buckets and streams agents use; ctx bounds the work of
+// every endpoint request the service answers.
+func (s *Service) Open(ctx context.Context) error {
+	s.stopping = ctx
 	var err error
+	if s.outcomes, err = s.conn.JS.Stream(ctx, bus.StreamOutcomes); err != nil {
+		return fmt.Errorf("planner: outcomes stream: %w", err)
+	}
 	if s.agents.store, err = s.conn.JS.KeyValue(ctx, bus.BucketAgents); err != nil {
 		return fmt.Errorf("planner: agents bucket: %w", err)
 	}
@@ -170,8 +173,8 @@ func (s *Service) saveAgent(ctx context.Context, doc *agentDoc, rev uint64) (uin
 	if err != nil {
 		return 0, err
 	}
-	if len(data) > s.storeLimit() {
-		return 0, &tooLargeError{size: len(data), limit: s.storeLimit()}
+	if len(data) > s.conn.StoreLimit() {
+		return 0, &tooLargeError{size: len(data), limit: s.conn.StoreLimit()}
 	}
 	ctx, cancel := storeOp(ctx)
 	defer cancel()
@@ -179,10 +182,6 @@ func (s *Service) saveAgent(ctx context.Context, doc *agentDoc, rev uint64) (uin
 		return s.agents.store.Create(ctx, doc.SessionID(), data)
 	}
 	return s.agents.store.Update(ctx, doc.SessionID(), data, rev)
-}
-
-func casLost(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
 // world reads the session state and its revision; a session with no
@@ -219,17 +218,17 @@ type turn func(a *agent, worldRev, seenRev uint64) error
 // request that started the agent, with links (to the plan whose end it
 // takes).
 func (s *Service) agentTurn(ctx context.Context, trigger, sessionID string, redelivered bool, floor uint64, f turn, links ...trace.Link) (_ *agentDoc, err error) {
-	defer s.lock("agent/" + sessionID)()
+	defer s.host.Lock("agent/" + sessionID)()
 	if trigger != triggerStop {
 		tctx, end, err := s.agents.beginTurn(ctx, sessionID)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errHandBack, err)
+			return nil, err
 		}
 		defer end()
 		ctx = tctx
 		defer func() {
-			if context.Cause(tctx) == errAgentStopping && err != nil {
-				err = fmt.Errorf("%w: %w", errHandBack, errAgentStopping)
+			if context.Cause(tctx) == ErrStopping && err != nil {
+				err = ErrStopping
 			}
 		}()
 	}
@@ -422,7 +421,7 @@ func (s *Service) agentEffects(ctx context.Context, doc *agentDoc, fx agentEffec
 		s.agentEvent(doc, ev)
 	}
 	for _, id := range fx.cancel {
-		if err := s.publishCancel(ctx, id, &cancelMark{Reason: truncate("the agent dropped the step: "+doc.Detail, 1000), At: time.Now().UTC()}); err != nil {
+		if err := s.host.CancelPlan(ctx, id, truncate("the agent dropped the step: "+doc.Detail, 1000)); err != nil {
 			return err
 		}
 	}
@@ -439,7 +438,7 @@ func (s *Service) agentEffects(ctx context.Context, doc *agentDoc, fx agentEffec
 		}
 	}
 	if fx.ended {
-		return s.publishOutcome(ctx, agentOutcome(doc))
+		return s.host.PublishOutcome(ctx, agentOutcome(doc))
 	}
 	return nil
 }
@@ -469,19 +468,19 @@ func (s *Service) agentEvent(doc *agentDoc, ev plan.Event) {
 // agentOutcome is the outcome of an agent that ended, on
 // planbus.outcomes.<agentId>: succeeded when no goal was left, cancelled
 // when stopped, failed when its domain could not be used.
-func agentOutcome(doc *agentDoc) *Outcome {
-	o := &Outcome{RequestID: doc.ID(), SessionID: doc.SessionID(), Attempts: doc.Seq, Error: doc.Error, FinishedAt: doc.Updated}
+func agentOutcome(doc *agentDoc) *planbus.Outcome {
+	o := &planbus.Outcome{RequestID: doc.ID(), SessionID: doc.SessionID(), Attempts: doc.Seq, Error: doc.Error, FinishedAt: doc.Updated}
 	if doc.Seq > 0 {
 		o.PlanID = fmt.Sprintf("%s-a%d", doc.ID(), doc.Seq)
 	}
 	switch doc.Status {
 	case planbus.AgentIdle:
-		o.Status, o.Success = StatusSucceeded, true
+		o.Status, o.Success = planbus.StatusSucceeded, true
 	case planbus.AgentStopped:
-		o.Status = StatusCancelled
+		o.Status = planbus.StatusCancelled
 		o.Error = &plan.ErrorInfo{Code: plan.CodeCancelled, Category: plan.CategoryCancelled, Message: "agent " + doc.Detail}
 	default:
-		o.Status = StatusFailed
+		o.Status = planbus.StatusFailed
 	}
 	return o
 }
@@ -513,12 +512,12 @@ func (s *Service) publishWake(ctx context.Context, doc *agentDoc, at time.Time) 
 	return nil
 }
 
-// onAgentWake handles a wake-up: the server holds it back until it is
+// OnWake handles a wake-up: the server holds it back until it is
 // due; then the agent decides again unless a step runs.
-func (s *Service) onAgentWake(ctx context.Context, m jetstream.Msg) error {
+func (s *Service) OnWake(ctx context.Context, m jetstream.Msg) error {
 	var w agentWake
 	if err := json.Unmarshal(m.Data(), &w); err != nil || !plan.ValidID(w.SessionID) || w.AgentID == "" {
-		s.drop(m, "invalid agent wake-up", err)
+		s.host.Drop(m, "invalid agent wake-up", err)
 		return nil
 	}
 	if wait := time.Until(time.UnixMilli(w.FireAt)); w.FireAt > 0 && wait > 0 {
@@ -538,9 +537,9 @@ func (s *Service) onAgentWake(ctx context.Context, m jetstream.Msg) error {
 	return nil
 }
 
-// onSessionChange handles a change of a session's state: its agent, if
+// OnSessionChange handles a change of a session's state: its agent, if
 // it runs, perceives it.
-func (s *Service) onSessionChange(ctx context.Context, m jetstream.Msg) error {
+func (s *Service) OnSessionChange(ctx context.Context, m jetstream.Msg) error {
 	sid := bus.SessionOfChange(m.Subject())
 	if !plan.ValidID(sid) {
 		_ = m.Ack() // a key no session has: written by hand
@@ -563,11 +562,11 @@ func (s *Service) onSessionChange(ctx context.Context, m jetstream.Msg) error {
 	return nil
 }
 
-// onAgentExecution handles the execution result of an agent's step plan
+// OnExecution handles the execution result of an agent's step plan
 // and reports whether it did; a result it does not take (no agent's, or
 // no longer the step in flight: a step the agent cancelled) goes the
 // replan loop's way, which drops it.
-func (s *Service) onAgentExecution(ctx context.Context, m jetstream.Msg, res *plan.ExecutionResult) (bool, error) {
+func (s *Service) OnExecution(ctx context.Context, m jetstream.Msg, res *plan.ExecutionResult) (bool, error) {
 	var meta struct {
 		Agent *agentMeta `json:"agent"`
 	}
@@ -592,11 +591,11 @@ func (s *Service) onAgentExecution(ctx context.Context, m jetstream.Msg, res *pl
 	return taken, nil
 }
 
-// abandonAgentMessage is the terminal path of an agent's message that
+// Abandon is the terminal path of an agent's message that
 // could not be handled DeliveryLimit times: it is dropped and logged; the
 // agent goes on with the next message.
-func (s *Service) abandonAgentMessage(_ context.Context, m jetstream.Msg, deliveries int, cause error) error {
-	s.drop(m, fmt.Sprintf("agent message: gave up after %d deliveries", deliveries), cause)
+func (s *Service) Abandon(_ context.Context, m jetstream.Msg, deliveries int, cause error) error {
+	s.host.Drop(m, fmt.Sprintf("agent message: gave up after %d deliveries", deliveries), cause)
 	return nil
 }
 
@@ -608,26 +607,25 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 	return func(goal string, world goap.State, disabled []string) (*goap.Result, error) {
 		if skills == nil {
 			var err error
-			if skills, err = s.skillManifests(ctx); err != nil {
+			if skills, err = s.host.Skills(ctx); err != nil {
 				return nil, fmt.Errorf("%w: skill manifests: %v", errStoreUnavailable, err)
 			}
 		}
 		sid := doc.SessionID()
 		off := func(skill string) bool {
-			return slices.Contains(disabled, skill) || !hasSkill(skills, skill) || !s.health.Get(sid, skill).Usable()
+			return slices.Contains(disabled, skill) || !generator.HasSkill(skills, skill) || !s.host.Usable(sid, skill)
 		}
-		lim := s.cfg.limitsFor(doc.Request)
-		release, err := s.enter(ctx, s.agentGate, lim)
+		lim, release, err := s.host.EnterSearch(ctx, doc.Request)
 		if err != nil {
 			return nil, err
 		}
 		defer release()
-		gctx, cancel := context.WithTimeout(ctx, GenerationTimeout)
+		gctx, cancel := context.WithTimeout(ctx, generator.GenerationTimeout)
 		defer cancel()
 		gctx, span := s.tracer.Start(gctx, telemetry.SpanGenerate, trace.WithAttributes(telemetry.AttrRequestID.String(doc.ID()),
-			telemetry.AttrKind.String(KindGOAP), telemetry.AttrGoal.String(goal)))
+			telemetry.AttrKind.String(request.KindGOAP), telemetry.AttrGoal.String(goal)))
 		defer span.End()
-		res, err := goap.Plan(gctx, d, world, goal, goap.Options{Disabled: off, MaxMemory: lim.memory, MaxNodes: int(lim.nodes)})
+		res, err := goap.Plan(gctx, d, world, goal, goap.Options{Disabled: off, MaxMemory: lim.Memory, MaxNodes: int(lim.Nodes)})
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
 		}
@@ -637,21 +635,21 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 		case err == nil:
 			return res, nil
 		case errors.As(err, &ue):
-			return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
 		case errors.Is(err, goap.ErrCanceled) && ctx.Err() == nil:
-			return nil, &GenError{Code: "GOAP" + timeBudgetSuffix, Category: plan.CategoryPermanent,
-				Message: fmt.Sprintf("the goap planner found no plan for %s within the %s generation budget", goal, GenerationTimeout)}
+			return nil, &generator.Error{Code: "GOAP" + generator.TimeBudgetSuffix, Category: plan.CategoryPermanent,
+				Message: fmt.Sprintf("the goap planner found no plan for %s within the %s generation budget", goal, generator.GenerationTimeout)}
 		case errors.Is(err, goap.ErrCanceled):
 			return nil, ctx.Err()
 		case errors.As(err, &be):
-			code := CodeGOAPNodeBudget
+			code := generator.CodeGOAPNodeBudget
 			if be.Limit == goap.BudgetMemory {
-				code = CodeGOAPMemoryBudget
+				code = generator.CodeGOAPMemoryBudget
 			}
-			return nil, &GenError{Code: code, Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: code, Category: plan.CategoryPermanent, Message: err.Error()}
 		case errors.Is(err, goap.ErrInvalidState), errors.Is(err, goap.ErrEval):
 			return nil, err // the world does not fit: the agent waits for it to change
 		}
-		return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &generator.Error{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
 	}
 }

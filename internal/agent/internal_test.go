@@ -1,4 +1,4 @@
-package planner
+package agent
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
 // coreAgent is an agent of the chores or door test domain, its decisions
@@ -26,7 +28,7 @@ func coreAgent(t *testing.T, domain string, world goap.State) (*agent, *agentDoc
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad := &agentDoc{Request: &Request{RequestID: "ag", SessionID: "s", Kind: KindGOAP, GOAP: &GOAPRequest{Domain: domain, Agent: true}},
+	ad := &agentDoc{Request: &request.Request{RequestID: "ag", SessionID: "s", Kind: request.KindGOAP, GOAP: &request.GOAPRequest{Domain: domain, Agent: true}},
 		Domain: doc, Status: planbus.AgentRunning}
 	a := turnOf(t, ad, d, world)
 	return a, ad
@@ -43,7 +45,7 @@ var t0 = time.Unix(1000, 0)
 // message, a tick after the turn before.
 func turnOf(t *testing.T, doc *agentDoc, d *goap.Domain, world goap.State) *agent {
 	t.Helper()
-	now := t0.Add(time.Duration(turns[doc]) * AgentTick)
+	now := t0.Add(time.Duration(turns[doc]) * Tick)
 	turns[doc]++
 	return turnAt(t, doc, d, world, now)
 }
@@ -62,7 +64,7 @@ func turnAt(t *testing.T, doc *agentDoc, d *goap.Domain, world goap.State, now t
 		}})
 		var ue *goap.UnreachableError
 		if errors.As(err, &ue) {
-			return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
 		}
 		return res, err
 	}
@@ -200,15 +202,15 @@ func FuzzDecodeAgentRequests(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		stop, err := DecodeAgentStop(doc)
-		if err != nil && !errors.Is(err, ErrInvalidRequest) {
+		stop, err := DecodeStop(doc)
+		if err != nil && !errors.Is(err, request.ErrInvalid) {
 			t.Fatalf("stop: error %v is not an invalid request", err)
 		}
 		if err == nil && !plan.ValidID(stop.SessionID) {
 			t.Fatalf("stop: decoded session %q", stop.SessionID)
 		}
-		st, err := DecodeAgentStatus(doc)
-		if err != nil && !errors.Is(err, ErrInvalidRequest) {
+		st, err := DecodeStatus(doc)
+		if err != nil && !errors.Is(err, request.ErrInvalid) {
 			t.Fatalf("status: error %v is not an invalid request", err)
 		}
 		if err == nil && !plan.ValidID(st.SessionID) {
@@ -230,7 +232,7 @@ func TestAgentKeepsExploring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad := &agentDoc{Request: &Request{RequestID: "ex", SessionID: "s", Kind: KindGOAP, GOAP: &GOAPRequest{Agent: true}},
+	ad := &agentDoc{Request: &request.Request{RequestID: "ex", SessionID: "s", Kind: request.KindGOAP, GOAP: &request.GOAPRequest{Agent: true}},
 		Domain: doc, Status: planbus.AgentRunning}
 	world := goap.State{}
 	a := turnOf(t, ad, d, world)
@@ -281,7 +283,7 @@ func TestAgentReleasesAtMostAStepATick(t *testing.T) {
 	if doc.Step != nil || a.fx.publish != nil {
 		t.Fatalf("a step released %s after the first: %+v", time.Millisecond, doc.Step)
 	}
-	next := first.Add(AgentTick)
+	next := first.Add(Tick)
 	if !a.fx.wake.Equal(next) || !doc.WakeAt.Equal(next) || doc.Paced == "" {
 		t.Fatalf("wake %v (stored %v, paced %q), want the next tick, %v", a.fx.wake, doc.WakeAt, doc.Paced, next)
 	}
@@ -309,7 +311,7 @@ func TestAgentReleasesAtMostAStepATick(t *testing.T) {
 }
 
 // A goal no plan reaches cools down for longer after each decision in a
-// row that found no plan, and after AgentMaxFailedRounds of them the agent
+// row that found no plan, and after MaxFailedRounds of them the agent
 // gives up: status failed, AGENT_GAVE_UP, an agent.gave_up event and its
 // outcome (issue 23: an unsolvable agent searched every 5 s for ever).
 func TestAgentBacksOffAndGivesUp(t *testing.T) {
@@ -320,7 +322,7 @@ func TestAgentBacksOffAndGivesUp(t *testing.T) {
 	a.store()
 	var cools []time.Duration
 	for round := 1; ; round++ {
-		if round > AgentMaxFailedRounds {
+		if round > MaxFailedRounds {
 			t.Fatalf("still running after %d failed rounds: %s", round-1, doc.Detail)
 		}
 		until := doc.Arbiter.Cooldowns["open"]
@@ -344,13 +346,13 @@ func TestAgentBacksOffAndGivesUp(t *testing.T) {
 	if !slices.Equal(cools, want) {
 		t.Errorf("cooldowns %v, want %v", cools, want)
 	}
-	if doc.Status != planbus.AgentFailed || doc.Error == nil || doc.Error.Code != CodeAgentGaveUp || !a.fx.ended || !a.fx.wake.IsZero() {
+	if doc.Status != planbus.AgentFailed || doc.Error == nil || doc.Error.Code != CodeGaveUp || !a.fx.ended || !a.fx.wake.IsZero() {
 		t.Fatalf("status %s, error %+v, ended %v, wake %v; want failed, AGENT_GAVE_UP, ended", doc.Status, doc.Error, a.fx.ended, a.fx.wake)
 	}
 	if len(a.fx.events) == 0 || a.fx.events[len(a.fx.events)-1].Type != planbus.EventAgentGaveUp {
 		t.Errorf("events %+v, want agent.gave_up last", a.fx.events)
 	}
-	if o := agentOutcome(doc); o.Status != StatusFailed || o.Error == nil || o.Error.Code != CodeAgentGaveUp {
+	if o := agentOutcome(doc); o.Status != planbus.StatusFailed || o.Error == nil || o.Error.Code != CodeGaveUp {
 		t.Errorf("outcome %+v", o)
 	}
 }
@@ -359,7 +361,7 @@ func TestAgentBacksOffAndGivesUp(t *testing.T) {
 // never give the agent up.
 func TestAgentFailedRoundsResetOnAPlan(t *testing.T) {
 	a, doc := coreAgent(t, "chores", goap.State{})
-	doc.FailedRounds = AgentMaxFailedRounds - 1
+	doc.FailedRounds = MaxFailedRounds - 1
 	if err := a.start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,14 @@
-package planner
+package guide
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
-func FuzzDecodeGuideTurn(f *testing.F) {
+func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"sessionId":"s1","message":"fix the bug","domain":"bugfix"}`,
 		`{"sessionId":"s1","message":"","toolResults":[{"tool":"t","output":"x","exitCode":1},{"skill":"shell","output":{"stdout":""}}]}`,
@@ -16,9 +17,9 @@ func FuzzDecodeGuideTurn(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		q, err := DecodeGuideTurn(doc)
+		q, err := Decode(doc)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidRequest) {
+			if !errors.Is(err, request.ErrInvalid) {
 				t.Fatalf("error %v is not an invalid request", err)
 			}
 			return

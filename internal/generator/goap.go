@@ -1,4 +1,4 @@
-package planner
+package generator
 
 import (
 	"context"
@@ -14,21 +14,26 @@ import (
 
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 )
 
-// goapPlanner is kind goap: a GOAP domain planned by internal/goap. The
+// GOAP is kind goap: a GOAP domain planned by internal/goap. The
 // world state is the session state with the request's facts over it; the
 // goal is the request's, or the arbiter's choice of the most useful valid
 // goal. Actions whose skill is disabled or unserved are left out, so a
 // replan finds another way.
-type goapPlanner struct {
-	domains string // directory of <name>.goap.json files
+type GOAP struct {
+	Domains string // directory of <name>.goap.json files
 	// decoded keeps decoded domains by their text, so a domain is decoded
 	// once, not on every request, and its planners (which keep their
 	// search structures between plans) are reused. Nil decodes every
 	// time.
 	decoded *domainCache
 }
+
+// NewGOAP is kind goap with the domains of dir, each decoded once and
+// kept among the last few used.
+func NewGOAP(dir string) GOAP { return GOAP{Domains: dir, decoded: newDomainCache()} }
 
 // domainCache holds the last few decoded domains, by the SHA-256 of their
 // JSON. A goap.Domain is safe for concurrent use.
@@ -82,30 +87,30 @@ func (c *domainCache) touch(key string) {
 	}
 }
 
-func (g goapPlanner) domain(r *GOAPRequest) (*goap.Domain, error) {
-	_, d, err := g.document(r)
+func (g GOAP) Domain(r *request.GOAPRequest) (*goap.Domain, error) {
+	_, d, err := g.Document(r)
 	if err != nil {
 		return nil, err
 	}
 	if r.Goal != "" && !slices.ContainsFunc(d.Goals, func(gl *goap.Goal) bool { return gl.Name == r.Goal }) {
-		return nil, &RequestError{Field: "/goap/goal", Msg: fmt.Sprintf("the domain has no goal %q", r.Goal)}
+		return nil, &request.Error{Field: "/goap/goal", Msg: fmt.Sprintf("the domain has no goal %q", r.Goal)}
 	}
 	return d, nil
 }
 
-// document reads the request's domain (a file of the domains directory,
-// or inline) and decodes it; errors are *RequestError naming the field.
-func (g goapPlanner) document(r *GOAPRequest) ([]byte, *goap.Domain, error) {
+// Document reads the request's domain (a file of the domains directory,
+// or inline) and decodes it; errors are *request.Error naming the field.
+func (g GOAP) Document(r *request.GOAPRequest) ([]byte, *goap.Domain, error) {
 	doc := []byte(r.Inline)
 	field := "/goap/inline"
 	if r.Domain != "" {
 		field = "/goap/domain"
-		if g.domains == "" {
-			return nil, nil, &RequestError{Field: field, Msg: "this planner has no --domains directory; send the domain inline as goap.inline"}
+		if g.Domains == "" {
+			return nil, nil, &request.Error{Field: field, Msg: "this planner has no --domains directory; send the domain inline as goap.inline"}
 		}
-		b, err := os.ReadFile(filepath.Join(g.domains, r.Domain+".goap.json"))
+		b, err := os.ReadFile(filepath.Join(g.Domains, r.Domain+".goap.json"))
 		if err != nil {
-			return nil, nil, &RequestError{Field: field, Msg: fmt.Sprintf("no GOAP domain %q in the planner's domains directory", r.Domain)}
+			return nil, nil, &request.Error{Field: field, Msg: fmt.Sprintf("no GOAP domain %q in the planner's domains directory", r.Domain)}
 		}
 		doc = b
 	}
@@ -115,16 +120,16 @@ func (g goapPlanner) document(r *GOAPRequest) ([]byte, *goap.Domain, error) {
 		if r.Domain == "" && errors.As(err, &de) {
 			field += de.Path // the place in the inline domain
 		}
-		return nil, nil, &RequestError{Field: field, Msg: err.Error()}
+		return nil, nil, &request.Error{Field: field, Msg: err.Error()}
 	}
 	return doc, d, nil
 }
 
-func (g goapPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, error) {
+func (g GOAP) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	r := in.Request.GOAP
-	d, err := g.domain(r)
+	d, err := g.Domain(r)
 	if err != nil {
-		return nil, &GenError{Code: "INVALID_DOMAIN", Category: plan.CategoryInvalidInput, Message: err.Error()}
+		return nil, &Error{Code: "INVALID_DOMAIN", Category: plan.CategoryInvalidInput, Message: err.Error()}
 	}
 	state := goap.State{}
 	maps.Copy(state, in.Session)
@@ -133,26 +138,26 @@ func (g goapPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, err
 	if goal == "" {
 		arb, err := goap.NewArbiter(d, goap.ArbiterConfig{})
 		if err != nil {
-			return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &Error{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
 		}
 		sel, err := arb.Select(state, time.Now())
 		if err != nil {
-			return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &Error{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
 		}
 		if sel.Goal == "" {
-			return nil, &GenError{Code: "NO_GOAL", Category: plan.CategoryPermanent, Message: "no goal is valid and unsatisfied: " + sel.Detail}
+			return nil, &Error{Code: "NO_GOAL", Category: plan.CategoryPermanent, Message: "no goal is valid and unsatisfied: " + sel.Detail}
 		}
 		goal = sel.Goal
 	}
 	disabled := func(skill string) bool {
-		return slices.Contains(in.DisabledSkills, skill) || !hasSkill(in.Skills, skill)
+		return slices.Contains(in.DisabledSkills, skill) || !HasSkill(in.Skills, skill)
 	}
 	p, err := goap.PlanJSON(ctx, d, state, goal, goap.Options{Disabled: disabled, MaxMemory: in.Memory, MaxNodes: int(in.Nodes)})
 	var ue *goap.UnreachableError
 	var be *goap.BudgetError
 	switch {
 	case errors.As(err, &ue):
-		return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
 	case errors.Is(err, goap.ErrCanceled):
 		return nil, ctx.Err()
 	case errors.As(err, &be):
@@ -160,11 +165,11 @@ func (g goapPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, err
 		if be.Limit == goap.BudgetMemory {
 			code, what = CodeGOAPMemoryBudget, "memory budget (goap.budget.memory, --goap-max-memory)"
 		}
-		return nil, &GenError{Code: code, Category: plan.CategoryPermanent, Message: fmt.Sprintf("%v; this request's %s", err, what)}
+		return nil, &Error{Code: code, Category: plan.CategoryPermanent, Message: fmt.Sprintf("%v; this request's %s", err, what)}
 	case errors.Is(err, goap.ErrPlanJSON):
-		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
+		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
 	case err != nil:
-		return nil, &GenError{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &Error{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
 	}
 	return p, nil
 }

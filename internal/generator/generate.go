@@ -1,4 +1,4 @@
-package planner
+package generator
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -16,12 +18,18 @@ import (
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/htn"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
-// GenInput is what a generator is given for one attempt.
-type GenInput struct {
-	Request        *Request
+// GenerationTimeout is the strict budget for producing one plan, not
+// configurable: an external planner that answers later has failed the
+// attempt, a deterministic generator that runs out ends the loop.
+const GenerationTimeout = 5 * time.Second
+
+// Input is what a generator is given for one attempt.
+type Input struct {
+	Request        *request.Request
 	Attempt        int
 	DisabledSkills []string
 	ParentPlanID   string
@@ -38,7 +46,7 @@ type GenInput struct {
 	HealthError map[string]string
 	// Memory and Nodes are this generation's budgets, in bytes held and
 	// search nodes, from the planner's maxima and the request's own
-	// (Config.limitsFor). 0 leaves a generator's default.
+	// (the planner's Config.limitsFor). 0 leaves a generator's default.
 	Memory int64
 	Nodes  int64
 }
@@ -46,7 +54,7 @@ type GenInput struct {
 // Generator produces one plan. Generate must honour ctx, whose deadline is
 // the generation budget (GenerationTimeout).
 type Generator interface {
-	Generate(ctx context.Context, in GenInput) (*plan.Plan, error)
+	Generate(ctx context.Context, in Input) (*plan.Plan, error)
 }
 
 // Codes of generations stopped by a budget. They are permanent: a
@@ -59,37 +67,37 @@ const (
 	CodeGOAPNodeBudget   = "GOAP_NODE_BUDGET"
 	// A deterministic generation (htn, goap, template, plan) that used up
 	// GenerationTimeout gets "<KIND>_TIME_BUDGET", e.g. HTN_TIME_BUDGET.
-	timeBudgetSuffix = "_TIME_BUDGET"
+	TimeBudgetSuffix = "_TIME_BUDGET"
 )
 
-// GenError is a failed generation. Errors of category timeout, network or
+// Error is a failed generation. Errors of category timeout, network or
 // transient use up an attempt and the loop tries again; others end it.
-type GenError struct {
+type Error struct {
 	Code     string
 	Category string
 	Message  string
 }
 
-func (e *GenError) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-func (e *GenError) info() *plan.ErrorInfo {
+func (e *Error) Info() *plan.ErrorInfo {
 	return &plan.ErrorInfo{Code: e.Code, Category: e.Category, Message: e.Message}
 }
 
-func genErrorOf(err error) *GenError {
-	var ge *GenError
+func ErrorOf(err error) *Error {
+	var ge *Error
 	if errors.As(err, &ge) {
 		return ge
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &GenError{Code: "GENERATION_TIMEOUT", Category: plan.CategoryTimeout,
+		return &Error{Code: "GENERATION_TIMEOUT", Category: plan.CategoryTimeout,
 			Message: fmt.Sprintf("no plan within the %s generation budget", GenerationTimeout)}
 	}
-	return &GenError{Code: "GENERATION_FAILED", Category: plan.CategoryInternal, Message: err.Error()}
+	return &Error{Code: "GENERATION_FAILED", Category: plan.CategoryInternal, Message: err.Error()}
 }
 
-// retryable reports whether another generation attempt may do better.
-func (e *GenError) retryable() bool {
+// Retryable reports whether another generation attempt may do better.
+func (e *Error) Retryable() bool {
 	switch e.Category {
 	case plan.CategoryTimeout, plan.CategoryNetwork, plan.CategoryTransient:
 		return true
@@ -97,13 +105,13 @@ func (e *GenError) retryable() bool {
 	return false
 }
 
-// fixedPlan is kind plan: the request's own plan, every attempt.
-type fixedPlan struct{}
+// Fixed is kind plan: the request's own plan, every attempt.
+type Fixed struct{}
 
-func (fixedPlan) Generate(_ context.Context, in GenInput) (*plan.Plan, error) {
+func (Fixed) Generate(_ context.Context, in Input) (*plan.Plan, error) {
 	p, err := plan.Decode(in.Request.Plan)
 	if err != nil {
-		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInvalidInput, Message: err.Error()}
+		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryInvalidInput, Message: err.Error()}
 	}
 	for _, t := range p.Tools {
 		if !slices.Contains(in.DisabledSkills, t.Skill) {
@@ -117,15 +125,15 @@ func (fixedPlan) Generate(_ context.Context, in GenInput) (*plan.Plan, error) {
 			}
 			why += fmt.Sprintf(", until 'planner reset %s' heals it", in.Request.SessionID)
 		}
-		return nil, &GenError{Code: "SKILL_DISABLED", Category: plan.CategoryPermanent,
+		return nil, &Error{Code: "SKILL_DISABLED", Category: plan.CategoryPermanent,
 			Message: fmt.Sprintf("tool %q needs skill %q, which is disabled: %s; a fixed plan cannot avoid it", t.ToolID, t.Skill, why)}
 	}
 	return p, nil
 }
 
-// external asks a planner over NATS request/reply.
-type external struct {
-	nc *nats.Conn
+// External asks a planner over NATS request/reply.
+type External struct {
+	NC *nats.Conn // the connection the questions go out on
 }
 
 // ExternalRequest is what an external planner receives
@@ -135,14 +143,14 @@ type ExternalRequest = planbus.PlannerQuestion
 // ExternalSkill is a skill as an external planner sees it.
 type ExternalSkill = planbus.PlannerSkill
 
-func (x external) Generate(ctx context.Context, in GenInput) (*plan.Plan, error) {
+func (x External) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	q := ExternalRequest{RequestID: in.Request.RequestID, SessionID: in.Request.SessionID, Attempt: in.Attempt,
 		MaxAttempts: in.Request.MaxAttempts, Input: in.Request.Input, DisabledSkills: in.DisabledSkills,
 		ParentPlanID: in.ParentPlanID, LastExecution: in.LastExecution, Session: in.Session, Skills: []ExternalSkill{}}
 	if q.DisabledSkills == nil {
 		q.DisabledSkills = []string{}
 	}
-	for _, name := range sortedKeys(in.Skills) {
+	for _, name := range SortedKeys(in.Skills) {
 		q.Skills = append(q.Skills, ExternalSkill{SkillManifest: in.Skills[name], Health: in.Health[name]})
 	}
 	data, err := json.Marshal(q)
@@ -151,16 +159,16 @@ func (x external) Generate(ctx context.Context, in GenInput) (*plan.Plan, error)
 	}
 	// The generation's trace context goes along: an external planner that
 	// speaks W3C trace context continues the trace.
-	reply, err := x.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: in.Request.Planner, Data: data, Header: telemetry.Inject(ctx, nil)})
+	reply, err := x.NC.RequestMsgWithContext(ctx, &nats.Msg{Subject: in.Request.Planner, Data: data, Header: telemetry.Inject(ctx, nil)})
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, &GenError{Code: "PLANNER_UNAVAILABLE", Category: plan.CategoryNetwork,
+		return nil, &Error{Code: "PLANNER_UNAVAILABLE", Category: plan.CategoryNetwork,
 			Message: fmt.Sprintf("no external planner answers on %s", in.Request.Planner)}
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return nil, &GenError{Code: "GENERATION_TIMEOUT", Category: plan.CategoryTimeout,
+		return nil, &Error{Code: "GENERATION_TIMEOUT", Category: plan.CategoryTimeout,
 			Message: fmt.Sprintf("external planner %s did not answer within %s", in.Request.Planner, GenerationTimeout)}
 	case err != nil:
-		return nil, &GenError{Code: "PLANNER_UNAVAILABLE", Category: plan.CategoryNetwork, Message: err.Error()}
+		return nil, &Error{Code: "PLANNER_UNAVAILABLE", Category: plan.CategoryNetwork, Message: err.Error()}
 	}
 	var failed struct {
 		Error *plan.ErrorInfo `json:"error"`
@@ -170,33 +178,33 @@ func (x external) Generate(ctx context.Context, in GenInput) (*plan.Plan, error)
 		if cat == "" {
 			cat = plan.CategoryInternal
 		}
-		return nil, &GenError{Code: failed.Error.Code, Category: cat, Message: "external planner: " + failed.Error.Message}
+		return nil, &Error{Code: failed.Error.Code, Category: cat, Message: "external planner: " + failed.Error.Message}
 	}
 	p, err := plan.Decode(reply.Data)
 	if err != nil {
 		// A bad plan from a planner is worth another try: it may do better.
-		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient,
+		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient,
 			Message: fmt.Sprintf("external planner %s: %v", in.Request.Planner, err)}
 	}
 	return p, nil
 }
 
-// htnPlanner is kind htn: InductorHtn domains planned by internal/htn.
-type htnPlanner struct {
-	domains string // directory of <name>.htn files
+// HTN is kind htn: InductorHtn domains planned by internal/htn.
+type HTN struct {
+	Domains string // directory of <name>.htn files
 }
 
-// program loads the request's domain with its extra facts and the
+// Program loads the request's domain with its extra facts and the
 // session's ("facts": ["at(downtown)", ...]).
-func (h htnPlanner) program(r *HTNRequest, session map[string]any) (*htn.Program, error) {
+func (h HTN) Program(r *request.HTNRequest, session map[string]any) (*htn.Program, error) {
 	src := r.Program
 	if r.Domain != "" {
-		if h.domains == "" {
-			return nil, &RequestError{Field: "/htn/domain", Msg: "this planner has no --domains directory; send the domain inline as htn.program"}
+		if h.Domains == "" {
+			return nil, &request.Error{Field: "/htn/domain", Msg: "this planner has no --domains directory; send the domain inline as htn.program"}
 		}
-		b, err := os.ReadFile(filepath.Join(h.domains, r.Domain+".htn"))
+		b, err := os.ReadFile(filepath.Join(h.Domains, r.Domain+".htn"))
 		if err != nil {
-			return nil, &RequestError{Field: "/htn/domain", Msg: fmt.Sprintf("no domain %q in the planner's domains directory", r.Domain)}
+			return nil, &request.Error{Field: "/htn/domain", Msg: fmt.Sprintf("no domain %q in the planner's domains directory", r.Domain)}
 		}
 		src = string(b)
 	}
@@ -220,22 +228,22 @@ func (h htnPlanner) program(r *HTNRequest, session map[string]any) (*htn.Program
 	if err != nil {
 		var pe *htn.ParseError
 		if errors.As(err, &pe) && pe.Line > lines {
-			return nil, &RequestError{Field: "/htn/facts", Msg: fmt.Sprintf("fact %d: %v", pe.Line-lines, err)}
+			return nil, &request.Error{Field: "/htn/facts", Msg: fmt.Sprintf("fact %d: %v", pe.Line-lines, err)}
 		}
 		field := "/htn/program"
 		if r.Domain != "" {
 			field = "/htn/domain"
 		}
-		return nil, &RequestError{Field: field, Msg: err.Error()}
+		return nil, &request.Error{Field: field, Msg: err.Error()}
 	}
 	return prog, nil
 }
 
-func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, error) {
+func (h HTN) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	r := in.Request.HTN
-	prog, err := h.program(r, in.Session)
+	prog, err := h.Program(r, in.Session)
 	if err != nil {
-		return nil, &GenError{Code: "INVALID_DOMAIN", Category: plan.CategoryInvalidInput, Message: err.Error()}
+		return nil, &Error{Code: "INVALID_DOMAIN", Category: plan.CategoryInvalidInput, Message: err.Error()}
 	}
 	bind := operatorSkills(in.Skills)
 	refused := map[string]string{}
@@ -245,7 +253,7 @@ func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, erro
 		case slices.Contains(in.DisabledSkills, skill):
 			refused[op] = "skill " + skill + " is disabled"
 			return true
-		case !hasSkill(in.Skills, skill):
+		case !HasSkill(in.Skills, skill):
 			refused[op] = "no worker serves skill " + skill
 			return true
 		}
@@ -260,9 +268,9 @@ func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, erro
 	case errors.As(err, &be):
 		return nil, htnBudgetError(be, r.Goal)
 	case errors.Is(err, htn.ErrSyntax):
-		return nil, &GenError{Code: "INVALID_GOAL", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("goal %q: %v", r.Goal, err)}
+		return nil, &Error{Code: "INVALID_GOAL", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("goal %q: %v", r.Goal, err)}
 	case err != nil:
-		return nil, &GenError{Code: "HTN_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &Error{Code: "HTN_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
 	}
 	if len(res.Plans) == 0 {
 		msg := fmt.Sprintf("no plan for %s", r.Goal)
@@ -273,12 +281,12 @@ func (h htnPlanner) Generate(ctx context.Context, in GenInput) (*plan.Plan, erro
 		}
 		if len(refused) > 0 {
 			var why []string
-			for _, op := range sortedKeys(refused) {
+			for _, op := range SortedKeys(refused) {
 				why = append(why, op+" ("+refused[op]+")")
 			}
 			msg += "; operators not applied: " + strings.Join(why, ", ")
 		}
-		return nil, &GenError{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: msg}
+		return nil, &Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: msg}
 	}
 	return htnToPlan(res.Plans[0], r, bind, in.Skills, searchTrace(res))
 }
@@ -323,7 +331,7 @@ func searchTrace(res *htn.Result) *htnSearch {
 
 // htnBudgetError is a search that ran out of its budget: permanent, since
 // the same search would run out again, with a code naming the budget.
-func htnBudgetError(be *htn.BudgetError, goal string) *GenError {
+func htnBudgetError(be *htn.BudgetError, goal string) *Error {
 	var code, msg string
 	switch be.Limit {
 	case htn.BudgetMemory:
@@ -336,14 +344,14 @@ func htnBudgetError(be *htn.BudgetError, goal string) *GenError {
 		code = CodeHTNStepBudget
 		msg = fmt.Sprintf("planning %s took %d resolver steps, over its step budget of %d", goal, be.Used, be.Budget)
 	}
-	return &GenError{Code: code, Category: plan.CategoryPermanent, Message: msg}
+	return &Error{Code: code, Category: plan.CategoryPermanent, Message: msg}
 }
 
 // operatorSkills maps an operator to the skill that performs it: a skill
 // whose manifest lists it, else the skill of the same name.
 func operatorSkills(ms map[string]planbus.SkillManifest) func(string) string {
 	bound := map[string]string{}
-	for _, name := range sortedKeys(ms) {
+	for _, name := range SortedKeys(ms) {
 		for _, op := range ms[name].Operators {
 			if _, taken := bound[op]; !taken {
 				bound[op] = name
@@ -358,7 +366,7 @@ func operatorSkills(ms map[string]planbus.SkillManifest) func(string) string {
 	}
 }
 
-func hasSkill(ms map[string]planbus.SkillManifest, name string) bool {
+func HasSkill(ms map[string]planbus.SkillManifest, name string) bool {
 	_, ok := ms[name]
 	return ok
 }
@@ -382,7 +390,7 @@ type htnTraceStep struct {
 // skill manifest's parameters, or {"args": [...]} without them. The
 // plan's metadata.htn holds the goal, the domain, each operator's trace
 // and, when the request asked for it, the search (nil: none).
-func htnToPlan(p htn.Plan, r *HTNRequest, bind func(string) string, ms map[string]planbus.SkillManifest, search *htnSearch) (*plan.Plan, error) {
+func htnToPlan(p htn.Plan, r *request.HTNRequest, bind func(string) string, ms map[string]planbus.SkillManifest, search *htnSearch) (*plan.Plan, error) {
 	type tool struct {
 		ToolID       string         `json:"toolId"`
 		Skill        string         `json:"skill"`
@@ -441,7 +449,7 @@ func htnToPlan(p htn.Plan, r *HTNRequest, bind func(string) string, ms map[strin
 	}
 	pl, err := plan.Decode(doc)
 	if err != nil {
-		return nil, &GenError{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
+		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
 	}
 	return pl, nil
 }
@@ -481,11 +489,23 @@ func toolIDSafe(s string) string {
 	return out
 }
 
-func sortedKeys[V any](m map[string]V) []string {
+func SortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// truncate cuts s to at most n bytes, on a character boundary, marking
+// the cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

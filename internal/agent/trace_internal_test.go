@@ -1,8 +1,9 @@
-package planner
+package agent
 
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
@@ -22,12 +24,9 @@ func TestATurnThatFindsAnotherAgentTracesItThere(t *testing.T) {
 	mem := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem))
 	conn := bustest.Dial(t, bustest.Start(t))
-	s, err := New(conn, Config{Tracer: tp}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := New(conn, lockHost{}, Config{Tracer: telemetry.Tracer(tp)}, zerolog.Nop())
 	ctx := t.Context()
-	if err := s.openAgents(ctx); err != nil {
+	if err := s.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
 	dom, err := os.ReadFile("testdata/agents/door.goap.json")
@@ -37,7 +36,7 @@ func TestATurnThatFindsAnotherAgentTracesItThere(t *testing.T) {
 	started := func(id string) (*agentDoc, string) {
 		c, sp := tp.Tracer("test").Start(context.Background(), "start-"+id)
 		sp.End()
-		return &agentDoc{Request: &Request{RequestID: id, SessionID: "s", Kind: KindGOAP, GOAP: &GOAPRequest{Domain: "door", Agent: true}},
+		return &agentDoc{Request: &request.Request{RequestID: id, SessionID: "s", Kind: request.KindGOAP, GOAP: &request.GOAPRequest{Domain: "door", Agent: true}},
 			Domain: dom, Status: planbus.AgentRunning, Goals: map[string]*planbus.GoalStats{}, Trace: telemetry.Map(c)}, sp.SpanContext().TraceID().String()
 	}
 	a, aTrace := started("A")
@@ -85,3 +84,11 @@ func TestATurnThatFindsAnotherAgentTracesItThere(t *testing.T) {
 		t.Errorf("A's turn: recorded %v, in trace %s; want it ended in A's trace %s", ok, sp.SpanContext.TraceID(), aTrace)
 	}
 }
+
+// lockHost is a Host of one lock: the turn of this test takes nothing
+// else of a planner's.
+type lockHost struct{ Host }
+
+var hostLock sync.Mutex
+
+func (lockHost) Lock(string) func() { hostLock.Lock(); return hostLock.Unlock }

@@ -1,4 +1,4 @@
-package planner
+package request
 
 import (
 	"cmp"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/planbus/planbus"
@@ -26,11 +25,6 @@ const (
 // DefaultMaxAttempts is a request's maxAttempts when it gives none (kind
 // plan: 1): the plan generations before the loop ends with the fallback.
 const DefaultMaxAttempts = 5
-
-// GenerationTimeout is the strict budget for producing one plan, not
-// configurable: an external planner that answers later has failed the
-// attempt, a deterministic generator that runs out ends the loop.
-const GenerationTimeout = 5 * time.Second
 
 // Request is a plan request (schemas/plan-request.schema.json).
 type Request struct {
@@ -75,7 +69,7 @@ type GOAPRequest struct {
 	// Budget lowers the planner's limits for this request's generations.
 	Budget *Budget `json:"budget,omitempty"`
 	// Agent starts the session's GOAP agent instead of planning once
-	// (agent.go).
+	// (internal/agent).
 	Agent bool `json:"agent,omitempty"`
 }
 
@@ -94,29 +88,29 @@ type PlanDefaults struct {
 	TimeoutMs      int64 `json:"timeoutMs,omitempty"`
 }
 
-// ErrInvalidRequest is matched by every error DecodeRequest returns.
-var ErrInvalidRequest = errors.New("planner: invalid request")
+// ErrInvalid is matched by every error Decode returns.
+var ErrInvalid = errors.New("planner: invalid request")
 
-// RequestError names what is wrong with a request and where.
-type RequestError struct {
+// Error names what is wrong with a request and where.
+type Error struct {
 	Field string // a JSON pointer, e.g. /kind
 	Msg   string
 }
 
-func (e *RequestError) Error() string {
+func (e *Error) Error() string {
 	if e.Field != "" {
 		return fmt.Sprintf("request: at %s: %s", e.Field, e.Msg)
 	}
 	return "request: " + e.Msg
 }
 
-// Is makes errors.Is(err, ErrInvalidRequest) hold.
-func (e *RequestError) Is(target error) bool { return target == ErrInvalidRequest }
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
-// DecodeRequest validates a request against its schema and decodes it,
+// Decode validates a request against its schema and decodes it,
 // filling defaults: sessionId planbus.DefaultSession, maxAttempts 5 (1 for
 // kind plan).
-func DecodeRequest(doc []byte) (*Request, error) {
+func Decode(doc []byte) (*Request, error) {
 	if !utf8.Valid(doc) {
 		// JSON is UTF-8 (RFC 8259); decoding would quietly replace the
 		// bad bytes, so what ran would not be what was sent.
@@ -128,20 +122,20 @@ func DecodeRequest(doc []byte) (*Request, error) {
 			}
 			at += size
 		}
-		return nil, &RequestError{Msg: fmt.Sprintf("not valid UTF-8 at byte offset %d (0x%02x)", at, doc[at])}
+		return nil, &Error{Msg: fmt.Sprintf("not valid UTF-8 at byte offset %d (0x%02x)", at, doc[at])}
 	}
 	if err := wire.CheckText(doc); err != nil {
 		// Workers decode strictly: a call with such text would never
 		// reach a skill.
 		te := err.(*wire.TextError)
-		return nil, &RequestError{Field: cmp.Or(te.Pointer, "/"), Msg: strings.TrimPrefix(te.Error(), "at "+te.Pointer+": ")}
+		return nil, &Error{Field: cmp.Or(te.Pointer, "/"), Msg: strings.TrimPrefix(te.Error(), "at "+te.Pointer+": ")}
 	}
 	if err := schemas.Validate(schemas.PlanRequest, doc); err != nil {
-		return nil, schemaError(err, "")
+		return nil, SchemaError(err, "")
 	}
 	var r Request
 	if err := json.Unmarshal(doc, &r); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, &Error{Msg: err.Error()}
 	}
 	if r.SessionID == "" {
 		r.SessionID = planbus.DefaultSession
@@ -155,20 +149,39 @@ func DecodeRequest(doc []byte) (*Request, error) {
 	return &r, nil
 }
 
-// The outcome of a request and the endpoint's replies are public
-// (package planbus); these aliases keep the planner's names.
-type (
-	Outcome    = planbus.Outcome
-	Attempt    = planbus.Attempt
-	Accepted   = planbus.Accepted
-	Rejected   = planbus.Rejected
-	ReplyError = planbus.ReplyError
-)
+// Budget is a request's own limits for its generations (htn.budget,
+// goap.budget): it may lower the planner's, never raise them.
+type Budget struct {
+	// Memory is the most bytes one generation may hold.
+	Memory int64 `json:"memory,omitempty"`
+	// Nodes is the most search nodes one generation may create (HTN) or
+	// expand (GOAP).
+	Nodes int64 `json:"nodes,omitempty"`
+}
 
-// Outcome statuses.
-const (
-	StatusSucceeded = planbus.StatusSucceeded
-	StatusFailed    = planbus.StatusFailed
-	StatusFallback  = planbus.StatusFallback
-	StatusCancelled = planbus.StatusCancelled
-)
+// SchemaError turns a schema violation (a *schemas.Error from
+// schemas.Validate) into an *Error naming the first field at fault; want,
+// if set, is added to the message: what a valid document looks like.
+func SchemaError(err error, want string) error {
+	var se *schemas.Error
+	if !errors.As(err, &se) {
+		return &Error{Msg: err.Error()}
+	}
+	field, msg := "", se.Error()
+	if len(se.Issues) > 0 {
+		if rest, ok := strings.CutPrefix(se.Issues[0], "at "); ok {
+			if i := strings.Index(rest, ": "); i > 0 {
+				// The field is the error's: the message does not say it twice.
+				field, msg = rest[:i], strings.TrimPrefix(msg, "at "+rest[:i]+": ")
+			}
+		}
+	}
+	if want != "" {
+		msg += " (" + want + ")"
+	}
+	return &Error{Field: field, Msg: msg}
+}
+
+// Reuses reports whether the request lets replans reuse earlier results
+// (Reuse left out: it does).
+func (r *Request) Reuses() bool { return r.Reuse == nil || *r.Reuse }

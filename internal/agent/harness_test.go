@@ -1,6 +1,7 @@
-package planner_test
+package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,10 +16,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/session"
+	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/worker"
 )
 
 // agentWait bounds every wait of the agent tests.
@@ -348,3 +354,102 @@ func goalOf(st *planbus.AgentStatus, goal string) (planbus.AgentGoal, error) {
 func jsonDecode(data []byte, v any) error { return json.Unmarshal(data, v) }
 
 func zerologNop() zerolog.Logger { return zerolog.Nop() }
+
+// harness is a node (a planner, a dispatcher, workers) on an embedded
+// JetStream server, with a client of its own.
+type harness struct {
+	t    *testing.T
+	node *node.Node
+	conn *bus.Conn
+	c    *client.Client
+}
+
+// simulated are the simulated skills the agent tests call.
+func simulated(t *testing.T) []skill.Skill {
+	t.Helper()
+	return []skill.Skill{skills.Echo(), skills.Sleep(), skills.Fail(), skills.Remember()}
+}
+
+func start(t *testing.T, pc planner.Config, sk []skill.Skill) *harness {
+	t.Helper()
+	return startLogged(t, pc, sk, zerolog.Nop())
+}
+
+// startLogged is start with the node's components logging to log.
+func startLogged(t *testing.T, pc planner.Config, sk []skill.Skill, log zerolog.Logger) *harness {
+	t.Helper()
+	cfg := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 2, Planner: pc,
+		Worker: worker.Config{Skills: sk, DrainTimeout: time.Second}}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	conn := bustest.Dial(t, cfg)
+	c, err := client.New(conn.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, node: n, conn: conn, c: c}
+}
+
+// request runs a plan request to its outcome.
+func (h *harness) request(doc string) (*planbus.Outcome, []planbus.Event) {
+	h.t.Helper()
+	var mu sync.Mutex
+	var evs []planbus.Event
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := h.c.Run(ctx, []byte(doc), func(ev planbus.Event) {
+		mu.Lock()
+		evs = append(evs, ev)
+		mu.Unlock()
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out, evs
+}
+
+// plannerStat is the planner's counter name, as `nats micro stats
+// planbus-planner` shows it.
+func plannerStat(t *testing.T, h *harness, name string) int64 {
+	t.Helper()
+	m, err := h.conn.NC.Request("$SRV.STATS."+bus.ServicePlanner, nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats struct {
+		Endpoints []struct {
+			Data map[string]int64 `json:"data"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(m.Data, &stats); err != nil || len(stats.Endpoints) == 0 {
+		t.Fatalf("stats %s: %v", m.Data, err)
+	}
+	v, ok := stats.Endpoints[0].Data[name]
+	if !ok {
+		t.Fatalf("no %s in stats %v", name, stats.Endpoints[0].Data)
+	}
+	return v
+}
+
+// syncBuffer is a log sink safe for the node's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

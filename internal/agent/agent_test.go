@@ -1,4 +1,4 @@
-package planner_test
+package agent_test
 
 import (
 	"encoding/json"

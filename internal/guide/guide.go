@@ -1,4 +1,4 @@
-package planner
+package guide
 
 import (
 	"context"
@@ -10,12 +10,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/templates"
 	"github.com/planbus/planbus/schemas"
@@ -28,6 +30,49 @@ import (
 // and only then publishes the turn's event and answers. Any planner can
 // answer any turn: a turn that loses a race with another planner's turn
 // of the same session is played again on the state that won.
+
+// Config of the guided sessions of a planner.
+type Config struct {
+	// Templates is the library turns are played on; nil refuses every
+	// turn (the planner has no --templates).
+	Templates *templates.Library
+	// Tracer records each turn (planbus.guide.turn).
+	Tracer trace.Tracer
+	// Claim makes the session the caller's if it is no one's, and says
+	// why the caller may not act on it if it is another's.
+	Claim func(ctx context.Context, caller, sessionID string) error
+	// Reject answers an endpoint request with such an error, or with a
+	// *request.Error.
+	Reject func(req micro.Request, err error)
+}
+
+// Service answers planbus.guide.turn (HandleTurn). Create it with New
+// and bind it with Open.
+type Service struct {
+	cfg      Config
+	conn     *bus.Conn
+	log      zerolog.Logger
+	guides   jetstream.KeyValue // planbus-guides
+	stopping context.Context    // Open's context: every turn's derives from it
+}
+
+// New prepares the guided sessions on conn; log is the planner's.
+func New(conn *bus.Conn, cfg Config, log zerolog.Logger) *Service {
+	return &Service{cfg: cfg, conn: conn, log: log, stopping: context.Background()}
+}
+
+// Open binds the bucket planbus-guides; ctx bounds every turn.
+func (s *Service) Open(ctx context.Context) error {
+	s.stopping = ctx
+	var err error
+	if s.guides, err = s.conn.JS.KeyValue(ctx, bus.BucketGuides); err != nil {
+		return fmt.Errorf("planner: guides bucket: %w", err)
+	}
+	return nil
+}
+
+// endpointTimeout bounds a turn, as the planner's other endpoints.
+const endpointTimeout = 10 * time.Second
 
 // maxGuideConflicts bounds how often one turn is played again after
 // losing a compare-and-set to another turn of its session.
@@ -43,43 +88,44 @@ type guideDoc struct {
 	UpdatedAt  time.Time           `json:"updatedAt"`
 }
 
-// DecodeGuideTurn validates a turn against schemas/guide-turn.schema.json
-// and decodes it. An error is a *RequestError naming the field.
-func DecodeGuideTurn(doc []byte) (*planbus.GuideTurn, error) {
+// Decode validates a turn against schemas/guide-turn.schema.json
+// and decodes it. An error is a *request.Error naming the field.
+func Decode(doc []byte) (*planbus.GuideTurn, error) {
 	if err := schemas.Validate(schemas.GuideTurn, doc); err != nil {
-		return nil, schemaError(err, `want {"sessionId": "...", "message": "...", "domain": "...", "toolResults": [{"tool": "...", "output": ..., "exitCode": 0}]}`)
+		return nil, request.SchemaError(err, `want {"sessionId": "...", "message": "...", "domain": "...", "toolResults": [{"tool": "...", "output": ..., "exitCode": 0}]}`)
 	}
 	var q planbus.GuideTurn
 	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, &request.Error{Msg: err.Error()}
 	}
 	return &q, nil
 }
 
-func (s *Service) handleGuideTurn(req micro.Request) {
-	q, err := DecodeGuideTurn(req.Data())
+// HandleTurn answers planbus.guide.turn: one turn of a guided session.
+func (s *Service) HandleTurn(req micro.Request) {
+	q, err := Decode(req.Data())
 	if err != nil {
-		rejectErr(req, err)
+		s.cfg.Reject(req, err)
 		return
 	}
 	if s.cfg.Templates == nil {
-		reject(req, "", "this planner has no template library to guide with; start it with --templates FILE")
+		request.Reject(req, "", "this planner has no template library to guide with; start it with --templates FILE")
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.stopping, endpointTimeout)
 	defer cancel()
-	ctx, span := s.tracer.Start(telemetry.Extract(ctx, nats.Header(req.Headers())), telemetry.SpanGuideTurn,
+	ctx, span := s.cfg.Tracer.Start(telemetry.Extract(ctx, nats.Header(req.Headers())), telemetry.SpanGuideTurn,
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(telemetry.AttrSessionID.String(q.SessionID)))
 	defer span.End()
-	if err := s.claimSession(ctx, caller(req.Subject()), q.SessionID); err != nil {
-		rejectErr(req, err)
+	if err := s.cfg.Claim(ctx, bus.OwnerOfSubject(req.Subject()), q.SessionID); err != nil {
+		s.cfg.Reject(req, err)
 		return
 	}
 	reply, err := s.guideTurn(ctx, q)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		s.log.Warn().Err(err).Str("session_id", q.SessionID).Msg("cannot play a guided turn")
-		rejectCode(req, planbus.CodeUnavailable, "", err.Error())
+		request.RejectCode(req, planbus.CodeUnavailable, "", err.Error())
 		return
 	}
 	span.SetAttributes(telemetry.AttrTransition.String(reply.Transition))
@@ -129,8 +175,8 @@ func (s *Service) guideTurn(ctx context.Context, q *planbus.GuideTurn) (*planbus
 		if err != nil {
 			return nil, fmt.Errorf("planner: guided session %s: %w", q.SessionID, err)
 		}
-		if len(data) > s.storeLimit() {
-			return nil, fmt.Errorf("planner: guided session %s: its state takes %d bytes, over the store's limit of %d", q.SessionID, len(data), s.storeLimit())
+		if len(data) > s.conn.StoreLimit() {
+			return nil, fmt.Errorf("planner: guided session %s: its state takes %d bytes, over the store's limit of %d", q.SessionID, len(data), s.conn.StoreLimit())
 		}
 		if rev == 0 {
 			_, err = s.guides.Create(ctx, q.SessionID, data)

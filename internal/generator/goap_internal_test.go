@@ -1,4 +1,4 @@
-package planner
+package generator
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package planner
+package request
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ func TestDecodeApproveErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := DecodeApprove([]byte(tt.doc))
-		var re *RequestError
+		var re *Error
 		if !errors.As(err, &re) {
 			t.Errorf("%s: got %v, want a request error", tt.doc, err)
 			continue
@@ -42,13 +42,49 @@ func FuzzDecodeApprove(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		q, err := DecodeApprove(doc)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidRequest) {
+			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("error %v is not an invalid request", err)
 			}
 			return
 		}
 		if (q.RequestID == "") == (q.PlanID == "") || q.ToolID == "" {
 			t.Fatalf("decoded %+v: want exactly one id and a tool", q)
+		}
+	})
+}
+
+func FuzzDecodeCancel(f *testing.F) {
+	for _, s := range []string{`{"requestId":"r1"}`, `{"planId":"p-1","reason":"x"}`, `{}`, `{"requestId":"a","planId":"b"}`, `[`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		q, err := DecodeCancel(doc)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v is not an invalid request", err)
+			}
+			return
+		}
+		if (q.RequestID == "") == (q.PlanID == "") {
+			t.Fatalf("decoded %+v: want exactly one id", q)
+		}
+	})
+}
+
+func FuzzDecodeList(f *testing.F) {
+	for _, s := range []string{`{}`, ``, `{"status":"failed","limit":3}`, `{"sessionId":"a.b"}`, `{"limit":0}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		q, err := DecodeList(doc)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v is not an invalid request", err)
+			}
+			return
+		}
+		if q.Limit < 1 || q.Limit > MaxListLimit {
+			t.Fatalf("decoded limit %d", q.Limit)
 		}
 	})
 }
