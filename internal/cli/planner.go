@@ -19,6 +19,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/embedded"
 	"github.com/planbus/planbus/internal/htncli"
+	"github.com/planbus/planbus/internal/logbridge"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
@@ -376,7 +377,7 @@ func plannerRun(ctx context.Context, args []string, io IO) int {
 	}
 	var seen idSeen
 	progress := seen.follow(shown)
-	cl, err := clientOn(conn, client.WithLogger(log))
+	cl, err := clientOn(conn, client.WithLogger(logbridge.Slog(log)))
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ExitFailed

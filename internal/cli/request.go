@@ -12,6 +12,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/logbridge"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
@@ -56,7 +57,7 @@ func runRequest(ctx context.Context, f *flags, c *common, nf *nodeFlags, name st
 	}
 	var seen idSeen
 	progress := seen.follow(shown)
-	cl, err := clientOn(conn, client.WithLogger(log))
+	cl, err := clientOn(conn, client.WithLogger(logbridge.Slog(log)))
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return ExitFailed

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/logbridge"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
@@ -164,7 +165,7 @@ func Toolworker(ctx context.Context, args []string, io IO) int {
 	defer ms.Stop()
 	return serveComponent(ctx, &c, log, io.Stderr, "toolworker", bus.RoleWorker, func(conn *bus.Conn) (runner, error) {
 		reg.SetConn(conn.NC)
-		w, err := worker.New(conn.NC, cfg, worker.WithLogger(log), worker.WithMiddleware(reg.Worker().Middleware()))
+		w, err := worker.New(conn.NC, cfg, worker.WithLogger(logbridge.Slog(log)), worker.WithMiddleware(reg.Worker().Middleware()))
 		if err != nil {
 			return nil, err
 		}
