@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
@@ -51,7 +51,7 @@ func (e *RejectedError) Is(target error) bool {
 type Client struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
-	log zerolog.Logger
+	log *slog.Logger
 	opt options
 
 	mu      sync.Mutex
@@ -61,7 +61,7 @@ type Client struct {
 
 // options are the Client's settings; each has an Option.
 type options struct {
-	log            zerolog.Logger
+	log            *slog.Logger
 	requestTimeout time.Duration
 	pollInterval   time.Duration
 	eventBuffer    int
@@ -71,9 +71,9 @@ type options struct {
 // Option changes a default of New.
 type Option func(*options) error
 
-// WithLogger gives the Client a logger (default: none). It logs at debug
-// level only: what it retries and what it skips.
-func WithLogger(log zerolog.Logger) Option {
+// WithLogger gives the Client a logger (default, and with a nil log:
+// none). It logs at debug level only: what it retries and what it skips.
+func WithLogger(log *slog.Logger) Option {
 	return func(o *options) error {
 		o.log = log
 		return nil
@@ -141,7 +141,7 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	if nc == nil {
 		return nil, fmt.Errorf("%w: no NATS connection", ErrInvalidOption)
 	}
-	o := options{log: zerolog.Nop(), requestTimeout: 15 * time.Second, pollInterval: 2 * time.Second, eventBuffer: 1_000_000}
+	o := options{requestTimeout: 15 * time.Second, pollInterval: 2 * time.Second, eventBuffer: 1_000_000}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -151,7 +151,11 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: jetstream: %w", err)
 	}
-	return &Client{nc: nc, js: js, log: o.log.With().Str("component", "client").Logger(), opt: o,
+	log := o.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{nc: nc, js: js, log: log.With(slog.String("component", "client")), opt: o,
 		streams: map[string]jetstream.Stream{}, buckets: map[string]jetstream.KeyValue{}}, nil
 }
 

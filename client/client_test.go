@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
@@ -29,7 +28,7 @@ func start(t *testing.T, opts ...client.Option) *client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 2,
-		Worker: worker.Config{Skills: skills.Builtins(skills.BuiltinConfig{}), DrainTimeout: time.Second}}, zerolog.Nop())
+		Worker: worker.Config{Skills: skills.Builtins(skills.BuiltinConfig{}), DrainTimeout: time.Second}}, bustest.Log())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +86,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		t.Errorf("no connection: %v, want ErrInvalidOption", err)
 	}
 	if _, err := client.New(nc, client.WithRequestTimeout(time.Second), client.WithPollInterval(50*time.Millisecond),
-		client.WithEventBuffer(10), client.WithLogger(zerolog.Nop())); err != nil {
+		client.WithEventBuffer(10), client.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		t.Errorf("good options: %v", err)
 	}
 }

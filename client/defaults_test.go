@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus/bustest"
@@ -30,7 +28,7 @@ func TestRunPlanTakesTheSkillsDefaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 1,
-		Worker: worker.Config{Skills: []skill.Skill{paced}, DrainTimeout: time.Second}}, zerolog.Nop())
+		Worker: worker.Config{Skills: []skill.Skill{paced}, DrainTimeout: time.Second}}, bustest.Log())
 	if err != nil {
 		t.Fatal(err)
 	}

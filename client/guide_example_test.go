@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/templates"
@@ -49,7 +49,7 @@ func ExampleClient_Guide() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{Bus: bus.Config{Listen: "127.0.0.1:0", DataDir: dir}, NoDispatcher: true,
-		Planner: planner.Config{Templates: lib}}, zerolog.Nop())
+		Planner: planner.Config{Templates: lib}}, bustest.Log())
 	if err != nil {
 		panic(err)
 	}

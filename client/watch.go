@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -237,7 +238,7 @@ func (w *follower) wait(ctx context.Context, past bool, onEvent func(planbus.Eve
 				dropped := w.dropped
 				w.mu.Unlock()
 				if dropped > 0 {
-					w.c.log.Debug().Int("dropped", dropped).Str("request_id", w.requestID).Msg("events dropped: the buffer was full")
+					w.c.log.Debug("events dropped: the buffer was full", slog.Int("dropped", dropped), slog.String("request_id", w.requestID))
 				}
 			}
 			return data, nil
@@ -315,7 +316,7 @@ func (c *Client) await(ctx context.Context, stream, subject string) (<-chan []by
 				return
 			}
 			if !errors.Is(err, jetstream.ErrMsgNotFound) && pctx.Err() == nil {
-				c.log.Debug().Err(err).Str("subject", subject).Msg("cannot read the stream now; trying again")
+				c.log.Debug("cannot read the stream now; trying again", slog.Any("error", err), slog.String("subject", subject))
 			}
 			select {
 			case <-pctx.Done():

@@ -22,8 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
@@ -82,12 +80,12 @@ func Start(t testing.TB, opts ...Option) *Node {
 		Bus:     bustest.Start(t),
 		Workers: 1,
 		Worker:  worker.Config{Skills: all},
-	}, zerolog.Nop())
+	}, bustest.Log())
 	if err != nil {
 		t.Fatalf("planbustest: start: %v", err)
 	}
 	t.Cleanup(n.Stop)
-	conn, err := n.Dial(ctx, zerolog.Nop())
+	conn, err := n.Dial(ctx, bustest.Log())
 	if err != nil {
 		t.Fatalf("planbustest: connect: %v", err)
 	}

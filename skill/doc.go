@@ -10,7 +10,7 @@
 //			return skill.Result{}, err // INVALID_INPUT: never retried
 //		}
 //		n := len(strings.Fields(in.Text))
-//		zerolog.Ctx(ctx).Debug().Int("words", n).Msg("counted")
+//		skill.Log(ctx).Debug("counted", "words", n)
 //		return skill.Result{Output: json.RawMessage(strconv.Itoa(n))}, nil
 //	})
 //
@@ -45,7 +45,7 @@
 // deadline's context.DeadlineExceeded, worker.ErrPlanEnded or
 // worker.ErrShuttingDown. A worker's Run does not wait for a handler that
 // ignores its context past the drain time. The context carries a logger for
-// the call (zerolog.Ctx).
+// the call: Log(ctx), a *slog.Logger.
 //
 // # Errors
 //

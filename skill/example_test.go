@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
-
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/skill"
@@ -71,13 +70,19 @@ func ExampleErrorInfo() {
 // Handlers log through the logger in their context, which says which call
 // the line is about.
 func ExampleLogger() {
-	log := zerolog.New(os.Stdout)
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // a time would change the output at each run
+			}
+			return a
+		}}))
 	h := skill.Logger(log)(skill.HandlerFunc(func(ctx context.Context, _ *skill.Call) (skill.Result, error) {
-		zerolog.Ctx(ctx).Info().Msg("working")
+		skill.Log(ctx).Info("working")
 		return skill.Result{}, nil
 	}))
 	_, _ = h.Handle(context.Background(), &skill.Call{PlanID: "p1", ToolID: "count", Skill: "wordcount", Attempt: 1})
-	// Output: {"level":"info","plan_id":"p1","tool_id":"count","skill":"wordcount","attempt":1,"message":"working"}
+	// Output: level=INFO msg=working plan_id=p1 tool_id=count skill=wordcount attempt=1
 }
 
 // Recover keeps a panicking handler from taking its worker down.

@@ -3,9 +3,8 @@ package skill
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
-
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
 )
@@ -13,7 +12,7 @@ import (
 // Recover turns a panic in the handler into an error of category internal,
 // code TOOL_PANIC, whose message holds the panic's value, so one bad call
 // cannot take the worker down. The stack is logged at error level on the
-// call's logger (zerolog.Ctx(ctx); Logger puts it there), not put in the
+// call's logger (Log(ctx); Logger puts it there), not put in the
 // message: results, events and outcomes go to every client, and a stack
 // names the worker's files and code.
 func Recover(next Handler) Handler {
@@ -30,7 +29,7 @@ func Recover(next Handler) Handler {
 // panicError must be called from the deferred function that recovered r, so
 // that the stack it logs still holds the frames that panicked.
 func panicError(ctx context.Context, call *Call, r any) *Error {
-	zerolog.Ctx(ctx).Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("skill panicked")
+	Log(ctx).Error("skill panicked", slog.String("panic", fmt.Sprint(r)), slog.String("stack", string(debug.Stack())))
 	return &Error{Code: planbus.CodeToolPanic, Category: planbus.CategoryInternal,
 		Message: fmt.Sprintf("skill %s panicked: %v (its stack is in the worker's log)", call.Skill, r)}
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/skill"
 )
@@ -35,8 +33,8 @@ func TestRecover(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logged strings.Builder
-			ctx := zerolog.New(&logged).WithContext(t.Context())
-			res, err := skill.Recover(tt.handler).Handle(ctx, newCall("demo", `{}`))
+			h := skill.Logger(jsonLogger(&logged))(skill.Recover(tt.handler))
+			res, err := h.Handle(t.Context(), newCall("demo", `{}`))
 			wantError(t, err, planbus.CategoryInternal, planbus.CodeToolPanic)
 			wantMessage(t, err, tt.want...)
 			if res.Output != nil {
@@ -45,7 +43,7 @@ func TestRecover(t *testing.T) {
 			if strings.Contains(err.Error(), "recover_test.go") || strings.Contains(err.Error(), "goroutine") {
 				t.Errorf("the message holds the stack: %q", err.Error())
 			}
-			if !strings.Contains(logged.String(), "recover_test.go") || !strings.Contains(logged.String(), `"level":"error"`) {
+			if !strings.Contains(logged.String(), "recover_test.go") || !strings.Contains(logged.String(), `"level":"ERROR"`) {
 				t.Errorf("the stack was not logged at error level: %s", logged.String())
 			}
 		})

@@ -30,7 +30,7 @@ type Result struct {
 //
 // Handle must honour ctx: the worker cancels it at the call's deadline,
 // when the plan ends or is cancelled, and when the worker shuts down.
-// ctx carries a logger (zerolog.Ctx) with the call's plan_id, tool_id,
+// ctx carries a logger (Log) with the call's plan_id, tool_id,
 // skill and attempt. A handler reports failure with an error; an *Error
 // says how the failure counts (its category decides whether the call is
 // retried), any other error counts as category internal. Delivery is at

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -399,6 +401,11 @@ func errorCode(res plan.ToolResult) string {
 		return "<no error>"
 	}
 	return res.Error.Code
+}
+
+// jsonLog is a worker's logger writing JSON lines to w from level up.
+func jsonLog(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 // syncBuffer is a log destination safe for the worker's goroutines and the

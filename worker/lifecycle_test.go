@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
@@ -91,16 +92,16 @@ func (l lines) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Handlers log through zerolog.Ctx, and each line says which call it was
+// Handlers log through skill.Log, and each line says which call it was
 // about and which worker ran it.
 func TestHandlersGetTheCallsLogger(t *testing.T) {
 	e := newEnv(t)
 	logs := make(lines, 256)
 	talker := skillOf("talker", func(ctx context.Context, call *skill.Call) (skill.Result, error) {
-		zerolog.Ctx(ctx).Warn().Str("said", "hello").Msg("talking")
+		skill.Log(ctx).Warn("talking", "said", "hello")
 		return skill.Result{Output: call.Input}, nil
 	})
-	e.startWorker(worker.Config{ID: "w-log", Skills: []skill.Skill{talker}}, worker.WithLogger(zerolog.New(logs).Level(zerolog.WarnLevel)))
+	e.startWorker(worker.Config{ID: "w-log", Skills: []skill.Skill{talker}}, worker.WithLogger(jsonLog(logs, slog.LevelWarn)))
 	tc := newCall("p-log", "speak", "talker", `{}`)
 	tc.Attempt, tc.MaxAttempts = 2, 3
 	e.publish(tc)
@@ -115,7 +116,7 @@ func TestHandlersGetTheCallsLogger(t *testing.T) {
 func lineHas(t *testing.T, logs lines, message string, want map[string]any) {
 	t.Helper()
 	var line map[string]any
-	for line == nil || line["message"] != message {
+	for line == nil || line[slog.MessageKey] != message {
 		line = nil
 		if err := json.Unmarshal(receive(t, (<-chan []byte)(logs), "the log line "+message), &line); err != nil {
 			t.Fatal(err)
@@ -132,7 +133,7 @@ func lineHas(t *testing.T, logs lines, message string, want map[string]any) {
 func TestWorkerLinesNameTheCall(t *testing.T) {
 	e := newEnv(t)
 	logs := make(lines, 256)
-	e.startWorker(worker.Config{ID: "w-own", Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(zerolog.New(logs).Level(zerolog.DebugLevel)))
+	e.startWorker(worker.Config{ID: "w-own", Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(jsonLog(logs, slog.LevelDebug)))
 	tc := newCall("p-own", "say", "echo", `{}`)
 	tc.Attempt, tc.MaxAttempts = 3, 3
 	e.publish(tc)
@@ -150,7 +151,7 @@ func TestWithMiddlewareWrapsEveryCall(t *testing.T) {
 	seen := make(chan string, 16)
 	tag := func(next skill.Handler) skill.Handler {
 		return skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
-			if zerolog.Ctx(ctx).GetLevel() == zerolog.Disabled {
+			if !skill.Log(ctx).Enabled(ctx, slog.LevelInfo) {
 				seen <- "no logger"
 			}
 			res, err := next.Handle(ctx, call)
@@ -158,7 +159,7 @@ func TestWithMiddlewareWrapsEveryCall(t *testing.T) {
 			return res, err
 		})
 	}
-	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Sleep()}}, worker.WithLogger(zerolog.New(nil).Level(zerolog.InfoLevel)), worker.WithMiddleware(tag))
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Sleep()}}, worker.WithLogger(jsonLog(io.Discard, slog.LevelInfo)), worker.WithMiddleware(tag))
 	e.publish(newCall("p1", "ok", "sleep", `{"ms":1}`))
 	e.publish(newCall("p2", "bad", "sleep", `{"ms":-1}`))
 	got := map[string]bool{}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -44,7 +46,7 @@ func (w *Worker) keepManifests(ctx context.Context, kv jetstream.KeyValue) {
 		mine, _ := json.Marshal(m)
 		watcher, err := kv.Watch(ctx, m.Name, jetstream.UpdatesOnly())
 		if err != nil {
-			w.log.Warn().Err(err).Str("skill", m.Name).Msg("cannot watch the skill's manifest; a change of it will not be undone")
+			w.log.Warn("cannot watch the skill's manifest; a change of it will not be undone", slog.Any("error", err), slog.String("skill", m.Name))
 			continue
 		}
 		k := &keeper{w: w, kv: kv, m: m, mine: mine}
@@ -88,7 +90,7 @@ func (k *keeper) changed(ctx context.Context, e jetstream.KeyValueEntry) {
 		k.yielded = false
 		return
 	}
-	log := k.w.log.With().Str("skill", k.m.Name).Logger()
+	log := k.w.log.With(slog.String("skill", k.m.Name))
 	rival := e.Operation() == jetstream.KeyValuePut && isManifestOf(e.Value(), k.m.Name)
 	if rival {
 		if k.yielded {
@@ -104,8 +106,8 @@ func (k *keeper) changed(ctx context.Context, e jetstream.KeyValueEntry) {
 		k.restores = kept
 		if len(k.restores) >= keepRestores {
 			k.yielded = true
-			log.Error().Str("advertised", clipBytes(e.Value(), 300)).
-				Msgf("another manifest of the skill keeps being advertised (%d times in %s): another worker serves a skill of this name differently; leaving its manifest in place. Give one of them another name, or run one version", keepRestores+1, keepWindow)
+			log.Error(fmt.Sprintf("another manifest of the skill keeps being advertised (%d times in %s): another worker serves a skill of this name differently; leaving its manifest in place. Give one of them another name, or run one version", keepRestores+1, keepWindow),
+				slog.String("advertised", clipBytes(e.Value(), 300)))
 			return
 		}
 		k.restores = append(k.restores, now)
@@ -122,7 +124,7 @@ func (k *keeper) changed(ctx context.Context, e jetstream.KeyValueEntry) {
 	}
 	if _, err := k.kv.Put(ctx, k.m.Name, k.mine); err != nil {
 		if !errors.Is(err, context.Canceled) {
-			log.Error().Err(err).Msg("cannot put the skill's manifest back")
+			log.Error("cannot put the skill's manifest back", slog.Any("error", err))
 		}
 		return
 	}
@@ -130,7 +132,7 @@ func (k *keeper) changed(ctx context.Context, e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		what = "deleted"
 	}
-	log.Warn().Str("was", what).Msg("the skill's manifest was changed under this worker; put its own back")
+	log.Warn("the skill's manifest was changed under this worker; put its own back", slog.String("was", what))
 }
 
 // isManifestOf tells whether data is a well-formed manifest of the skill

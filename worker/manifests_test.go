@@ -3,12 +3,12 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/skills"
@@ -86,7 +86,7 @@ func TestWorkerLeavesARivalManifestAfterThreeTries(t *testing.T) {
 	var logs syncBuffer
 	echo := skills.Echo()
 	mine, _ := json.Marshal(echo.Manifest)
-	e.startWorker(worker.Config{Skills: []skill.Skill{echo}}, worker.WithLogger(zerolog.New(&logs)))
+	e.startWorker(worker.Config{Skills: []skill.Skill{echo}}, worker.WithLogger(jsonLog(&logs, slog.LevelDebug)))
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	m := e.watchManifest(ctx, "echo")

@@ -1,8 +1,9 @@
 package worker
 
 import (
+	"log/slog"
+
 	"github.com/nats-io/nats.go"
-	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -13,7 +14,7 @@ import (
 type Option func(*options)
 
 type options struct {
-	log        zerolog.Logger
+	log        *slog.Logger
 	middleware []skill.Middleware
 	tracer     trace.TracerProvider
 }
@@ -30,8 +31,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithLogger makes the worker log to log, and hands each handler a logger
-// derived from it (skill.Logger). Default: no logging.
-func WithLogger(log zerolog.Logger) Option {
+// derived from it (skill.Logger; a handler gets it with skill.Log).
+// Default, and with a nil log: no logging.
+func WithLogger(log *slog.Logger) Option {
 	return func(o *options) { o.log = log }
 }
 

@@ -5,9 +5,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/embedded"
 )
 
@@ -23,12 +22,12 @@ func startPlanbus() (url string, stop func()) {
 		panic(err)
 	}
 	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: dir}
-	srv, err := embedded.Start(ctx, cfg, zerolog.Nop())
+	srv, err := embedded.Start(ctx, cfg, bustest.Log())
 	if err != nil {
 		panic(err)
 	}
 	cfg.URL = srv.ClientURL()
-	conn, err := bus.Dial(ctx, cfg, zerolog.Nop())
+	conn, err := bus.Dial(ctx, cfg, bustest.Log())
 	if err != nil {
 		panic(err)
 	}

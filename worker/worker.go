@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -15,9 +16,9 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
@@ -56,7 +57,7 @@ type Worker struct {
 	cfg     Config
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	log     zerolog.Logger
+	log     *slog.Logger
 	skills  []*served
 	started atomic.Bool
 	// flush makes sure the server has every subscription made so far;
@@ -87,9 +88,10 @@ type Worker struct {
 	// delivered to another worker before a server crash (mayHaveRunBefore).
 	startedAt time.Time
 	ended     *endedPlans // cancels received
-	// rejectLog logs cancels that are not even well formed, a few per
-	// period: anyone may publish them while auth is off.
-	rejectLog zerolog.Logger
+	// rejects lets a few of the cancels that are not even well formed be
+	// logged, 5 at once and then one every 2 s: anyone may publish them
+	// while auth is off.
+	rejects *rate.Limiter
 
 	calls      sync.WaitGroup
 	runners    sync.WaitGroup  // goroutines that run calls; they outlive pull until drained
@@ -107,17 +109,17 @@ type served struct {
 	skill   skill.Skill
 	handler skill.Handler
 	stats   stats
-	log     zerolog.Logger // the worker's, with the skill
+	log     *slog.Logger // the worker's, with the skill
 	// ackWait is the skill's consumer's AckWait as last read, in
 	// nanoseconds: heartbeats go out at a third of the shortest.
 	ackWait atomic.Int64
 }
 
-// callLog adds a call's plan, tool and attempt to the log events of its
+// callLog adds a call's plan, tool and attempt to the log lines of its
 // handling, which are few (errors, and debug lines when enabled): building
 // a logger with them for every call cost an allocation a call.
 type callLog struct {
-	log *zerolog.Logger
+	log *slog.Logger
 	tc  *planbus.ToolCall
 	// seq and stored, when set, are the call message's stream sequence
 	// and the time it was stored: they tell two messages of one call apart.
@@ -125,19 +127,25 @@ type callLog struct {
 	stored time.Time
 }
 
-// with returns e with the call's fields; e may be nil (level disabled).
-func (c callLog) with(e *zerolog.Event) *zerolog.Event {
-	e = e.Str("plan_id", c.tc.PlanID).Str("tool_id", c.tc.ToolID).Int("attempt", c.tc.Attempt)
-	if c.seq > 0 {
-		e = e.Uint64("stream_seq", c.seq).Str("stored", c.stored.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+// at logs msg at level with the call's fields and then attrs; it builds
+// nothing when the level is disabled.
+func (c callLog) at(level slog.Level, msg string, attrs ...slog.Attr) {
+	ctx := context.Background()
+	if !c.log.Enabled(ctx, level) {
+		return
 	}
-	return e
+	all := make([]slog.Attr, 0, 5+len(attrs))
+	all = append(all, slog.String("plan_id", c.tc.PlanID), slog.String("tool_id", c.tc.ToolID), slog.Int("attempt", c.tc.Attempt))
+	if c.seq > 0 {
+		all = append(all, slog.Uint64("stream_seq", c.seq), slog.String("stored", c.stored.UTC().Format("2006-01-02T15:04:05.000Z07:00")))
+	}
+	c.log.LogAttrs(ctx, level, msg, append(all, attrs...)...)
 }
 
-func (c callLog) Error() *zerolog.Event { return c.with(c.log.Error()) }
-func (c callLog) Warn() *zerolog.Event  { return c.with(c.log.Warn()) }
-func (c callLog) Info() *zerolog.Event  { return c.with(c.log.Info()) }
-func (c callLog) Debug() *zerolog.Event { return c.with(c.log.Debug()) }
+func (c callLog) Error(msg string, attrs ...slog.Attr) { c.at(slog.LevelError, msg, attrs...) }
+func (c callLog) Warn(msg string, attrs ...slog.Attr)  { c.at(slog.LevelWarn, msg, attrs...) }
+func (c callLog) Info(msg string, attrs ...slog.Attr)  { c.at(slog.LevelInfo, msg, attrs...) }
+func (c callLog) Debug(msg string, attrs ...slog.Attr) { c.at(slog.LevelDebug, msg, attrs...) }
 
 type stats struct {
 	Received  atomic.Int64 `json:"-"`
@@ -187,9 +195,13 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		}
 		cfg.OutputCap = max
 	}
-	o := options{log: zerolog.Nop()}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	log := o.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -203,7 +215,7 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		settled:        newRecent[uint64](settledMemory, settledMax),
 		nc:             nc,
 		js:             js,
-		log:            o.log.With().Str("component", "toolworker").Str("worker", cfg.ID).Logger(),
+		log:            log.With(slog.String("component", "toolworker"), slog.String("worker", cfg.ID)),
 		inflight:       map[string]map[*call]struct{}{},
 		ended:          newEndedPlans(cancelMemoryTTL, cancelMemoryMax),
 		ready:          make(chan struct{}),
@@ -211,10 +223,14 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 	w.flush = func() error { return w.nc.FlushTimeout(flushTimeout) }
 	w.tracer = telemetry.Tracer(o.tracer)
 	w.traced = telemetry.Records(w.tracer)
-	w.rejectLog = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: 10 * time.Second})
+	w.rejects = rate.NewLimiter(rate.Every(2*time.Second), 5)
 	if nc.AuthRequired() && nc.Opts.InboxPrefix != bus.RoleWorker.InboxPrefix() {
-		w.log.Warn().Str("inbox_prefix", nc.Opts.InboxPrefix).
-			Msg("this connection needs authorization but does not use the worker role's inbox prefix; a planbus server refuses its JetStream requests (connect with worker.RoleInbox())")
+		w.log.Warn("this connection needs authorization but does not use the worker role's inbox prefix; a planbus server refuses its JetStream requests (connect with worker.RoleInbox())",
+			slog.String("inbox_prefix", nc.Opts.InboxPrefix))
+	}
+	handlerLog := w.log
+	if o.log == nil {
+		handlerLog = nil // skill.Logger's discard logger, rather than one derived for each call
 	}
 	for _, s := range cfg.Skills {
 		checkIn, err := skill.InputSchema(s.Manifest)
@@ -225,10 +241,10 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: Skills: %v", ErrInvalidConfig, err)
 		}
-		mw := append([]skill.Middleware{skill.Logger(w.log), skill.Recover, skill.Timeout}, o.middleware...)
+		mw := append([]skill.Middleware{skill.Logger(handlerLog), skill.Recover, skill.Timeout}, o.middleware...)
 		mw = append(mw, checkIn, checkOut)
 		w.skills = append(w.skills, &served{skill: s, handler: skill.Chain(s.Handler, mw...),
-			log: w.log.With().Str("skill", s.Manifest.Name).Logger()})
+			log: w.log.With(slog.String("skill", s.Manifest.Name))})
 	}
 	return w, nil
 }
@@ -299,7 +315,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	hbDone := make(chan struct{})
 	var hb sync.WaitGroup
 	hb.Go(func() { w.heartbeats(hbDone, consumers) })
-	w.log.Info().Strs("skills", w.skillNames()).Int("concurrency", w.cfg.Concurrency).Msg("tool worker serving")
+	w.log.Info("tool worker serving", slog.Any("skills", w.skillNames()), slog.Int("concurrency", w.cfg.Concurrency))
 	close(w.ready)
 
 	<-ctx.Done()
@@ -308,7 +324,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	w.runners.Wait()
 	close(hbDone)
 	hb.Wait()
-	w.log.Info().Msg("tool worker stopped")
+	w.log.Info("tool worker stopped")
 	return nil
 }
 
@@ -381,8 +397,8 @@ func (w *Worker) compareManifest(ctx context.Context, kv jetstream.KeyValue, m s
 	}
 	var theirs skill.Manifest
 	_ = json.Unmarshal(entry.Value(), &theirs)
-	w.log.Warn().Str("skill", m.Name).Str("advertised_version", theirs.Version).Str("version", m.Version).
-		Msg("the skill is advertised with another manifest than this worker's: every worker serving a skill of this name shares its calls, and the manifest put last (this one) is what planners see; give another program's skill another name")
+	w.log.Warn("the skill is advertised with another manifest than this worker's: every worker serving a skill of this name shares its calls, and the manifest put last (this one) is what planners see; give another program's skill another name",
+		slog.String("skill", m.Name), slog.String("advertised_version", theirs.Version), slog.String("version", m.Version))
 }
 
 // awaitEvery is how often a worker started before planbus looks again for
@@ -412,13 +428,13 @@ func (w *Worker) awaitPlanbus(ctx context.Context) (jetstream.KeyValue, error) {
 		switch {
 		case err == nil:
 			if said {
-				w.log.Info().Msg("planbus's streams are there; serving")
+				w.log.Info("planbus's streams are there; serving")
 			}
 			return kv, nil
 		case !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound):
 			return nil, fmt.Errorf("worker: %s: %w", missing, err)
 		case !said:
-			w.log.Warn().Msgf("waiting for planbus: %s is not there yet; a planner or dispatcher creates it when it starts", missing)
+			w.log.Warn("waiting for planbus: " + missing + " is not there yet; a planner or dispatcher creates it when it starts")
 			said = true
 		}
 		select {
@@ -454,8 +470,8 @@ func (w *Worker) consumerAckWait(ctx context.Context, skill string) (time.Durati
 	case !w.ackWaitGiven:
 		return info.Config.AckWait, nil
 	case info.Config.AckWait != w.cfg.AckWait:
-		w.log.Warn().Str("skill", skill).Dur("consumer_ack_wait", info.Config.AckWait).Dur("ack_wait", w.cfg.AckWait).
-			Msg("this worker's AckWait changes the ack wait of the skill's consumer for every worker of the skill (leave it unset to keep the consumer's)")
+		w.log.Warn("this worker's AckWait changes the ack wait of the skill's consumer for every worker of the skill (leave it unset to keep the consumer's)",
+			slog.String("skill", skill), slog.Duration("consumer_ack_wait", info.Config.AckWait), slog.Duration("ack_wait", w.cfg.AckWait))
 	}
 	return w.cfg.AckWait, nil
 }
@@ -570,7 +586,7 @@ func (w *Worker) pull(ctx context.Context, s *served, cons jetstream.Consumer) {
 			if ctx.Err() != nil {
 				return
 			}
-			w.log.Warn().Err(err).Str("skill", s.skill.Manifest.Name).Msg("fetch failed; retrying")
+			w.log.Warn("fetch failed; retrying", slog.Any("error", err), slog.String("skill", s.skill.Manifest.Name))
 			select {
 			case <-time.After(time.Second):
 			case <-ctx.Done():
@@ -623,7 +639,7 @@ func (w *Worker) refreshAckWaits(consumers []jetstream.Consumer) bool {
 		}
 		if d := info.Config.AckWait; s.ackWait.Swap(int64(d)) != int64(d) {
 			changed = true
-			w.log.Info().Str("skill", s.skill.Manifest.Name).Dur("ack_wait", d).Msg("the skill's consumer has another ack wait now; heartbeating to it")
+			w.log.Info("the skill's consumer has another ack wait now; heartbeating to it", slog.String("skill", s.skill.Manifest.Name), slog.Duration("ack_wait", d))
 		}
 	}
 	return changed
@@ -676,7 +692,7 @@ func (w *Worker) drain() {
 	w.mu.Lock()
 	n := w.running
 	w.mu.Unlock()
-	w.log.Warn().Int("calls", n).Dur("drain_timeout", w.cfg.DrainTimeout).Msg("drain time is up; handing running calls back")
+	w.log.Warn("drain time is up; handing running calls back", slog.Int("calls", n), slog.Duration("drain_timeout", w.cfg.DrainTimeout))
 	w.callCancel(ErrShuttingDown)
 	<-done
 }
@@ -695,15 +711,21 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	planID := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	var c planbus.Cancel
 	if len(m.Data) > maxCancelSize {
-		w.rejectLog.Warn().Str("subject", m.Subject).Int("bytes", len(m.Data)).Msg("ignoring a cancel larger than any real one")
+		if w.rejects.Allow() {
+			w.log.Warn("ignoring a cancel larger than any real one", slog.String("subject", m.Subject), slog.Int("bytes", len(m.Data)))
+		}
 		return
 	}
 	if err := schemas.Validate(schemas.Cancel, m.Data); err != nil {
-		w.rejectLog.Warn().Err(err).Str("subject", m.Subject).Msg("ignoring an invalid cancel")
+		if w.rejects.Allow() {
+			w.log.Warn("ignoring an invalid cancel", slog.Any("error", err), slog.String("subject", m.Subject))
+		}
 		return
 	}
 	if err := json.Unmarshal(m.Data, &c); err != nil || c.PlanID != planID {
-		w.rejectLog.Warn().Str("subject", m.Subject).Str("cancel_plan_id", c.PlanID).Msg("ignoring a cancel of another plan")
+		if w.rejects.Allow() {
+			w.log.Warn("ignoring a cancel of another plan", slog.String("subject", m.Subject), slog.String("cancel_plan_id", c.PlanID))
+		}
 		return
 	}
 	// Digests are public (every call carries its own), so comparing them
@@ -722,11 +744,11 @@ func (w *Worker) onCancel(m *nats.Msg) {
 
 func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	name := s.skill.Manifest.Name
-	log := &s.log
+	log := s.log
 	defer func() {
 		// Skills run under Recover; this catches bugs of the worker itself.
 		if r := recover(); r != nil {
-			log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("worker bug; the call will be redelivered")
+			log.Error("worker bug; the call will be redelivered", slog.String("panic", fmt.Sprint(r)), slog.String("stack", string(debug.Stack())))
 			_ = msg.NakWithDelay(5 * time.Second)
 		}
 	}()
@@ -736,7 +758,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		return
 	}
 	if tc.Skill != name {
-		log.Error().Str("call_skill", tc.Skill).Msg("dropping a tool call for another skill")
+		log.Error("dropping a tool call for another skill", slog.String("call_skill", tc.Skill))
 		_ = msg.TermWithReason("tool call for skill " + tc.Skill + " on the queue of " + name)
 		return
 	}
@@ -750,11 +772,11 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		// ack settles both.
 		switch w.hold(meta.Sequence.Stream) {
 		case holdRunning:
-			clog.Debug().Uint64("deliveries", meta.NumDelivered).Msg("delivered again while it runs here; not running it twice")
+			clog.Debug("delivered again while it runs here; not running it twice", slog.Uint64("deliveries", meta.NumDelivered))
 			_ = msg.InProgress()
 			return
 		case holdSettled:
-			clog.Debug().Uint64("deliveries", meta.NumDelivered).Msg("delivered again just after it was settled here; acknowledging it again")
+			clog.Debug("delivered again just after it was settled here; acknowledging it again", slog.Uint64("deliveries", meta.NumDelivered))
 			_ = msg.Ack()
 			return
 		}
@@ -766,7 +788,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	defer cancel(nil)
 	c := &call{msg: msg, planID: tc.PlanID, digest: tc.CancelDigest, cancel: cancel}
 	if !w.track(c) {
-		clog.Debug().Msg("plan ended; dropping its call")
+		clog.Debug("plan ended; dropping its call")
 		settled = msg.Ack() == nil
 		return
 	}
@@ -788,20 +810,20 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		ok, why, err := w.alreadySettled(ctx, &tc)
 		switch {
 		case ok:
-			clog.Info().Uint64("deliveries", meta.NumDelivered).Str("why", why).Msg("delivered again after its attempt ended; not running it again")
+			clog.Info("delivered again after its attempt ended; not running it again", slog.Uint64("deliveries", meta.NumDelivered), slog.String("why", why))
 			settled = msg.Ack() == nil
 			return
 		case err != nil && ctx.Err() != nil:
 			// Stopped or cancelled while asking: the run below ends at
 			// once, as such a run does.
 		case err != nil:
-			clog.Warn().Err(err).Uint64("deliveries", meta.NumDelivered).Msg("cannot learn whether the call already ran; running it (at least once)")
+			clog.Warn("cannot learn whether the call already ran; running it (at least once)", slog.Any("error", err), slog.Uint64("deliveries", meta.NumDelivered))
 		default:
-			clog.Debug().Uint64("deliveries", meta.NumDelivered).Str("why", why).Msg("delivered again, not run to its end before; running it")
+			clog.Debug("delivered again, not run to its end before; running it", slog.Uint64("deliveries", meta.NumDelivered), slog.String("why", why))
 		}
 	}
 	if merr == nil && int(meta.NumDelivered) > w.cfg.MaxDeliver {
-		clog.Error().Uint64("deliveries", meta.NumDelivered).Msg("call delivered too often without a result; reporting it failed")
+		clog.Error("call delivered too often without a result; reporting it failed", slog.Uint64("deliveries", meta.NumDelivered))
 		res := w.newResult(&tc, time.Now())
 		res.State = planbus.ToolFailed
 		res.Error = &planbus.ErrorInfo{Code: planbus.CodeWorkerCrash, Category: planbus.CategoryInternal,
@@ -835,11 +857,11 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		switch context.Cause(ctx) {
 		case ErrShuttingDown:
 			span.SetAttributes(telemetry.AttrState.String("handed back"))
-			clog.Info().Msg("handing an unfinished call back")
+			clog.Info("handing an unfinished call back")
 			_ = msg.Nak()
 			return
 		case ErrPlanEnded:
-			clog.Debug().Msg("plan ended; dropping its call")
+			clog.Debug("plan ended; dropping its call")
 			settled = msg.Ack() == nil
 			return
 		}
@@ -1046,16 +1068,16 @@ func (w *Worker) alreadySettled(ctx context.Context, tc *planbus.ToolCall) (bool
 // failed result (INVALID_CALL, invalid_input) at once, so that its plan
 // moves on rather than wait for its timeout; anything else is dropped.
 func (w *Worker) refuseCall(s *served, msg jetstream.Msg, err error) {
-	log := &s.log
+	log := s.log
 	var tc planbus.ToolCall
 	if wire.Lenient(msg.Data(), &tc) != nil || tc.Skill != s.skill.Manifest.Name || !wire.IsID(tc.PlanID) ||
 		!wire.IsID(tc.RequestID) || !wire.IsToolID(tc.ToolID) || tc.Attempt < 1 || !wire.IsToken(tc.Token) {
-		log.Error().Err(err).Str("subject", msg.Subject()).Msg("dropping an invalid tool call")
+		log.Error("dropping an invalid tool call", slog.Any("error", err), slog.String("subject", msg.Subject()))
 		_ = msg.TermWithReason("invalid tool call: " + err.Error())
 		return
 	}
 	clog := callLog{log: log, tc: &tc}
-	clog.Warn().Err(err).Msg("cannot decode the call; reporting it failed")
+	clog.Warn("cannot decode the call; reporting it failed", slog.Any("error", err))
 	s.stats.Received.Add(1)
 	res := w.newResult(&tc, time.Now())
 	res.State = planbus.ToolFailed
@@ -1088,7 +1110,7 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 	if err != nil {
 		// A bug of the worker (result checks what a skill returns):
 		// report the attempt failed rather than run it again and again.
-		log.Error().Err(err).Msg("cannot encode result; reporting the attempt failed")
+		log.Error("cannot encode result; reporting the attempt failed", slog.Any("error", err))
 		failed := *res
 		failed.State, failed.Output, failed.StatePatch = planbus.ToolFailed, nil, nil
 		failed.Error = &planbus.ErrorInfo{Code: planbus.CodeToolFailed, Category: planbus.CategoryInternal,
@@ -1113,22 +1135,22 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 		}
 	}
 	if err != nil {
-		log.Error().Err(err).Msg("cannot publish result; the call will be redelivered")
+		log.Error("cannot publish result; the call will be redelivered", slog.Any("error", err))
 		_ = msg.Nak()
 		return false
 	}
 	// The result is stored: the call is done with, whatever becomes of
 	// the ack.
 	if err := msg.Ack(); err != nil {
-		log.Warn().Err(err).Msg("ack failed; the call may run again (its result is de-duplicated)")
+		log.Warn("ack failed; the call may run again (its result is de-duplicated)", slog.Any("error", err))
 	}
 	if res.Error != nil {
 		// Failures are what an operator looks for in a worker's log.
-		log.Info().Str("state", res.State).Str("code", res.Error.Code).Str("category", res.Error.Category).
-			Str("error", res.Error.Message).Msg("call failed")
+		log.Info("call failed", slog.String("state", res.State), slog.String("code", res.Error.Code),
+			slog.String("category", res.Error.Category), slog.String("error", res.Error.Message))
 		return true
 	}
-	log.Debug().Str("state", res.State).Msg("call finished")
+	log.Debug("call finished", slog.String("state", res.State))
 	return true
 }
 

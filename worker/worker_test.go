@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
@@ -294,7 +294,7 @@ func TestWorkersHeartbeatToTheConsumersAckWait(t *testing.T) {
 		return skill.Result{Output: call.Input}, nil
 	})
 	var bLog, aLog syncBuffer
-	e.startWorker(worker.Config{ID: "b", Skills: []skill.Skill{slow}}, worker.WithLogger(zerolog.New(&bLog)))
+	e.startWorker(worker.Config{ID: "b", Skills: []skill.Skill{slow}}, worker.WithLogger(jsonLog(&bLog, slog.LevelDebug)))
 	ackWait := func() time.Duration {
 		var d time.Duration
 		e.waitConsumer("slow", func(ci *jetstream.ConsumerInfo) bool { d = ci.Config.AckWait; return true })
@@ -303,7 +303,7 @@ func TestWorkersHeartbeatToTheConsumersAckWait(t *testing.T) {
 	if d := ackWait(); d != 30*time.Second {
 		t.Fatalf("the consumer's ack wait is %s, want the default 30s", d)
 	}
-	a := e.startWorker(worker.Config{ID: "a", Skills: []skill.Skill{slow}, AckWait: 600 * time.Millisecond}, worker.WithLogger(zerolog.New(&aLog)))
+	a := e.startWorker(worker.Config{ID: "a", Skills: []skill.Skill{slow}, AckWait: 600 * time.Millisecond}, worker.WithLogger(jsonLog(&aLog, slog.LevelDebug)))
 	if !strings.Contains(aLog.String(), "changes the ack wait of the skill's consumer") {
 		t.Errorf("the worker given another AckWait did not say it changes the consumer's:\n%s", aLog.String())
 	}
@@ -980,11 +980,11 @@ func TestSkillsAreAdvertised(t *testing.T) {
 func TestAnotherManifestForTheSameSkillIsNamed(t *testing.T) {
 	e := newEnv(t)
 	var first, same, other syncBuffer
-	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(zerolog.New(&first)))
-	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(zerolog.New(&same)))
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(jsonLog(&first, slog.LevelDebug)))
+	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(jsonLog(&same, slog.LevelDebug)))
 	mine := skillOf("echo", func(context.Context, *skill.Call) (skill.Result, error) { return skill.Result{}, nil })
 	mine.Manifest.Version = "mine"
-	e.startWorker(worker.Config{Skills: []skill.Skill{mine}}, worker.WithLogger(zerolog.New(&other)))
+	e.startWorker(worker.Config{Skills: []skill.Skill{mine}}, worker.WithLogger(jsonLog(&other, slog.LevelDebug)))
 	for name, l := range map[string]*syncBuffer{"the first": &first, "the same manifest again": &same} {
 		if strings.Contains(l.String(), "another manifest") {
 			t.Errorf("%s warned of another manifest:\n%s", name, l.String())
@@ -1004,7 +1004,7 @@ func TestRunWaitsForPlanbus(t *testing.T) {
 	e := &env{t: t, cfg: cfg, conn: bustest.Dial(t, cfg)}
 	var logs syncBuffer
 	nc := bustest.Dial(t, cfg).NC
-	w, err := worker.New(nc, worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(zerolog.New(&logs)))
+	w, err := worker.New(nc, worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(jsonLog(&logs, slog.LevelDebug)))
 	if err != nil {
 		t.Fatal(err)
 	}

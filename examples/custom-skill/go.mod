@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/planbus/planbus v0.0.0
-	github.com/rs/zerolog v1.35.1
 )
 
 require (
@@ -32,6 +31,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/rs/zerolog v1.35.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect

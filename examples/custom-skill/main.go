@@ -19,13 +19,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -47,12 +46,12 @@ func run(args []string) int {
 		}
 		return 2
 	}
-	lvl, err := zerolog.ParseLevel(*level)
-	if err != nil {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		fmt.Fprintf(os.Stderr, "custom-skill: --log-level: %v\n", err)
 		return 2
 	}
-	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly, NoColor: true}).Level(lvl).With().Timestamp().Logger()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 
 	opts := []nats.Option{nats.Name("custom-skill"), nats.MaxReconnects(-1)}
 	if *nkey != "" {
@@ -82,7 +81,7 @@ func run(args []string) int {
 	go func() {
 		select {
 		case <-w.Ready():
-			log.Info().Str("url", nc.ConnectedUrlRedacted()).Str("worker", w.ID()).Msg("custom-skill: serving wordcount")
+			log.Info("custom-skill: serving wordcount", "url", nc.ConnectedUrlRedacted(), "worker", w.ID())
 		case <-ctx.Done():
 		}
 	}()

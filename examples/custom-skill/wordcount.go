@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/rs/zerolog"
-
 	"github.com/planbus/planbus/skill"
 )
 
@@ -55,6 +53,6 @@ func countWords(ctx context.Context, in wordcountInput) (wordcountOutput, error)
 	}
 	// The worker puts a logger for this call in ctx: the line carries the
 	// plan, tool, skill and attempt.
-	zerolog.Ctx(ctx).Info().Int("words", out.Words).Msg("counted")
+	skill.Log(ctx).Info("counted", "words", out.Words)
 	return out, nil
 }

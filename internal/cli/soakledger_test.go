@@ -21,6 +21,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/logbridge"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
 )
@@ -129,7 +130,7 @@ func TestSoakLedgerWorker(t *testing.T) {
 	defer conn.Close()
 	id := ledgerWorkerID()
 	w, err := worker.New(conn.NC, worker.Config{ID: id, Skills: []skill.Skill{ledgerSkill(*soakLedger, id)}, AckWait: *soakAckWait},
-		worker.WithLogger(log))
+		worker.WithLogger(logbridge.Slog(log)))
 	if err != nil {
 		t.Fatal(err)
 	}

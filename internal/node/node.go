@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/embedded"
+	"github.com/planbus/planbus/internal/logbridge"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/worker"
@@ -275,7 +276,7 @@ func (n *Node) AddWorker(ctx context.Context, cfg worker.Config, log zerolog.Log
 	if cfg.ID == "" {
 		cfg.ID = c.Name
 	}
-	opts := []worker.Option{worker.WithLogger(log)}
+	opts := []worker.Option{worker.WithLogger(logbridge.Slog(log))}
 	if n.metrics != nil {
 		opts = append(opts, worker.WithMiddleware(n.metrics.Worker().Middleware()))
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/logbridge"
 )
 
 // Config of the view. The zero value serves the view without a login, to
@@ -131,7 +132,7 @@ func New(nc *nats.Conn, cfg Config, log zerolog.Logger) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	pages() // parsed here rather than on the first page asked for
-	cl, err := client.New(nc, client.WithLogger(log))
+	cl, err := client.New(nc, client.WithLogger(logbridge.Slog(log)))
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}

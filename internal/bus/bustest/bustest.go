@@ -105,3 +105,8 @@ func StartAuth(t testing.TB, groups ...bus.WorkerGroup) (bus.Config, *bus.Seeds)
 	}
 	return cfg, seeds
 }
+
+// Log is the logger of what a test starts on these servers: it logs
+// nothing. planbustest hands it on rather than import zerolog, which its
+// API (log/slog's, as the SDK's) does not use.
+func Log() zerolog.Logger { return zerolog.Nop() }

@@ -10,6 +10,7 @@ import (
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
+	"github.com/planbus/planbus/internal/logbridge"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/rs/zerolog"
 )
@@ -37,7 +38,7 @@ func (c *common) dialClient(ctx context.Context, log zerolog.Logger) (*client.Cl
 	if err != nil {
 		return nil, nil, err
 	}
-	cl, err := clientOn(conn, client.WithLogger(log))
+	cl, err := clientOn(conn, client.WithLogger(logbridge.Slog(log)))
 	if err != nil {
 		conn.Close()
 		return nil, nil, err

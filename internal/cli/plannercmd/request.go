@@ -11,6 +11,7 @@ import (
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/cli/progress"
 	"github.com/planbus/planbus/internal/generator"
+	"github.com/planbus/planbus/internal/logbridge"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/rs/zerolog"
@@ -55,7 +56,7 @@ func runRequest(ctx context.Context, f *cli.Flags, c *common, nf *nodeFlags, nam
 	}
 	var seen idSeen
 	onEvent := seen.follow(shown)
-	cl, err := clientOn(conn, client.WithLogger(log))
+	cl, err := clientOn(conn, client.WithLogger(logbridge.Slog(log)))
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return cli.ExitFailed

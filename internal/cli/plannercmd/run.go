@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/cli/progress"
+	"github.com/planbus/planbus/internal/logbridge"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/rs/zerolog"
@@ -122,7 +123,7 @@ func plannerRun(ctx context.Context, args []string, io cli.IO) int {
 	}
 	var seen idSeen
 	onEvent := seen.follow(shown)
-	cl, err := clientOn(conn, client.WithLogger(log))
+	cl, err := clientOn(conn, client.WithLogger(logbridge.Slog(log)))
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner run: %v\n", err)
 		return cli.ExitFailed

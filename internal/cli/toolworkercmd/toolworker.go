@@ -9,6 +9,7 @@ import (
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
+	"github.com/planbus/planbus/internal/logbridge"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/worker"
 )
@@ -54,7 +55,7 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 	defer ms.Stop()
 	return cli.ServeComponent(ctx, &c, log, io.Stderr, "toolworker", bus.RoleWorker, func(conn *bus.Conn) (cli.Runner, error) {
 		reg.SetConn(conn.NC)
-		w, err := worker.New(conn.NC, cfg, worker.WithLogger(log), worker.WithMiddleware(reg.Worker().Middleware()))
+		w, err := worker.New(conn.NC, cfg, worker.WithLogger(logbridge.Slog(log)), worker.WithMiddleware(reg.Worker().Middleware()))
 		if err != nil {
 			return nil, err
 		}
