@@ -224,7 +224,7 @@ func TestRejectionsAndNotFound(t *testing.T) {
 	if _, err := c.Cancel(ctx, "ghost", ""); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("cancel ghost: %v, want ErrNotFound", err)
 	}
-	if _, err := c.List(ctx, planbus.ListRequest{Status: "sideways"}); err == nil {
+	if _, err := c.Inspector().List(ctx, planbus.ListRequest{Status: "sideways"}); err == nil {
 		t.Error("list with an unknown status: no error")
 	}
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)

@@ -2,8 +2,10 @@
 // it submits plan requests and bare plans to the planner, waits for their
 // outcomes, watches their progress events (those that already happened
 // and those to come), reads a request's or a plan's state, cancels
-// requests, approves or rejects tools that wait for a person, and lists
-// recent ones. It also starts, stops and reports a session's GOAP agent
+// requests, and approves or rejects tools that wait for a person. An
+// Inspector (NewInspector, Client.Inspector) does the admin reads apart
+// from running work: recent requests (List), the skills and their health
+// (Skills), and a session's reset (ResetSession). A Client also starts, stops and reports a session's GOAP agent
 // (StartAgent, StopAgent, AgentStatus). Guide plays one turn of a guided
 // session (planbus.guide.turn), for an agent that runs its tools itself.
 //

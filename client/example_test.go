@@ -138,7 +138,7 @@ func ExampleClient_Cancel() {
 	for _, t := range out.Execution.Tools {
 		fmt.Println(t.ToolID, t.State, t.Reason)
 	}
-	list, err := c.List(ctx, planbus.ListRequest{Status: planbus.StatusCancelled})
+	list, err := c.Inspector().List(ctx, planbus.ListRequest{Status: planbus.StatusCancelled})
 	if err != nil {
 		panic(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
-	"github.com/planbus/planbus/schemas"
 )
 
 // Status is what the system holds about a request or a plan now.
@@ -260,23 +259,6 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*planbus.Cancel
 		reply, err = try(planbus.CancelRequest{PlanID: id, Reason: reason})
 	}
 	return reply, err
-}
-
-// List asks the planner for recent requests, the most recently accepted
-// first (planbus.ListRequest: every field optional).
-func (c *Client) List(ctx context.Context, q planbus.ListRequest) (*planbus.ListReply, error) {
-	body, err := json.Marshal(q)
-	if err != nil {
-		return nil, err
-	}
-	if err := schemas.Validate(schemas.ListRequest, body); err != nil {
-		return nil, fmt.Errorf("client: list: %w", err)
-	}
-	var reply planbus.ListReply
-	if err := c.call(ctx, bus.SubjectPlanList, body, &reply); err != nil {
-		return nil, err
-	}
-	return &reply, nil
 }
 
 // Approve approves tool toolID, waiting for approval in the running plan

@@ -327,7 +327,7 @@ func TestAuthClientSubmitsWatchesCancelsAndLists(t *testing.T) {
 			t.Errorf("watched events %v: no %s", seen, want)
 		}
 	}
-	list, err := c.List(ctx, planbus.ListRequest{})
+	list, err := c.Inspector().List(ctx, planbus.ListRequest{})
 	if err != nil || len(list.Requests) != 1 || list.Requests[0].Status != planbus.StatusCancelled {
 		t.Errorf("list %+v, %v", list, err)
 	}

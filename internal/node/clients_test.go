@@ -103,7 +103,7 @@ func TestNamedClientsCannotTouchEachOthersWork(t *testing.T) {
 	wantForbidden(t, "bob cancels alice's request", err, "alice")
 	_, err = bob.Approve(ctx, "alices", "deploy", "")
 	wantForbidden(t, "bob approves alice's tool", err, "alice")
-	_, err = bob.ResetSession(ctx, "alice-s", true)
+	_, err = bob.Inspector().ResetSession(ctx, "alice-s", true)
 	wantForbidden(t, "bob resets alice's session", err, "alice")
 	_, err = bob.SubmitRequest(ctx, []byte(`{"sessionId":"alice-s","kind":"plan","plan":{"tools":[{"toolId":"x","skill":"echo","input":{}}]}}`))
 	wantForbidden(t, "bob sends a request into alice's session", err, "alice")
@@ -143,7 +143,7 @@ func TestNamedClientsCannotTouchEachOthersWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := asAlice.ResetSession(ctx, "alice-s", false); err != nil {
+	if _, err := asAlice.Inspector().ResetSession(ctx, "alice-s", false); err != nil {
 		t.Errorf("an admin resets alice's session on her subject: %v", err)
 	}
 }

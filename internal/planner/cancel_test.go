@@ -350,7 +350,7 @@ func TestListRequests(t *testing.T) {
 	defer cancel()
 	ids := func(q planbus.ListRequest) ([]string, *planbus.ListReply) {
 		t.Helper()
-		r, err := h.c.List(ctx, q)
+		r, err := h.c.Inspector().List(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}

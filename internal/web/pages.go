@@ -152,7 +152,7 @@ func (s *Server) requestsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
 	defer cancel()
-	reply, err := s.cl.List(ctx, q)
+	reply, err := s.cl.Inspector().List(ctx, q)
 	if err != nil {
 		s.failure(w, r, err)
 		return
@@ -436,7 +436,7 @@ func (s *Server) skillsPage(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, row)
 	}
 	var sessions []string
-	if reply, err := s.cl.List(ctx, planbus.ListRequest{Limit: 200}); err == nil {
+	if reply, err := s.cl.Inspector().List(ctx, planbus.ListRequest{Limit: 200}); err == nil {
 		sessions = sessionsOf(reply.Requests)
 	}
 	if !slices.Contains(sessions, session) {

@@ -56,7 +56,7 @@ func plannerLs(ctx context.Context, args []string, io cli.IO) int {
 		return cli.CtxExit(ctx, cli.ExitFailed)
 	}
 	defer closeConn()
-	reply, err := cl.List(ctx, q)
+	reply, err := cl.Inspector().List(ctx, q)
 	if err != nil {
 		fmt.Fprintf(io.Stderr, "planner ls: %v\n", err)
 		return cli.CtxExit(ctx, cli.ExitFailed)

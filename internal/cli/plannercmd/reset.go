@@ -27,7 +27,7 @@ func plannerReset(ctx context.Context, args []string, io cli.IO) int {
 		return code
 	}
 	defer closeConn()
-	reply, err := cl.ResetSession(ctx, id, clearState)
+	reply, err := cl.Inspector().ResetSession(ctx, id, clearState)
 	if code, failed := v.failed(ctx, io, err); failed {
 		return code
 	}

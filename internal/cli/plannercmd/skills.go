@@ -35,7 +35,7 @@ func plannerSkills(ctx context.Context, args []string, io cli.IO) int {
 		return cli.CtxExit(ctx, cli.ExitFailed)
 	}
 	defer closeConn()
-	reply, err := cl.Skills(ctx, session)
+	reply, err := cl.Inspector().Skills(ctx, session)
 	if code, failed := v.failed(ctx, io, err); failed {
 		return code
 	}

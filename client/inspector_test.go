@@ -19,7 +19,7 @@ func TestSkillsAndResetSession(t *testing.T) {
 	defer cancel()
 	healthOf := func(session, skill string) planbus.SkillHealth {
 		t.Helper()
-		reply, err := c.Skills(ctx, session)
+		reply, err := c.Inspector().Skills(ctx, session)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestSkillsAndResetSession(t *testing.T) {
 	if h := healthOf("", "fail"); h.State != planbus.HealthHealthy {
 		t.Errorf("fail in the default session: %+v, want healthy", h)
 	}
-	reset, err := c.ResetSession(ctx, "s-reset", false)
+	reset, err := c.Inspector().ResetSession(ctx, "s-reset", false)
 	if err != nil || !slices.Equal(reset.Healed, []string{"fail"}) || reset.StateCleared {
 		t.Fatalf("reset: %+v %v, want fail healed", reset, err)
 	}
@@ -58,7 +58,7 @@ func TestSkillsAndResetSession(t *testing.T) {
 		t.Errorf("fail after the reset: %+v, want healthy", h)
 	}
 	var rej *client.RejectedError
-	if _, err := c.ResetSession(ctx, "not a session", true); !errors.As(err, &rej) || rej.Reply.Error.Field != "/sessionId" {
+	if _, err := c.Inspector().ResetSession(ctx, "not a session", true); !errors.As(err, &rej) || rej.Reply.Error.Field != "/sessionId" {
 		t.Errorf("reset of a bad session id: %v, want a rejection at /sessionId", err)
 	}
 }
