@@ -98,12 +98,10 @@ type Dispatcher struct {
 	shards   []*shard
 	skills   *skillSet
 	health   *health.Book
-	// engineHealth is the skill health the engines see: the book's.
-	engineHealth execution.Health
-	states       *session.Store
-	stats        counters
-	metrics      *metrics.Dispatcher
-	ready        chan struct{}
+	states   *session.Store
+	stats    counters
+	metrics  *metrics.Dispatcher
+	ready    chan struct{}
 	// key signs calls and checks results; loaded in Run.
 	key *token.Key
 	// rejectLog logs dropped results, a few per period: forged results can
@@ -154,7 +152,6 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 	d.tracer = telemetry.Tracer(cfg.Tracer)
 	d.traced = telemetry.Records(d.tracer)
 	d.rejectLog = d.log.Sample(&zerolog.BurstSampler{Burst: rejectLogBurst, Period: rejectLogPeriod})
-	d.engineHealth = d.skillHealth
 	for range cfg.Shards {
 		d.shards = append(d.shards, &shard{in: make(chan item, 1024), acks: make(chan pending, 1024),
 			cache: map[string]*entry{}, plans: map[string]*plan.Plan{}, results: map[string]map[uint64]*plan.ToolResult{}})

@@ -358,11 +358,15 @@ func (d *Dispatcher) countAttempts(eng *execution.Engine, applied []execution.Ap
 	}
 }
 
-// skillHealth tells the engines a skill's health in a session, from the
-// health book, which the bucket's watch keeps current in memory.
-func (d *Dispatcher) skillHealth(sessionID, skill string) string {
+// timeoutFactor is the engines' execution.TimeoutFactor: a degraded
+// skill's calls get health.DegradedTimeoutFactor times their timeout. It
+// reads the health book, which the bucket's watch keeps current in memory.
+func (d *Dispatcher) timeoutFactor(sessionID, skill string) int64 {
 	if sessionID == "" {
 		sessionID = planbus.DefaultSession
 	}
-	return d.health.Get(sessionID, skill).State
+	if d.health.Get(sessionID, skill).State == health.Degraded {
+		return health.DegradedTimeoutFactor
+	}
+	return 1
 }

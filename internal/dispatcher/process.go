@@ -456,7 +456,7 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 	if err != nil {
 		return nil, err
 	}
-	eng, err := execution.Restore(p, st, d.engineHealth)
+	eng, err := execution.Restore(p, st, d.timeoutFactor)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	// rejected, naming its size and the limit.
 	stored := mustJSON(p)
 	now := time.Now()
-	eng, fx := execution.StartReusing(p, now, d.cfg.DefaultMaxConcurrency, d.engineHealth, reused)
+	eng, fx := execution.StartReusing(p, now, d.cfg.DefaultMaxConcurrency, d.timeoutFactor, reused)
 	eng.State().Trace = d.traceStart(it.msg.Headers())
 	eng.State().ChunkBy(d.cfg.StateChunkTools)
 	ent := &entry{eng: eng}

@@ -18,7 +18,7 @@ func engineOf(tb testing.TB, doc string) (*execution.Engine, execution.Effects) 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return execution.Start(p, time.Now(), 4, func(string, string) string { return "healthy" })
+	return execution.Start(p, time.Now(), 4, func(string, string) int64 { return 1 })
 }
 
 const fanout = `{"planId": "p1", "tools": [{"toolId": "A", "skill": "echo"}, {"toolId": "B", "skill": "echo"}]}`

@@ -11,7 +11,6 @@ import (
 
 	"github.com/planbus/planbus/internal/dag"
 	"github.com/planbus/planbus/internal/gate"
-	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -35,17 +34,18 @@ type Release struct {
 	Index   int
 	Attempt int
 	// TimeoutMs is the time the call gets on a worker: the attempt's
-	// timeoutMs, or health.DegradedTimeoutFactor times that (at most a
-	// day) when its skill is degraded.
+	// timeoutMs, times the skill's TimeoutFactor (at most a day).
 	TimeoutMs int64
 }
 
-// Health answers the health state of a skill in a session (one of the
-// health package's states). The engine asks it when it releases a call:
-// a degraded skill's calls get health.DegradedTimeoutFactor times their
-// timeout, in the hope that a slow skill still answers. It must answer
-// from memory, without blocking; a nil Health has every skill healthy.
-type Health func(sessionID, skill string) string
+// TimeoutFactor tells how many times its attempt's timeout a call to
+// skill gets in a session. The engine asks it when it releases a call:
+// the dispatcher answers more than 1 for a skill whose health is degraded,
+// in the hope that a slow skill still answers. It must answer from
+// memory, without blocking; an answer below 1, or a nil TimeoutFactor,
+// leaves every timeout as the plan says. (The engine knows no more of
+// skill health than this.)
+type TimeoutFactor func(sessionID, skill string) int64
 
 // Timer asks for OnTimer to be called at FireAt.
 type Timer struct {
@@ -131,7 +131,7 @@ type Engine struct {
 	finished int // tools in a terminal state
 	fx       Effects
 	now      time.Time
-	health   Health
+	timeouts TimeoutFactor
 	// approved holds tools approved while waiting, in the order of
 	// their approvals, to be released before the tracker's ready tools.
 	approved []int
@@ -149,10 +149,10 @@ type Reused struct {
 }
 
 // Start begins a run of p at now. defaultMaxConcurrency applies when the
-// plan sets none; health (which may be nil) tells which skills are
-// degraded. p must come from plan.Decode or have passed p.Check.
-func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int, health Health) (*Engine, Effects) {
-	return StartReusing(p, now, defaultMaxConcurrency, health, nil)
+// plan sets none; timeouts (which may be nil) lengthens the calls of
+// slow skills. p must come from plan.Decode or have passed p.Check.
+func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int, timeouts TimeoutFactor) (*Engine, Effects) {
+	return StartReusing(p, now, defaultMaxConcurrency, timeouts, nil)
 }
 
 // StartReusing is Start with earlier results, by tool index, that tools
@@ -164,7 +164,7 @@ func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int, health Health
 // say reuse false, and every tool it depends on was reused too (a
 // dependency that runs again may give another output); otherwise the tool
 // runs.
-func StartReusing(p *plan.Plan, now time.Time, defaultMaxConcurrency int, health Health, reused map[int]Reused) (*Engine, Effects) {
+func StartReusing(p *plan.Plan, now time.Time, defaultMaxConcurrency int, timeouts TimeoutFactor, reused map[int]Reused) (*Engine, Effects) {
 	mc := p.MaxConcurrency
 	if mc <= 0 {
 		mc = max(defaultMaxConcurrency, 1)
@@ -180,7 +180,7 @@ func StartReusing(p *plan.Plan, now time.Time, defaultMaxConcurrency int, health
 	for i, t := range p.Tools {
 		st.Tools[i] = ToolState{ID: t.ToolID, State: plan.ToolPending}
 	}
-	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph()), health: health}
+	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph()), timeouts: timeouts}
 	e.begin(now)
 	e.fx.Changed = true
 	e.event(plan.Event{Type: plan.EventPlanStarted, Tools: len(p.Tools),
@@ -231,12 +231,12 @@ func (e *Engine) reusable(i int, res *plan.ToolResult) bool {
 	return !refused
 }
 
-// Restore rebuilds an engine from a stored state; health is as for Start.
-func Restore(p *plan.Plan, st *State, health Health) (*Engine, error) {
+// Restore rebuilds an engine from a stored state; timeouts is as for Start.
+func Restore(p *plan.Plan, st *State, timeouts TimeoutFactor) (*Engine, error) {
 	if len(st.Tools) != len(p.Tools) {
 		return nil, fmt.Errorf("execution: plan %s: state has %d tools, plan has %d", p.PlanID, len(st.Tools), len(p.Tools))
 	}
-	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph()), health: health}
+	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph()), timeouts: timeouts}
 	for _, i := range e.g.Order() {
 		ts := st.Tools[i]
 		if ts.ID != p.Tools[i].ToolID {
@@ -387,8 +387,10 @@ func (e *Engine) release(i, attempt int) {
 func (e *Engine) releaseOf(i, n int) Release {
 	v := e.plan.Tools[i].Variant(n)
 	timeout := v.TimeoutMs
-	if e.health != nil && e.health(e.st.SessionID, v.Skill) == health.Degraded {
-		timeout = min(timeout*health.DegradedTimeoutFactor, plan.MaxTimeoutMs)
+	if e.timeouts != nil {
+		if f := e.timeouts(e.st.SessionID, v.Skill); f > 1 {
+			timeout = min(timeout*f, plan.MaxTimeoutMs)
+		}
 	}
 	return Release{Index: i, Attempt: n, TimeoutMs: timeout}
 }

@@ -5,28 +5,28 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/plan"
 )
 
-// book is a Health of fixed states, keyed session/skill; it records the
-// sessions it was asked about.
+// book is a TimeoutFactor of fixed factors, keyed session/skill (1 for
+// the others); it records the sessions it was asked about.
 type book struct {
-	states   map[string]string
+	factors  map[string]int64
 	sessions map[string]bool
 }
 
-func (b *book) lookup(sessionID, skill string) string {
+func (b *book) lookup(sessionID, skill string) int64 {
 	b.sessions[sessionID] = true
-	if s, ok := b.states[sessionID+"/"+skill]; ok {
-		return s
+	if f, ok := b.factors[sessionID+"/"+skill]; ok {
+		return f
 	}
-	return health.Healthy
+	return 1
 }
 
 // TestDegradedSkillsGetLongerTimeouts: every release carries the timeout
-// its call gets, twice the attempt's for a degraded skill in the plan's
-// session, and at most a day.
+// its call gets, its skill's factor times the attempt's in the plan's
+// session (the dispatcher's is 2 for a degraded skill), at most a day; a
+// factor below 1 changes nothing.
 func TestDegradedSkillsGetLongerTimeouts(t *testing.T) {
 	p := mustPlan(t, `{"sessionId":"s1","tools":[
 		{"toolId":"fast","skill":"ok","timeoutMs":1000},
@@ -34,8 +34,8 @@ func TestDegradedSkillsGetLongerTimeouts(t *testing.T) {
 		{"toolId":"day","skill":"slow","timeoutMs":86400000},
 		{"toolId":"other","skill":"other","timeoutMs":700},
 		{"toolId":"late","skill":"late","timeoutMs":300,"retryPolicy":{"maxAttempts":2,"backoffMs":10}}]}`)
-	b := &book{states: map[string]string{
-		"s1/slow": health.Degraded, "s1/other": health.TemporaryFailure, "s2/ok": health.Degraded,
+	b := &book{factors: map[string]int64{
+		"s1/slow": 2, "s1/other": 0, "s2/ok": 2,
 	}, sessions: map[string]bool{}}
 	e, fx := Start(p, t0, 8, b.lookup)
 	type rel struct {
@@ -63,7 +63,7 @@ func TestDegradedSkillsGetLongerTimeouts(t *testing.T) {
 	}
 	// Health is read at each release: a skill degraded since its first
 	// attempt has a longer second one.
-	b.states["s1/late"] = health.Degraded
+	b.factors["s1/late"] = 2
 	fx = e.OnResult(fail("late", 1, plan.CategoryNetwork), t0)
 	fx = e.OnTimer(fx.Timers[0], fx.Timers[0].FireAt)
 	if diff := cmp.Diff([]rel{{"late", 2, 600}}, releases(fx.Releases)); diff != "" {
