@@ -1088,7 +1088,7 @@ func TestHandlerGetsTheCallsMetadata(t *testing.T) {
 		return skill.Result{}, nil
 	})}})
 
-	tc := newCall("p1", "look", "probe", `{"n": 1}`)
+	tc := newCall("p1", "look", "probe", `{"n":1}`)
 	tc.Attempt, tc.MaxAttempts, tc.TimeoutMs = 2, 3, 30_000
 	tc.IdempotencyKey, tc.Token = plan.IdempotencyKey("p1", "look", 2), key.Result("p1", "look", 2)
 	e.publish(tc)
@@ -1097,7 +1097,7 @@ func TestHandlerGetsTheCallsMetadata(t *testing.T) {
 	}
 	call := receive(t, got, "the handler's call")
 	want := skill.Call{PlanID: "p1", RequestID: "req-p1", ToolID: "look", Skill: "probe", Attempt: 2, MaxAttempts: 3,
-		Input: json.RawMessage(`{"n": 1}`), Timeout: 30 * time.Second, ReleasedAt: call.ReleasedAt}
+		Input: json.RawMessage(`{"n":1}`), Timeout: 30 * time.Second, ReleasedAt: call.ReleasedAt}
 	if diff := cmp.Diff(want, call); diff != "" {
 		t.Errorf("handler's call (-want +got):\n%s", diff)
 	}
