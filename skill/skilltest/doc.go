@@ -17,8 +17,8 @@
 //
 // The error Call returns is the handler's, as the chain passed it on, or
 // the one a worker would report for a result it refuses
-// (skill.Result.Check):
-// skill.ErrorInfo gives its code and category, as a worker reports them.
+// (skill.Result.Check): skill.ErrorInfo gives its code and category, as a
+// worker reports them.
 //
 // Everything here is safe for concurrent use: parallel subtests may call
 // one skill at once.
