@@ -20,7 +20,7 @@ func TestRunPlanTakesTheSkillsDefaults(t *testing.T) {
 	paced := skill.Skill{
 		Manifest: planbus.SkillManifest{Name: "paced", TimeoutMs: 10000, RetryPolicy: &planbus.RetryPolicy{MaxAttempts: 4, BackoffMs: 5}},
 		Handler: skill.HandlerFunc(func(_ context.Context, call *skill.Call) (skill.Result, error) {
-			out, _ := json.Marshal(map[string]any{"timeoutMs": call.TimeoutMs, "maxAttempts": call.MaxAttempts})
+			out, _ := json.Marshal(map[string]any{"timeoutMs": call.Timeout.Milliseconds(), "maxAttempts": call.MaxAttempts})
 			return skill.Result{Output: out}, nil
 		}),
 	}

@@ -33,11 +33,12 @@
 //
 // # Calls
 //
-// A Call (planbus.ToolCall) carries the plan and tool it belongs to, the
-// attempt number, the input and the attempt's timeout. Delivery is at least
-// once: a call whose worker died is delivered again, with the same
-// IdempotencyKey (planId/toolId/attempt), so a handler with side effects can
-// make them idempotent.
+// A Call carries the request, plan and tool it belongs to, the attempt
+// number, the input and the attempt's timeout; the worker keeps the
+// tokens of the call's message (planbus.ToolCall) to itself. Delivery is
+// at least once: a call whose worker died is delivered again, with the
+// same IdempotencyKey (planId/toolId/attempt), so a handler with side
+// effects can make them idempotent.
 //
 // The handler's context ends at the call's deadline, when the plan ends or
 // is cancelled, and when the worker shuts down (once its drain time is up);
@@ -64,14 +65,15 @@
 //
 // # Middleware
 //
-// Middleware wraps handlers; each is in a file of its own. A worker wraps
-// every skill in Logger (the call's logger in ctx), Recover (a panic
-// becomes a TOOL_PANIC error, its stack logged), Timeout (the call's
-// deadline enforced), the program's own middleware (worker.WithMiddleware),
-// InputSchema (input checked against the manifest's input schema) and
-// OutputSchema (output checked against its output schema: OUTPUT_INVALID,
-// never retried), in that order: the deadline bounds the program's
-// middleware too.
+// Middleware wraps handlers; each is in a file of its own. Wrap builds the
+// chain a worker runs every skill in: Logger (the call's logger in ctx),
+// Recover (a panic becomes a TOOL_PANIC error, its stack logged), Timeout
+// (the call's deadline enforced), the program's own middleware
+// (worker.WithMiddleware), InputSchema (input checked against the
+// manifest's input schema) and OutputSchema (output checked against its
+// output schema: OUTPUT_INVALID, never retried), in that order: the
+// deadline bounds the program's middleware too. Package skilltest calls a
+// skill through the same chain in a test, without a worker or NATS.
 //
 // Everything here is safe for concurrent use.
 package skill

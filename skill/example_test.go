@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/skill"
@@ -32,15 +33,14 @@ func Example() {
 			return skill.Result{Output: out}, err
 		}),
 	}
-	check, err := skill.InputSchema(wordcount.Manifest)
+	h, err := skill.Wrap(wordcount, nil) // as a worker runs it; nil: no logging
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	h := skill.Chain(wordcount.Handler, skill.Recover, check, skill.Timeout)
 
 	for _, input := range []string{`{"text": "to be or not to be"}`, `{"txt": "typo"}`} {
-		call := &skill.Call{PlanID: "p1", ToolID: "count", Skill: "wordcount", Attempt: 1, TimeoutMs: 1000,
+		call := &skill.Call{PlanID: "p1", ToolID: "count", Skill: "wordcount", Attempt: 1, Timeout: time.Second,
 			Input: json.RawMessage(input)}
 		res, err := h.Handle(context.Background(), call)
 		if err != nil {

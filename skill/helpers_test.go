@@ -12,7 +12,7 @@ import (
 // newCall returns attempt 1 of a call of skillName with the given input.
 func newCall(skillName, input string) *skill.Call {
 	return &skill.Call{PlanID: "p1", RequestID: "r1", ToolID: "t1", Skill: skillName,
-		Attempt: 1, MaxAttempts: 3, Input: json.RawMessage(input), IdempotencyKey: "p1/t1/1"}
+		Attempt: 1, MaxAttempts: 3, Input: json.RawMessage(input)}
 }
 
 // wantError fails the test unless err is a *skill.Error of the category

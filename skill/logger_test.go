@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -35,7 +36,7 @@ func TestLoggerPutsTheCallsLoggerInContext(t *testing.T) {
 	}), skill.Recover, skill.Logger(base), skill.Timeout)
 
 	call := newCall("wordcount", `{}`)
-	call.Attempt, call.TimeoutMs = 2, 60_000
+	call.Attempt, call.Timeout = 2, time.Minute
 	if _, err := h.Handle(context.Background(), call); err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,11 @@ package skill
 
 import (
 	"context"
-	"time"
 
 	"github.com/planbus/planbus"
 )
 
-// Timeout bounds each call to its TimeoutMs (no bound when it is 0). When
+// Timeout bounds each call to its Timeout (no bound when it is 0). When
 // the deadline passes it returns a TOOL_TIMEOUT error of category timeout
 // at once, even if the handler ignores ctx; such a handler's goroutine is
 // left to finish on its own and its result is dropped. When ctx is
@@ -17,7 +16,7 @@ import (
 // itself.
 func Timeout(next Handler) Handler {
 	return HandlerFunc(func(ctx context.Context, call *Call) (Result, error) {
-		d := time.Duration(call.TimeoutMs) * time.Millisecond
+		d := call.Timeout
 		if d <= 0 {
 			return next.Handle(ctx, call)
 		}
@@ -53,5 +52,5 @@ func Timeout(next Handler) Handler {
 }
 
 func timeoutError(call *Call) *Error {
-	return Failf(planbus.CategoryTimeout, planbus.CodeToolTimeout, "Tool exceeded %dms timeout", call.TimeoutMs)
+	return Failf(planbus.CategoryTimeout, planbus.CodeToolTimeout, "Tool exceeded %dms timeout", call.Timeout.Milliseconds())
 }

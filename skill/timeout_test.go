@@ -3,6 +3,7 @@ package skill_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/skill"
@@ -21,7 +22,7 @@ func blocked(t *testing.T) skill.Handler {
 
 func timedCall(ms int64) *skill.Call {
 	call := newCall("demo", `{}`)
-	call.TimeoutMs = ms
+	call.Timeout = time.Duration(ms) * time.Millisecond
 	return call
 }
 

@@ -40,8 +40,8 @@ func WithLogger(log *slog.Logger) Option {
 // WithMiddleware wraps every skill's handler in mw, the first outermost,
 // inside the worker's logger, panic recovery and timeout (the call's
 // deadline bounds mw too: a rate limit that waits past it times the call
-// out) and outside the input check. Use it for metrics, tracing or rate
-// limits.
+// out) and outside the input check, as skill.Wrap places it. Use it for
+// metrics, tracing or rate limits.
 func WithMiddleware(mw ...skill.Middleware) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw...) }
 }

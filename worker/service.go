@@ -69,7 +69,7 @@ func (w *Worker) invokeHandler(s *served) micro.HandlerFunc {
 		tc := &planbus.ToolCall{PlanID: "invoke-" + id, RequestID: "invoke-" + id, ToolID: "invoke", Skill: s.skill.Manifest.Name,
 			Attempt: 1, MaxAttempts: 1, Input: input, TimeoutMs: timeout, IdempotencyKey: "invoke-" + id + "/invoke/1", ReleasedAt: time.Now()}
 		started := time.Now()
-		out, err := s.handler.Handle(w.callCtx, tc)
+		out, err := s.handler.Handle(w.callCtx, skillCall(tc))
 		_ = req.RespondJSON(w.result(tc, out, err, started))
 	}
 }

@@ -173,9 +173,10 @@ type call struct {
 // it after Run has returned. Errors from a bad config match
 // ErrInvalidConfig and name the field.
 //
-// Each skill's handler runs wrapped in skill.Logger, skill.Recover,
-// skill.Timeout, the middleware given WithMiddleware and the skill's
-// skill.InputSchema and skill.OutputSchema checks, in that order: the
+// Each skill's handler runs wrapped as skill.Wrap wraps it, with the
+// worker's logger and the middleware given WithMiddleware: skill.Logger,
+// skill.Recover, skill.Timeout, the middleware, and the skill's
+// skill.InputSchema and skill.OutputSchema checks, in that order. The
 // call's deadline bounds the middleware too, and the program's middleware
 // sees an output the skill's output schema refused as the OUTPUT_INVALID
 // error it is reported as.
@@ -233,18 +234,11 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		handlerLog = nil // skill.Logger's discard logger, rather than one derived for each call
 	}
 	for _, s := range cfg.Skills {
-		checkIn, err := skill.InputSchema(s.Manifest)
+		h, err := skill.Wrap(s, handlerLog, o.middleware...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: Skills: %v", ErrInvalidConfig, err)
 		}
-		checkOut, err := skill.OutputSchema(s.Manifest)
-		if err != nil {
-			return nil, fmt.Errorf("%w: Skills: %v", ErrInvalidConfig, err)
-		}
-		mw := append([]skill.Middleware{skill.Logger(handlerLog), skill.Recover, skill.Timeout}, o.middleware...)
-		mw = append(mw, checkIn, checkOut)
-		w.skills = append(w.skills, &served{skill: s, handler: skill.Chain(s.Handler, mw...),
-			log: w.log.With(slog.String("skill", s.Manifest.Name))})
+		w.skills = append(w.skills, &served{skill: s, handler: h, log: w.log.With(slog.String("skill", s.Manifest.Name))})
 	}
 	return w, nil
 }
@@ -846,11 +840,9 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	started := time.Now()
 	w.event(planbus.Event{Type: planbus.EventToolStarted, Time: started, RequestID: tc.RequestID, PlanID: tc.PlanID,
 		ToolID: tc.ToolID, Skill: name, Attempt: tc.Attempt, WorkerID: w.cfg.ID})
-	// Skills see neither token: they are the worker's to echo, not theirs
-	// to pass on.
-	hc := tc
-	hc.Token, hc.CancelDigest = "", ""
-	out, herr := s.handler.Handle(ctx, &hc)
+	// Skills see neither token (a skill.Call has none): they are the
+	// worker's to echo, not theirs to pass on.
+	out, herr := s.handler.Handle(ctx, skillCall(&tc))
 	s.stats.Running.Add(-1)
 
 	if herr != nil {
@@ -962,28 +954,28 @@ func (w *Worker) result(tc *planbus.ToolCall, out skill.Result, herr error, star
 		res.State = planbus.ToolFailed
 		res.Error = &planbus.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("output of %d bytes exceeds the worker's cap of %d", len(out.Output), w.cfg.OutputCap)}
-	case len(out.Output) > 0 && !json.Valid(out.Output):
-		res.State = planbus.ToolFailed
-		res.Error = &planbus.ErrorInfo{Code: "OUTPUT_NOT_JSON", Category: planbus.CategoryInternal, Message: "the skill returned output that is not JSON"}
 	case len(out.StatePatch) > w.cfg.OutputCap:
 		res.State = planbus.ToolFailed
 		res.Error = &planbus.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("state patch of %d bytes exceeds the worker's cap of %d", len(out.StatePatch), w.cfg.OutputCap)}
-	case len(out.StatePatch) > 0 && !isObject(out.StatePatch):
-		res.State = planbus.ToolFailed
-		res.Error = &planbus.ErrorInfo{Code: "INVALID_STATE_PATCH", Category: planbus.CategoryInternal,
-			Message: "the skill returned a state patch that is not a JSON object"}
 	default:
+		if err := out.Check(); err != nil {
+			res.State = planbus.ToolFailed
+			res.Error, _ = skill.ErrorInfo(err)
+			break
+		}
 		res.State = planbus.ToolSucceeded
 		res.Output, res.StatePatch = out.Output, out.StatePatch
 	}
 	return res
 }
 
-// isObject tells whether data is one JSON object.
-func isObject(data []byte) bool {
-	t := bytes.TrimLeft(data, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && json.Valid(data)
+// skillCall is what a handler is given of the call tc: its metadata and
+// input, without its tokens.
+func skillCall(tc *planbus.ToolCall) *skill.Call {
+	return &skill.Call{PlanID: tc.PlanID, RequestID: tc.RequestID, ToolID: tc.ToolID, Skill: tc.Skill,
+		Attempt: tc.Attempt, MaxAttempts: tc.MaxAttempts, Input: tc.Input,
+		Timeout: time.Duration(tc.TimeoutMs) * time.Millisecond, ReleasedAt: tc.ReleasedAt}
 }
 
 // settledWait bounds a worker's question whether a call delivered again

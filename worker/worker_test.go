@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -1070,5 +1071,43 @@ func TestInputIsCheckedAgainstTheSkillsSchema(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the handler ran %d times, want 1 (only for the valid input)", n)
+	}
+}
+
+// A handler gets the call's metadata, input and timeout, and none of the
+// tokens of the message it came in.
+func TestHandlerGetsTheCallsMetadata(t *testing.T) {
+	e := newEnv(t)
+	got := make(chan skill.Call, 1)
+	var deadline time.Duration
+	e.startWorker(worker.Config{ID: "w-1", Skills: []skill.Skill{skillOf("probe", func(ctx context.Context, call *skill.Call) (skill.Result, error) {
+		if d, ok := ctx.Deadline(); ok {
+			deadline = time.Until(d)
+		}
+		got <- *call
+		return skill.Result{}, nil
+	})}})
+
+	tc := newCall("p1", "look", "probe", `{"n":1}`)
+	tc.Attempt, tc.MaxAttempts, tc.TimeoutMs = 2, 3, 30_000
+	tc.IdempotencyKey, tc.Token = plan.IdempotencyKey("p1", "look", 2), key.Result("p1", "look", 2)
+	e.publish(tc)
+	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
+	}
+	call := receive(t, got, "the handler's call")
+	want := skill.Call{PlanID: "p1", RequestID: "req-p1", ToolID: "look", Skill: "probe", Attempt: 2, MaxAttempts: 3,
+		Input: json.RawMessage(`{"n":1}`), Timeout: 30 * time.Second, ReleasedAt: call.ReleasedAt}
+	if diff := cmp.Diff(want, call); diff != "" {
+		t.Errorf("handler's call (-want +got):\n%s", diff)
+	}
+	if !call.ReleasedAt.Equal(tc.ReleasedAt) {
+		t.Errorf("ReleasedAt %v, want the message's %v", call.ReleasedAt, tc.ReleasedAt)
+	}
+	if k := call.IdempotencyKey(); k != tc.IdempotencyKey {
+		t.Errorf("IdempotencyKey %q, want the message's %q", k, tc.IdempotencyKey)
+	}
+	if deadline <= 0 || deadline > 30*time.Second {
+		t.Errorf("ctx's deadline %v away, want at most the call's 30s", deadline)
 	}
 }

@@ -10,43 +10,30 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/planbustest"
 	"github.com/planbus/planbus/skill"
+	"github.com/planbus/planbus/skill/skilltest"
 )
 
-// handler wraps wordcount as a worker does: the input is checked against
-// the manifest's schema before the handler runs.
-func handler(t *testing.T) skill.Handler {
-	t.Helper()
-	s := wordcount()
-	check, err := skill.InputSchema(s.Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return skill.Chain(s.Handler, skill.Recover, check, skill.Timeout)
-}
-
+// TestWordcount calls the skill as a worker would, without one:
+// skilltest runs it through the worker's middleware (the input checked
+// against the manifest's schema, panics recovered, the timeout applied).
 func TestWordcount(t *testing.T) {
 	tests := []struct {
-		name  string
-		input string
-		want  wordcountOutput
+		name string
+		text string
+		want wordcountOutput
 	}{
-		{"two lines", `{"text": "planbus turns requests into plans\nand runs them"}`, wordcountOutput{Words: 8, Lines: 2, Characters: 47}},
-		{"empty", `{"text": ""}`, wordcountOutput{}},
-		{"spaces only", `{"text": "  \t "}`, wordcountOutput{Lines: 1, Characters: 4}},
-		{"unicode", `{"text": "größe ändern\n"}`, wordcountOutput{Words: 2, Lines: 1, Characters: 13}},
+		{"two lines", "planbus turns requests into plans\nand runs them", wordcountOutput{Words: 8, Lines: 2, Characters: 47}},
+		{"empty", "", wordcountOutput{}},
+		{"spaces only", "  \t ", wordcountOutput{Lines: 1, Characters: 4}},
+		{"unicode", "größe ändern\n", wordcountOutput{Words: 2, Lines: 1, Characters: 13}},
 	}
-	h := handler(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := h.Handle(context.Background(), &skill.Call{Skill: "wordcount", Attempt: 1, TimeoutMs: 1000, Input: json.RawMessage(tt.input)})
+			res, err := skilltest.Call(t, wordcount(), wordcountInput{Text: tt.text})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got wordcountOutput
-			if err := json.Unmarshal(res.Output, &got); err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
+			if got := skilltest.Output[wordcountOutput](t, res); got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
@@ -54,9 +41,8 @@ func TestWordcount(t *testing.T) {
 }
 
 func TestWordcountRefusesBadInput(t *testing.T) {
-	h := handler(t)
 	for _, input := range []string{`{}`, `{"text": 5}`, `{"text": "a", "lang": "en"}`, `"text"`} {
-		_, err := h.Handle(context.Background(), &skill.Call{Skill: "wordcount", Attempt: 1, TimeoutMs: 1000, Input: json.RawMessage(input)})
+		_, err := skilltest.Call(t, wordcount(), json.RawMessage(input))
 		if info, _ := skill.ErrorInfo(err); info == nil || info.Code != planbus.CodeInvalidInput {
 			t.Errorf("input %s: got %v, want INVALID_INPUT", input, err)
 		}

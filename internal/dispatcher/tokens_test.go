@@ -25,7 +25,7 @@ import (
 type hold struct {
 	mu      sync.Mutex
 	gates   map[string]chan struct{} // tool id -> closed to let its calls finish
-	started chan *plan.ToolCall
+	started chan *skill.Call
 	ended   chan holdEnd
 }
 
@@ -35,7 +35,7 @@ type holdEnd struct {
 }
 
 func newHold() *hold {
-	return &hold{gates: map[string]chan struct{}{}, started: make(chan *plan.ToolCall, 64), ended: make(chan holdEnd, 64)}
+	return &hold{gates: map[string]chan struct{}{}, started: make(chan *skill.Call, 64), ended: make(chan holdEnd, 64)}
 }
 
 func (h *hold) gate(toolID string) chan struct{} {

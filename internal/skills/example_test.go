@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/skills"
@@ -27,7 +28,7 @@ func ExampleEcho() {
 // skill.ErrorInfo, and the category decides whether the call is retried.
 func ExampleFail() {
 	h := skill.Chain(skills.Fail().Handler, skill.Recover, skill.Timeout)
-	call := &skill.Call{PlanID: "p1", ToolID: "lookup", Skill: "fail", Attempt: 1, TimeoutMs: 1000,
+	call := &skill.Call{PlanID: "p1", ToolID: "lookup", Skill: "fail", Attempt: 1, Timeout: time.Second,
 		Input: json.RawMessage(`{"category":"permanent","code":"NO_USER","message":"user 42 does not exist"}`)}
 	_, err := h.Handle(context.Background(), call)
 	info, _ := skill.ErrorInfo(err)

@@ -465,7 +465,7 @@ func TestShellContextEnds(t *testing.T) {
 
 	t.Run("behind Timeout", func(t *testing.T) {
 		call := newCall("shell", `{"argv":["sleep","30"]}`)
-		call.TimeoutMs = 20
+		call.Timeout = 20 * time.Millisecond
 		h := skill.Chain(sk.Handler, skill.Recover, skill.Timeout)
 		done := handleAsync(t.Context(), h, call)
 		o := await(t, done, "shell to time out")

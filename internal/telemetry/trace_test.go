@@ -261,7 +261,7 @@ func TestToolSpansStayInTheTraceAfterAFailover(t *testing.T) {
 	var once sync.Once
 	var inSkill trace.SpanContext // the span the skill's ctx carries
 	hold := skill.Skill{Manifest: skill.Manifest{Name: "hold"}, Handler: skill.HandlerFunc(
-		func(ctx context.Context, _ *planbus.ToolCall) (skill.Result, error) {
+		func(ctx context.Context, _ *skill.Call) (skill.Result, error) {
 			once.Do(func() { inSkill = trace.SpanContextFromContext(ctx); close(running) })
 			select {
 			case <-release:
