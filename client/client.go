@@ -143,6 +143,9 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	}
 	o := options{requestTimeout: 15 * time.Second, pollInterval: 2 * time.Second, eventBuffer: 1_000_000}
 	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

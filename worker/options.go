@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"log/slog"
 
 	"github.com/nats-io/nats.go"
@@ -10,8 +11,10 @@ import (
 	"github.com/planbus/planbus/skill"
 )
 
-// Option is an optional setting of New.
-type Option func(*options)
+// Option is an optional setting of New; one that cannot apply makes New
+// return an error matching ErrInvalidConfig. It has the shape of
+// client.Option.
+type Option func(*options) error
 
 type options struct {
 	log        *slog.Logger
@@ -27,14 +30,14 @@ type options struct {
 // installed one. Without a recording provider, a call's trace context
 // still reaches the handler's ctx and the result.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) { o.tracer = tp }
+	return func(o *options) error { o.tracer = tp; return nil }
 }
 
 // WithLogger makes the worker log to log, and hands each handler a logger
 // derived from it (skill.Logger; a handler gets it with skill.Log).
 // Default, and with a nil log: no logging.
 func WithLogger(log *slog.Logger) Option {
-	return func(o *options) { o.log = log }
+	return func(o *options) error { o.log = log; return nil }
 }
 
 // WithMiddleware wraps every skill's handler in mw, the first outermost,
@@ -42,8 +45,17 @@ func WithLogger(log *slog.Logger) Option {
 // deadline bounds mw too: a rate limit that waits past it times the call
 // out) and outside the input check, as skill.Wrap places it. Use it for
 // metrics, tracing or rate limits.
+// A nil middleware is an error.
 func WithMiddleware(mw ...skill.Middleware) Option {
-	return func(o *options) { o.middleware = append(o.middleware, mw...) }
+	return func(o *options) error {
+		for i, m := range mw {
+			if m == nil {
+				return fmt.Errorf("%w: WithMiddleware: middleware %d of %d is nil", ErrInvalidConfig, i+1, len(mw))
+			}
+		}
+		o.middleware = append(o.middleware, mw...)
+		return nil
+	}
 }
 
 // RoleInbox is the connection option a worker needs on a planbus server

@@ -198,7 +198,12 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 	}
 	var o options
 	for _, opt := range opts {
-		opt(&o)
+		if opt == nil {
+			continue
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
 	}
 	log := o.log
 	if log == nil {

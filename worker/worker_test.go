@@ -863,6 +863,12 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			}
 		})
 	}
+	t.Run("nil middleware", func(t *testing.T) {
+		_, err := worker.New(nc, worker.Config{Skills: []skill.Skill{echo}}, worker.WithMiddleware(skill.Recover, nil))
+		if !errors.Is(err, worker.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithMiddleware: middleware 2 of 2 is nil") {
+			t.Errorf("error %v, want worker.ErrInvalidConfig naming the nil middleware", err)
+		}
+	})
 	t.Run("defaults", func(t *testing.T) {
 		w, err := worker.New(nc, worker.Config{Skills: []skill.Skill{echo}})
 		if err != nil {
