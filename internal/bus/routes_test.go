@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 )
 
 // freePort is a port on 127.0.0.1 nothing listens on just now.
@@ -81,13 +82,9 @@ func TestRoutesAreAuthenticated(t *testing.T) {
 	n2 := startFromConfig(t, node("n2", p2, "include ./auth/routes.conf"))
 	waitRoutes := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within a minute", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		bustest.Eventually(t, time.Minute, what, func() (bool, string) {
+			return ok(), fmt.Sprintf("routes n1 %d, n2 %d", n1.NumRoutes(), n2.NumRoutes())
+		})
 	}
 	waitRoutes("the two nodes joining", func() bool { return n1.NumRoutes() > 0 && n2.NumRoutes() > 0 })
 	refusals := &refusalLog{seen: make(chan struct{}, 64)}

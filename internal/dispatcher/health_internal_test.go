@@ -50,14 +50,11 @@ func TestTimeoutFactorFollowsTheHealthBook(t *testing.T) {
 		{planbus.DefaultSession, "flaky"}: 1,
 	}
 	// The book learns of its writes through its bucket's watch, which
-	// raises no event to wait on: poll until it holds them all.
-	deadline := time.Now().Add(10 * time.Second)
-	for book.Get("s1", "slow").State != health.Degraded || book.Get("s1", "flaky").State != health.TemporaryFailure {
-		if time.Now().After(deadline) {
-			t.Fatalf("the book never showed the failures: %+v, %+v", book.Get("s1", "slow"), book.Get("s1", "flaky"))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// raises no event to wait on.
+	bustest.Eventually(t, 10*time.Second, "the book shows the failures", func() (bool, string) {
+		slow, flaky := book.Get("s1", "slow"), book.Get("s1", "flaky")
+		return slow.State == health.Degraded && flaky.State == health.TemporaryFailure, fmt.Sprintf("%+v, %+v", slow, flaky)
+	})
 	for k, f := range want {
 		if got := d.timeoutFactor(k[0], k[1]); got != f {
 			t.Errorf("timeoutFactor(%q, %q) = %d, want %d (health %+v)", k[0], k[1], got, f, book.Get(k[0], k[1]))

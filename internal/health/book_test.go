@@ -56,7 +56,7 @@ func TestBookSharesHealthAcrossProcesses(t *testing.T) {
 		}
 	}
 	for i, b := range books {
-		eventually(t, fmt.Sprintf("book %d sees walk degraded", i), func() (bool, string) {
+		bustest.Eventually(t, wait, fmt.Sprintf("book %d sees walk degraded", i), func() (bool, string) {
 			h := b.Get("s1", "walk")
 			return h.State == health.Degraded, h.State
 		})
@@ -77,7 +77,7 @@ func TestBookSharesHealthAcrossProcesses(t *testing.T) {
 	if _, again, err := books[1].Apply(ctx, "s1", "ride", health.Outcome{Key: "p/r/3", Category: "timeout", Final: true}); err != nil || again.State != health.PermanentFailure || again.Failures != after.Failures {
 		t.Errorf("the same outcome again: %+v, %v; want %+v", again, err, after)
 	}
-	eventually(t, "book 0 sees ride disabled", func() (bool, string) {
+	bustest.Eventually(t, wait, "book 0 sees ride disabled", func() (bool, string) {
 		d := books[0].Disabled("s1")
 		return slices.Equal(d, []string{"ride"}), fmt.Sprint(d)
 	})
@@ -90,25 +90,8 @@ func TestBookSharesHealthAcrossProcesses(t *testing.T) {
 	if !slices.Equal(changed, []string{"ride", "walk"}) {
 		t.Errorf("Reset healed %v, want [ride walk]", changed)
 	}
-	eventually(t, "book 1 sees session s1 reset", func() (bool, string) {
+	bustest.Eventually(t, wait, "book 1 sees session s1 reset", func() (bool, string) {
 		s := books[1].Session("s1")
 		return len(s) == 0, fmt.Sprint(s)
 	})
-}
-
-// eventually polls cond until it holds: a book learns of another's writes
-// through its KV watch, which raises no event a test can wait on.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so within %s: %s", what, wait, state)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -110,3 +110,24 @@ func StartAuth(t testing.TB, groups ...bus.WorkerGroup) (bus.Config, *bus.Seeds)
 // nothing. planbustest hands it on rather than import zerolog, which its
 // API (log/slog's, as the SDK's) does not use.
 func Log() zerolog.Logger { return zerolog.Nop() }
+
+// Eventually waits until cond holds, asking it every few milliseconds,
+// and fails the test if it does not within the time given: for what
+// raises no event a test can wait on (a KV watch catching up, a counter a
+// scrape reads). cond returns whether it holds and, for the failure
+// message, what it saw. Prefer waiting on an event (a channel, a
+// subscription) where there is one.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() (ok bool, saw string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, saw := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so within %s; saw: %s", what, within, saw)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -107,18 +107,13 @@ func check(fams map[string]*dto.MetricFamily, wants []want) []string {
 // has counted it (the count follows the publish's acknowledgement).
 func awaitMetrics(t *testing.T, url string, wants []want) map[string]*dto.MetricFamily {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		fams := scrape(t, url)
+	var fams map[string]*dto.MetricFamily
+	bustest.Eventually(t, wait, url+" shows every metric wanted", func() (bool, string) {
+		fams = scrape(t, url)
 		missing := check(fams, wants)
-		if len(missing) == 0 {
-			return fams
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s after %s still lacks:\n  %s", url, wait, strings.Join(missing, "\n  "))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(missing) == 0, "it lacks:\n  " + strings.Join(missing, "\n  ")
+	})
+	return fams
 }
 
 // diamondWants are the metrics a node shows once it has run
