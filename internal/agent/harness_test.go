@@ -328,7 +328,7 @@ func startAgentNode(t *testing.T, pc planner.Config) (*harness, *gate) {
 }
 
 // outcomeOf waits for the outcome of request id.
-func outcomeOf(t *testing.T, h *harness, id string) *planner.Outcome {
+func outcomeOf(t *testing.T, h *harness, id string) *planbus.Outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), agentWait)
 	defer cancel()

@@ -17,9 +17,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/generator"
-	"github.com/planbus/planbus/internal/planner"
 )
 
 // runawayHTN is a request whose search never ends: each decomposition
@@ -71,7 +71,7 @@ func TestRunawayHTNRequestsAreBounded(t *testing.T) {
 	}
 	defer conn.Close()
 	type result struct {
-		out     *planner.Outcome
+		out     *planbus.Outcome
 		elapsed time.Duration
 		err     error
 	}

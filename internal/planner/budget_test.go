@@ -16,7 +16,6 @@ import (
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/generator"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 )
 
@@ -25,7 +24,7 @@ const runaway = `"program":"loop(?x) :- if(), do(loop(?x)).","goal":"loop(1)"`
 // budgetRequest runs a request whose generation a budget ends; the
 // harness's deadline on the outcome (two minutes) catches one that a
 // budget does not end. How soon it ends is measured, not asserted here.
-func (h *harness) budgetRequest(doc string) *planner.Outcome {
+func (h *harness) budgetRequest(doc string) *planbus.Outcome {
 	h.t.Helper()
 	out, _ := h.request(doc)
 	return out
@@ -33,10 +32,10 @@ func (h *harness) budgetRequest(doc string) *planner.Outcome {
 
 // wantBudgetFailure checks an outcome ended by a generation budget: one
 // attempt (not retried), the fallback, the code given.
-func wantBudgetFailure(t *testing.T, out *planner.Outcome, code string) {
+func wantBudgetFailure(t *testing.T, out *planbus.Outcome, code string) {
 	t.Helper()
-	if out.Success || out.Status != planner.StatusFallback || out.Attempts != 1 || out.Error == nil || out.Error.Code != code ||
-		out.Error.Category != plan.CategoryPermanent {
+	if out.Success || out.Status != planbus.StatusFallback || out.Attempts != 1 || out.Error == nil || out.Error.Code != code ||
+		out.Error.Category != planbus.CategoryPermanent {
 		t.Fatalf("outcome %s after %d attempts, error %+v; want the fallback after 1 attempt with %s (permanent)", out.Status, out.Attempts, out.Error, code)
 	}
 	if h := out.History; len(h) != 1 || h[0].State != "generation_failed" || h[0].Error == nil || h[0].Error.Code != code {
@@ -155,7 +154,7 @@ func TestOversizeRequestIsRefusedAndNothingIsPublished(t *testing.T) {
 // publishRequest publishes a request straight to the REQUESTS stream, as
 // a planner of an older version (or anyone allowed to) could, around the
 // endpoint's checks, and returns a subscription to its outcome.
-func (h *harness) publishRequest(id string, doc []byte) func() *planner.Outcome {
+func (h *harness) publishRequest(id string, doc []byte) func() *planbus.Outcome {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	h.t.Cleanup(cancel)
@@ -166,13 +165,13 @@ func (h *harness) publishRequest(id string, doc []byte) func() *planner.Outcome 
 	if _, err := h.conn.JS.Publish(ctx, bus.RequestSubject(id), doc); err != nil {
 		h.t.Fatal(err)
 	}
-	return func() *planner.Outcome {
+	return func() *planbus.Outcome {
 		h.t.Helper()
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
 			h.t.Fatalf("no outcome for %s: %v", id, err)
 		}
-		var o planner.Outcome
+		var o planbus.Outcome
 		if err := json.Unmarshal(m.Data, &o); err != nil {
 			h.t.Fatal(err)
 		}
@@ -218,7 +217,7 @@ func TestRequestTooLargeToStoreEndsWithAnOutcome(t *testing.T) {
 	doc := `{"requestId":"huge","kind":"plan","input":"` + strings.Repeat("x", 8<<20-2<<10) + `","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`
 	acks := h.acks(bus.StreamRequests, bus.ConsumerPlannerRequests)
 	out := h.publishRequest("huge", []byte(doc))()
-	if out.Success || out.Status != planner.StatusFailed || out.Error == nil || out.Error.Code != planner.CodeRequestTooLarge ||
+	if out.Success || out.Status != planbus.StatusFailed || out.Error == nil || out.Error.Code != planner.CodeRequestTooLarge ||
 		!strings.Contains(out.Error.Message, fmt.Sprint(len(doc))) {
 		t.Fatalf("outcome %s, error %+v; want failed with %s naming the size %d", out.Status, out.Error, planner.CodeRequestTooLarge, len(doc))
 	}
@@ -269,7 +268,7 @@ func TestUnhandleableMessagesEndAtTheDeliveryLimit(t *testing.T) {
 
 	outcome := h.publishRequest("stuck", []byte(`{"requestId":"stuck","kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`))
 	out := outcome()
-	if out.Success || out.Status != planner.StatusFailed || out.Error == nil || out.Error.Code != planner.CodeDeliveryLimit ||
+	if out.Success || out.Status != planbus.StatusFailed || out.Error == nil || out.Error.Code != planner.CodeDeliveryLimit ||
 		!strings.Contains(out.Error.Message, "after 3 deliveries") {
 		t.Fatalf("outcome %s, error %+v; want failed with %s after 3 deliveries", out.Status, out.Error, planner.CodeDeliveryLimit)
 	}
@@ -279,7 +278,7 @@ func TestUnhandleableMessagesEndAtTheDeliveryLimit(t *testing.T) {
 		}
 	}
 
-	res, _ := json.Marshal(plan.ExecutionResult{PlanID: "stuck-exec-1", RequestID: "stuck-exec", State: plan.PlanSucceeded, Success: true, Tools: []plan.ToolOutcome{}})
+	res, _ := json.Marshal(planbus.ExecutionResult{PlanID: "stuck-exec-1", RequestID: "stuck-exec", State: planbus.PlanSucceeded, Success: true, Tools: []planbus.ToolOutcome{}})
 	if _, err := h.conn.JS.Publish(ctx, bus.ExecutionSubject("stuck-exec-1"), res); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +329,7 @@ func TestPlansDoNotWaitBehindSearches(t *testing.T) {
 	defer cancel()
 	generating := make(chan struct{})
 	var once sync.Once
-	slow := make(chan *planner.Outcome, 1)
+	slow := make(chan *planbus.Outcome, 1)
 	go func() {
 		o, _ := h.c.Watch(ctx, "slow", func(ev planbus.Event) {
 			if ev.Type == planbus.EventRequestGenerating {
@@ -348,7 +347,7 @@ func TestPlansDoNotWaitBehindSearches(t *testing.T) {
 		t.Fatal("the search never began")
 	}
 	out, _ := h.request(`{"kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "echo", "input": {}}]}}`)
-	if out.Status != planner.StatusSucceeded {
+	if out.Status != planbus.StatusSucceeded {
 		t.Fatalf("plan: %+v", out)
 	}
 	select {

@@ -332,7 +332,7 @@ func TestGuideTurnRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rej planner.Rejected
+			var rej planbus.Rejected
 			if err := json.Unmarshal(msg.Data, &rej); err != nil || rej.Status != "rejected" {
 				t.Fatalf("answer %s", msg.Data)
 			}

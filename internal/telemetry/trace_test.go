@@ -372,7 +372,7 @@ func TestAgentTurnsJoinTheStartersTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != planner.StatusSucceeded || out.Attempts != 2 {
+	if out.Status != planbus.StatusSucceeded || out.Attempts != 2 {
 		t.Fatalf("agent outcome %s after %d plans, want succeeded after 2: %+v", out.Status, out.Attempts, out.Error)
 	}
 	trigger := func(s tracetest.SpanStub) string { v, _ := attr(s, telemetry.AttrTrigger); return v.AsString() }

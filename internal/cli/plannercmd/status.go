@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/execution"
@@ -131,10 +132,10 @@ func printRequest(w io.Writer, id string, doc []byte) string {
 		PlanID   string   `json:"planId"`
 		Disabled []string `json:"disabledSkills"`
 		History  []struct {
-			Attempt int             `json:"attempt"`
-			PlanID  string          `json:"planId"`
-			State   string          `json:"state"`
-			Error   *plan.ErrorInfo `json:"error"`
+			Attempt int                `json:"attempt"`
+			PlanID  string             `json:"planId"`
+			State   string             `json:"state"`
+			Error   *planbus.ErrorInfo `json:"error"`
 		} `json:"history"`
 		Outcome *struct {
 			Status    string `json:"status"`
@@ -223,15 +224,15 @@ func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, 
 			note = t.Error.Code
 		case t.Reused:
 			note = "reused"
-		case t.State == plan.ToolWaitingApproval && p.Tools[i].Approval != nil:
+		case t.State == planbus.ToolWaitingApproval && p.Tools[i].Approval != nil:
 			note = fmt.Sprintf("%q: planner approve %s %s", p.Tools[i].Approval.Prompt, st.RequestID, p.Tools[i].ToolID)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", p.Tools[i].ToolID, p.Tools[i].Skill, t.State, t.Attempt, at, note)
 	}
 	_ = tw.Flush()
 	var parts []string
-	for _, s := range []string{plan.ToolSucceeded, plan.ToolRunning, plan.ToolRetrying, plan.ToolWaitingApproval, plan.ToolPending, plan.ToolFailed,
-		plan.ToolTimeout, plan.ToolSkipped, plan.ToolCancelled} {
+	for _, s := range []string{planbus.ToolSucceeded, planbus.ToolRunning, planbus.ToolRetrying, planbus.ToolWaitingApproval, planbus.ToolPending, planbus.ToolFailed,
+		planbus.ToolTimeout, planbus.ToolSkipped, planbus.ToolCancelled} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
