@@ -53,9 +53,9 @@ func (e *Error) Unwrap() error {
 // constant) and code; an empty code is reported as TOOL_FAILED. The
 // message is formatted as fmt.Errorf formats it: an error given to a %w
 // verb is wrapped (errors.Is and errors.As find it).
-func Failf(category, code, format string, args ...any) *Error {
+func Failf(category planbus.Category, code planbus.Code, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
-	e := &Error{Code: code, Category: category, Message: err.Error()}
+	e := &Error{Code: string(code), Category: string(category), Message: err.Error()}
 	switch err.(type) {
 	case interface{ Unwrap() error }, interface{ Unwrap() []error }:
 		e.Err = err // wraps what %w gave it
@@ -71,19 +71,19 @@ func InvalidInput(format string, args ...any) *Error {
 
 // Permanent returns an error that retrying cannot fix (a missing record, a
 // refused permission): never retried.
-func Permanent(code, format string, args ...any) *Error {
+func Permanent(code planbus.Code, format string, args ...any) *Error {
 	return Failf(planbus.CategoryPermanent, code, format, args...)
 }
 
 // Transient returns an error that may go away: retried as the tool's
 // retry policy says.
-func Transient(code, format string, args ...any) *Error {
+func Transient(code planbus.Code, format string, args ...any) *Error {
 	return Failf(planbus.CategoryTransient, code, format, args...)
 }
 
 // Network returns an error reaching something over the network: retried,
 // and it moves the skill to temporaryFailure at once.
-func Network(code, format string, args ...any) *Error {
+func Network(code planbus.Code, format string, args ...any) *Error {
 	return Failf(planbus.CategoryNetwork, code, format, args...)
 }
 
@@ -103,14 +103,14 @@ func ErrorInfo(err error) (*planbus.ErrorInfo, json.RawMessage) {
 	}
 	var pe *planbus.ErrorInfo
 	if errors.As(err, &pe) && pe != nil {
-		err = &Error{Code: pe.Code, Category: pe.Category, Message: pe.Message}
+		err = &Error{Code: string(pe.Code), Category: string(pe.Category), Message: pe.Message}
 	}
 	var se *Error
 	if errors.As(err, &se) && se == nil {
 		return &planbus.ErrorInfo{Code: planbus.CodeToolFailed, Category: planbus.CategoryInternal, Message: "the handler returned a nil *skill.Error"}, nil
 	}
 	if se != nil {
-		info := &planbus.ErrorInfo{Code: se.Code, Category: se.Category, Message: se.Message}
+		info := &planbus.ErrorInfo{Code: planbus.Code(se.Code), Category: planbus.Category(se.Category), Message: se.Message}
 		if info.Code == "" {
 			info.Code = planbus.CodeToolFailed
 		}
@@ -134,7 +134,7 @@ func ErrorInfo(err error) (*planbus.ErrorInfo, json.RawMessage) {
 }
 
 // knownCategory tells whether c is one of the planbus.Category constants.
-func knownCategory(c string) bool {
+func knownCategory(c planbus.Category) bool {
 	switch c {
 	case planbus.CategoryTimeout, planbus.CategoryNetwork, planbus.CategoryTransient, planbus.CategoryInvalidInput,
 		planbus.CategoryPermanent, planbus.CategoryInternal, planbus.CategoryCancelled, planbus.CategoryDependency:

@@ -30,6 +30,6 @@ func Recover(next Handler) Handler {
 // that the stack it logs still holds the frames that panicked.
 func panicError(ctx context.Context, call *Call, r any) *Error {
 	Log(ctx).Error("skill panicked", slog.String("panic", fmt.Sprint(r)), slog.String("stack", string(debug.Stack())))
-	return &Error{Code: planbus.CodeToolPanic, Category: planbus.CategoryInternal,
+	return &Error{Code: string(planbus.CodeToolPanic), Category: string(planbus.CategoryInternal),
 		Message: fmt.Sprintf("skill %s panicked: %v (its stack is in the worker's log)", call.Skill, r)}
 }

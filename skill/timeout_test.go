@@ -57,7 +57,7 @@ func TestTimeoutParentCancelled(t *testing.T) {
 }
 
 func TestTimeoutPassesThrough(t *testing.T) {
-	failure := &skill.Error{Code: "NO_USER", Category: planbus.CategoryPermanent, Message: "no user"}
+	failure := &skill.Error{Code: "NO_USER", Category: string(planbus.CategoryPermanent), Message: "no user"}
 	tests := []struct {
 		name      string
 		timeoutMs int64

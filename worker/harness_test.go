@@ -396,7 +396,7 @@ func skillOf(name string, f func(context.Context, *skill.Call) (skill.Result, er
 	return skill.Skill{Manifest: skill.Manifest{Name: name}, Handler: skill.HandlerFunc(f)}
 }
 
-func errorCode(res planbus.ToolResult) string {
+func errorCode(res planbus.ToolResult) planbus.Code {
 	if res.Error == nil {
 		return "<no error>"
 	}

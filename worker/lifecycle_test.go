@@ -199,7 +199,7 @@ func errorOf(err error) string {
 		return "<nil>"
 	}
 	info, _ := skill.ErrorInfo(err)
-	return info.Code
+	return string(info.Code)
 }
 
 // With authorization on, a worker connected the way a user's program does

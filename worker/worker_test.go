@@ -581,9 +581,10 @@ func TestOutputCap(t *testing.T) {
 	e := newEnv(t)
 	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}, OutputCap: 64})
 	tests := []struct {
-		plan        string
-		size        int
-		state, code string
+		plan  string
+		size  int
+		state planbus.ToolState
+		code  planbus.Code
 	}{
 		{"at-the-cap", 64, planbus.ToolSucceeded, ""},
 		{"one-byte-over", 65, planbus.ToolFailed, "OUTPUT_TOO_LARGE"},
@@ -593,7 +594,7 @@ func TestOutputCap(t *testing.T) {
 			input := `{"s":"` + strings.Repeat("x", tt.size-len(`{"s":""}`)) + `"}` // echo's output is its input
 			e.publish(newCall(tt.plan, "t", "echo", input))
 			res, _ := e.result(tt.plan)
-			code := ""
+			var code planbus.Code
 			if res.Error != nil {
 				code = res.Error.Code
 			}
@@ -631,8 +632,9 @@ func TestWhatAResultCannotCarryIsMadeValid(t *testing.T) {
 		name          string
 		out           skill.Result
 		err           error
-		state         string
-		code, cat     string
+		state         planbus.ToolState
+		code          planbus.Code
+		cat           planbus.Category
 		output, inMsg string
 	}{
 		{name: "unknown-category", err: skill.Failf("bogus", "BAD_CAT", "bad category"),
@@ -641,7 +643,7 @@ func TestWhatAResultCannotCarryIsMadeValid(t *testing.T) {
 			state: planbus.ToolFailed, code: "NOCAT", cat: planbus.CategoryInternal, inMsg: "no category"},
 		{name: "no-code", err: skill.Permanent("", "no code"),
 			state: planbus.ToolFailed, code: planbus.CodeToolFailed, cat: planbus.CategoryPermanent, inMsg: "no code"},
-		{name: "error-output-not-json", err: &skill.Error{Code: "ERROUT", Category: planbus.CategoryPermanent, Message: "bad output", Output: json.RawMessage("exit 2: not found")},
+		{name: "error-output-not-json", err: &skill.Error{Code: "ERROUT", Category: string(planbus.CategoryPermanent), Message: "bad output", Output: json.RawMessage("exit 2: not found")},
 			state: planbus.ToolFailed, code: "ERROUT", cat: planbus.CategoryPermanent, output: `"exit 2: not found"`},
 		{name: "patch-not-an-object", out: skill.Result{Output: json.RawMessage(`1`), StatePatch: json.RawMessage(`[1,2]`)},
 			state: planbus.ToolFailed, code: "INVALID_STATE_PATCH", cat: planbus.CategoryInternal},

@@ -140,8 +140,6 @@ const (
 	MaxFailedRounds = 5
 	// MaxBackoff bounds a goal's cooldown after repeated failures.
 	MaxBackoff = 10 * time.Minute
-	// CodeGaveUp is the error of an agent that gave up.
-	CodeGaveUp = "AGENT_GAVE_UP"
 )
 
 // agentTracker is the tracker configuration of agents: a failed step has
@@ -264,7 +262,7 @@ func (a *agent) store() {
 	}
 }
 
-func (a *agent) event(typ, goal, msg string) {
+func (a *agent) event(typ planbus.EventType, goal, msg string) {
 	a.fx.events = append(a.fx.events, planbus.Event{Type: typ, Goal: goal, Message: msg})
 }
 
@@ -433,7 +431,7 @@ func (a *agent) failedRound() {
 	msg := fmt.Sprintf("no plan for any goal in %d decisions in a row (backing off each time); the agent gives up", a.doc.FailedRounds)
 	a.arb.Clear()
 	a.doc.Status, a.doc.Detail, a.doc.Waiting, a.doc.WakeAt = planbus.AgentFailed, msg, "", time.Time{}
-	a.doc.Error = &planbus.ErrorInfo{Code: CodeGaveUp, Category: planbus.CategoryPermanent, Message: msg}
+	a.doc.Error = &planbus.ErrorInfo{Code: planbus.CodeAgentGaveUp, Category: planbus.CategoryPermanent, Message: msg}
 	a.fx.wake = time.Time{}
 	a.decided(agentDecision{Kind: decisionEnd, Reason: planbus.AgentFailed, Detail: msg})
 	a.event(planbus.EventAgentGaveUp, "", msg)
@@ -612,7 +610,7 @@ func (a *agent) onResult(res *planbus.ExecutionResult) error {
 		}
 		dec, err = a.tr.Failed(a.world)
 		if err == nil && res.Error != nil {
-			dec.Reason += " (" + res.Error.Code + ": " + res.Error.Message + ")"
+			dec.Reason += " (" + string(res.Error.Code) + ": " + res.Error.Message + ")"
 		}
 	}
 	if errors.Is(err, goap.ErrNoStep) {

@@ -38,8 +38,8 @@ func TestAgentTakesTheNextGoalAfterSuccess(t *testing.T) {
 		if doc, _ := json.Marshal(e); schemas.Validate(schemas.Event, doc) != nil {
 			t.Errorf("event %s breaks its schema: %v", doc, schemas.Validate(schemas.Event, doc))
 		}
-		if strings.HasPrefix(e.Type, "agent.") {
-			order = append(order, strings.TrimPrefix(e.Type, "agent.")+" "+e.Goal)
+		if strings.HasPrefix(string(e.Type), "agent.") {
+			order = append(order, strings.TrimPrefix(string(e.Type), "agent.")+" "+e.Goal)
 		}
 	}
 	want := []string{"started ", "goal.selected clean-dishes", "goal.succeeded clean-dishes",
@@ -325,7 +325,8 @@ func TestAgentResumesOnAnotherPlannerAfterAKill(t *testing.T) {
 func TestAgentEndpointsRefuseBadRequests(t *testing.T) {
 	h, g := startAgentNode(t, planner.Config{})
 	for _, tc := range []struct {
-		subject, doc, field, code string
+		subject, doc, field string
+		code                planbus.Code
 	}{
 		{bus.SubjectAgentStart, `{"sessionId": "x", "goap": {"domain": "nope"}}`, "/goap/domain", "INVALID_REQUEST"},
 		{bus.SubjectAgentStart, `{"sessionId": "x", "goap": {"domain": "chores", "goal": "clean-floor"}}`, "/goap/goal", "INVALID_REQUEST"},

@@ -346,13 +346,13 @@ func TestAgentBacksOffAndGivesUp(t *testing.T) {
 	if !slices.Equal(cools, want) {
 		t.Errorf("cooldowns %v, want %v", cools, want)
 	}
-	if doc.Status != planbus.AgentFailed || doc.Error == nil || doc.Error.Code != CodeGaveUp || !a.fx.ended || !a.fx.wake.IsZero() {
+	if doc.Status != planbus.AgentFailed || doc.Error == nil || doc.Error.Code != planbus.CodeAgentGaveUp || !a.fx.ended || !a.fx.wake.IsZero() {
 		t.Fatalf("status %s, error %+v, ended %v, wake %v; want failed, AGENT_GAVE_UP, ended", doc.Status, doc.Error, a.fx.ended, a.fx.wake)
 	}
 	if len(a.fx.events) == 0 || a.fx.events[len(a.fx.events)-1].Type != planbus.EventAgentGaveUp {
 		t.Errorf("events %+v, want agent.gave_up last", a.fx.events)
 	}
-	if o := agentOutcome(doc); o.Status != planbus.StatusFailed || o.Error == nil || o.Error.Code != CodeGaveUp {
+	if o := agentOutcome(doc); o.Status != planbus.StatusFailed || o.Error == nil || o.Error.Code != planbus.CodeAgentGaveUp {
 		t.Errorf("outcome %+v", o)
 	}
 }

@@ -321,7 +321,7 @@ func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, 
 			// agent started; a newer planner may read it differently).
 			a = &agent{doc: doc, now: now}
 			a.doc.Status, a.doc.Step, a.doc.Tracker = planbus.AgentFailed, nil, nil
-			a.doc.Error = &planbus.ErrorInfo{Code: "INVALID_DOMAIN", Category: planbus.CategoryPermanent, Message: truncate(err.Error(), maxErrorMessage)}
+			a.doc.Error = &planbus.ErrorInfo{Code: planbus.CodeInvalidDomain, Category: planbus.CategoryPermanent, Message: truncate(err.Error(), maxErrorMessage)}
 			a.event(planbus.EventAgentIdle, "", "the agent's domain cannot be used: "+err.Error()+"; the agent ends")
 			a.fx.ended = true
 		} else {
@@ -635,21 +635,21 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 		case err == nil:
 			return res, nil
 		case errors.As(err, &ue):
-			return nil, &generator.Error{Code: "NO_PLAN", Category: planbus.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: planbus.CodeNoPlan, Category: planbus.CategoryPermanent, Message: err.Error()}
 		case errors.Is(err, goap.ErrCanceled) && ctx.Err() == nil:
-			return nil, &generator.Error{Code: "GOAP" + generator.TimeBudgetSuffix, Category: planbus.CategoryPermanent,
+			return nil, &generator.Error{Code: planbus.CodeGOAPTimeBudget, Category: planbus.CategoryPermanent,
 				Message: fmt.Sprintf("the goap planner found no plan for %s within the %s generation budget", goal, generator.GenerationTimeout)}
 		case errors.Is(err, goap.ErrCanceled):
 			return nil, ctx.Err()
 		case errors.As(err, &be):
-			code := generator.CodeGOAPNodeBudget
+			code := planbus.CodeGOAPNodeBudget
 			if be.Limit == goap.BudgetMemory {
-				code = generator.CodeGOAPMemoryBudget
+				code = planbus.CodeGOAPMemoryBudget
 			}
 			return nil, &generator.Error{Code: code, Category: planbus.CategoryPermanent, Message: err.Error()}
 		case errors.Is(err, goap.ErrInvalidState), errors.Is(err, goap.ErrEval):
 			return nil, err // the world does not fit: the agent waits for it to change
 		}
-		return nil, &generator.Error{Code: "GOAP_ERROR", Category: planbus.CategoryPermanent, Message: err.Error()}
+		return nil, &generator.Error{Code: planbus.CodeGOAPError, Category: planbus.CategoryPermanent, Message: err.Error()}
 	}
 }

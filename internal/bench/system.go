@@ -73,7 +73,7 @@ func NewSystem(conn *bus.Conn) (*System, error) {
 // system's, yet would count in its CPU time.
 func ended(data []byte) (*planbus.ExecutionResult, error) {
 	var h struct {
-		State      string             `json:"state"`
+		State      planbus.PlanState  `json:"state"`
 		Success    bool               `json:"success"`
 		Error      *planbus.ErrorInfo `json:"error"`
 		FinishedAt time.Time          `json:"finishedAt"`

@@ -275,7 +275,7 @@ func TestKeepEventsChoosesWhatTheEventsStreamKeeps(t *testing.T) {
 	var schema struct {
 		Properties struct {
 			Type struct {
-				Enum []string `json:"enum"`
+				Enum []planbus.EventType `json:"enum"`
 			} `json:"type"`
 		} `json:"properties"`
 	}
@@ -311,7 +311,7 @@ func TestKeepEventsChoosesWhatTheEventsStreamKeeps(t *testing.T) {
 			}
 		}
 	}
-	kept := func(request, typ string) bool {
+	kept := func(request string, typ planbus.EventType) bool {
 		t.Helper()
 		_, err := st.GetLastMsgForSubject(ctx, bus.EventSubject(request, typ))
 		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {

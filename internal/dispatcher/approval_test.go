@@ -29,7 +29,7 @@ func (h *harness) publishDecision(planID string, index int, approve bool, reason
 }
 
 // waitEvent waits until the log holds an event of type typ for tool id.
-func (l *eventLog) waitEvent(t *testing.T, typ, id string) planbus.Event {
+func (l *eventLog) waitEvent(t *testing.T, typ planbus.EventType, id string) planbus.Event {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

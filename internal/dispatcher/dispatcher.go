@@ -80,7 +80,7 @@ type pending struct {
 	futures      []jetstream.PubAckFuture
 	timeoutTimer int // index in futures of the plan's timeout timer, or -1
 	cancel, done bool
-	doneState    string // the state the plan ended in, when done
+	doneState    planbus.PlanState // the state the plan ended in, when done
 	ack          []item
 }
 

@@ -123,7 +123,7 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 		}
 		if len(data) > limit {
 			fx.Merge(eng.OnResult(&planbus.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: planbus.ToolFailed,
-				Error: &planbus.ErrorInfo{Code: "INPUT_TOO_LARGE", Category: planbus.CategoryPermanent,
+				Error: &planbus.ErrorInfo{Code: planbus.CodeInputTooLarge, Category: planbus.CategoryPermanent,
 					Message: fmt.Sprintf("the call's input with its references resolved takes %d bytes; a message holds at most %d", len(data), limit)}}, now))
 			continue
 		}

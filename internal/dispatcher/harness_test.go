@@ -191,7 +191,7 @@ func (l *eventLog) add(ev planbus.Event) {
 	l.events = append(l.events, ev)
 }
 
-func (l *eventLog) of(typ, toolID string) []planbus.Event {
+func (l *eventLog) of(typ planbus.EventType, toolID string) []planbus.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []planbus.Event

@@ -79,7 +79,7 @@ func (d *Dispatcher) settled(ctx context.Context, q planbus.SettledQuery) (bool,
 		return false, "", fmt.Errorf("read plan state: %w", err)
 	}
 	if stored.Status != planbus.PlanRunning {
-		return true, "the plan ended (" + stored.Status + ")", nil
+		return true, "the plan ended (" + string(stored.Status) + ")", nil
 	}
 	i, err := d.toolIndex(ctx, q.PlanID, q.ToolID)
 	if err != nil {
@@ -93,7 +93,7 @@ func (d *Dispatcher) settled(ctx context.Context, q planbus.SettledQuery) (bool,
 	case t.Attempt > q.Attempt:
 		return true, fmt.Sprintf("the tool is at attempt %d", t.Attempt), nil
 	case t.Attempt == q.Attempt && t.State != planbus.ToolRunning:
-		return true, "the attempt ended (" + t.State + ")", nil
+		return true, "the attempt ended (" + string(t.State) + ")", nil
 	}
 	found, err := d.resultStored(ctx, q)
 	if err != nil {

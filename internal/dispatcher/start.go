@@ -167,7 +167,7 @@ func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, ca
 // rejectCode reports a plan that cannot run as a rejected execution
 // result with the given code. If that cannot be published either, the
 // plan comes back later (at most until the consumer's MaxDeliver).
-func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item, code string, cause error) {
+func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item, code planbus.Code, cause error) {
 	d.stats.PlansRejected.Add(1)
 	d.metrics.PlanEnded(planbus.PlanRejected)
 	requestID := it.planID
@@ -179,7 +179,7 @@ func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item
 	}
 	now := time.Now().UTC()
 	errInfo := &planbus.ErrorInfo{Code: code, Category: planbus.CategoryInvalidInput, Message: cause.Error()}
-	if code == CodeDeliveryLimit {
+	if code == planbus.CodeDeliveryLimit {
 		errInfo.Category = planbus.CategoryInternal
 	}
 	res := &planbus.ExecutionResult{PlanID: it.planID, RequestID: requestID, State: planbus.PlanRejected, CanReplan: true,

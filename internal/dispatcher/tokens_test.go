@@ -145,7 +145,7 @@ func (h *harness) waitRejected(want int64) {
 }
 
 // toolStates reads a plan's stored state: each tool's state, by tool id.
-func (h *harness) toolStates(planID string, ids ...string) map[string]string {
+func (h *harness) toolStates(planID string, ids ...string) map[string]planbus.ToolState {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -161,7 +161,7 @@ func (h *harness) toolStates(planID string, ids ...string) map[string]string {
 	if err := json.Unmarshal(e.Value(), &st); err != nil {
 		h.t.Fatal(err)
 	}
-	out := map[string]string{}
+	out := map[string]planbus.ToolState{}
 	for i, id := range ids {
 		out[id] = st.Tools[i].State
 	}
@@ -307,7 +307,7 @@ func TestForgedCancelsDoNotStopAPlan(t *testing.T) {
 	if res == nil || res.State != planbus.PlanFailed {
 		t.Fatalf("plan result %+v, want failed on doomed's permanent failure", res)
 	}
-	for id, want := range map[string]string{"first": planbus.ToolSucceeded, "later": planbus.ToolSucceeded,
+	for id, want := range map[string]planbus.ToolState{"first": planbus.ToolSucceeded, "later": planbus.ToolSucceeded,
 		"doomed": planbus.ToolFailed, "sibling": planbus.ToolCancelled} {
 		if got := tool(res, id).State; got != want {
 			t.Errorf("%s: %s, want %s", id, got, want)

@@ -134,7 +134,7 @@ func (d *Dispatcher) traceEnded(eng *execution.Engine, before []runningAttempt, 
 		}
 		attrs := []attribute.KeyValue{telemetry.AttrPlanID.String(p.PlanID), telemetry.AttrRequestID.String(p.RequestID),
 			telemetry.AttrToolID.String(t.ToolID), telemetry.AttrSkill.String(t.Variant(a.attempt).Skill),
-			telemetry.AttrAttempt.Int(a.attempt), telemetry.AttrState.String(state)}
+			telemetry.AttrAttempt.Int(a.attempt), telemetry.AttrState.String(string(state))}
 		if worker != "" {
 			attrs = append(attrs, telemetry.AttrWorkerID.String(worker))
 		}
@@ -158,7 +158,7 @@ func (d *Dispatcher) planSpan(st *execution.State, res *planbus.ExecutionResult)
 		ctx = trace.ContextWithRemoteSpanContext(ctx, psc.WithSpanID(id))
 	}
 	attrs := []attribute.KeyValue{telemetry.AttrPlanID.String(st.PlanID), telemetry.AttrRequestID.String(st.RequestID),
-		telemetry.AttrSessionID.String(st.SessionID), telemetry.AttrState.String(res.State), telemetry.AttrTools.Int(len(st.Tools))}
+		telemetry.AttrSessionID.String(st.SessionID), telemetry.AttrState.String(string(res.State)), telemetry.AttrTools.Int(len(st.Tools))}
 	end := res.FinishedAt
 	if end.IsZero() {
 		end = time.Now()
@@ -176,7 +176,7 @@ func (d *Dispatcher) record(parent context.Context, tid trace.TraceID, sid trace
 	if !ok {
 		msg := "failed"
 		if errInfo != nil {
-			sp.SetAttributes(telemetry.AttrErrorCode.String(errInfo.Code))
+			sp.SetAttributes(telemetry.AttrErrorCode.String(string(errInfo.Code)))
 			msg = errInfo.Message
 		}
 		sp.SetStatus(codes.Error, msg)
@@ -192,7 +192,7 @@ func (d *Dispatcher) rejectSpan(h nats.Header, planID, requestID string, errInfo
 	}
 	_, sp := d.tracer.Start(ctx, telemetry.SpanPlan, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		telemetry.AttrPlanID.String(planID), telemetry.AttrRequestID.String(requestID),
-		telemetry.AttrState.String(planbus.PlanRejected), telemetry.AttrErrorCode.String(errInfo.Code)))
+		telemetry.AttrState.String(string(planbus.PlanRejected)), telemetry.AttrErrorCode.String(string(errInfo.Code))))
 	sp.SetStatus(codes.Error, errInfo.Message)
 	sp.End()
 }

@@ -13,7 +13,7 @@ import (
 func eventTypes(fx Effects) []string {
 	var out []string
 	for _, ev := range fx.Events {
-		out = append(out, ev.Type+" "+ev.ToolID)
+		out = append(out, string(ev.Type)+" "+ev.ToolID)
 	}
 	return out
 }
@@ -150,7 +150,7 @@ func TestRejection(t *testing.T) {
 		want := map[string]string{"A": "failed/", "B": "skipped/dependency_failed", "C": "cancelled/plan_failed"}
 		got := map[string]string{}
 		for _, o := range res.Tools {
-			got[o.ToolID] = o.State + "/" + o.Reason
+			got[o.ToolID] = string(o.State) + "/" + string(o.Reason)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("tools (-want +got):\n%s", diff)

@@ -34,7 +34,7 @@ func TestCancelEndsThePlanAtOnce(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, o := range res.Tools {
-		got[o.ToolID] = o.State + "/" + o.Reason
+		got[o.ToolID] = string(o.State) + "/" + string(o.Reason)
 	}
 	wantStates := map[string]string{"A": "succeeded/", "B": "cancelled/cancelled", "C": "cancelled/cancelled", "D": "skipped/cancelled"}
 	if diff := cmp.Diff(wantStates, got); diff != "" {
@@ -51,7 +51,7 @@ func TestCancelEndsThePlanAtOnce(t *testing.T) {
 	}
 	var types []string
 	for _, ev := range fx.Events {
-		types = append(types, ev.Type+" "+ev.ToolID)
+		types = append(types, string(ev.Type)+" "+ev.ToolID)
 	}
 	wantEvents := []string{"tool.cancelled B", "tool.cancelled C", "tool.skipped D", "plan.cancelled "}
 	if diff := cmp.Diff(wantEvents, types); diff != "" {

@@ -294,7 +294,7 @@ func (e *Engine) event(ev planbus.Event) {
 	e.fx.Events = append(e.fx.Events, ev)
 }
 
-func (e *Engine) toolEvent(typ string, i int, ev planbus.Event) {
+func (e *Engine) toolEvent(typ planbus.EventType, i int, ev planbus.Event) {
 	if ev.Attempt == 0 {
 		ev.Attempt = e.st.Tools[i].Attempt
 	}
@@ -440,7 +440,7 @@ func (e *Engine) verified(i int, r *planbus.ToolResult) (out *planbus.ToolResult
 }
 
 // leave frees tool i's slot as it reaches terminal state s.
-func (e *Engine) leave(i int, s string) {
+func (e *Engine) leave(i int, s planbus.ToolState) {
 	e.st.touch(i)
 	ts := &e.st.Tools[i]
 	if inFlight(ts.State) {
@@ -531,7 +531,7 @@ func (e *Engine) OnResultSeq(r *planbus.ToolResult, seq uint64, now time.Time) E
 	e.leave(i, final)
 	e.toolEvent(evType, i, planbus.Event{Error: errInfo, DurationMs: r.DurationMs, WorkerID: r.WorkerID})
 	e.failed(i, errInfo, fmt.Sprintf("required tool %q (skill %s) %s after %s: %s", t.ToolID, v.Skill,
-		map[string]string{planbus.ToolFailed: "failed", planbus.ToolTimeout: "timed out"}[final], plural(r.Attempt, "attempt"), errInfo.Message))
+		map[planbus.ToolState]string{planbus.ToolFailed: "failed", planbus.ToolTimeout: "timed out"}[final], plural(r.Attempt, "attempt"), errInfo.Message))
 	return e.end()
 }
 
@@ -663,14 +663,14 @@ func clip(s string, n int) string {
 
 // finish ends the plan: tools not yet released are skipped, tools in flight
 // are cancelled, and the execution result is produced.
-func (e *Engine) finish(status string, errInfo *planbus.ErrorInfo, reason string) {
+func (e *Engine) finish(status planbus.PlanState, errInfo *planbus.ErrorInfo, reason planbus.Reason) {
 	for i := range e.st.Tools {
 		ts := &e.st.Tools[i]
 		switch {
 		case ts.State == planbus.ToolPending || ts.State == planbus.ToolWaitingApproval:
 			e.leave(i, planbus.ToolSkipped)
 			ts.Reason = reason
-			e.toolEvent(planbus.EventToolSkipped, i, planbus.Event{Message: reason})
+			e.toolEvent(planbus.EventToolSkipped, i, planbus.Event{Message: string(reason)})
 		case inFlight(ts.State):
 			e.leave(i, planbus.ToolCancelled)
 			ts.Reason = reason
@@ -679,7 +679,7 @@ func (e *Engine) finish(status string, errInfo *planbus.ErrorInfo, reason string
 				ts.Error = errInfo
 			}
 			e.fx.Cancel = true
-			e.toolEvent(planbus.EventToolCancelled, i, planbus.Event{Message: reason})
+			e.toolEvent(planbus.EventToolCancelled, i, planbus.Event{Message: string(reason)})
 		}
 	}
 	e.st.Status, e.st.Error, e.st.FinishedAt = status, errInfo, e.ms()
@@ -687,7 +687,7 @@ func (e *Engine) finish(status string, errInfo *planbus.ErrorInfo, reason string
 	// long as its head (see chunks.go).
 	e.st.touchAll()
 	e.fx.Changed = true
-	evType := map[string]string{planbus.PlanSucceeded: planbus.EventPlanSucceeded, planbus.PlanFailed: planbus.EventPlanFailed,
+	evType := map[planbus.PlanState]planbus.EventType{planbus.PlanSucceeded: planbus.EventPlanSucceeded, planbus.PlanFailed: planbus.EventPlanFailed,
 		planbus.PlanTimeout: planbus.EventPlanTimeout, planbus.PlanCancelled: planbus.EventPlanCancelled}[status]
 	ev := planbus.Event{Type: evType, Error: errInfo, DurationMs: float64(e.st.FinishedAt - e.st.StartedAt)}
 	e.event(ev)

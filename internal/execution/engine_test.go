@@ -41,7 +41,7 @@ func ok(id string, attempt int) *planbus.ToolResult {
 	return &planbus.ToolResult{ToolID: id, Attempt: attempt, State: planbus.ToolSucceeded, Output: json.RawMessage(`{"id":"` + id + `"}`)}
 }
 
-func fail(id string, attempt int, category string) *planbus.ToolResult {
+func fail(id string, attempt int, category planbus.Category) *planbus.ToolResult {
 	return &planbus.ToolResult{ToolID: id, Attempt: attempt, State: planbus.ToolFailed,
 		Error: &planbus.ErrorInfo{Code: "X", Message: "boom", Category: category}}
 }
@@ -182,7 +182,7 @@ func TestRequiredFailureSkipsDependents(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, o := range res.Tools {
-		got[o.ToolID] = o.State + "/" + o.Reason
+		got[o.ToolID] = string(o.State) + "/" + string(o.Reason)
 	}
 	want := map[string]string{"A": "succeeded/", "B": "failed/", "C": "cancelled/plan_failed",
 		"D": "skipped/dependency_failed", "E": "skipped/dependency_failed", "F": "skipped/plan_failed"}
@@ -503,7 +503,7 @@ func TestAppendStoredIsStoreMarshalled(t *testing.T) {
 		}
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		states := []string{planbus.ToolPending, planbus.ToolRunning, planbus.ToolRetrying, planbus.ToolSucceeded, planbus.ToolFailed,
+		states := []planbus.ToolState{planbus.ToolPending, planbus.ToolRunning, planbus.ToolRetrying, planbus.ToolSucceeded, planbus.ToolFailed,
 			planbus.ToolTimeout, planbus.ToolSkipped, planbus.ToolCancelled, planbus.ToolWaitingApproval}
 		st := &State{PlanID: "p", RequestID: rapid.StringMatching(`[a-z]{0,3}`).Draw(t, "req"), Status: planbus.PlanRunning,
 			MaxConcurrency: rapid.IntRange(1, 9).Draw(t, "mc"), StartedAt: 1000, Deadline: 9000,
@@ -518,7 +518,7 @@ func TestAppendStoredIsStoreMarshalled(t *testing.T) {
 			ts := ToolState{ID: fmt.Sprint(i), State: rapid.SampledFrom(states).Draw(t, "state"),
 				Attempt: rapid.IntRange(0, 5).Draw(t, "attempt"), ReleasedAt: rapid.Int64Range(0, 3000).Draw(t, "rel"),
 				RetryAt: rapid.Int64Range(0, 3000).Draw(t, "retry"), FinishedAt: rapid.Int64Range(0, 3000).Draw(t, "end"),
-				ResultSeq: rapid.Uint64Range(0, 3).Draw(t, "seq"), Reason: rapid.SampledFrom([]string{"", "why", `"q"`}).Draw(t, "reason"),
+				ResultSeq: rapid.Uint64Range(0, 3).Draw(t, "seq"), Reason: rapid.SampledFrom([]planbus.Reason{"", "why", `"q"`}).Draw(t, "reason"),
 				Approved: rapid.Bool().Draw(t, "approved"), Reused: rapid.Bool().Draw(t, "reused")}
 			if rapid.Bool().Draw(t, "toolErr") {
 				ts.Error = &planbus.ErrorInfo{Code: "E", Message: "x", Category: planbus.CategoryNetwork}

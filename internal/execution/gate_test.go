@@ -28,7 +28,7 @@ func summary(e *Engine, fx Effects, now time.Time) []string {
 	for _, a := range fx.Applied {
 		code := "ok"
 		if a.Result.Error != nil {
-			code = a.Result.Error.Code
+			code = string(a.Result.Error.Code)
 		}
 		line := fmt.Sprintf("applied %s#%d %s", e.plan.Tools[a.Index].ToolID, a.Result.Attempt, code)
 		if a.Final {
@@ -50,9 +50,9 @@ func summary(e *Engine, fx Effects, now time.Time) []string {
 		}
 	}
 	if fx.Done != nil {
-		line := "done " + fx.Done.State
+		line := "done " + string(fx.Done.State)
 		if fx.Done.Error != nil {
-			line += " " + fx.Done.Error.Code
+			line += " " + string(fx.Done.Error.Code)
 		}
 		s = append(s, line)
 	}
@@ -68,9 +68,11 @@ func TestGates(t *testing.T) {
 		cache   = `"verify":{"type":"equals","path":"/from","value":"cache"}`
 	)
 	type outcome struct {
-		State, Skill, Code string
-		Attempts           int
-		Output             string
+		State    planbus.ToolState
+		Skill    string
+		Code     planbus.Code
+		Attempts int
+		Output   string
 	}
 	tests := []struct {
 		name    string

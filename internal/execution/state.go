@@ -12,7 +12,7 @@ type State struct {
 	PlanID         string             `json:"planId"`
 	RequestID      string             `json:"requestId"`
 	SessionID      string             `json:"sessionId,omitempty"`
-	Status         string             `json:"status"` // planbus.PlanRunning, ...
+	Status         planbus.PlanState  `json:"status"`
 	MaxConcurrency int                `json:"maxConcurrency"`
 	StartedAt      int64              `json:"startedAt"`
 	Deadline       int64              `json:"deadline"`
@@ -35,14 +35,14 @@ type State struct {
 // ToolState is one tool's part of State, in plan order.
 type ToolState struct {
 	ID         string             `json:"id"`
-	State      string             `json:"state"`
+	State      planbus.ToolState  `json:"state"`
 	Attempt    int                `json:"attempt,omitempty"` // the attempt running, or the last one
 	ReleasedAt int64              `json:"releasedAt,omitempty"`
 	RetryAt    int64              `json:"retryAt,omitempty"`
 	FinishedAt int64              `json:"finishedAt,omitempty"`
 	Output     json.RawMessage    `json:"output,omitempty"`
 	Error      *planbus.ErrorInfo `json:"error,omitempty"`
-	Reason     string             `json:"reason,omitempty"`
+	Reason     planbus.Reason     `json:"reason,omitempty"`
 	WorkerID   string             `json:"workerId,omitempty"`
 	StartedAt  int64              `json:"startedAt,omitempty"` // when the worker started the last attempt
 	DurationMs float64            `json:"durationMs,omitempty"`
@@ -60,7 +60,7 @@ type ToolState struct {
 	Refused bool `json:"refused,omitempty"`
 }
 
-func terminal(state string) bool {
+func terminal(state planbus.ToolState) bool {
 	switch state {
 	case planbus.ToolSucceeded, planbus.ToolFailed, planbus.ToolTimeout, planbus.ToolSkipped, planbus.ToolCancelled:
 		return true
@@ -69,6 +69,6 @@ func terminal(state string) bool {
 }
 
 // inFlight: the tool holds one of the plan's concurrency slots.
-func inFlight(state string) bool {
+func inFlight(state planbus.ToolState) bool {
 	return state == planbus.ToolRunning || state == planbus.ToolRetrying
 }

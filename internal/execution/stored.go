@@ -18,7 +18,7 @@ type Stored struct {
 	PlanID         string             `json:"planId"`
 	RequestID      string             `json:"requestId"`
 	SessionID      string             `json:"sessionId,omitempty"`
-	Status         string             `json:"status"`
+	Status         planbus.PlanState  `json:"status"`
 	MaxConcurrency int                `json:"maxConcurrency"`
 	StartedAt      int64              `json:"startedAt"`
 	Deadline       int64              `json:"deadline"`
@@ -41,14 +41,14 @@ type Stored struct {
 
 // StoredTool is one tool in Stored, in plan order.
 type StoredTool struct {
-	State   string
+	State   planbus.ToolState
 	Attempt int
 	// Result is the RESULTS stream sequence of the result that set State.
 	Result uint64
 	// At is when the running attempt was released, when a retry is due,
 	// or when the tool ended (Unix ms).
 	At     int64
-	Reason string
+	Reason planbus.Reason
 	// Error is kept for tools that ended without a result of their own
 	// (cancelled by a plan timeout, rejected), and for those whose gate
 	// refused their result (the verdict, so that no gate runs again when

@@ -21,7 +21,7 @@ import (
 // "u"; time is in ms since the plan started (negative for a reused
 // result's), or null when there is none; reason and error appear only
 // when set.
-var stateCodes = map[string]string{
+var stateCodes = map[planbus.ToolState]string{
 	planbus.ToolPending: "p", planbus.ToolRunning: "r", planbus.ToolRetrying: "w", planbus.ToolSucceeded: "s",
 	planbus.ToolFailed: "f", planbus.ToolTimeout: "t", planbus.ToolSkipped: "k", planbus.ToolCancelled: "c",
 	planbus.ToolWaitingApproval: "a",
@@ -33,8 +33,8 @@ const (
 	codeReused   = "u" // succeeded, Reused
 )
 
-var codeStates = func() map[string]string {
-	m := map[string]string{}
+var codeStates = func() map[string]planbus.ToolState {
+	m := map[string]planbus.ToolState{}
 	for s, c := range stateCodes {
 		m[c] = s
 	}
@@ -120,7 +120,7 @@ func appendTool(b []byte, i int, t *StoredTool, startedAt int64) ([]byte, error)
 	}
 	if t.Reason != "" || t.Error != nil {
 		b = append(b, ',')
-		b = strconv.AppendQuote(b, t.Reason)
+		b = strconv.AppendQuote(b, string(t.Reason))
 	}
 	if t.Error != nil {
 		e, err := json.Marshal(t.Error)
@@ -135,7 +135,7 @@ func appendTool(b []byte, i int, t *StoredTool, startedAt int64) ([]byte, error)
 
 // stateCode is stateCodes[state] without hashing the string: it runs for
 // every tool of a plan on every write.
-func stateCode(state string) string {
+func stateCode(state planbus.ToolState) string {
 	switch state {
 	case planbus.ToolPending:
 		return "p"

@@ -200,7 +200,7 @@ func (s *Service) guideTurn(ctx context.Context, q *planbus.GuideTurn) (*planbus
 // activation.
 func (s *Service) guideEvent(sessionID string, r *planbus.GuideReply) {
 	if e := r.Ended; e != nil {
-		ev := planbus.Event{Type: planbus.EventGuidePrefix + e.Transition, Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: e.Message}
+		ev := planbus.Event{Type: planbus.EventGuidePrefix + planbus.EventType(e.Transition), Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: e.Message}
 		if e.Plan != nil {
 			ev.Template = e.Plan.ID
 		}
@@ -212,7 +212,7 @@ func (s *Service) guideEvent(sessionID string, r *planbus.GuideReply) {
 	if r.Transition == planbus.GuideNone {
 		return
 	}
-	ev := planbus.Event{Type: planbus.EventGuidePrefix + r.Transition, Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: r.Message}
+	ev := planbus.Event{Type: planbus.EventGuidePrefix + planbus.EventType(r.Transition), Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: r.Message}
 	if r.Plan != nil {
 		ev.Template, ev.Step = r.Plan.ID, r.Plan.Step
 	}

@@ -103,7 +103,7 @@ func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
 		{"toolId": "R", "skill": "remember", "dependencies": ["A"], "input": {"seen": "Lisbon"}},
 		{"toolId": "D", "skill": "echo", "dependencies": ["F", "R"], "input": {"a": {"$ref": "A"}}}]}`)
 	var events []string
-	out, err := c.RunPlan(ctx, p, func(ev planbus.Event) { events = append(events, ev.Type) })
+	out, err := c.RunPlan(ctx, p, func(ev planbus.Event) { events = append(events, string(ev.Type)) })
 	if err != nil {
 		t.Fatalf("run: %v\nlog:\n%s", err, logs.String())
 	}
@@ -294,7 +294,7 @@ func TestAuthClientSubmitsWatchesCancelsAndLists(t *testing.T) {
 	var seen []string
 	go func() {
 		o, err := c.Watch(ctx, acc.RequestID, func(ev planbus.Event) {
-			seen = append(seen, ev.Type)
+			seen = append(seen, string(ev.Type))
 			if ev.Type == planbus.EventToolStarted {
 				started <- struct{}{}
 			}

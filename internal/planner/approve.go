@@ -32,7 +32,8 @@ import (
 // refusal is an endpoint request refused with a reply code other than
 // INVALID_REQUEST.
 type refusal struct {
-	code, field, msg string
+	code       planbus.Code
+	field, msg string
 }
 
 func (r *refusal) Error() string { return r.msg }
@@ -154,9 +155,9 @@ func (s *Service) approve(ctx context.Context, q *planbus.ApproveRequest, now ti
 // loopStatus says where a loop without a running plan is.
 func loopStatus(l *loop) string {
 	if l.Status == loopDone && l.Outcome != nil {
-		return "ended " + l.Outcome.Status
+		return "ended " + string(l.Outcome.Status)
 	}
-	return l.Status
+	return string(l.Status)
 }
 
 // storedTool is what approve reads of a stored plan's tools.

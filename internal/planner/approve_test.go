@@ -29,7 +29,7 @@ func (h *harness) decide(approve bool, id, tool, reason string) (*planbus.Approv
 
 // wantRefusal checks that err is the planner's refusal with code, naming
 // field.
-func wantRefusal(t *testing.T, what string, err error, code, field string) {
+func wantRefusal(t *testing.T, what string, err error, code planbus.Code, field string) {
 	t.Helper()
 	var rej *client.RejectedError
 	if !errors.As(err, &rej) || rej.Reply.Error.Code != code || rej.Reply.Error.Field != field {

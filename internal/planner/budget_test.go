@@ -32,7 +32,7 @@ func (h *harness) budgetRequest(doc string) *planbus.Outcome {
 
 // wantBudgetFailure checks an outcome ended by a generation budget: one
 // attempt (not retried), the fallback, the code given.
-func wantBudgetFailure(t *testing.T, out *planbus.Outcome, code string) {
+func wantBudgetFailure(t *testing.T, out *planbus.Outcome, code planbus.Code) {
 	t.Helper()
 	if out.Success || out.Status != planbus.StatusFallback || out.Attempts != 1 || out.Error == nil || out.Error.Code != code ||
 		out.Error.Category != planbus.CategoryPermanent {
@@ -46,19 +46,19 @@ func wantBudgetFailure(t *testing.T, out *planbus.Outcome, code string) {
 func TestRunawayHTNSearchEndsWithItsMemoryBudget(t *testing.T) {
 	h := start(t, planner.Config{HTNMaxMemory: 32 << 20, GOAPMaxMemory: 32 << 20, GenMaxMemory: 64 << 20}, simulated(t))
 	out := h.budgetRequest(`{"kind":"htn","htn":{` + runaway + `}}`)
-	wantBudgetFailure(t, out, generator.CodeHTNMemoryBudget)
+	wantBudgetFailure(t, out, planbus.CodeHTNMemoryBudget)
 	if !strings.Contains(out.Error.Message, "budget of 33554432") {
 		t.Errorf("message %q does not name the planner's budget", out.Error.Message)
 	}
 
 	// A request may lower the budget.
 	out = h.budgetRequest(`{"kind":"htn","htn":{` + runaway + `,"budget":{"memory":1048576}}}`)
-	wantBudgetFailure(t, out, generator.CodeHTNMemoryBudget)
+	wantBudgetFailure(t, out, planbus.CodeHTNMemoryBudget)
 	if !strings.Contains(out.Error.Message, "budget of 1048576") {
 		t.Errorf("message %q does not name the request's budget", out.Error.Message)
 	}
 	out = h.budgetRequest(`{"kind":"htn","htn":{` + runaway + `,"budget":{"nodes":100}}}`)
-	wantBudgetFailure(t, out, generator.CodeHTNNodeBudget)
+	wantBudgetFailure(t, out, planbus.CodeHTNNodeBudget)
 }
 
 // TestSlowHTNSearchEndsWithItsTimeBudget: a search that needs little
@@ -86,7 +86,7 @@ func TestGOAPNodeBudget(t *testing.T) {
 	h := start(t, planner.Config{DomainsDir: "../../examples/goap"},
 		simulated(t, "fetch(item,from)", "shop(item,budget)", "chop(tree,note)", "gather(what)", "market(item,amount)", "build(structure,logs)"))
 	out := h.budgetRequest(`{"kind":"goap","goap":{"domain":"woodcutter","goal":"build-cabin","budget":{"nodes":1}}}`)
-	wantBudgetFailure(t, out, generator.CodeGOAPNodeBudget)
+	wantBudgetFailure(t, out, planbus.CodeGOAPNodeBudget)
 	out = h.budgetRequest(`{"kind":"goap","goap":{"domain":"woodcutter","goal":"build-cabin","budget":{"memory":65536}}}`)
 	if !out.Success {
 		t.Errorf("within a budget that fits: outcome %s, error %+v", out.Status, out.Error)
@@ -217,9 +217,9 @@ func TestRequestTooLargeToStoreEndsWithAnOutcome(t *testing.T) {
 	doc := `{"requestId":"huge","kind":"plan","input":"` + strings.Repeat("x", 8<<20-2<<10) + `","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`
 	acks := h.acks(bus.StreamRequests, bus.ConsumerPlannerRequests)
 	out := h.publishRequest("huge", []byte(doc))()
-	if out.Success || out.Status != planbus.StatusFailed || out.Error == nil || out.Error.Code != planner.CodeRequestTooLarge ||
+	if out.Success || out.Status != planbus.StatusFailed || out.Error == nil || out.Error.Code != planbus.CodeRequestTooLarge ||
 		!strings.Contains(out.Error.Message, fmt.Sprint(len(doc))) {
-		t.Fatalf("outcome %s, error %+v; want failed with %s naming the size %d", out.Status, out.Error, planner.CodeRequestTooLarge, len(doc))
+		t.Fatalf("outcome %s, error %+v; want failed with %s naming the size %d", out.Status, out.Error, planbus.CodeRequestTooLarge, len(doc))
 	}
 	if a := acks(); a != "+ACK" {
 		t.Errorf("the request's message was settled with %q, want +ACK: handled once, not handed back", a)
@@ -235,8 +235,8 @@ func TestPlanTooLargeToStoreBesideItsRequest(t *testing.T) {
 	doc := `{"requestId":"bigplan","kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","input":{"pad":"` + pad + `"}}]}}`
 	acks := h.acks(bus.StreamRequests, bus.ConsumerPlannerRequests)
 	out := h.publishRequest("bigplan", []byte(doc))()
-	if out.Success || out.Error == nil || out.Error.Code != planner.CodePlanTooLarge || out.Attempts != 1 {
-		t.Fatalf("outcome %s after %d attempts, error %+v; want %s after 1", out.Status, out.Attempts, out.Error, planner.CodePlanTooLarge)
+	if out.Success || out.Error == nil || out.Error.Code != planbus.CodePlanTooLarge || out.Attempts != 1 {
+		t.Fatalf("outcome %s after %d attempts, error %+v; want %s after 1", out.Status, out.Attempts, out.Error, planbus.CodePlanTooLarge)
 	}
 	if a := acks(); a != "+ACK" {
 		t.Errorf("the request's message was settled with %q, want +ACK: handled once, not handed back", a)
@@ -268,9 +268,9 @@ func TestUnhandleableMessagesEndAtTheDeliveryLimit(t *testing.T) {
 
 	outcome := h.publishRequest("stuck", []byte(`{"requestId":"stuck","kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`))
 	out := outcome()
-	if out.Success || out.Status != planbus.StatusFailed || out.Error == nil || out.Error.Code != planner.CodeDeliveryLimit ||
+	if out.Success || out.Status != planbus.StatusFailed || out.Error == nil || out.Error.Code != planbus.CodeDeliveryLimit ||
 		!strings.Contains(out.Error.Message, "after 3 deliveries") {
-		t.Fatalf("outcome %s, error %+v; want failed with %s after 3 deliveries", out.Status, out.Error, planner.CodeDeliveryLimit)
+		t.Fatalf("outcome %s, error %+v; want failed with %s after 3 deliveries", out.Status, out.Error, planbus.CodeDeliveryLimit)
 	}
 	for i, want := range []string{"-NAK", "-NAK", "+TERM"} {
 		if got := acks(); !strings.HasPrefix(got, want) {

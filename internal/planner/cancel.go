@@ -199,7 +199,7 @@ func (s *Service) cancelLoop(ctx context.Context, l *loop, rev uint64, mark *can
 		case l.Status == loopDone:
 			status := ""
 			if l.Outcome != nil {
-				status = l.Outcome.Status
+				status = string(l.Outcome.Status)
 			}
 			return &planbus.CancelReply{RequestID: id, PlanID: l.PlanID, Status: planbus.CancelEnded, Ended: status,
 				Message: fmt.Sprintf("request %s had already ended (%s): nothing to cancel", id, status)}, nil
@@ -277,7 +277,7 @@ func (s *Service) cancelQueued(ctx context.Context, r *request.Request, mark *ca
 // cancelPlan cancels a plan submitted without a request.
 func (s *Service) cancelPlan(ctx context.Context, planID string, st *planState, mark *cancelMark) (*planbus.CancelReply, error) {
 	if st.Status != planbus.PlanRunning {
-		return &planbus.CancelReply{RequestID: st.RequestID, PlanID: planID, Status: planbus.CancelEnded, Ended: st.Status,
+		return &planbus.CancelReply{RequestID: st.RequestID, PlanID: planID, Status: planbus.CancelEnded, Ended: string(st.Status),
 			Message: fmt.Sprintf("plan %s had already ended (%s): nothing to cancel", planID, st.Status)}, nil
 	}
 	if err := s.publishCancel(ctx, planID, mark); err != nil {
@@ -289,8 +289,8 @@ func (s *Service) cancelPlan(ctx context.Context, planID string, st *planState, 
 
 // planState is what the planner reads of a plan's stored state.
 type planState struct {
-	RequestID string `json:"requestId"`
-	Status    string `json:"status"`
+	RequestID string            `json:"requestId"`
+	Status    planbus.PlanState `json:"status"`
 }
 
 // planState reads the state of plan id, or nil if it has none.

@@ -51,7 +51,7 @@ func (h *harness) watchEvents(requestID string) *events {
 
 // waitFor waits until an event of type typ (and tool, if not empty) has
 // arrived.
-func (e *events) waitFor(t *testing.T, typ, tool string) {
+func (e *events) waitFor(t *testing.T, typ planbus.EventType, tool string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -103,7 +103,7 @@ func (h *harness) submit(doc string) string {
 func toolStates(res *planbus.ExecutionResult) map[string]string {
 	out := map[string]string{}
 	for _, o := range res.Tools {
-		out[o.ToolID] = o.State + "/" + o.Reason
+		out[o.ToolID] = string(o.State) + "/" + string(o.Reason)
 	}
 	return out
 }
@@ -152,7 +152,7 @@ func TestCancelStopsARunningRequest(t *testing.T) {
 		t.Errorf("tools %v, want %v", got, want)
 	}
 	all.waitFor(t, "request.cancelled", "")
-	for _, typ := range []string{planbus.EventPlanCancelled, planbus.EventToolCancelled, planbus.EventToolSkipped, "request.cancelled"} {
+	for _, typ := range []planbus.EventType{planbus.EventPlanCancelled, planbus.EventToolCancelled, planbus.EventToolSkipped, planbus.EventRequestCancelled} {
 		if len(all.of(typ)) == 0 {
 			t.Errorf("no %s event", typ)
 		}
@@ -163,7 +163,7 @@ func TestCancelStopsARunningRequest(t *testing.T) {
 
 	// Cancelled again: a no-op that says so.
 	again := h.cancel(id, "")
-	if again.Status != planbus.CancelEnded || again.Ended != planbus.StatusCancelled {
+	if again.Status != planbus.CancelEnded || again.Ended != string(planbus.StatusCancelled) {
 		t.Errorf("second cancel %+v, want ended (cancelled)", again)
 	}
 	// By plan id, the same.
@@ -181,7 +181,7 @@ func TestCancelOfAnEndedRequestChangesNothing(t *testing.T) {
 		t.Fatalf("outcome %+v", out)
 	}
 	reply := h.cancel("done1", "too late")
-	if reply.Status != planbus.CancelEnded || reply.Ended != planbus.StatusSucceeded || !strings.Contains(reply.Message, "already ended") {
+	if reply.Status != planbus.CancelEnded || reply.Ended != string(planbus.StatusSucceeded) || !strings.Contains(reply.Message, "already ended") {
 		t.Fatalf("reply %+v, want ended (succeeded)", reply)
 	}
 	if again := h.await("done1"); again.Status != planbus.StatusSucceeded {
@@ -327,7 +327,7 @@ func TestCancelOfAPlanWithoutARequest(t *testing.T) {
 	if got, want := toolStates(res), map[string]string{"S": "cancelled/cancelled", "E": "skipped/cancelled"}; !maps.Equal(got, want) {
 		t.Errorf("tools %v, want %v", got, want)
 	}
-	if reply := h.cancel("solo", ""); reply.Status != planbus.CancelEnded || reply.Ended != planbus.PlanCancelled {
+	if reply := h.cancel("solo", ""); reply.Status != planbus.CancelEnded || reply.Ended != string(planbus.PlanCancelled) {
 		t.Errorf("cancel again: %+v, want ended", reply)
 	}
 }

@@ -286,7 +286,7 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 			rejectErr(req, err)
 			return
 		}
-		rej := planbus.Rejected{Status: "rejected", Error: planbus.ReplyError{Code: "INVALID_REQUEST", Message: err.Error()}}
+		rej := planbus.Rejected{Status: "rejected", Error: planbus.ReplyError{Code: planbus.CodeInvalidRequest, Message: err.Error()}}
 		var re *request.Error
 		if errors.As(err, &re) {
 			rej.Error.Field, rej.Error.Message = re.Field, re.Error()

@@ -118,7 +118,7 @@ func (g *guideSession) event(transition, template string, step int) {
 		if err := json.Unmarshal(m.Data, &ev); err != nil {
 			g.t.Fatal(err)
 		}
-		want := planbus.EventGuidePrefix + transition
+		want := planbus.EventGuidePrefix + planbus.EventType(transition)
 		if ev.Type != want || m.Subject != bus.EventSubject(g.id, want) || ev.RequestID != g.id || ev.SessionID != g.id ||
 			ev.Template != template || (step != 0 && ev.Step != step) || ev.Message == "" {
 			g.t.Errorf("event on %s: %s; want %s of %s step %d", m.Subject, m.Data, want, template, step)

@@ -30,7 +30,7 @@ import (
 // planbus-requests.
 type loop struct {
 	Request  *request.Request         `json:"request"`
-	Status   string                   `json:"status"` // generating, executing, done
+	Status   planbus.RequestStatus    `json:"status"` // generating, executing, done
 	Attempt  int                      `json:"attempt"`
 	PlanID   string                   `json:"planId,omitempty"`
 	Plan     json.RawMessage          `json:"plan,omitempty"`     // the plan being executed, to publish again after a crash
@@ -73,10 +73,12 @@ func (c *cancelMark) info() *planbus.ErrorInfo {
 	return &planbus.ErrorInfo{Code: planbus.CodeCancelled, Category: planbus.CategoryCancelled, Message: msg}
 }
 
+// The statuses of a loop: a request's while it runs, then done (the
+// outcome has the request's status).
 const (
-	loopGenerating = "generating"
-	loopExecuting  = "executing"
-	loopDone       = "done"
+	loopGenerating                       = planbus.RequestGenerating
+	loopExecuting                        = planbus.RequestExecuting
+	loopDone       planbus.RequestStatus = "done"
 )
 
 func (s *Service) load(ctx context.Context, requestID string) (*loop, uint64, error) {
@@ -224,7 +226,7 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 	var span trace.Span
 	ctx, span = s.tracer.Start(telemetry.FromMap(ctx, l.Trace), telemetry.SpanResume, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithLinks(trace.LinkFromContext(telemetry.Extract(context.Background(), m.Headers()))),
-		trace.WithAttributes(telemetry.AttrRequestID.String(res.RequestID), telemetry.AttrPlanID.String(res.PlanID), telemetry.AttrState.String(res.State)))
+		trace.WithAttributes(telemetry.AttrRequestID.String(res.RequestID), telemetry.AttrPlanID.String(res.PlanID), telemetry.AttrState.String(string(res.State))))
 	defer span.End()
 	if l.Status == loopExecuting && l.PlanID == res.PlanID {
 		s.record(l, res)
@@ -271,9 +273,8 @@ func decodeExecution(data []byte) (*planbus.ExecutionResult, error) {
 	return &res, nil
 }
 
-// CodeDeliveryLimit is the code of a request the planner gave up on: its
+// planbus.CodeDeliveryLimit is the code of a request the planner gave up on: its
 // messages were delivered DeliveryLimit times and could not be handled.
-const CodeDeliveryLimit = "DELIVERY_LIMIT"
 
 // abandonRequest is a request's terminal path: it ends with a failed
 // outcome naming the cause.
@@ -314,7 +315,7 @@ func (s *Service) abandon(ctx context.Context, m jetstream.Msg, id string, r *re
 		l, rev = &loop{Request: r, Disabled: []string{}, History: []planbus.Attempt{}}, 0
 	}
 	if l.Status != loopDone {
-		s.finish(l, planbus.StatusFailed, &planbus.ErrorInfo{Code: CodeDeliveryLimit, Category: planbus.CategoryInternal,
+		s.finish(l, planbus.StatusFailed, &planbus.ErrorInfo{Code: planbus.CodeDeliveryLimit, Category: planbus.CategoryInternal,
 			Message: truncate(fmt.Sprintf("the planner gave up on the request after %d deliveries of %s: %v", deliveries, m.Subject(), cause), maxErrorMessage)})
 	}
 	if err == nil {
@@ -485,7 +486,7 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 				outcome = metrics.GenPermanent
 			}
 			s.metrics.Generated(l.Request.Kind, outcome, took)
-			l.History = append(l.History, planbus.Attempt{Attempt: l.Attempt, State: "generation_failed", Error: trimmed(ge.Info()), DisabledSkills: slices.Clone(l.Disabled)})
+			l.History = append(l.History, planbus.Attempt{Attempt: l.Attempt, State: planbus.AttemptGenerationFailed, Error: trimmed(ge.Info()), DisabledSkills: slices.Clone(l.Disabled)})
 			s.log.Warn().Str("request_id", l.Request.RequestID).Int("attempt", l.Attempt).Err(err).Msg("generation failed")
 			if !ge.Retryable() {
 				s.finish(l, planbus.StatusFallback, trimmed(ge.Info()))
@@ -509,7 +510,7 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	r := l.Request
 	g, ok := s.generators[r.Kind]
 	if !ok {
-		return nil, &generator.Error{Code: "UNSUPPORTED_KIND", Category: planbus.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
+		return nil, &generator.Error{Code: planbus.CodeUnsupportedKind, Category: planbus.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
 	}
 	in := generator.Input{Request: r, Attempt: l.Attempt, DisabledSkills: slices.Clone(l.Disabled), LastExecution: l.Last}
 	if len(l.LastPlan) > 0 {
@@ -558,7 +559,7 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	if err != nil && lim.Gated && !errors.As(err, &ge) && ctx.Err() == nil && errors.Is(gctx.Err(), context.DeadlineExceeded) {
 		// A deterministic planner given the same input runs out of time
 		// again: the failure is permanent, not a timeout worth retrying.
-		return nil, &generator.Error{Code: strings.ToUpper(r.Kind) + generator.TimeBudgetSuffix, Category: planbus.CategoryPermanent,
+		return nil, &generator.Error{Code: generator.TimeBudgetCode(r.Kind), Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("the %s planner found no plan within the %s generation budget", r.Kind, generator.GenerationTimeout)}
 	}
 	if err != nil {
@@ -641,7 +642,7 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in generator.Input) (*plan.P
 	p.Metadata, _ = json.Marshal(meta)
 	for _, t := range p.Tools {
 		if slices.Contains(in.DisabledSkills, t.Skill) {
-			return nil, &generator.Error{Code: "SKILL_DISABLED", Category: planbus.CategoryTransient,
+			return nil, &generator.Error{Code: planbus.CodeSkillDisabled, Category: planbus.CategoryTransient,
 				Message: fmt.Sprintf("the %s planner used disabled skill %q (tool %q)", r.Kind, t.Skill, t.ToolID)}
 		}
 		if _, ok := in.Skills[t.Skill]; !ok {
@@ -703,8 +704,14 @@ func (s *Service) skillManifest(ctx context.Context, name string) (*planbus.Skil
 	return &m, nil
 }
 
+// requestEnded is the event of a request that ended with a status.
+var requestEnded = map[planbus.RequestStatus]planbus.EventType{
+	planbus.StatusSucceeded: planbus.EventRequestSucceeded, planbus.StatusFailed: planbus.EventRequestFailed,
+	planbus.StatusFallback: planbus.EventRequestFallback, planbus.StatusCancelled: planbus.EventRequestCancelled,
+}
+
 // finish ends the loop with an outcome; advance stores and publishes it.
-func (s *Service) finish(l *loop, status string, errInfo *planbus.ErrorInfo) {
+func (s *Service) finish(l *loop, status planbus.RequestStatus, errInfo *planbus.ErrorInfo) {
 	r := l.Request
 	o := &planbus.Outcome{RequestID: r.RequestID, SessionID: r.SessionID, Status: status, Success: status == planbus.StatusSucceeded,
 		Fallback: status == planbus.StatusFallback, Attempts: len(l.History), PlanID: l.PlanID, DisabledSkills: l.Disabled,
@@ -716,7 +723,7 @@ func (s *Service) finish(l *loop, status string, errInfo *planbus.ErrorInfo) {
 	// The outcome holds the last execution: the state need not keep it twice.
 	l.Status, l.Outcome, l.Plan, l.LastPlan, l.Last, l.Reusable = loopDone, o, nil, nil, nil, nil
 	s.metrics.RequestEnded(status)
-	s.event(l, planbus.Event{Type: "request." + status, PlanID: l.PlanID, Attempts: o.Attempts, Error: errInfo,
+	s.event(l, planbus.Event{Type: requestEnded[status], PlanID: l.PlanID, Attempts: o.Attempts, Error: errInfo,
 		Message: fmt.Sprintf("%s after %d attempt(s)", status, o.Attempts)})
 }
 

@@ -112,7 +112,7 @@ func (e *events) add(ev planbus.Event) {
 	e.all = append(e.all, ev)
 }
 
-func (e *events) of(typ string) []planbus.Event {
+func (e *events) of(typ planbus.EventType) []planbus.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []planbus.Event
@@ -596,7 +596,7 @@ func TestAManifestThatIsNotJSONIsASkillWithItsName(t *testing.T) {
 // where the same number of permanent failures does degrade it.
 func TestInvalidInputLeavesTheSkillHealthy(t *testing.T) {
 	h := start(t, planner.Config{}, simulated(t))
-	failing := func(session, category string) []string {
+	failing := func(session string, category planbus.Category) []string {
 		var moves []string
 		for i := range 6 {
 			doc := fmt.Sprintf(`{"kind":"plan","sessionId":%q,"requestId":"%s-%s-%d","maxAttempts":1,"plan":{"tools":[

@@ -23,12 +23,6 @@ import (
 // its generation (PLAN_TOO_LARGE); a request that does not fit at all
 // (published around the endpoint) ends at once (REQUEST_TOO_LARGE).
 
-// Codes of requests and plans too large for the store.
-const (
-	CodeRequestTooLarge = "REQUEST_TOO_LARGE"
-	CodePlanTooLarge    = "PLAN_TOO_LARGE"
-)
-
 // storeMargin is room left in every stored value for headers and for
 // the fields of the loop state besides the request and the plan.
 const storeMargin = 64 << 10
@@ -141,7 +135,7 @@ func slimRequest(r *request.Request) *request.Request {
 func (s *Service) requestTooLarge(l *loop, reqSize int, tl *tooLargeError) {
 	s.stats.TooLarge.Add(1)
 	l.Request = slimRequest(l.Request)
-	s.finish(l, planbus.StatusFailed, &planbus.ErrorInfo{Code: CodeRequestTooLarge, Category: planbus.CategoryInvalidInput,
+	s.finish(l, planbus.StatusFailed, &planbus.ErrorInfo{Code: planbus.CodeRequestTooLarge, Category: planbus.CategoryInvalidInput,
 		Message: fmt.Sprintf("the request takes %d bytes and its loop state %d, over the store's limit of %d bytes (max payload); requests may take at most %d bytes",
 			reqSize, tl.size, tl.limit, s.maxRequestBytes())})
 }
@@ -150,10 +144,10 @@ func (s *Service) requestTooLarge(l *loop, reqSize int, tl *tooLargeError) {
 // into a failed generation, which would fail the same way again.
 func (s *Service) planTooLarge(l *loop, tl *tooLargeError) {
 	s.stats.TooLarge.Add(1)
-	info := &planbus.ErrorInfo{Code: CodePlanTooLarge, Category: planbus.CategoryPermanent,
+	info := &planbus.ErrorInfo{Code: planbus.CodePlanTooLarge, Category: planbus.CategoryPermanent,
 		Message: fmt.Sprintf("attempt %d's plan takes %d bytes; with the request and the loop's history its state takes %d bytes, over the store's limit of %d bytes (max payload)",
 			l.Attempt, len(l.Plan), tl.size, tl.limit)}
-	l.History = append(l.History, planbus.Attempt{Attempt: l.Attempt, State: "generation_failed", Error: info, DisabledSkills: l.Disabled})
+	l.History = append(l.History, planbus.Attempt{Attempt: l.Attempt, State: planbus.AttemptGenerationFailed, Error: info, DisabledSkills: l.Disabled})
 	l.Status, l.Plan, l.PlanID = loopGenerating, nil, ""
 	s.finish(l, planbus.StatusFallback, info)
 }

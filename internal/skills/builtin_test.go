@@ -31,13 +31,13 @@ func newCall(skillName, input string) *skill.Call {
 
 // wantError fails the test unless err is a *skill.Error of the category
 // and code, and returns it.
-func wantError(t *testing.T, err error, category, code string) *skill.Error {
+func wantError(t *testing.T, err error, category planbus.Category, code planbus.Code) *skill.Error {
 	t.Helper()
 	var se *skill.Error
 	if !errors.As(err, &se) {
 		t.Fatalf("got error %v (%T), want a *skill.Error %s/%s", err, err, category, code)
 	}
-	if se.Category != category || se.Code != code {
+	if se.Category != string(category) || se.Code != string(code) {
 		t.Fatalf("got %s/%s (%s), want %s/%s", se.Category, se.Code, se.Message, category, code)
 	}
 	return se
@@ -143,16 +143,16 @@ func TestFail(t *testing.T) {
 		attempt int
 		want    *skill.Error // nil: succeeds, echoing the input
 	}{
-		{"always by default", `{}`, 1, &skill.Error{Code: "INJECTED_FAILURE", Category: planbus.CategoryTransient, Message: "failed on purpose"}},
-		{"always on later attempts", `{}`, 7, &skill.Error{Code: "INJECTED_FAILURE", Category: planbus.CategoryTransient, Message: "failed on purpose"}},
+		{"always by default", `{}`, 1, &skill.Error{Code: "INJECTED_FAILURE", Category: string(planbus.CategoryTransient), Message: "failed on purpose"}},
+		{"always on later attempts", `{}`, 7, &skill.Error{Code: "INJECTED_FAILURE", Category: string(planbus.CategoryTransient), Message: "failed on purpose"}},
 		{"chosen error", `{"category":"permanent","code":"NO_USER","message":"user 42 does not exist"}`, 1,
-			&skill.Error{Code: "NO_USER", Category: planbus.CategoryPermanent, Message: "user 42 does not exist"}},
-		{"first of two failing attempts", `{"attempts":2}`, 1, &skill.Error{Code: "INJECTED_FAILURE", Category: planbus.CategoryTransient, Message: "failed on purpose"}},
-		{"last of two failing attempts", `{"attempts":2,"category":"network"}`, 2, &skill.Error{Code: "INJECTED_FAILURE", Category: planbus.CategoryNetwork, Message: "failed on purpose"}},
+			&skill.Error{Code: "NO_USER", Category: string(planbus.CategoryPermanent), Message: "user 42 does not exist"}},
+		{"first of two failing attempts", `{"attempts":2}`, 1, &skill.Error{Code: "INJECTED_FAILURE", Category: string(planbus.CategoryTransient), Message: "failed on purpose"}},
+		{"last of two failing attempts", `{"attempts":2,"category":"network"}`, 2, &skill.Error{Code: "INJECTED_FAILURE", Category: string(planbus.CategoryNetwork), Message: "failed on purpose"}},
 		{"attempt after the failing ones", `{"attempts":2}`, 3, nil},
 		{"zero failing attempts", `{"attempts":0}`, 1, nil},
-		{"unknown category", `{"category":"flaky"}`, 1, &skill.Error{Code: planbus.CodeInvalidInput, Category: planbus.CategoryInvalidInput, Message: `fail: unknown category "flaky"`}},
-		{"unknown field", `{"categroy":"permanent"}`, 1, &skill.Error{Code: planbus.CodeInvalidInput, Category: planbus.CategoryInvalidInput, Message: "skill fail: input: unknown member /categroy"}},
+		{"unknown category", `{"category":"flaky"}`, 1, &skill.Error{Code: string(planbus.CodeInvalidInput), Category: string(planbus.CategoryInvalidInput), Message: `fail: unknown category "flaky"`}},
+		{"unknown field", `{"categroy":"permanent"}`, 1, &skill.Error{Code: string(planbus.CodeInvalidInput), Category: string(planbus.CategoryInvalidInput), Message: "skill fail: input: unknown member /categroy"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -72,8 +72,8 @@ func TestInvokeHTTPRefusesLoopbackByDefault(t *testing.T) {
 	invoke := invoker(t, skills.HTTPConfig{})
 	for _, url := range []string{srv.URL + "/", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/"} {
 		res := invoke(`{"url": "` + url + `"}`)
-		if res.State != planbus.ToolFailed || res.Error == nil || res.Error.Code != skills.CodeHTTPAddressRefused {
-			t.Fatalf("%s: result %s %+v, want failed with %s", url, res.State, res.Error, skills.CodeHTTPAddressRefused)
+		if res.State != planbus.ToolFailed || res.Error == nil || res.Error.Code != planbus.CodeHTTPAddressRefused {
+			t.Fatalf("%s: result %s %+v, want failed with %s", url, res.State, res.Error, planbus.CodeHTTPAddressRefused)
 		}
 		if !strings.Contains(res.Error.Message, "127.0.0.1 (loopback)") || !strings.Contains(res.Error.Message, "--http-allow-private") {
 			t.Errorf("%s: message %q does not name the address and the flag", url, res.Error.Message)

@@ -58,10 +58,6 @@ const DefaultOutputCap = 64 << 10
 // still hold the pipes.
 const shellWaitDelay = time.Second
 
-// CodeExitNonzero is the code of the error shell returns when the program
-// exits with a status other than 0 or is killed by a signal.
-const CodeExitNonzero = "EXIT_NONZERO"
-
 const shellInputSchema = `{
 	"type": "object",
 	"required": ["argv"],
@@ -410,14 +406,14 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (skill
 			how = "ended by " + exitErr.String()
 		}
 		if code, what := limitKill(cmd.ProcessState, s.limits); code != "" {
-			return skill.Result{}, &skill.Error{Code: code, Category: planbus.CategoryPermanent, Output: b,
+			return skill.Result{}, &skill.Error{Code: string(code), Category: string(planbus.CategoryPermanent), Output: b,
 				Message: fmt.Sprintf("shell: %s was killed (%s): %s", in.Argv[0], exitErr, what)}
 		}
 		msg := fmt.Sprintf("shell: %s %s", in.Argv[0], how)
 		if line := firstLine(stderr.buf, 200); line != "" {
 			msg += ": " + line
 		}
-		return skill.Result{}, &skill.Error{Code: CodeExitNonzero, Category: planbus.CategoryInternal, Message: msg, Output: b}
+		return skill.Result{}, &skill.Error{Code: string(planbus.CodeExitNonzero), Category: string(planbus.CategoryInternal), Message: msg, Output: b}
 	default:
 		return skill.Result{}, skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: running %q: %v", in.Argv[0], err)
 	}

@@ -139,9 +139,9 @@ type Result struct {
 func ResultOf(r *planbus.ToolResult) Result {
 	res := Result{Step: r.ToolID, Succeeded: r.State == planbus.ToolSucceeded, Output: r.Output, Retryable: true, At: r.FinishedAt}
 	if !res.Succeeded {
-		res.Error = r.State
+		res.Error = string(r.State)
 		if r.Error != nil {
-			res.Error = r.Error.Code + ": " + r.Error.Message
+			res.Error = string(r.Error.Code) + ": " + r.Error.Message
 			res.Retryable = planbus.Retryable(r.Error.Category)
 		}
 	}

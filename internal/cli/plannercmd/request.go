@@ -81,7 +81,7 @@ func printOutcome(cmd string, out *planbus.Outcome, io cli.IO) int {
 	line, _ := jsonLine(out)
 	fmt.Fprintln(io.Stdout, line)
 	if !out.Success {
-		msg := out.Status
+		msg := string(out.Status)
 		if out.Error != nil {
 			msg += ": " + out.Error.Message
 		}

@@ -173,7 +173,7 @@ func printExecution(cmd string, res *planbus.ExecutionResult, io cli.IO) int {
 	out, _ := jsonLine(res)
 	fmt.Fprintln(io.Stdout, out)
 	if !res.Success {
-		msg := res.State
+		msg := string(res.State)
 		if res.Error != nil {
 			// Messages may name the plan already: not twice in a line.
 			msg += ": " + strings.TrimPrefix(res.Error.Message, "plan "+res.PlanID+": ")

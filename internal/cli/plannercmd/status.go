@@ -162,7 +162,7 @@ func printRequest(w io.Writer, id string, doc []byte) string {
 			line += " (plan " + a.PlanID + ")"
 		}
 		if a.Error != nil {
-			line += ": " + a.Error.Code + " " + a.Error.Message
+			line += ": " + string(a.Error.Code) + " " + a.Error.Message
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -209,7 +209,7 @@ func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, 
 	if st.Error != nil {
 		fmt.Fprintf(w, "  %s: %s\n", st.Error.Code, st.Error.Message)
 	}
-	counts := map[string]int{}
+	counts := map[planbus.ToolState]int{}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TOOL\tSKILL\tSTATE\tATTEMPT\tAT\tNOTE")
 	for i, t := range st.Tools {
@@ -218,10 +218,10 @@ func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, 
 		if t.At > 0 {
 			at = "+" + (time.Duration(t.At-st.StartedAt) * time.Millisecond).String()
 		}
-		note := t.Reason
+		note := string(t.Reason)
 		switch {
 		case t.Error != nil:
-			note = t.Error.Code
+			note = string(t.Error.Code)
 		case t.Reused:
 			note = "reused"
 		case t.State == planbus.ToolWaitingApproval && p.Tools[i].Approval != nil:
@@ -231,7 +231,7 @@ func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, 
 	}
 	_ = tw.Flush()
 	var parts []string
-	for _, s := range []string{planbus.ToolSucceeded, planbus.ToolRunning, planbus.ToolRetrying, planbus.ToolWaitingApproval, planbus.ToolPending, planbus.ToolFailed,
+	for _, s := range []planbus.ToolState{planbus.ToolSucceeded, planbus.ToolRunning, planbus.ToolRetrying, planbus.ToolWaitingApproval, planbus.ToolPending, planbus.ToolFailed,
 		planbus.ToolTimeout, planbus.ToolSkipped, planbus.ToolCancelled} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))

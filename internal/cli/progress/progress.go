@@ -67,8 +67,8 @@ type summary struct {
 	planID  string
 	total   int
 	started time.Time
-	state   map[string]string // tool id -> its last event type
-	counts  map[string]int    // event type -> tools whose last event it is
+	state   map[string]planbus.EventType // tool id -> its last event type
+	counts  map[planbus.EventType]int    // event type -> tools whose last event it is
 }
 
 // New shows events on w, a line for each of them when verbose.
@@ -148,9 +148,9 @@ func (p *Progress) show(ev planbus.Event) {
 	}
 	if ev.Type == planbus.EventPlanStarted && !p.verbose && ev.Tools > summaryAbove {
 		p.sum = &summary{planID: ev.PlanID, total: ev.Tools, started: ev.Time,
-			state: make(map[string]string, ev.Tools), counts: map[string]int{}}
+			state: make(map[string]planbus.EventType, ev.Tools), counts: map[planbus.EventType]int{}}
 	}
-	if s := p.sum; s != nil && ev.PlanID == s.planID && strings.HasPrefix(ev.Type, "tool.") {
+	if s := p.sum; s != nil && ev.PlanID == s.planID && strings.HasPrefix(string(ev.Type), "tool.") {
 		if old, ok := s.state[ev.ToolID]; ok {
 			s.counts[old]--
 		}
@@ -168,7 +168,7 @@ func (p *Progress) show(ev planbus.Event) {
 	}
 }
 
-func isPlanEnd(t string) bool {
+func isPlanEnd(t planbus.EventType) bool {
 	return t == planbus.EventPlanSucceeded || t == planbus.EventPlanFailed || t == planbus.EventPlanTimeout || t == planbus.EventPlanRejected ||
 		t == planbus.EventPlanCancelled
 }
@@ -243,14 +243,14 @@ func (p *Progress) line(ev planbus.Event) {
 	switch ev.Type {
 	case "request.accepted", "request.duplicate", "request.generating", "request.generated", "request.replanning",
 		"request.succeeded", "request.failed", "request.fallback", "request.cancelled":
-		fmt.Fprintf(p.w, "%8s  %s: %s\n", ms(at), strings.TrimPrefix(ev.Type, "request."), ev.Message)
+		fmt.Fprintf(p.w, "%8s  %s: %s\n", ms(at), strings.TrimPrefix(string(ev.Type), "request."), ev.Message)
 		return
 	case planbus.EventSkillHealth:
 		fmt.Fprintf(p.w, "%8s  skill %s: %s -> %s\n", ms(at), ev.Skill, ev.From, ev.To)
 		return
 	case "agent.started", "agent.goal.selected", "agent.goal.succeeded", "agent.goal.failed",
 		"agent.preempted", "agent.replanned", "agent.idle", "agent.stopped", "agent.gave_up":
-		fmt.Fprintf(p.w, "%8s  agent %s: %s\n", ms(at), strings.TrimPrefix(ev.Type, "agent."), ev.Message)
+		fmt.Fprintf(p.w, "%8s  agent %s: %s\n", ms(at), strings.TrimPrefix(string(ev.Type), "agent."), ev.Message)
 		return
 	case planbus.EventPlanStarted:
 		fmt.Fprintf(p.w, "%8s  plan %s started: %s\n", ms(at), ev.PlanID, ev.Message)
@@ -259,7 +259,7 @@ func (p *Progress) line(ev planbus.Event) {
 		fmt.Fprintf(p.w, "%8s  plan succeeded in %s\n", ms(at), ms(time.Duration(ev.DurationMs*float64(time.Millisecond))))
 		return
 	case planbus.EventPlanFailed, planbus.EventPlanTimeout, planbus.EventPlanRejected, planbus.EventPlanCancelled:
-		msg := strings.TrimPrefix(ev.Type, "plan.")
+		msg := strings.TrimPrefix(string(ev.Type), "plan.")
 		if ev.Error != nil {
 			msg += ": " + ev.Error.Message
 		}
@@ -278,18 +278,18 @@ func (p *Progress) line(ev planbus.Event) {
 	case planbus.EventToolTimeout:
 		what = "timed out: " + errText(ev.Error)
 	case planbus.EventToolSkipped, planbus.EventToolCancelled:
-		what = strings.TrimPrefix(ev.Type, "tool.") + ": " + ev.Message
+		what = strings.TrimPrefix(string(ev.Type), "tool.") + ": " + ev.Message
 	case planbus.EventToolWaiting:
 		what = fmt.Sprintf("waiting for approval: %s — planner approve%s %s %s", ev.Message, p.ApproveFlags, ev.RequestID, ev.ToolID)
 	case planbus.EventToolApproved, planbus.EventToolRejected:
-		what = strings.TrimPrefix(ev.Type, "tool.")
+		what = strings.TrimPrefix(string(ev.Type), "tool.")
 		if ev.Message != "" {
 			what += ": " + ev.Message
 		}
 	case planbus.EventToolReused:
 		what = "reused: " + ev.Message
 	default:
-		what = ev.Type
+		what = string(ev.Type)
 	}
 	fmt.Fprintf(p.w, "%8s  %-16s %s\n", ms(at), ev.ToolID, what)
 }
@@ -298,7 +298,7 @@ func errText(e *planbus.ErrorInfo) string {
 	if e == nil {
 		return "no error given"
 	}
-	return e.Code + " " + e.Message
+	return string(e.Code) + " " + e.Message
 }
 
 func ms(d time.Duration) string {
