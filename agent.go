@@ -29,31 +29,31 @@ const (
 // Event types of an agent, published by the planner.
 const (
 	// EventAgentStarted: the agent was started.
-	EventAgentStarted = "agent.started"
+	EventAgentStarted EventType = "agent.started"
 	// EventAgentGoalSelected: the arbiter chose a goal to pursue (Goal);
 	// the message says its utility and why.
-	EventAgentGoalSelected = "agent.goal.selected"
+	EventAgentGoalSelected EventType = "agent.goal.selected"
 	// EventAgentGoalSucceeded: the goal's conditions hold in the session
 	// state.
-	EventAgentGoalSucceeded = "agent.goal.succeeded"
+	EventAgentGoalSucceeded EventType = "agent.goal.succeeded"
 	// EventAgentGoalFailed: no plan reaches the goal, or its plans kept
 	// failing: it cools down.
-	EventAgentGoalFailed = "agent.goal.failed"
+	EventAgentGoalFailed EventType = "agent.goal.failed"
 	// EventAgentPreempted: a goal beat the running plan's by the
 	// preemption margin; the running plan was cancelled. Goal is the goal
 	// preempted.
-	EventAgentPreempted = "agent.preempted"
+	EventAgentPreempted EventType = "agent.preempted"
 	// EventAgentReplanned: the goal got a new plan, after a failed step or
 	// a change of the world that broke the plan.
-	EventAgentReplanned = "agent.replanned"
+	EventAgentReplanned EventType = "agent.replanned"
 	// EventAgentIdle: no goal to pursue now: the agent waits for a
 	// cooldown, or ends.
-	EventAgentIdle = "agent.idle"
+	EventAgentIdle EventType = "agent.idle"
 	// EventAgentStopped: the agent was stopped.
-	EventAgentStopped = "agent.stopped"
+	EventAgentStopped EventType = "agent.stopped"
 	// EventAgentGaveUp: several decisions in a row found no plan for any
 	// goal, backing off after each: the agent ends, status failed.
-	EventAgentGaveUp = "agent.gave_up"
+	EventAgentGaveUp EventType = "agent.gave_up"
 )
 
 // AgentStopRequest is the body of a request to planbus.agent.stop

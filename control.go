@@ -9,28 +9,8 @@ import (
 // planbus.plan.cancel stops a request, planbus.plan.list lists recent
 // ones, planbus.plan.approve approves or rejects a tool waiting for a
 // person. Each request that is not valid gets a Rejected reply naming the
-// field, with one of the reply codes below.
-
-// Reply codes of Rejected replies.
-const (
-	// CodeInvalidRequest: the request breaks its schema or a rule; Field
-	// names where.
-	CodeInvalidRequest = "INVALID_REQUEST"
-	// CodeNotFound: no request or plan has the id given (they are kept for
-	// a day).
-	CodeNotFound = "NOT_FOUND"
-	// CodeUnavailable: the planner could not read or write its store; try
-	// again.
-	CodeUnavailable = "UNAVAILABLE"
-	// CodeNotWaiting: the tool named in an ApproveRequest is not waiting
-	// for approval (it has no approval step, is not ready yet, was
-	// decided on already, or its plan has ended).
-	CodeNotWaiting = "NOT_WAITING"
-	// CodeForbidden: the request, plan or session named belongs to another
-	// named client (planner auth add-client): only it, or an admin on its
-	// subjects, may act on it.
-	CodeForbidden = "FORBIDDEN"
-)
+// field, with one of the reply codes (CodeInvalidRequest and the others
+// in codes.go).
 
 // CancelRequest is the body of a request to planbus.plan.cancel
 // (schemas/cancel-request.schema.json): exactly one of RequestID and
@@ -77,13 +57,13 @@ type CancelReply struct {
 // requests that ended.
 const (
 	// RequestQueued: accepted, not yet taken up by a planner.
-	RequestQueued = "queued"
+	RequestQueued RequestStatus = "queued"
 	// RequestGenerating: a plan is being generated.
-	RequestGenerating = "generating"
+	RequestGenerating RequestStatus = "generating"
 	// RequestExecuting: a plan runs.
-	RequestExecuting = "executing"
+	RequestExecuting RequestStatus = "executing"
 	// RequestCancelling: a plan runs and a cancel has been asked for.
-	RequestCancelling = "cancelling"
+	RequestCancelling RequestStatus = "cancelling"
 )
 
 // ListRequest is the body of a request to planbus.plan.list
@@ -91,7 +71,7 @@ const (
 type ListRequest struct {
 	// Status keeps the requests in this status only (a Request* status or
 	// an outcome status).
-	Status string `json:"status,omitempty"`
+	Status RequestStatus `json:"status,omitempty"`
 	// SessionID keeps the requests of this session only.
 	SessionID string `json:"sessionId,omitempty"`
 	// Limit is the most requests listed: default 50, at most 1,000.
@@ -108,10 +88,10 @@ type ListReply struct {
 
 // RequestSummary is one line of a ListReply.
 type RequestSummary struct {
-	RequestID string `json:"requestId"`
-	SessionID string `json:"sessionId"`
-	Kind      string `json:"kind"`
-	Status    string `json:"status"`
+	RequestID string        `json:"requestId"`
+	SessionID string        `json:"sessionId"`
+	Kind      string        `json:"kind"`
+	Status    RequestStatus `json:"status"`
 	// Attempts are the plan generations so far.
 	Attempts int `json:"attempts"`
 	// PlanID is the plan of the latest attempt, if one was generated.

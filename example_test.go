@@ -25,7 +25,7 @@ func ExampleToolResult() {
 
 // Which failures are worth another attempt.
 func ExampleRetryable() {
-	for _, c := range []string{planbus.CategoryNetwork, planbus.CategoryTimeout, planbus.CategoryInvalidInput, planbus.CategoryPermanent} {
+	for _, c := range []planbus.Category{planbus.CategoryNetwork, planbus.CategoryTimeout, planbus.CategoryInvalidInput, planbus.CategoryPermanent} {
 		fmt.Println(c, planbus.Retryable(c))
 	}
 	// Output:

@@ -177,4 +177,4 @@ type GuideCheck struct {
 // guide.<transition> (guide.activated, guide.advanced, ...), published on
 // planbus.events.<sessionId>.guide.<transition> with the session id as
 // requestId.
-const EventGuidePrefix = "guide."
+const EventGuidePrefix EventType = "guide."

@@ -7,17 +7,23 @@ import (
 	"time"
 )
 
-// Error categories. Timeout and network errors move a skill to
-// temporaryFailure; invalid_input and permanent errors are never retried.
+// Category is the kind of an error (ErrorInfo.Category), which says
+// whether it is retried and how it weighs on a skill's health: timeout and
+// network errors move a skill to temporaryFailure; invalid_input and
+// permanent errors are never retried. The categories are the constants
+// below (common.schema.json#/$defs/errorCategory).
+type Category string
+
+// Error categories.
 const (
-	CategoryTimeout      = "timeout"
-	CategoryNetwork      = "network"
-	CategoryTransient    = "transient"
-	CategoryInvalidInput = "invalid_input"
-	CategoryPermanent    = "permanent"
-	CategoryInternal     = "internal"
-	CategoryCancelled    = "cancelled"
-	CategoryDependency   = "dependency"
+	CategoryTimeout      Category = "timeout"
+	CategoryNetwork      Category = "network"
+	CategoryTransient    Category = "transient"
+	CategoryInvalidInput Category = "invalid_input"
+	CategoryPermanent    Category = "permanent"
+	CategoryInternal     Category = "internal"
+	CategoryCancelled    Category = "cancelled"
+	CategoryDependency   Category = "dependency"
 )
 
 // DefaultSession is the session of requests and plans that name none.
@@ -27,91 +33,70 @@ const (
 // it). Name a session to keep health across requests.
 const DefaultSession = "default"
 
-// Error codes the system itself produces. Skills may use codes of their own.
-const (
-	CodeToolTimeout   = "TOOL_TIMEOUT"
-	CodeToolFailed    = "TOOL_FAILED"
-	CodePlanTimeout   = "PLAN_TIMEOUT"
-	CodeInvalidPlan   = "INVALID_PLAN"
-	CodeInvalidInput  = "INVALID_INPUT"
-	CodeUnknownSkill  = "UNKNOWN_SKILL"
-	CodeWorkerCrash   = "WORKER_CRASH"
-	CodeToolPanic     = "TOOL_PANIC"
-	CodeCancelled     = "CANCELLED"
-	CodeRequiredTools = "REQUIRED_TOOL_FAILED"
-	// CodeVerifyFailed: the tool succeeded but its verification gate
-	// refused the output; the attempt counts as failed (category
-	// transient, so the tool's retry policy applies).
-	CodeVerifyFailed = "VERIFY_FAILED"
-	// CodeRejected: a person rejected a tool that waited for approval
-	// (planbus.plan.approve with approve false); the tool failed without
-	// running (category permanent), and a plan it fails is not replanned.
-	CodeRejected = "REJECTED"
-	// CodeInvalidCall: the worker could not decode the tool call (its
-	// input holds text a strict JSON decoder refuses, such as a lone
-	// surrogate escape); the attempt failed without running (category
-	// invalid_input, so it is not retried).
-	CodeInvalidCall = "INVALID_CALL"
-	// CodeInvalidResult: the worker's result could not be decoded (its
-	// output holds text a strict JSON decoder refuses); the attempt
-	// failed (category internal: the skill's bug).
-	CodeInvalidResult = "INVALID_RESULT"
-	// CodeOutputInvalid: the skill's output broke the output schema of its
-	// manifest; the attempt failed (category permanent: the skill ran, and
-	// running it again would most likely return the same).
-	CodeOutputInvalid = "OUTPUT_INVALID"
-)
-
 // Retryable reports whether an error of this category is worth retrying.
-func Retryable(category string) bool {
+func Retryable(category Category) bool {
 	return category != CategoryInvalidInput && category != CategoryPermanent && category != CategoryCancelled
 }
 
 // ErrorInfo is the error object of results and events.
 type ErrorInfo struct {
-	Code     string `json:"code"`
-	Message  string `json:"message"`
-	Category string `json:"category"`
+	Code     Code     `json:"code"`
+	Message  string   `json:"message"`
+	Category Category `json:"category"`
 }
 
-func (e *ErrorInfo) Error() string { return e.Code + ": " + e.Message }
+func (e *ErrorInfo) Error() string { return string(e.Code) + ": " + e.Message }
+
+// ToolState is where a tool of a running plan is (ToolOutcome.State), or
+// how one attempt ended (ToolResult.State: succeeded, failed or timeout).
+// The states are the constants below
+// (common.schema.json#/$defs/toolState).
+type ToolState string
 
 // Tool states.
 const (
-	ToolPending   = "pending"
-	ToolRunning   = "running"
-	ToolRetrying  = "retrying"
-	ToolSucceeded = "succeeded"
-	ToolFailed    = "failed"
-	ToolTimeout   = "timeout"
-	ToolSkipped   = "skipped"
-	ToolCancelled = "cancelled"
+	ToolPending   ToolState = "pending"
+	ToolRunning   ToolState = "running"
+	ToolRetrying  ToolState = "retrying"
+	ToolSucceeded ToolState = "succeeded"
+	ToolFailed    ToolState = "failed"
+	ToolTimeout   ToolState = "timeout"
+	ToolSkipped   ToolState = "skipped"
+	ToolCancelled ToolState = "cancelled"
 	// ToolWaitingApproval: the tool is ready but carries an approval
 	// step; it is released once a person approves it
 	// (planbus.plan.approve) and fails with code REJECTED if they reject
 	// it. It holds no concurrency slot while it waits.
-	ToolWaitingApproval = "waiting_approval"
+	ToolWaitingApproval ToolState = "waiting_approval"
 )
+
+// PlanState is where a plan is (ExecutionResult.State): running, or how
+// it ended. The states are the constants below
+// (common.schema.json#/$defs/planState).
+type PlanState string
 
 // Plan states.
 const (
-	PlanRunning   = "running"
-	PlanSucceeded = "succeeded"
-	PlanFailed    = "failed"
-	PlanTimeout   = "timeout"
-	PlanRejected  = "rejected"
+	PlanRunning   PlanState = "running"
+	PlanSucceeded PlanState = "succeeded"
+	PlanFailed    PlanState = "failed"
+	PlanTimeout   PlanState = "timeout"
+	PlanRejected  PlanState = "rejected"
 	// PlanCancelled: stopped on request (planbus.plan.cancel).
-	PlanCancelled = "cancelled"
+	PlanCancelled PlanState = "cancelled"
 )
+
+// Reason says why a tool did not run to its end (ToolOutcome.Reason).
+type Reason string
 
 // Reasons a tool did not run to its end.
 const (
-	ReasonDependencyFailed = "dependency_failed"
-	ReasonPlanFailed       = "plan_failed"
-	ReasonPlanTimeout      = "plan_timeout"
+	ReasonDependencyFailed Reason = "dependency_failed"
+	ReasonPlanFailed       Reason = "plan_failed"
+	ReasonPlanTimeout      Reason = "plan_timeout"
 	// ReasonCancelled: the plan was cancelled while the tool was pending
 	// (skipped) or running (cancelled).
-	ReasonCancelled = "cancelled"
+	ReasonCancelled Reason = "cancelled"
 )
 
 // ToolCall is one attempt of one tool, as a worker receives it.
@@ -147,7 +132,7 @@ type ToolResult struct {
 	ToolID     string          `json:"toolId"`
 	Skill      string          `json:"skill"`
 	Attempt    int             `json:"attempt"`
-	State      string          `json:"state"` // succeeded, failed or timeout
+	State      ToolState       `json:"state"` // succeeded, failed or timeout
 	Output     json.RawMessage `json:"output,omitempty"`
 	Error      *ErrorInfo      `json:"error,omitempty"`
 	StatePatch json.RawMessage `json:"statePatch,omitempty"`
@@ -171,12 +156,12 @@ type Cancel struct {
 type ToolOutcome struct {
 	ToolID     string          `json:"toolId"`
 	Skill      string          `json:"skill"`
-	State      string          `json:"state"`
+	State      ToolState       `json:"state"`
 	Required   bool            `json:"required"`
 	Attempts   int             `json:"attempts"`
 	Output     json.RawMessage `json:"output,omitempty"`
 	Error      *ErrorInfo      `json:"error,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
+	Reason     Reason          `json:"reason,omitempty"`
 	WorkerID   string          `json:"workerId,omitempty"`
 	StartedAt  time.Time       `json:"startedAt,omitzero"`
 	FinishedAt time.Time       `json:"finishedAt,omitzero"`
@@ -195,7 +180,7 @@ type ToolOutcome struct {
 type ExecutionResult struct {
 	PlanID       string          `json:"planId"`
 	RequestID    string          `json:"requestId"`
-	State        string          `json:"state"`
+	State        PlanState       `json:"state"`
 	Success      bool            `json:"success"`
 	CanReplan    bool            `json:"canReplan"`
 	Error        *ErrorInfo      `json:"error,omitempty"`
@@ -217,56 +202,62 @@ type ExecutionResult struct {
 	ToolsOmitted bool `json:"toolsOmitted,omitempty"`
 }
 
-// Event types, the last tokens of planbus.events.<requestId>.<type>.
+// EventType is the kind of an Event (Event.Type), and the last tokens
+// of its subject, planbus.events.<requestId>.<type>. The types are the
+// Event* constants (event.schema.json); a guided session's are
+// EventGuidePrefix followed by a GuideTransition.
+type EventType string
+
+// Event types of a plan's execution, published by the dispatchers.
 const (
-	EventPlanStarted   = "plan.started"
-	EventPlanRejected  = "plan.rejected"
-	EventPlanSucceeded = "plan.succeeded"
-	EventPlanFailed    = "plan.failed"
-	EventPlanTimeout   = "plan.timeout"
-	EventPlanCancelled = "plan.cancelled"
-	EventToolReleased  = "tool.released"
-	EventToolStarted   = "tool.started"
-	EventToolSucceeded = "tool.succeeded"
-	EventToolFailed    = "tool.failed"
-	EventToolRetrying  = "tool.retrying"
-	EventToolTimeout   = "tool.timeout"
-	EventToolSkipped   = "tool.skipped"
-	EventToolCancelled = "tool.cancelled"
-	EventSkillHealth   = "skill.health"
+	EventPlanStarted   EventType = "plan.started"
+	EventPlanRejected  EventType = "plan.rejected"
+	EventPlanSucceeded EventType = "plan.succeeded"
+	EventPlanFailed    EventType = "plan.failed"
+	EventPlanTimeout   EventType = "plan.timeout"
+	EventPlanCancelled EventType = "plan.cancelled"
+	EventToolReleased  EventType = "tool.released"
+	EventToolStarted   EventType = "tool.started"
+	EventToolSucceeded EventType = "tool.succeeded"
+	EventToolFailed    EventType = "tool.failed"
+	EventToolRetrying  EventType = "tool.retrying"
+	EventToolTimeout   EventType = "tool.timeout"
+	EventToolSkipped   EventType = "tool.skipped"
+	EventToolCancelled EventType = "tool.cancelled"
+	EventSkillHealth   EventType = "skill.health"
 	// EventToolWaiting: the tool is ready and waits for a person's
 	// approval; Message is the approval's prompt.
-	EventToolWaiting = "tool.waiting"
+	EventToolWaiting EventType = "tool.waiting"
 	// EventToolApproved: the tool was approved and will be released;
 	// Message is the reason given, if any.
-	EventToolApproved = "tool.approved"
+	EventToolApproved EventType = "tool.approved"
 	// EventToolRejected: the tool was rejected and failed with code
 	// REJECTED, without running.
-	EventToolRejected = "tool.rejected"
+	EventToolRejected EventType = "tool.rejected"
 	// EventToolReused: the tool took the output of an identical tool of an
 	// earlier attempt instead of running; Message names it.
-	EventToolReused = "tool.reused"
+	EventToolReused EventType = "tool.reused"
 )
 
 // Event types of a request's loop, published by the planner.
 const (
-	EventRequestAccepted = "request.accepted"
+	EventRequestAccepted EventType = "request.accepted"
 	// EventRequestDuplicate: a request was sent again under its id, and
 	// accepted without running anything new (Accepted.Duplicate); Message
 	// says when the first was accepted.
-	EventRequestDuplicate  = "request.duplicate"
-	EventRequestGenerating = "request.generating"
-	EventRequestGenerated  = "request.generated"
-	EventRequestReplanning = "request.replanning"
-	EventRequestSucceeded  = "request.succeeded"
-	EventRequestFailed     = "request.failed"
-	EventRequestFallback   = "request.fallback"
-	EventRequestCancelled  = "request.cancelled"
+	EventRequestDuplicate  EventType = "request.duplicate"
+	EventRequestGenerating EventType = "request.generating"
+	EventRequestGenerated  EventType = "request.generated"
+	EventRequestReplanning EventType = "request.replanning"
+	EventRequestSucceeded  EventType = "request.succeeded"
+	EventRequestFailed     EventType = "request.failed"
+	EventRequestFallback   EventType = "request.fallback"
+	EventRequestCancelled  EventType = "request.cancelled"
 )
 
 // Event is a progress report for people and tools watching a request.
 type Event struct {
-	Type       string     `json:"type"`
+	Type       EventType  `json:"type"`
 	Time       time.Time  `json:"time"`
 	RequestID  string     `json:"requestId"`
 	PlanID     string     `json:"planId,omitempty"`
@@ -292,7 +283,7 @@ type Event struct {
 type Outcome struct {
 	RequestID      string            `json:"requestId"`
 	SessionID      string            `json:"sessionId,omitempty"`
-	Status         string            `json:"status"` // succeeded, failed, fallback or cancelled
+	Status         RequestStatus     `json:"status"` // succeeded, failed, fallback or cancelled
 	Success        bool              `json:"success"`
 	Fallback       bool              `json:"fallback"`
 	Narrative      string            `json:"narrative,omitempty"`
@@ -306,25 +297,34 @@ type Outcome struct {
 	FinishedAt     time.Time         `json:"finishedAt,omitzero"`
 }
 
+// RequestStatus is where a request is: the Status* constants once it
+// has ended (Outcome.Status), the Request* constants before
+// (RequestSummary.Status).
+type RequestStatus string
+
 // Outcome statuses.
 const (
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusFallback  = "fallback"
+	StatusSucceeded RequestStatus = "succeeded"
+	StatusFailed    RequestStatus = "failed"
+	StatusFallback  RequestStatus = "fallback"
 	// StatusCancelled: the request was cancelled (planbus.plan.cancel)
 	// before it ended; no replan, no fallback.
-	StatusCancelled = "cancelled"
+	StatusCancelled RequestStatus = "cancelled"
 )
 
 // Attempt is one generation and its execution.
 type Attempt struct {
 	Attempt        int        `json:"attempt"`
 	PlanID         string     `json:"planId,omitempty"`
-	State          string     `json:"state,omitempty"` // the plan's state, or "generation_failed"
+	State          PlanState  `json:"state,omitempty"` // the plan's state, or AttemptGenerationFailed
 	Error          *ErrorInfo `json:"error,omitempty"`
 	FailedSkills   []string   `json:"failedSkills,omitempty"`
 	DisabledSkills []string   `json:"disabledSkills,omitempty"`
 }
+
+// AttemptGenerationFailed is the State of an Attempt whose generation
+// failed: no plan ran, so it has no plan state.
+const AttemptGenerationFailed PlanState = "generation_failed"
 
 // Accepted is the reply to an accepted request.
 type Accepted struct {
@@ -346,7 +346,7 @@ type Rejected struct {
 
 // ReplyError names the problem.
 type ReplyError struct {
-	Code    string `json:"code"`
+	Code    Code   `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
 }

@@ -64,7 +64,7 @@ func (e *events) keys() []string {
 	defer e.mu.Unlock()
 	var out []string
 	for _, ev := range e.all {
-		out = append(out, ev.Type+" "+ev.ToolID+" "+ev.Time.Format(time.RFC3339Nano))
+		out = append(out, string(ev.Type)+" "+ev.ToolID+" "+ev.Time.Format(time.RFC3339Nano))
 	}
 	return out
 }

@@ -23,7 +23,7 @@ func TestSkillsAndResetSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := cmp.Or(session, "default"); reply.SessionID != want {
+		if want := cmp.Or(session, planbus.DefaultSession); reply.SessionID != want {
 			t.Errorf("skills of session %q, want %q", reply.SessionID, want)
 		}
 		for _, s := range reply.Skills {

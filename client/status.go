@@ -32,7 +32,7 @@ type RequestStatus struct {
 	// Status is planbus.RequestQueued, RequestGenerating,
 	// RequestExecuting or RequestCancelling while the request runs, then
 	// its outcome's status.
-	Status string `json:"status"`
+	Status planbus.RequestStatus `json:"status"`
 	// Attempt is the plan generation the loop is at.
 	Attempt int `json:"attempt"`
 	// PlanID is the plan of the latest attempt, if one was generated.
@@ -55,7 +55,7 @@ type PlanStatus struct {
 	PlanID    string `json:"planId"`
 	RequestID string `json:"requestId"`
 	// State is planbus.PlanRunning or how the plan ended.
-	State      string             `json:"state"`
+	State      planbus.PlanState  `json:"state"`
 	StartedAt  time.Time          `json:"startedAt"`
 	FinishedAt time.Time          `json:"finishedAt"` // zero while it runs
 	Error      *planbus.ErrorInfo `json:"error,omitempty"`
@@ -67,13 +67,13 @@ type ToolStatus struct {
 	ToolID string `json:"toolId"`
 	// Skill is the skill of the tool's latest attempt (its fallback's,
 	// once the fallback runs).
-	Skill   string `json:"skill"`
-	State   string `json:"state"` // planbus.ToolPending, ToolRunning, ...
-	Attempt int    `json:"attempt"`
+	Skill   string            `json:"skill"`
+	State   planbus.ToolState `json:"state"` // planbus.ToolPending, ToolRunning, ...
+	Attempt int               `json:"attempt"`
 	// At is when the running attempt was released, when a retry is due,
 	// or when the tool ended.
 	At     time.Time          `json:"at"`
-	Reason string             `json:"reason,omitempty"`
+	Reason planbus.Reason     `json:"reason,omitempty"`
 	Error  *planbus.ErrorInfo `json:"error,omitempty"`
 	// Prompt is the tool's approval step's prompt, if it has one; while
 	// State is planbus.ToolWaitingApproval the tool waits for Approve or
@@ -93,14 +93,14 @@ type storedLoop struct {
 		Kind      string          `json:"kind"`
 		Metadata  json.RawMessage `json:"metadata"`
 	} `json:"request"`
-	Status   string            `json:"status"`
-	Attempt  int               `json:"attempt"`
-	PlanID   string            `json:"planId"`
-	Disabled []string          `json:"disabledSkills"`
-	History  []planbus.Attempt `json:"history"`
-	Outcome  *planbus.Outcome  `json:"outcome"`
-	Updated  time.Time         `json:"updatedAt"`
-	Cancel   *struct{}         `json:"cancel"`
+	Status   planbus.RequestStatus `json:"status"`
+	Attempt  int                   `json:"attempt"`
+	PlanID   string                `json:"planId"`
+	Disabled []string              `json:"disabledSkills"`
+	History  []planbus.Attempt     `json:"history"`
+	Outcome  *planbus.Outcome      `json:"outcome"`
+	Updated  time.Time             `json:"updatedAt"`
+	Cancel   *struct{}             `json:"cancel"`
 }
 
 // Status reads what the system holds about id, a request id or a plan id:

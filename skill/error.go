@@ -20,13 +20,13 @@ import (
 // and stderr, say).
 type Error struct {
 	// Code names the failure for programs, like NO_SUCH_USER.
-	Code string
+	Code planbus.Code
 	// Category is one of the planbus.Category constants: invalid_input
 	// and permanent failures are never retried, timeout and network ones
 	// count against the skill's health sooner, invalid_input does not
 	// count against it (the caller's input was at fault). Any other value
 	// is reported as internal, the message saying which was given.
-	Category string
+	Category planbus.Category
 	// Message says what went wrong, for people.
 	Message string
 	// Output is reported with the error. Output that is not JSON is
@@ -49,11 +49,12 @@ func (e *Error) Unwrap() error {
 	return e.Err
 }
 
-// Failf returns an *Error of the given category (a planbus.Category
-// constant) and code; an empty code is reported as TOOL_FAILED. The
+// Failf returns an *Error with code and category (a planbus.Category
+// constant), in the order every constructor takes them, code first; an
+// empty code is reported as TOOL_FAILED. The
 // message is formatted as fmt.Errorf formats it: an error given to a %w
 // verb is wrapped (errors.Is and errors.As find it).
-func Failf(category, code, format string, args ...any) *Error {
+func Failf(code planbus.Code, category planbus.Category, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
 	e := &Error{Code: code, Category: category, Message: err.Error()}
 	switch err.(type) {
@@ -66,25 +67,25 @@ func Failf(category, code, format string, args ...any) *Error {
 // InvalidInput returns an error about the call's input, code
 // INVALID_INPUT: never retried, since the same input fails again.
 func InvalidInput(format string, args ...any) *Error {
-	return Failf(planbus.CategoryInvalidInput, planbus.CodeInvalidInput, format, args...)
+	return Failf(planbus.CodeInvalidInput, planbus.CategoryInvalidInput, format, args...)
 }
 
 // Permanent returns an error that retrying cannot fix (a missing record, a
 // refused permission): never retried.
-func Permanent(code, format string, args ...any) *Error {
-	return Failf(planbus.CategoryPermanent, code, format, args...)
+func Permanent(code planbus.Code, format string, args ...any) *Error {
+	return Failf(code, planbus.CategoryPermanent, format, args...)
 }
 
 // Transient returns an error that may go away: retried as the tool's
 // retry policy says.
-func Transient(code, format string, args ...any) *Error {
-	return Failf(planbus.CategoryTransient, code, format, args...)
+func Transient(code planbus.Code, format string, args ...any) *Error {
+	return Failf(code, planbus.CategoryTransient, format, args...)
 }
 
 // Network returns an error reaching something over the network: retried,
 // and it moves the skill to temporaryFailure at once.
-func Network(code, format string, args ...any) *Error {
-	return Failf(planbus.CategoryNetwork, code, format, args...)
+func Network(code planbus.Code, format string, args ...any) *Error {
+	return Failf(code, planbus.CategoryNetwork, format, args...)
 }
 
 // ErrorInfo turns any handler error into the error object of a result and
@@ -134,7 +135,7 @@ func ErrorInfo(err error) (*planbus.ErrorInfo, json.RawMessage) {
 }
 
 // knownCategory tells whether c is one of the planbus.Category constants.
-func knownCategory(c string) bool {
+func knownCategory(c planbus.Category) bool {
 	switch c {
 	case planbus.CategoryTimeout, planbus.CategoryNetwork, planbus.CategoryTransient, planbus.CategoryInvalidInput,
 		planbus.CategoryPermanent, planbus.CategoryInternal, planbus.CategoryCancelled, planbus.CategoryDependency:

@@ -85,7 +85,7 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 			}
 			b, err := jsonv2.Marshal(out, durationsAsNumbers, jsontext.AllowInvalidUTF8(true))
 			if err != nil {
-				return Result{}, Failf(planbus.CategoryInternal, "OUTPUT_NOT_JSON", "skill %s: output: %v", call.Skill, err)
+				return Result{}, Failf(planbus.CodeOutputNotJSON, planbus.CategoryInternal, "skill %s: output: %v", call.Skill, err)
 			}
 			return Result{Output: b}, nil
 		}),

@@ -38,7 +38,7 @@ func OutputSchema(m Manifest) (Middleware, error) {
 				return res, nil
 			}
 			if err := v.Validate(out); err != nil {
-				return Result{}, Failf(planbus.CategoryPermanent, planbus.CodeOutputInvalid, "skill %s: output %v", m.Name, err)
+				return Result{}, Failf(planbus.CodeOutputInvalid, planbus.CategoryPermanent, "skill %s: output %v", m.Name, err)
 			}
 			return res, nil
 		})

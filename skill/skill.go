@@ -70,10 +70,10 @@ type Result struct {
 // output or state patch larger than its Config.OutputCap.
 func (r Result) Check() error {
 	if len(r.Output) > 0 && !json.Valid(r.Output) {
-		return &Error{Code: "OUTPUT_NOT_JSON", Category: planbus.CategoryInternal, Message: "the skill returned output that is not JSON"}
+		return &Error{Code: planbus.CodeOutputNotJSON, Category: planbus.CategoryInternal, Message: "the skill returned output that is not JSON"}
 	}
 	if len(r.StatePatch) > 0 && !isObject(r.StatePatch) {
-		return &Error{Code: "INVALID_STATE_PATCH", Category: planbus.CategoryInternal, Message: "the skill returned a state patch that is not a JSON object"}
+		return &Error{Code: planbus.CodeInvalidStatePatch, Category: planbus.CategoryInternal, Message: "the skill returned a state patch that is not a JSON object"}
 	}
 	return nil
 }

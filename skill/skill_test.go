@@ -110,7 +110,7 @@ func TestErrorsWrapWhatTheyAreGivenWithW(t *testing.T) {
 		skill.Permanent("GONE", "record %d: %w", 7, cause),
 		skill.Network("DIAL", "%w and %w", cause, context.DeadlineExceeded),
 		skill.InvalidInput("file: %w", cause),
-		skill.Failf(planbus.CategoryTimeout, "SLOW", "wait: %w", cause),
+		skill.Failf("SLOW", planbus.CategoryTimeout, "wait: %w", cause),
 	} {
 		if !errors.Is(e, cause) {
 			t.Errorf("%v: errors.Is(err, fs.ErrNotExist) = false", e)

@@ -46,11 +46,11 @@ func Timeout(next Handler) Handler {
 			if ctx.Err() == context.DeadlineExceeded {
 				return Result{}, timeoutError(call)
 			}
-			return Result{}, Failf(planbus.CategoryCancelled, planbus.CodeCancelled, "call cancelled: %v", context.Cause(ctx))
+			return Result{}, Failf(planbus.CodeCancelled, planbus.CategoryCancelled, "call cancelled: %v", context.Cause(ctx))
 		}
 	})
 }
 
 func timeoutError(call *Call) *Error {
-	return Failf(planbus.CategoryTimeout, planbus.CodeToolTimeout, "Tool exceeded %dms timeout", call.Timeout.Milliseconds())
+	return Failf(planbus.CodeToolTimeout, planbus.CategoryTimeout, "Tool exceeded %dms timeout", call.Timeout.Milliseconds())
 }

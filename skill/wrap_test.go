@@ -27,7 +27,7 @@ func TestWrapOrder(t *testing.T) {
 	}
 	type seen struct {
 		logged, deadline bool
-		code             string
+		code             planbus.Code
 	}
 	var got seen
 	probe := func(next skill.Handler) skill.Handler {
@@ -52,7 +52,7 @@ func TestWrapOrder(t *testing.T) {
 	tests := []struct {
 		input string
 		want  seen
-		code  string // the error reported, "" for none
+		code  planbus.Code // the error reported, "" for none
 	}{
 		{`{"n":5}`, seen{true, true, ""}, ""},
 		{`{"n":"five"}`, seen{true, true, planbus.CodeInvalidInput}, planbus.CodeInvalidInput},
@@ -65,7 +65,7 @@ func TestWrapOrder(t *testing.T) {
 		call.Timeout = time.Minute
 		_, err := h.Handle(t.Context(), call)
 		info, _ := skill.ErrorInfo(err)
-		code := ""
+		var code planbus.Code
 		if info != nil {
 			code = info.Code
 		}
@@ -96,7 +96,7 @@ func TestResultCheck(t *testing.T) {
 	tests := []struct {
 		name string
 		res  skill.Result
-		code string // "" for no error
+		code planbus.Code // "" for no error
 	}{
 		{"empty", skill.Result{}, ""},
 		{"output and patch", skill.Result{Output: json.RawMessage(`[1]`), StatePatch: json.RawMessage(` {"a": null}`)}, ""},

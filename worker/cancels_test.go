@@ -10,9 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/skill"
@@ -87,7 +87,7 @@ func benchWorker(b *testing.B, nc *nats.Conn, running int) *Worker {
 }
 
 func cancelMsg(b *testing.B, k *token.Key, planID string) *nats.Msg {
-	data, err := json.Marshal(plan.Cancel{PlanID: planID, Token: k.Cancel(planID)})
+	data, err := json.Marshal(planbus.Cancel{PlanID: planID, Token: k.Cancel(planID)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func FuzzOnCancel(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	real, err := json.Marshal(plan.Cancel{PlanID: "p", Token: k.Cancel("p")})
+	real, err := json.Marshal(planbus.Cancel{PlanID: "p", Token: k.Cancel("p")})
 	if err != nil {
 		f.Fatal(err)
 	}

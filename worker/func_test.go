@@ -9,7 +9,6 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/wire"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -59,7 +58,7 @@ func TestFuncSkillOnAWorker(t *testing.T) {
 	}
 
 	e.publish(newCall("good", "t", "score", `{"name":"ann","delta":1}`))
-	if res, _ := e.result("good"); res.State != plan.ToolSucceeded || string(res.Output) != `{"name":"ann","score":4}` {
+	if res, _ := e.result("good"); res.State != planbus.ToolSucceeded || string(res.Output) != `{"name":"ann","score":4}` {
 		t.Errorf("result %s %s %+v, want succeeded with the score", res.State, res.Output, res.Error)
 	}
 
@@ -68,7 +67,7 @@ func TestFuncSkillOnAWorker(t *testing.T) {
 	if _, err := wire.DecodeResult(msg.Data()); err != nil {
 		t.Fatalf("the dispatcher would drop the result: %v\n%s", err, msg.Data())
 	}
-	if res.State != plan.ToolFailed || errorCode(res) != planbus.CodeOutputInvalid || res.Error.Category != planbus.CategoryPermanent {
+	if res.State != planbus.ToolFailed || errorCode(res) != planbus.CodeOutputInvalid || res.Error.Category != planbus.CategoryPermanent {
 		t.Errorf("result %s %+v, want failed %s (permanent)", res.State, res.Error, planbus.CodeOutputInvalid)
 	}
 	if res.Error != nil && !strings.Contains(res.Error.Message, "skill score: output at /score") {
@@ -79,7 +78,7 @@ func TestFuncSkillOnAWorker(t *testing.T) {
 	}
 
 	e.publish(newCall("no-name", "t", "score", `{"delta":1}`))
-	if res, _ := e.result("no-name"); res.State != plan.ToolFailed || errorCode(res) != plan.CodeInvalidInput {
+	if res, _ := e.result("no-name"); res.State != planbus.ToolFailed || errorCode(res) != planbus.CodeInvalidInput {
 		t.Errorf("result %s %+v, want failed INVALID_INPUT", res.State, res.Error)
 	}
 	if n := runs.Load(); n != 2 {

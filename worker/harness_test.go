@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -116,11 +116,11 @@ var key = func() *token.Key {
 }()
 
 // newCall returns a valid first attempt of toolID in planID.
-func newCall(planID, toolID, skill, input string) plan.ToolCall {
-	return plan.ToolCall{
+func newCall(planID, toolID, skill, input string) planbus.ToolCall {
+	return planbus.ToolCall{
 		PlanID: planID, RequestID: "req-" + planID, ToolID: toolID, Skill: skill,
 		Attempt: 1, MaxAttempts: 1, Input: json.RawMessage(input), TimeoutMs: 60_000,
-		IdempotencyKey: plan.IdempotencyKey(planID, toolID, 1), ReleasedAt: time.Now(),
+		IdempotencyKey: planbus.IdempotencyKey(planID, toolID, 1), ReleasedAt: time.Now(),
 		Token: key.Result(planID, toolID, 1), CancelDigest: token.Digest(key.Cancel(planID)),
 	}
 }
@@ -129,7 +129,7 @@ func newCall(planID, toolID, skill, input string) plan.ToolCall {
 // server has it (and delivers it before anything the test sends later).
 func (e *env) cancel(planID string) {
 	e.t.Helper()
-	e.cancelRaw(planID, marshal(e.t, plan.Cancel{PlanID: planID, Token: key.Cancel(planID)}))
+	e.cancelRaw(planID, marshal(e.t, planbus.Cancel{PlanID: planID, Token: key.Cancel(planID)}))
 }
 
 // cancelRaw publishes any bytes on the cancel subject of planID.
@@ -153,7 +153,7 @@ func marshal(t *testing.T, v any) []byte {
 }
 
 // publish puts a call on its skill's queue the way the dispatcher does.
-func (e *env) publish(tc plan.ToolCall) {
+func (e *env) publish(tc planbus.ToolCall) {
 	e.t.Helper()
 	e.publishRaw(tc.Skill, marshal(e.t, tc), jetstream.WithMsgID(token.MsgID(tc.IdempotencyKey, tc.Token)))
 }
@@ -170,7 +170,7 @@ func (e *env) publishRaw(skill string, data []byte, opts ...jetstream.PublishOpt
 
 // result waits for the first result of planID in the RESULTS stream and
 // returns it decoded, with its raw message.
-func (e *env) result(planID string) (plan.ToolResult, jetstream.Msg) {
+func (e *env) result(planID string) (planbus.ToolResult, jetstream.Msg) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -184,7 +184,7 @@ func (e *env) result(planID string) (plan.ToolResult, jetstream.Msg) {
 	if err != nil {
 		e.t.Fatalf("no result for plan %s within %s: %v", planID, wait, err)
 	}
-	var res plan.ToolResult
+	var res planbus.ToolResult
 	if err := json.Unmarshal(msg.Data(), &res); err != nil {
 		e.t.Fatalf("result of plan %s is not a ToolResult: %v: %s", planID, err, msg.Data())
 	}
@@ -396,7 +396,7 @@ func skillOf(name string, f func(context.Context, *skill.Call) (skill.Result, er
 	return skill.Skill{Manifest: skill.Manifest{Name: name}, Handler: skill.HandlerFunc(f)}
 }
 
-func errorCode(res plan.ToolResult) string {
+func errorCode(res planbus.ToolResult) planbus.Code {
 	if res.Error == nil {
 		return "<no error>"
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -105,7 +105,7 @@ func TestHandlersGetTheCallsLogger(t *testing.T) {
 	tc := newCall("p-log", "speak", "talker", `{}`)
 	tc.Attempt, tc.MaxAttempts = 2, 3
 	e.publish(tc)
-	if res, _ := e.result("p-log"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("p-log"); res.State != planbus.ToolSucceeded {
 		t.Fatalf("result %s %+v", res.State, res.Error)
 	}
 	lineHas(t, logs, "talking", map[string]any{"plan_id": "p-log", "tool_id": "speak", "skill": "talker", "attempt": 2.0,
@@ -137,7 +137,7 @@ func TestWorkerLinesNameTheCall(t *testing.T) {
 	tc := newCall("p-own", "say", "echo", `{}`)
 	tc.Attempt, tc.MaxAttempts = 3, 3
 	e.publish(tc)
-	if res, _ := e.result("p-own"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("p-own"); res.State != planbus.ToolSucceeded {
 		t.Fatalf("result %s %+v", res.State, res.Error)
 	}
 	lineHas(t, logs, "call finished", map[string]any{"plan_id": "p-own", "tool_id": "say", "skill": "echo", "attempt": 3.0,
@@ -189,7 +189,7 @@ func TestTheDeadlineBoundsMiddleware(t *testing.T) {
 	tc := newCall("p-held", "t", "echo", `{}`)
 	tc.TimeoutMs = 200
 	e.publish(tc)
-	if res, _ := e.result("p-held"); res.State != plan.ToolTimeout || errorCode(res) != plan.CodeToolTimeout {
+	if res, _ := e.result("p-held"); res.State != planbus.ToolTimeout || errorCode(res) != planbus.CodeToolTimeout {
 		t.Errorf("result %s %s, want a TOOL_TIMEOUT timeout", res.State, errorCode(res))
 	}
 }
@@ -199,7 +199,7 @@ func errorOf(err error) string {
 		return "<nil>"
 	}
 	info, _ := skill.ErrorInfo(err)
-	return info.Code
+	return string(info.Code)
 }
 
 // With authorization on, a worker connected the way a user's program does
@@ -220,7 +220,7 @@ func TestWorkerRoleWithRoleInbox(t *testing.T) {
 	e := &env{t: t, cfg: admin, conn: bustest.Dial(t, admin)}
 	e.startWorkerOn(nc, worker.Config{Skills: []skill.Skill{skills.Echo()}})
 	e.publish(newCall("p-auth", "t", "echo", `{"role":"worker"}`))
-	if res, _ := e.result("p-auth"); res.State != plan.ToolSucceeded || string(res.Output) != `{"role":"worker"}` {
+	if res, _ := e.result("p-auth"); res.State != planbus.ToolSucceeded || string(res.Output) != `{"role":"worker"}` {
 		t.Errorf("result %s %s %+v, want succeeded", res.State, res.Output, res.Error)
 	}
 }

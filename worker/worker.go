@@ -865,9 +865,9 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	}
 	res := w.result(&tc, out, herr, started)
 	if w.traced {
-		span.SetAttributes(telemetry.AttrState.String(res.State))
+		span.SetAttributes(telemetry.AttrState.String(string(res.State)))
 		if res.Error != nil {
-			span.SetAttributes(telemetry.AttrErrorCode.String(res.Error.Code))
+			span.SetAttributes(telemetry.AttrErrorCode.String(string(res.Error.Code)))
 			span.SetStatus(codes.Error, res.Error.Message)
 		}
 	}
@@ -957,11 +957,11 @@ func (w *Worker) result(tc *planbus.ToolCall, out skill.Result, herr error, star
 		}
 	case len(out.Output) > w.cfg.OutputCap:
 		res.State = planbus.ToolFailed
-		res.Error = &planbus.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: planbus.CategoryPermanent,
+		res.Error = &planbus.ErrorInfo{Code: planbus.CodeOutputTooLarge, Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("output of %d bytes exceeds the worker's cap of %d", len(out.Output), w.cfg.OutputCap)}
 	case len(out.StatePatch) > w.cfg.OutputCap:
 		res.State = planbus.ToolFailed
-		res.Error = &planbus.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: planbus.CategoryPermanent,
+		res.Error = &planbus.ErrorInfo{Code: planbus.CodeOutputTooLarge, Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("state patch of %d bytes exceeds the worker's cap of %d", len(out.StatePatch), w.cfg.OutputCap)}
 	default:
 		if err := out.Check(); err != nil {
@@ -1125,7 +1125,7 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 		size := len(data)
 		tooLarge := *res
 		tooLarge.State, tooLarge.Output, tooLarge.StatePatch = planbus.ToolFailed, nil, nil
-		tooLarge.Error = &planbus.ErrorInfo{Code: "OUTPUT_TOO_LARGE", Category: planbus.CategoryPermanent,
+		tooLarge.Error = &planbus.ErrorInfo{Code: planbus.CodeOutputTooLarge, Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("the result takes %d bytes, over the server's max payload of %d", size, w.nc.MaxPayload())}
 		if data, err = wire.AppendResult(nil, &tooLarge); err == nil {
 			err = w.publishResult(res.PlanID, data, key, h)
@@ -1143,11 +1143,11 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 	}
 	if res.Error != nil {
 		// Failures are what an operator looks for in a worker's log.
-		log.Info("call failed", slog.String("state", res.State), slog.String("code", res.Error.Code),
-			slog.String("category", res.Error.Category), slog.String("error", res.Error.Message))
+		log.Info("call failed", slog.String("state", string(res.State)), slog.String("code", string(res.Error.Code)),
+			slog.String("category", string(res.Error.Category)), slog.String("error", res.Error.Message))
 		return true
 	}
-	log.Debug("call finished", slog.String("state", res.State))
+	log.Debug("call finished", slog.String("state", string(res.State)))
 	return true
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/internal/wire"
@@ -47,7 +46,7 @@ func TestCallIsRunReportedAndAcknowledged(t *testing.T) {
 	if got, want := msg.Headers().Get(jetstream.MsgIDHeader), token.MsgID("p1/greet/1", tc.Token); got != want {
 		t.Errorf("result Nats-Msg-Id %q, want %q", got, want)
 	}
-	if res.State != plan.ToolSucceeded || string(res.Output) != `{"greeting":"hello"}` || res.Error != nil {
+	if res.State != planbus.ToolSucceeded || string(res.Output) != `{"greeting":"hello"}` || res.Error != nil {
 		t.Errorf("result %s output %s error %+v, want succeeded with the input echoed", res.State, res.Output, res.Error)
 	}
 	type identity struct {
@@ -65,10 +64,10 @@ func TestCallIsRunReportedAndAcknowledged(t *testing.T) {
 	}
 
 	ev := receive(t, events, "the tool.started event")
-	if got, want := ev.Subject, bus.EventSubject("req-p1", plan.EventToolStarted); got != want {
+	if got, want := ev.Subject, bus.EventSubject("req-p1", planbus.EventToolStarted); got != want {
 		t.Errorf("event on %s, want %s", got, want)
 	}
-	var started plan.Event
+	var started planbus.Event
 	if err := json.Unmarshal(ev.Data, &started); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +122,7 @@ func TestInvalidCallIsTerminatedAndTheWorkerServesOn(t *testing.T) {
 			if a.StreamSeq != 1 || !strings.HasPrefix(a.Reason, tt.reason) {
 				t.Errorf("terminated message %d with reason %q, want message 1 with a reason starting %q", a.StreamSeq, a.Reason, tt.reason)
 			}
-			if res, _ := e.result("good"); res.State != plan.ToolSucceeded {
+			if res, _ := e.result("good"); res.State != planbus.ToolSucceeded {
 				t.Errorf("the valid call after it: %s %+v, want succeeded", res.State, res.Error)
 			}
 			e.waitSettled("echo")
@@ -150,7 +149,7 @@ func TestUndecodableCallFailsAtOnce(t *testing.T) {
 	}
 	e.publishRaw("echo", data)
 	res, _ := e.result("surrogate")
-	if res.State != plan.ToolFailed || res.Error == nil || res.Error.Code != planbus.CodeInvalidCall ||
+	if res.State != planbus.ToolFailed || res.Error == nil || res.Error.Code != planbus.CodeInvalidCall ||
 		res.Error.Category != planbus.CategoryInvalidInput || !strings.Contains(res.Error.Message, "surrogate") {
 		t.Fatalf("result %s %+v; want failed, INVALID_CALL, invalid_input, naming the surrogate", res.State, res.Error)
 	}
@@ -181,7 +180,7 @@ func TestCallDeliveredTooOftenFailsWithWorkerCrash(t *testing.T) {
 	a.nc.Close() // the first worker dies mid-call: no ack, no heartbeat
 
 	res, _ := e.result("p1")
-	if res.State != plan.ToolFailed || res.Error == nil || res.Error.Code != plan.CodeWorkerCrash || res.Error.Category != plan.CategoryInternal {
+	if res.State != planbus.ToolFailed || res.Error == nil || res.Error.Code != planbus.CodeWorkerCrash || res.Error.Category != planbus.CategoryInternal {
 		t.Fatalf("result %s %+v, want failed with WORKER_CRASH (internal)", res.State, res.Error)
 	}
 	if res.WorkerID != "survives" {
@@ -213,7 +212,7 @@ func TestLongCallIsNotRedelivered(t *testing.T) {
 		e.startWorker(worker.Config{Skills: []skill.Skill{slow}, AckWait: time.Second})
 	}
 	e.publish(newCall("p1", "t", "slow", `{}`))
-	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("p1"); res.State != planbus.ToolSucceeded {
 		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
 	}
 	ci := e.waitSettled("slow")
@@ -267,7 +266,7 @@ func TestACallIsKeptWhileTheWorkerAsksWhetherItRan(t *testing.T) {
 	if err := q.Respond([]byte(`{"settled":false,"why":"no result of the attempt is stored"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("p1"); res.State != planbus.ToolSucceeded {
 		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
 	}
 	ci := e.waitSettled("once")
@@ -320,7 +319,7 @@ func TestWorkersHeartbeatToTheConsumersAckWait(t *testing.T) {
 		t.Errorf("after a worker without an AckWait started, the consumer's is %s, want 600ms kept", d)
 	}
 	e.publish(newCall("p1", "t", "slow", `{}`))
-	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("p1"); res.State != planbus.ToolSucceeded {
 		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
 	}
 	ci := e.waitSettled("slow")
@@ -358,7 +357,7 @@ func TestARedeliveryOfARunningCallIsNotRunAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.publish(newCall("p1", "t", "slow", `{}`))
-	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("p1"); res.State != planbus.ToolSucceeded {
 		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
 	}
 	ci := e.waitSettled("slow")
@@ -410,7 +409,7 @@ func TestStopLetsRunningCallsFinish(t *testing.T) {
 	if n := e.resultCount("p1"); n != 1 {
 		t.Fatalf("%d results when Run returned, want 1", n)
 	}
-	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded || string(res.Output) != `{"done":true}` {
+	if res, _ := e.result("p1"); res.State != planbus.ToolSucceeded || string(res.Output) != `{"done":true}` {
 		t.Errorf("result %s %s %+v, want succeeded", res.State, res.Output, res.Error)
 	}
 	e.waitSettled("work")
@@ -436,7 +435,7 @@ func TestDrainTimeoutHandsCallsBack(t *testing.T) {
 	}
 
 	res, _ := e.result("p1")
-	if res.State != plan.ToolSucceeded || res.WorkerID != "staying" || string(res.Output) != `{"n":7}` {
+	if res.State != planbus.ToolSucceeded || res.WorkerID != "staying" || string(res.Output) != `{"n":7}` {
 		t.Errorf("result %s by %q output %s error %+v, want succeeded by the staying worker", res.State, res.WorkerID, res.Output, res.Error)
 	}
 	if n := ranOnB.Load(); n != 1 {
@@ -467,7 +466,7 @@ func TestCancelStopsOnlyThatPlansCalls(t *testing.T) {
 	e.publish(newCall("doomed", "late", "block", `{}`))
 
 	g.release()
-	if res, _ := e.result("other"); res.State != plan.ToolSucceeded || string(res.Output) != `{"plan":"other"}` {
+	if res, _ := e.result("other"); res.State != planbus.ToolSucceeded || string(res.Output) != `{"plan":"other"}` {
 		t.Errorf("the other plan's call: %s %s %+v, want succeeded", res.State, res.Output, res.Error)
 	}
 	e.waitSettled("block")
@@ -505,10 +504,10 @@ func TestForgedCancelsStopNothing(t *testing.T) {
 		{"two bytes", []byte(`{}`)},
 		{"not JSON", []byte(`cancel!`)},
 		{"no token", marshal(t, map[string]string{"planId": "victim"})},
-		{"a token under another key", marshal(t, plan.Cancel{PlanID: "victim", Token: otherKey.Cancel("victim")})},
-		{"another plan's token", marshal(t, plan.Cancel{PlanID: "victim", Token: key.Cancel("sentinel")})},
-		{"the digest the calls carry", marshal(t, plan.Cancel{PlanID: "victim", Token: token.Digest(real)})},
-		{"the call's result token", marshal(t, plan.Cancel{PlanID: "victim", Token: key.Result("victim", "t", 1)})},
+		{"a token under another key", marshal(t, planbus.Cancel{PlanID: "victim", Token: otherKey.Cancel("victim")})},
+		{"another plan's token", marshal(t, planbus.Cancel{PlanID: "victim", Token: key.Cancel("sentinel")})},
+		{"the digest the calls carry", marshal(t, planbus.Cancel{PlanID: "victim", Token: token.Digest(real)})},
+		{"the call's result token", marshal(t, planbus.Cancel{PlanID: "victim", Token: key.Result("victim", "t", 1)})},
 		{"too large", marshal(t, map[string]string{"planId": "victim", "cancelToken": real, "pad": strings.Repeat("x", 4096)})},
 	}
 	for _, f := range forged {
@@ -558,8 +557,8 @@ func TestCancelBeforeTheCallDropsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.cancel("ended")
-	e.cancelRaw("ended", marshal(t, plan.Cancel{PlanID: "ended", Token: otherKey.Cancel("ended")}))
-	e.cancelRaw("live", marshal(t, plan.Cancel{PlanID: "live", Token: otherKey.Cancel("live")}))
+	e.cancelRaw("ended", marshal(t, planbus.Cancel{PlanID: "ended", Token: otherKey.Cancel("ended")}))
+	e.cancelRaw("live", marshal(t, planbus.Cancel{PlanID: "live", Token: otherKey.Cancel("live")}))
 	// Cancels are handled in order: once the sentinel's call has ended,
 	// so have the cancels above.
 	e.cancel("sentinel")
@@ -567,7 +566,7 @@ func TestCancelBeforeTheCallDropsIt(t *testing.T) {
 
 	e.publish(newCall("ended", "queued", "count", `{}`))
 	e.publish(newCall("live", "t", "count", `{"live":1}`))
-	if res, _ := e.result("live"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("live"); res.State != planbus.ToolSucceeded {
 		t.Errorf("the live plan's call after a forged cancel: %s %+v, want succeeded", res.State, res.Error)
 	}
 	e.waitSettled("count")
@@ -583,26 +582,27 @@ func TestOutputCap(t *testing.T) {
 	e := newEnv(t)
 	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}, OutputCap: 64})
 	tests := []struct {
-		plan        string
-		size        int
-		state, code string
+		plan  string
+		size  int
+		state planbus.ToolState
+		code  planbus.Code
 	}{
-		{"at-the-cap", 64, plan.ToolSucceeded, ""},
-		{"one-byte-over", 65, plan.ToolFailed, "OUTPUT_TOO_LARGE"},
+		{"at-the-cap", 64, planbus.ToolSucceeded, ""},
+		{"one-byte-over", 65, planbus.ToolFailed, "OUTPUT_TOO_LARGE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.plan, func(t *testing.T) {
 			input := `{"s":"` + strings.Repeat("x", tt.size-len(`{"s":""}`)) + `"}` // echo's output is its input
 			e.publish(newCall(tt.plan, "t", "echo", input))
 			res, _ := e.result(tt.plan)
-			code := ""
+			var code planbus.Code
 			if res.Error != nil {
 				code = res.Error.Code
 			}
 			if res.State != tt.state || code != tt.code {
 				t.Errorf("result %s %q, want %s %q", res.State, code, tt.state, tt.code)
 			}
-			if tt.code != "" && (res.Output != nil || res.Error.Category != plan.CategoryPermanent) {
+			if tt.code != "" && (res.Output != nil || res.Error.Category != planbus.CategoryPermanent) {
 				t.Errorf("output %s category %s, want no output and a permanent error", res.Output, res.Error.Category)
 			}
 		})
@@ -616,7 +616,7 @@ func TestOutputThatIsNotJSONFails(t *testing.T) {
 	})
 	e.startWorker(worker.Config{Skills: []skill.Skill{garbled}})
 	e.publish(newCall("p1", "t", "garbled", `{}`))
-	if res, _ := e.result("p1"); res.State != plan.ToolFailed || errorCode(res) != "OUTPUT_NOT_JSON" {
+	if res, _ := e.result("p1"); res.State != planbus.ToolFailed || errorCode(res) != "OUTPUT_NOT_JSON" {
 		t.Errorf("result %s %s, want failed OUTPUT_NOT_JSON", res.State, errorCode(res))
 	}
 }
@@ -633,24 +633,25 @@ func TestWhatAResultCannotCarryIsMadeValid(t *testing.T) {
 		name          string
 		out           skill.Result
 		err           error
-		state         string
-		code, cat     string
+		state         planbus.ToolState
+		code          planbus.Code
+		cat           planbus.Category
 		output, inMsg string
 	}{
-		{name: "unknown-category", err: skill.Failf("bogus", "BAD_CAT", "bad category"),
-			state: plan.ToolFailed, code: "BAD_CAT", cat: plan.CategoryInternal, inMsg: `category "bogus"`},
+		{name: "unknown-category", err: skill.Failf("BAD_CAT", "bogus", "bad category"),
+			state: planbus.ToolFailed, code: "BAD_CAT", cat: planbus.CategoryInternal, inMsg: `category "bogus"`},
 		{name: "no-category", err: &skill.Error{Code: "NOCAT", Message: "no category"},
-			state: plan.ToolFailed, code: "NOCAT", cat: plan.CategoryInternal, inMsg: "no category"},
+			state: planbus.ToolFailed, code: "NOCAT", cat: planbus.CategoryInternal, inMsg: "no category"},
 		{name: "no-code", err: skill.Permanent("", "no code"),
-			state: plan.ToolFailed, code: plan.CodeToolFailed, cat: plan.CategoryPermanent, inMsg: "no code"},
-		{name: "error-output-not-json", err: &skill.Error{Code: "ERROUT", Category: plan.CategoryPermanent, Message: "bad output", Output: json.RawMessage("exit 2: not found")},
-			state: plan.ToolFailed, code: "ERROUT", cat: plan.CategoryPermanent, output: `"exit 2: not found"`},
+			state: planbus.ToolFailed, code: planbus.CodeToolFailed, cat: planbus.CategoryPermanent, inMsg: "no code"},
+		{name: "error-output-not-json", err: &skill.Error{Code: "ERROUT", Category: planbus.CategoryPermanent, Message: "bad output", Output: json.RawMessage("exit 2: not found")},
+			state: planbus.ToolFailed, code: "ERROUT", cat: planbus.CategoryPermanent, output: `"exit 2: not found"`},
 		{name: "patch-not-an-object", out: skill.Result{Output: json.RawMessage(`1`), StatePatch: json.RawMessage(`[1,2]`)},
-			state: plan.ToolFailed, code: "INVALID_STATE_PATCH", cat: plan.CategoryInternal},
+			state: planbus.ToolFailed, code: "INVALID_STATE_PATCH", cat: planbus.CategoryInternal},
 		{name: "patch-not-json", out: skill.Result{Output: json.RawMessage(`1`), StatePatch: json.RawMessage(`nope`)},
-			state: plan.ToolFailed, code: "INVALID_STATE_PATCH", cat: plan.CategoryInternal},
+			state: planbus.ToolFailed, code: "INVALID_STATE_PATCH", cat: planbus.CategoryInternal},
 		{name: "patch-an-object", out: skill.Result{Output: json.RawMessage(`1`), StatePatch: json.RawMessage(` {"k":1}`)},
-			state: plan.ToolSucceeded, code: "<no error>", output: `1`},
+			state: planbus.ToolSucceeded, code: "<no error>", output: `1`},
 	}
 	runs := map[string]*atomic.Int64{}
 	var sks []skill.Skill
@@ -695,7 +696,7 @@ func TestPanickingSkillFailsTheCallAndTheWorkerSurvives(t *testing.T) {
 	w := e.startWorker(worker.Config{Skills: []skill.Skill{boom, skills.Echo()}})
 	e.publish(newCall("p1", "t", "boom", `{}`))
 	res, _ := e.result("p1")
-	if res.State != plan.ToolFailed || errorCode(res) != plan.CodeToolPanic || res.Error.Category != plan.CategoryInternal {
+	if res.State != planbus.ToolFailed || errorCode(res) != planbus.CodeToolPanic || res.Error.Category != planbus.CategoryInternal {
 		t.Fatalf("result %s %+v, want failed with TOOL_PANIC (internal)", res.State, res.Error)
 	}
 	if !strings.Contains(res.Error.Message, "the skill blew up") {
@@ -704,7 +705,7 @@ func TestPanickingSkillFailsTheCallAndTheWorkerSurvives(t *testing.T) {
 	e.waitSettled("boom")
 
 	e.publish(newCall("p2", "t", "echo", `{"still":"here"}`))
-	if res, _ := e.result("p2"); res.State != plan.ToolSucceeded || res.WorkerID != w.ID() {
+	if res, _ := e.result("p2"); res.State != planbus.ToolSucceeded || res.WorkerID != w.ID() {
 		t.Errorf("the next call: %s by %q, want succeeded by %q", res.State, res.WorkerID, w.ID())
 	}
 }
@@ -727,11 +728,11 @@ func TestMicroService(t *testing.T) {
 		if code != "" {
 			t.Fatalf("error %s: %s", code, data)
 		}
-		var res plan.ToolResult
+		var res planbus.ToolResult
 		if err := json.Unmarshal(data, &res); err != nil {
 			t.Fatalf("reply is not a result: %v: %s", err, data)
 		}
-		if res.State != plan.ToolSucceeded || string(res.Output) != `{"x":1}` || res.Skill != "echo" || res.WorkerID != w.ID() {
+		if res.State != planbus.ToolSucceeded || string(res.Output) != `{"x":1}` || res.Skill != "echo" || res.WorkerID != w.ID() {
 			t.Errorf("reply %s", data)
 		}
 		// A direct invocation belongs to no plan, so it has no token to
@@ -755,11 +756,11 @@ func TestMicroService(t *testing.T) {
 	})
 	t.Run("invoke reports skill errors in the result", func(t *testing.T) {
 		data, _ := request(t, "planbus.invoke.sleep", `{"ms":-1}`)
-		var res plan.ToolResult
+		var res planbus.ToolResult
 		if err := json.Unmarshal(data, &res); err != nil {
 			t.Fatalf("reply is not a result: %v: %s", err, data)
 		}
-		if res.State != plan.ToolFailed || errorCode(res) != plan.CodeInvalidInput {
+		if res.State != planbus.ToolFailed || errorCode(res) != planbus.CodeInvalidInput {
 			t.Errorf("result %s %s, want failed INVALID_INPUT", res.State, errorCode(res))
 		}
 	})
@@ -910,7 +911,7 @@ func TestConcurrencyBoundsCallsHeld(t *testing.T) {
 	}
 	g.release()
 	for i := range 5 {
-		if res, _ := e.result(fmt.Sprintf("p%d", i)); res.State != plan.ToolSucceeded {
+		if res, _ := e.result(fmt.Sprintf("p%d", i)); res.State != planbus.ToolSucceeded {
 			t.Errorf("call %d: %s %+v", i, res.State, res.Error)
 		}
 	}
@@ -925,7 +926,7 @@ func TestCallTimeout(t *testing.T) {
 	tc.TimeoutMs = 100
 	e.publish(tc)
 	res, _ := e.result("p1")
-	if res.State != plan.ToolTimeout || errorCode(res) != plan.CodeToolTimeout || res.Error.Category != plan.CategoryTimeout {
+	if res.State != planbus.ToolTimeout || errorCode(res) != planbus.CodeToolTimeout || res.Error.Category != planbus.CategoryTimeout {
 		t.Errorf("result %s %+v, want timeout with TOOL_TIMEOUT", res.State, res.Error)
 	}
 	if end := receive(t, g.ended, "the call ending"); !errors.Is(end.cause, context.DeadlineExceeded) {
@@ -1038,7 +1039,7 @@ func TestRunWaitsForPlanbus(t *testing.T) {
 		t.Fatal("the worker did not serve after the streams were made")
 	}
 	e.publish(newCall("p1", "t", "echo", `{"x":1}`))
-	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("p1"); res.State != planbus.ToolSucceeded {
 		t.Errorf("result %s %+v, want succeeded", res.State, res.Error)
 	}
 
@@ -1065,14 +1066,14 @@ func TestInputIsCheckedAgainstTheSkillsSchema(t *testing.T) {
 
 	e.publish(newCall("bad", "t", "typed", `{"n":"seven"}`))
 	res, _ := e.result("bad")
-	if res.State != plan.ToolFailed || errorCode(res) != plan.CodeInvalidInput || res.Error.Category != planbus.CategoryInvalidInput {
+	if res.State != planbus.ToolFailed || errorCode(res) != planbus.CodeInvalidInput || res.Error.Category != planbus.CategoryInvalidInput {
 		t.Errorf("result %s %+v, want failed INVALID_INPUT", res.State, res.Error)
 	}
 	if res.Error != nil && !strings.Contains(res.Error.Message, "/n") {
 		t.Errorf("message %q does not name the bad field /n", res.Error.Message)
 	}
 	e.publish(newCall("good", "t", "typed", `{"n":7}`))
-	if res, _ := e.result("good"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("good"); res.State != planbus.ToolSucceeded {
 		t.Errorf("a call with valid input: %s %+v", res.State, res.Error)
 	}
 	if n := runs.Load(); n != 1 {
@@ -1096,9 +1097,9 @@ func TestHandlerGetsTheCallsMetadata(t *testing.T) {
 
 	tc := newCall("p1", "look", "probe", `{"n":1}`)
 	tc.Attempt, tc.MaxAttempts, tc.TimeoutMs = 2, 3, 30_000
-	tc.IdempotencyKey, tc.Token = plan.IdempotencyKey("p1", "look", 2), key.Result("p1", "look", 2)
+	tc.IdempotencyKey, tc.Token = planbus.IdempotencyKey("p1", "look", 2), key.Result("p1", "look", 2)
 	e.publish(tc)
-	if res, _ := e.result("p1"); res.State != plan.ToolSucceeded {
+	if res, _ := e.result("p1"); res.State != planbus.ToolSucceeded {
 		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
 	}
 	call := receive(t, got, "the handler's call")

@@ -86,7 +86,7 @@ func fill(in map[string]any, to string) map[string]any {
 	return out
 }
 
-func fail(code, category, msg string) planbus.PlannerFailure {
+func fail(code planbus.Code, category planbus.Category, msg string) planbus.PlannerFailure {
 	return planbus.PlannerFailure{Error: planbus.ErrorInfo{Code: code, Category: category, Message: msg}}
 }
 

@@ -85,12 +85,12 @@ type agentDoc struct {
 	SessionRev uint64                        `json:"sessionRevision"`
 	Goals      map[string]*planbus.GoalStats `json:"goals"`
 	// Detail is the last decision; Waiting why nothing runs.
-	Detail  string          `json:"detail,omitempty"`
-	Waiting string          `json:"waiting,omitempty"`
-	Error   *plan.ErrorInfo `json:"error,omitempty"`
-	Planner string          `json:"planner,omitempty"`
-	Started time.Time       `json:"startedAt"`
-	Updated time.Time       `json:"updatedAt"`
+	Detail  string             `json:"detail,omitempty"`
+	Waiting string             `json:"waiting,omitempty"`
+	Error   *planbus.ErrorInfo `json:"error,omitempty"`
+	Planner string             `json:"planner,omitempty"`
+	Started time.Time          `json:"startedAt"`
+	Updated time.Time          `json:"updatedAt"`
 	// Trace is the W3C trace context of the request that started the
 	// agent: every turn's span (planbus.agent.turn) is its child,
 	// whichever planner takes the turn, and the step plans' spans the
@@ -140,8 +140,6 @@ const (
 	MaxFailedRounds = 5
 	// MaxBackoff bounds a goal's cooldown after repeated failures.
 	MaxBackoff = 10 * time.Minute
-	// CodeGaveUp is the error of an agent that gave up.
-	CodeGaveUp = "AGENT_GAVE_UP"
 )
 
 // agentTracker is the tracker configuration of agents: a failed step has
@@ -182,7 +180,7 @@ type agentEffects struct {
 	cancel  []string   // step plans to cancel
 	publish *agentStep // the step to release
 	wake    time.Time  // a wake-up to schedule
-	events  []plan.Event
+	events  []planbus.Event
 	ended   bool // the agent ended: publish its outcome
 	// decisions are the turn's decisions, in order, for the debug log.
 	decisions []agentDecision
@@ -264,8 +262,8 @@ func (a *agent) store() {
 	}
 }
 
-func (a *agent) event(typ, goal, msg string) {
-	a.fx.events = append(a.fx.events, plan.Event{Type: typ, Goal: goal, Message: msg})
+func (a *agent) event(typ planbus.EventType, goal, msg string) {
+	a.fx.events = append(a.fx.events, planbus.Event{Type: typ, Goal: goal, Message: msg})
 }
 
 func (a *agent) goal() string {
@@ -433,7 +431,7 @@ func (a *agent) failedRound() {
 	msg := fmt.Sprintf("no plan for any goal in %d decisions in a row (backing off each time); the agent gives up", a.doc.FailedRounds)
 	a.arb.Clear()
 	a.doc.Status, a.doc.Detail, a.doc.Waiting, a.doc.WakeAt = planbus.AgentFailed, msg, "", time.Time{}
-	a.doc.Error = &plan.ErrorInfo{Code: CodeGaveUp, Category: plan.CategoryPermanent, Message: msg}
+	a.doc.Error = &planbus.ErrorInfo{Code: planbus.CodeAgentGaveUp, Category: planbus.CategoryPermanent, Message: msg}
 	a.fx.wake = time.Time{}
 	a.decided(agentDecision{Kind: decisionEnd, Reason: planbus.AgentFailed, Detail: msg})
 	a.event(planbus.EventAgentGaveUp, "", msg)
@@ -593,7 +591,7 @@ func (a *agent) dropStep() {
 
 // onResult is the end of the step in flight (its plan's execution result,
 // which is the agent's own: the caller checked the plan id).
-func (a *agent) onResult(res *plan.ExecutionResult) error {
+func (a *agent) onResult(res *planbus.ExecutionResult) error {
 	step := a.doc.Step
 	a.doc.Step = nil
 	a.unpace()
@@ -612,7 +610,7 @@ func (a *agent) onResult(res *plan.ExecutionResult) error {
 		}
 		dec, err = a.tr.Failed(a.world)
 		if err == nil && res.Error != nil {
-			dec.Reason += " (" + res.Error.Code + ": " + res.Error.Message + ")"
+			dec.Reason += " (" + string(res.Error.Code) + ": " + res.Error.Message + ")"
 		}
 	}
 	if errors.Is(err, goap.ErrNoStep) {

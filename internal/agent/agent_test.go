@@ -30,7 +30,7 @@ func TestAgentTakesTheNextGoalAfterSuccess(t *testing.T) {
 		t.Fatalf("submit: %+v", out)
 	}
 	o := outcomeOf(t, h, "chores")
-	if o.Status != planner.StatusSucceeded || o.Attempts != 3 {
+	if o.Status != planbus.StatusSucceeded || o.Attempts != 3 {
 		t.Errorf("outcome %s after %d plans, want succeeded after 3", o.Status, o.Attempts)
 	}
 	var order []string
@@ -38,8 +38,8 @@ func TestAgentTakesTheNextGoalAfterSuccess(t *testing.T) {
 		if doc, _ := json.Marshal(e); schemas.Validate(schemas.Event, doc) != nil {
 			t.Errorf("event %s breaks its schema: %v", doc, schemas.Validate(schemas.Event, doc))
 		}
-		if strings.HasPrefix(e.Type, "agent.") {
-			order = append(order, strings.TrimPrefix(e.Type, "agent.")+" "+e.Goal)
+		if strings.HasPrefix(string(e.Type), "agent.") {
+			order = append(order, strings.TrimPrefix(string(e.Type), "agent.")+" "+e.Goal)
 		}
 	}
 	want := []string{"started ", "goal.selected clean-dishes", "goal.succeeded clean-dishes",
@@ -80,7 +80,7 @@ func TestAgentLogsItsDecisionsAtDebug(t *testing.T) {
 	var logs syncBuffer
 	h := startLogged(t, planner.Config{DomainsDir: "testdata/agents"}, simulated(t), zerolog.New(&logs).Level(zerolog.DebugLevel))
 	startAgent(t, h, `{"requestId": "dbg", "sessionId": "dbg", "goap": {"domain": "chores"}}`)
-	if o := outcomeOf(t, h, "dbg"); o.Status != planner.StatusSucceeded {
+	if o := outcomeOf(t, h, "dbg"); o.Status != planbus.StatusSucceeded {
 		t.Fatalf("outcome %s", o.Status)
 	}
 	var decisions []map[string]any
@@ -168,7 +168,7 @@ func TestAgentPreemptsOnlyPastTheMargin(t *testing.T) {
 	if r := stopAgent(t, h, "pre"); r.Status != planbus.AgentStopStopped || r.PlanID != second.PlanID {
 		t.Errorf("stop: %+v", r)
 	}
-	if o := outcomeOf(t, h, "pre"); o.Status != planner.StatusCancelled {
+	if o := outcomeOf(t, h, "pre"); o.Status != planbus.StatusCancelled {
 		t.Errorf("outcome after stop: %s", o.Status)
 	}
 	ev.wait(t, planbus.EventAgentStopped, "")
@@ -287,7 +287,7 @@ func TestAgentReplansWhenTheWorldBreaksThePlan(t *testing.T) {
 	if d.Stats != (planbus.GoalStats{Plans: 2, Succeeded: 1, Replans: 1}) {
 		t.Errorf("stats %+v", d.Stats)
 	}
-	if o := outcomeOf(t, h, "door"); o.Status != planner.StatusSucceeded {
+	if o := outcomeOf(t, h, "door"); o.Status != planbus.StatusSucceeded {
 		t.Errorf("outcome %s", o.Status)
 	}
 }
@@ -315,7 +315,7 @@ func TestAgentResumesOnAnotherPlannerAfterAKill(t *testing.T) {
 	if st.Status != planbus.AgentIdle || st.Planner != second.Name {
 		t.Errorf("status %s by %s, want idle by %s", st.Status, st.Planner, second.Name)
 	}
-	if o := outcomeOf(t, h, "kill"); o.Status != planner.StatusSucceeded || o.Attempts != 2 {
+	if o := outcomeOf(t, h, "kill"); o.Status != planbus.StatusSucceeded || o.Attempts != 2 {
 		t.Errorf("outcome %s after %d plans", o.Status, o.Attempts)
 	}
 }
@@ -325,7 +325,8 @@ func TestAgentResumesOnAnotherPlannerAfterAKill(t *testing.T) {
 func TestAgentEndpointsRefuseBadRequests(t *testing.T) {
 	h, g := startAgentNode(t, planner.Config{})
 	for _, tc := range []struct {
-		subject, doc, field, code string
+		subject, doc, field string
+		code                planbus.Code
 	}{
 		{bus.SubjectAgentStart, `{"sessionId": "x", "goap": {"domain": "nope"}}`, "/goap/domain", "INVALID_REQUEST"},
 		{bus.SubjectAgentStart, `{"sessionId": "x", "goap": {"domain": "chores", "goal": "clean-floor"}}`, "/goap/goal", "INVALID_REQUEST"},

@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/goap"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 )
 
@@ -52,7 +52,7 @@ func TestAgentRecordsItsDecisions(t *testing.T) {
 	// plan does not hold, so the goal is planned again. Without debug the
 	// selection keeps no report.
 	a = turnOf(t, doc, a.d, goap.State{})
-	if err := a.onResult(&plan.ExecutionResult{PlanID: doc.Step.PlanID, State: plan.PlanSucceeded, Success: true}); err != nil {
+	if err := a.onResult(&planbus.ExecutionResult{PlanID: doc.Step.PlanID, State: planbus.PlanSucceeded, Success: true}); err != nil {
 		t.Fatal(err)
 	}
 	a.store()

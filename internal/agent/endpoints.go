@@ -17,7 +17,6 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/schemas"
@@ -113,7 +112,7 @@ func (s *Service) Start(ctx context.Context, r *request.Request) (*Duplicate, er
 		if err != nil {
 			return nil, err
 		}
-		s.agentEvent(a, plan.Event{Type: planbus.EventAgentStarted,
+		s.agentEvent(a, planbus.Event{Type: planbus.EventAgentStarted,
 			Message: fmt.Sprintf("agent %s started in session %s with domain %s (%d goals)", a.ID(), a.SessionID(), d.Name, len(d.Goals))})
 		return nil, s.publishWake(ctx, a, time.Time{})
 	}

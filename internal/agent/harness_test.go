@@ -120,7 +120,7 @@ func (e *agentEvents) snapshot() []planbus.Event {
 }
 
 // of lists the events of a type (and goal, if not empty).
-func (e *agentEvents) of(typ, goal string) []planbus.Event {
+func (e *agentEvents) of(typ planbus.EventType, goal string) []planbus.Event {
 	var out []planbus.Event
 	for _, ev := range e.snapshot() {
 		if ev.Type == typ && (goal == "" || ev.Goal == goal) {
@@ -132,7 +132,7 @@ func (e *agentEvents) of(typ, goal string) []planbus.Event {
 
 // waitN waits until n events of the type (and goal) arrived and returns
 // the nth.
-func (e *agentEvents) waitN(t *testing.T, n int, typ, goal string) planbus.Event {
+func (e *agentEvents) waitN(t *testing.T, n int, typ planbus.EventType, goal string) planbus.Event {
 	t.Helper()
 	deadline := time.After(agentWait)
 	for {
@@ -147,7 +147,7 @@ func (e *agentEvents) waitN(t *testing.T, n int, typ, goal string) planbus.Event
 	}
 }
 
-func (e *agentEvents) wait(t *testing.T, typ, goal string) planbus.Event {
+func (e *agentEvents) wait(t *testing.T, typ planbus.EventType, goal string) planbus.Event {
 	t.Helper()
 	return e.waitN(t, 1, typ, goal)
 }
@@ -156,7 +156,7 @@ func (e *agentEvents) wait(t *testing.T, typ, goal string) planbus.Event {
 func (e *agentEvents) summary() string {
 	var b strings.Builder
 	for _, ev := range e.snapshot() {
-		if strings.HasPrefix(ev.Type, "agent.") || ev.Type == planbus.EventPlanCancelled || ev.Type == planbus.EventToolFailed {
+		if strings.HasPrefix(string(ev.Type), "agent.") || ev.Type == planbus.EventPlanCancelled || ev.Type == planbus.EventToolFailed {
 			fmt.Fprintf(&b, "\n  %s %s %s", ev.Type, ev.Goal, ev.Message)
 		}
 	}
@@ -328,7 +328,7 @@ func startAgentNode(t *testing.T, pc planner.Config) (*harness, *gate) {
 }
 
 // outcomeOf waits for the outcome of request id.
-func outcomeOf(t *testing.T, h *harness, id string) *planner.Outcome {
+func outcomeOf(t *testing.T, h *harness, id string) *planbus.Outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), agentWait)
 	defer cancel()

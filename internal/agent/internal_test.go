@@ -64,7 +64,7 @@ func turnAt(t *testing.T, doc *agentDoc, d *goap.Domain, world goap.State, now t
 		}})
 		var ue *goap.UnreachableError
 		if errors.As(err, &ue) {
-			return nil, &generator.Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: "NO_PLAN", Category: planbus.CategoryPermanent, Message: err.Error()}
 		}
 		return res, err
 	}
@@ -99,7 +99,7 @@ func TestAgentKeepsThePlanWhenAStepsPatchComesFirst(t *testing.T) {
 		t.Fatalf("after the step's own patch: step %+v, cancels %v, tracker %+v", doc.Step, a.fx.cancel, doc.Tracker)
 	}
 	a = turnOf(t, doc, a.d, goap.State{"water": true})
-	if err := a.onResult(&plan.ExecutionResult{PlanID: first, State: plan.PlanSucceeded, Success: true}); err != nil {
+	if err := a.onResult(&planbus.ExecutionResult{PlanID: first, State: planbus.PlanSucceeded, Success: true}); err != nil {
 		t.Fatal(err)
 	}
 	a.store()
@@ -164,16 +164,16 @@ func TestAgentLeavesAFailedSkillOut(t *testing.T) {
 	for doc.Step != nil && doc.Step.Action != "get-key" {
 		// walk first: let it succeed.
 		a = turnOf(t, doc, a.d, goap.State{"has_key": false, "at_door": true})
-		if err := a.onResult(&plan.ExecutionResult{PlanID: doc.Step.PlanID, Success: true, State: plan.PlanSucceeded}); err != nil {
+		if err := a.onResult(&planbus.ExecutionResult{PlanID: doc.Step.PlanID, Success: true, State: planbus.PlanSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		a.store()
 	}
 	failed = doc.Step
 	a = turnOf(t, doc, a.d, goap.State{"has_key": false, "at_door": true})
-	err := a.onResult(&plan.ExecutionResult{PlanID: failed.PlanID, State: plan.PlanFailed, CanReplan: true,
-		Error: &plan.ErrorInfo{Code: "X", Message: "no key today", Category: plan.CategoryPermanent},
-		Tools: []plan.ToolOutcome{{ToolID: "2-get-key", Skill: "remember", State: plan.ToolFailed}}})
+	err := a.onResult(&planbus.ExecutionResult{PlanID: failed.PlanID, State: planbus.PlanFailed, CanReplan: true,
+		Error: &planbus.ErrorInfo{Code: "X", Message: "no key today", Category: planbus.CategoryPermanent},
+		Tools: []planbus.ToolOutcome{{ToolID: "2-get-key", Skill: "remember", State: planbus.ToolFailed}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestAgentKeepsExploring(t *testing.T) {
 			world = goap.State{"tidy": true, "steps": float64(i)}
 		}
 		a = turnOf(t, ad, d, world)
-		if err := a.onResult(&plan.ExecutionResult{PlanID: ad.Step.PlanID, Success: true, State: plan.PlanSucceeded}); err != nil {
+		if err := a.onResult(&planbus.ExecutionResult{PlanID: ad.Step.PlanID, Success: true, State: planbus.PlanSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		a.store()
@@ -276,7 +276,7 @@ func TestAgentReleasesAtMostAStepATick(t *testing.T) {
 	// The step's result comes at once: the goal is done and taken up
 	// again, but no step is released before the next tick.
 	a = turnAt(t, doc, a.d, goap.State{"explored": 1}, first.Add(time.Millisecond))
-	if err := a.onResult(&plan.ExecutionResult{PlanID: doc.Step.PlanID, State: plan.PlanSucceeded, Success: true}); err != nil {
+	if err := a.onResult(&planbus.ExecutionResult{PlanID: doc.Step.PlanID, State: planbus.PlanSucceeded, Success: true}); err != nil {
 		t.Fatal(err)
 	}
 	a.store()
@@ -346,13 +346,13 @@ func TestAgentBacksOffAndGivesUp(t *testing.T) {
 	if !slices.Equal(cools, want) {
 		t.Errorf("cooldowns %v, want %v", cools, want)
 	}
-	if doc.Status != planbus.AgentFailed || doc.Error == nil || doc.Error.Code != CodeGaveUp || !a.fx.ended || !a.fx.wake.IsZero() {
+	if doc.Status != planbus.AgentFailed || doc.Error == nil || doc.Error.Code != planbus.CodeAgentGaveUp || !a.fx.ended || !a.fx.wake.IsZero() {
 		t.Fatalf("status %s, error %+v, ended %v, wake %v; want failed, AGENT_GAVE_UP, ended", doc.Status, doc.Error, a.fx.ended, a.fx.wake)
 	}
 	if len(a.fx.events) == 0 || a.fx.events[len(a.fx.events)-1].Type != planbus.EventAgentGaveUp {
 		t.Errorf("events %+v, want agent.gave_up last", a.fx.events)
 	}
-	if o := agentOutcome(doc); o.Status != planbus.StatusFailed || o.Error == nil || o.Error.Code != CodeGaveUp {
+	if o := agentOutcome(doc); o.Status != planbus.StatusFailed || o.Error == nil || o.Error.Code != planbus.CodeAgentGaveUp {
 		t.Errorf("outcome %+v", o)
 	}
 }

@@ -321,7 +321,7 @@ func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, 
 			// agent started; a newer planner may read it differently).
 			a = &agent{doc: doc, now: now}
 			a.doc.Status, a.doc.Step, a.doc.Tracker = planbus.AgentFailed, nil, nil
-			a.doc.Error = &plan.ErrorInfo{Code: "INVALID_DOMAIN", Category: plan.CategoryPermanent, Message: truncate(err.Error(), maxErrorMessage)}
+			a.doc.Error = &planbus.ErrorInfo{Code: planbus.CodeInvalidDomain, Category: planbus.CategoryPermanent, Message: truncate(err.Error(), maxErrorMessage)}
 			a.event(planbus.EventAgentIdle, "", "the agent's domain cannot be used: "+err.Error()+"; the agent ends")
 			a.fx.ended = true
 		} else {
@@ -453,7 +453,7 @@ func (s *Service) agentEnsure(ctx context.Context, doc *agentDoc) error {
 	return s.agentEffects(ctx, doc, fx)
 }
 
-func (s *Service) agentEvent(doc *agentDoc, ev plan.Event) {
+func (s *Service) agentEvent(doc *agentDoc, ev planbus.Event) {
 	ev.Time, ev.RequestID, ev.SessionID = time.Now(), doc.ID(), doc.SessionID()
 	if doc.Step != nil && ev.PlanID == "" {
 		ev.PlanID = doc.Step.PlanID
@@ -478,7 +478,7 @@ func agentOutcome(doc *agentDoc) *planbus.Outcome {
 		o.Status, o.Success = planbus.StatusSucceeded, true
 	case planbus.AgentStopped:
 		o.Status = planbus.StatusCancelled
-		o.Error = &plan.ErrorInfo{Code: plan.CodeCancelled, Category: plan.CategoryCancelled, Message: "agent " + doc.Detail}
+		o.Error = &planbus.ErrorInfo{Code: planbus.CodeCancelled, Category: planbus.CategoryCancelled, Message: "agent " + doc.Detail}
 	default:
 		o.Status = planbus.StatusFailed
 	}
@@ -566,7 +566,7 @@ func (s *Service) OnSessionChange(ctx context.Context, m jetstream.Msg) error {
 // and reports whether it did; a result it does not take (no agent's, or
 // no longer the step in flight: a step the agent cancelled) goes the
 // replan loop's way, which drops it.
-func (s *Service) OnExecution(ctx context.Context, m jetstream.Msg, res *plan.ExecutionResult) (bool, error) {
+func (s *Service) OnExecution(ctx context.Context, m jetstream.Msg, res *planbus.ExecutionResult) (bool, error) {
 	var meta struct {
 		Agent *agentMeta `json:"agent"`
 	}
@@ -635,21 +635,21 @@ func (s *Service) agentPlanner(ctx context.Context, doc *agentDoc, d *goap.Domai
 		case err == nil:
 			return res, nil
 		case errors.As(err, &ue):
-			return nil, &generator.Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: planbus.CodeNoPlan, Category: planbus.CategoryPermanent, Message: err.Error()}
 		case errors.Is(err, goap.ErrCanceled) && ctx.Err() == nil:
-			return nil, &generator.Error{Code: "GOAP" + generator.TimeBudgetSuffix, Category: plan.CategoryPermanent,
+			return nil, &generator.Error{Code: planbus.CodeGOAPTimeBudget, Category: planbus.CategoryPermanent,
 				Message: fmt.Sprintf("the goap planner found no plan for %s within the %s generation budget", goal, generator.GenerationTimeout)}
 		case errors.Is(err, goap.ErrCanceled):
 			return nil, ctx.Err()
 		case errors.As(err, &be):
-			code := generator.CodeGOAPNodeBudget
+			code := planbus.CodeGOAPNodeBudget
 			if be.Limit == goap.BudgetMemory {
-				code = generator.CodeGOAPMemoryBudget
+				code = planbus.CodeGOAPMemoryBudget
 			}
-			return nil, &generator.Error{Code: code, Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &generator.Error{Code: code, Category: planbus.CategoryPermanent, Message: err.Error()}
 		case errors.Is(err, goap.ErrInvalidState), errors.Is(err, goap.ErrEval):
 			return nil, err // the world does not fit: the agent waits for it to change
 		}
-		return nil, &generator.Error{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &generator.Error{Code: planbus.CodeGOAPError, Category: planbus.CategoryPermanent, Message: err.Error()}
 	}
 }

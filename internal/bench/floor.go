@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/plan"
 )
@@ -12,8 +13,8 @@ import (
 // RunFloor executes p with goroutines and channels and no bus: the same
 // execution engine, each released tool a goroutine that sleeps for the
 // tool's "ms" input (or returns at once), results back over a channel.
-func RunFloor(ctx context.Context, p *plan.Plan) (*plan.ExecutionResult, error) {
-	results := make(chan *plan.ToolResult, len(p.Tools))
+func RunFloor(ctx context.Context, p *plan.Plan) (*planbus.ExecutionResult, error) {
+	results := make(chan *planbus.ToolResult, len(p.Tools))
 	eng, fx := execution.Start(p, time.Now(), 64, nil)
 	launch := func(fx execution.Effects) {
 		for _, r := range fx.Releases {
@@ -26,7 +27,7 @@ func RunFloor(ctx context.Context, p *plan.Plan) (*plan.ExecutionResult, error) 
 				if in.Ms > 0 {
 					time.Sleep(time.Duration(in.Ms) * time.Millisecond)
 				}
-				results <- &plan.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: plan.ToolSucceeded, Output: t.Input}
+				results <- &planbus.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: planbus.ToolSucceeded, Output: t.Input}
 			}()
 		}
 	}

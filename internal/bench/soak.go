@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nuid"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
 )
 
 // SoakConfig says how a soak runs.
@@ -269,7 +269,7 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 			pendingMu.Lock()
 			pending[id] = true
 			pendingMu.Unlock()
-			s.await(id, func(r *plan.ExecutionResult) {
+			s.await(id, func(r *planbus.ExecutionResult) {
 				lat := time.Since(submitted)
 				pendingMu.Lock()
 				delete(pending, id)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/wire"
 )
 
@@ -22,7 +22,7 @@ type System struct {
 	mu   sync.Mutex
 	// waiting holds what to do with each awaited plan's result (nil if it
 	// could not be decoded), called on the subscription's goroutine.
-	waiting map[string]func(*plan.ExecutionResult)
+	waiting map[string]func(*planbus.ExecutionResult)
 	// window and stallWait set up each run's submitter (0: the
 	// defaults); tests make them small.
 	window    int
@@ -41,7 +41,7 @@ func (s *System) submitter() *submitter {
 
 // NewSystem subscribes to every execution result.
 func NewSystem(conn *bus.Conn) (*System, error) {
-	s := &System{conn: conn, waiting: map[string]func(*plan.ExecutionResult){}}
+	s := &System{conn: conn, waiting: map[string]func(*planbus.ExecutionResult){}}
 	sub, err := conn.NC.Subscribe(bus.SubjectExecutionsAll, func(m *nats.Msg) {
 		id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 		s.mu.Lock()
@@ -71,24 +71,24 @@ func NewSystem(conn *bus.Conn) (*System, error) {
 // when the plan ended well. It skips the tools' outcomes (wire.Lenient),
 // whose decoding (2 ms at 1,000 tools) is the bench's work, not the
 // system's, yet would count in its CPU time.
-func ended(data []byte) (*plan.ExecutionResult, error) {
+func ended(data []byte) (*planbus.ExecutionResult, error) {
 	var h struct {
-		State      string          `json:"state"`
-		Success    bool            `json:"success"`
-		Error      *plan.ErrorInfo `json:"error"`
-		FinishedAt time.Time       `json:"finishedAt"`
+		State      planbus.PlanState  `json:"state"`
+		Success    bool               `json:"success"`
+		Error      *planbus.ErrorInfo `json:"error"`
+		FinishedAt time.Time          `json:"finishedAt"`
 	}
 	if err := wire.Lenient(data, &h); err != nil {
 		return nil, err
 	}
-	return &plan.ExecutionResult{State: h.State, Success: h.Success, Error: h.Error, FinishedAt: h.FinishedAt}, nil
+	return &planbus.ExecutionResult{State: h.State, Success: h.Success, Error: h.Error, FinishedAt: h.FinishedAt}, nil
 }
 
 // Close unsubscribes.
 func (s *System) Close() { _ = s.sub.Unsubscribe() }
 
 // await has done called with the result of plan id.
-func (s *System) await(id string, done func(*plan.ExecutionResult)) {
+func (s *System) await(id string, done func(*planbus.ExecutionResult)) {
 	s.mu.Lock()
 	s.waiting[id] = done
 	s.mu.Unlock()
@@ -109,14 +109,14 @@ func (s *System) forget(id string) {
 // submission waits for the server rather than failing on nats.go's limit.
 func (s *System) Run(ctx context.Context, plans []Input) (_ time.Duration, _ []time.Duration, err error) {
 	type pending struct {
-		ch    chan *plan.ExecutionResult
+		ch    chan *planbus.ExecutionResult
 		start time.Time
 	}
 	ps := make([]pending, len(plans))
 	for i, p := range plans {
-		ch := make(chan *plan.ExecutionResult, 1)
+		ch := make(chan *planbus.ExecutionResult, 1)
 		ps[i].ch = ch
-		s.await(p.ID, func(r *plan.ExecutionResult) { ch <- r })
+		s.await(p.ID, func(r *planbus.ExecutionResult) { ch <- r })
 	}
 	// A run that fails leaves no plan of its own awaited.
 	defer func() {

@@ -16,10 +16,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/embedded"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -275,7 +275,7 @@ func TestKeepEventsChoosesWhatTheEventsStreamKeeps(t *testing.T) {
 	var schema struct {
 		Properties struct {
 			Type struct {
-				Enum []string `json:"enum"`
+				Enum []planbus.EventType `json:"enum"`
 			} `json:"type"`
 		} `json:"properties"`
 	}
@@ -297,7 +297,7 @@ func TestKeepEventsChoosesWhatTheEventsStreamKeeps(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		last := bus.EventSubject(request+"-end", plan.EventPlanSucceeded)
+		last := bus.EventSubject(request+"-end", planbus.EventPlanSucceeded)
 		if err := c.NC.Publish(last, []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func TestKeepEventsChoosesWhatTheEventsStreamKeeps(t *testing.T) {
 			}
 		}
 	}
-	kept := func(request, typ string) bool {
+	kept := func(request string, typ planbus.EventType) bool {
 		t.Helper()
 		_, err := st.GetLastMsgForSubject(ctx, bus.EventSubject(request, typ))
 		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -326,7 +326,7 @@ func TestKeepEventsChoosesWhatTheEventsStreamKeeps(t *testing.T) {
 	}
 	publish("r1")
 	for _, typ := range types {
-		want := typ != plan.EventToolReleased && typ != plan.EventToolStarted
+		want := typ != planbus.EventToolReleased && typ != planbus.EventToolStarted
 		if got := kept("r1", typ); got != want {
 			t.Errorf("outcomes: %s kept %v, want %v", typ, got, want)
 		}

@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"github.com/planbus/planbus"
 )
 
 // Subjects. Tokens in angle brackets are filled by the functions below.
@@ -267,8 +269,8 @@ func ExecutionSubject(planID string) string { return "planbus.executions." + pla
 // EventSubject is where events of a request are published; eventType is
 // dotted ("tool.released"), so planbus.events.<requestId>.tool.> selects
 // every tool event of a request.
-func EventSubject(requestID, eventType string) string {
-	return "planbus.events." + requestID + "." + eventType
+func EventSubject(requestID string, eventType planbus.EventType) string {
+	return "planbus.events." + requestID + "." + string(eventType)
 }
 
 // EventSubjectsKept are the subjects the events stream keeps with k:

@@ -17,9 +17,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/generator"
-	"github.com/planbus/planbus/internal/planner"
 )
 
 // runawayHTN is a request whose search never ends: each decomposition
@@ -71,7 +70,7 @@ func TestRunawayHTNRequestsAreBounded(t *testing.T) {
 	}
 	defer conn.Close()
 	type result struct {
-		out     *planner.Outcome
+		out     *planbus.Outcome
 		elapsed time.Duration
 		err     error
 	}
@@ -94,7 +93,7 @@ func TestRunawayHTNRequestsAreBounded(t *testing.T) {
 			t.Fatal(r.err)
 		}
 		o := r.out
-		if o.Error == nil || (o.Error.Code != generator.CodeHTNMemoryBudget && o.Error.Code != "HTN_TIME_BUDGET") || o.Attempts != 1 || o.Success {
+		if o.Error == nil || (o.Error.Code != planbus.CodeHTNMemoryBudget && o.Error.Code != "HTN_TIME_BUDGET") || o.Attempts != 1 || o.Success {
 			t.Errorf("outcome %s after %d attempts, error %+v; want a budget error after 1 attempt", o.Status, o.Attempts, o.Error)
 			continue
 		}
@@ -108,7 +107,7 @@ func TestRunawayHTNRequestsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("a runaway request alone ended in %s", time.Since(start).Round(time.Millisecond))
-	if one.Attempts != 1 || one.Error == nil || !strings.HasSuffix(one.Error.Code, "_BUDGET") {
+	if one.Attempts != 1 || one.Error == nil || !strings.HasSuffix(string(one.Error.Code), "_BUDGET") {
 		t.Errorf("a runaway request alone: %s after %d attempts (error %+v); want a budget error after 1 attempt",
 			one.Status, one.Attempts, one.Error)
 	}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/plan"
 )
 
 // buildCommands builds cmd/planner, cmd/dispatcher and cmd/toolworker.
@@ -150,14 +150,14 @@ func TestKillNineOfAnyProcess(t *testing.T) {
 	released := map[string]int{}
 	started := map[string]int{}
 	kills := make(chan string, 16)
-	onEvent := func(ev plan.Event) {
+	onEvent := func(ev planbus.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		trail = append(trail, fmt.Sprintf("%s %s %s a%d %s %s", ev.Time.Format("15:04:05.000"), ev.Type, ev.ToolID, ev.Attempt, ev.WorkerID, ev.Message))
 		switch ev.Type {
-		case plan.EventToolReleased:
+		case planbus.EventToolReleased:
 			released[ev.ToolID]++
-		case plan.EventToolStarted:
+		case planbus.EventToolStarted:
 			started[ev.ToolID]++
 			if started[ev.ToolID] == 1 {
 				kills <- ev.ToolID

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -71,14 +71,14 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func lastResult(t *testing.T, stdout, stderr string) plan.ExecutionResult {
+func lastResult(t *testing.T, stdout, stderr string) planbus.ExecutionResult {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
 	last := lines[len(lines)-1]
 	if err := schemas.Validate(schemas.ExecutionResult, []byte(last)); err != nil {
 		t.Fatalf("last stdout line is not an execution result (%v): %q\nstderr:\n%s", err, last, stderr)
 	}
-	var res plan.ExecutionResult
+	var res planbus.ExecutionResult
 	if err := json.Unmarshal([]byte(last), &res); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 // buildPlanner builds cmd/planner into a temporary directory.
@@ -79,7 +79,7 @@ func TestPlannerProcess(t *testing.T) {
 		if code != ExitOK {
 			t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr)
 		}
-		if res := lastResult(t, stdout, stderr); !res.Success || res.State != plan.PlanSucceeded {
+		if res := lastResult(t, stdout, stderr); !res.Success || res.State != planbus.PlanSucceeded {
 			t.Errorf("result %s success %v, want succeeded", res.State, res.Success)
 		}
 	})

@@ -21,8 +21,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/planner"
 )
 
 var (
@@ -325,7 +325,7 @@ type soakLoad struct {
 	start    time.Time
 	sent     []soakSent
 	rejected int
-	outcomes map[string]*planner.Outcome
+	outcomes map[string]*planbus.Outcome
 }
 
 type soakSent struct {
@@ -354,7 +354,7 @@ func (ld *soakLoad) submit(ctx context.Context, submitted *atomic.Int64) {
 			if err != nil {
 				continue
 			}
-			var a planner.Accepted
+			var a planbus.Accepted
 			if json.Unmarshal(reply.Data, &a) == nil && a.Status == "accepted" {
 				break
 			}
@@ -377,7 +377,7 @@ func (ld *soakLoad) submit(ctx context.Context, submitted *atomic.Int64) {
 // collect waits for every outcome, reading the OUTCOMES stream by subject
 // (it survives the servers' restarts), until all are there or ctx ends.
 func (ld *soakLoad) collect(ctx context.Context) {
-	ld.outcomes = map[string]*planner.Outcome{}
+	ld.outcomes = map[string]*planbus.Outcome{}
 	lastReport := time.Now()
 	for len(ld.outcomes) < len(ld.sent) && ctx.Err() == nil {
 		if time.Since(lastReport) >= 5*time.Second {
@@ -396,7 +396,7 @@ func (ld *soakLoad) collect(ctx context.Context) {
 			if errors.Is(err, jetstream.ErrMsgNotFound) || err != nil {
 				continue
 			}
-			var o planner.Outcome
+			var o planbus.Outcome
 			if err := json.Unmarshal(m.Data, &o); err != nil {
 				ld.t.Errorf("outcome of %s: %v", s.id, err)
 				continue

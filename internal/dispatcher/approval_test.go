@@ -9,10 +9,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/execution"
-	"github.com/planbus/planbus/internal/plan"
 )
 
 // publishDecision puts a person's decision on a plan's tool on its timers
@@ -29,7 +29,7 @@ func (h *harness) publishDecision(planID string, index int, approve bool, reason
 }
 
 // waitEvent waits until the log holds an event of type typ for tool id.
-func (l *eventLog) waitEvent(t *testing.T, typ, id string) plan.Event {
+func (l *eventLog) waitEvent(t *testing.T, typ planbus.EventType, id string) planbus.Event {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -52,7 +52,7 @@ func TestApprovalWaitsAcrossADispatcherRestart(t *testing.T) {
 	res := h.submit(`{"planId":"ap1","tools":[{"toolId":"A","skill":"probe"},
 		{"toolId":"B","skill":"probe","dependencies":["A"],"approval":{"prompt":"ship it?"}},
 		{"toolId":"C","skill":"probe","dependencies":["B"]}]}`, time.Minute, events.add)
-	if ev := events.waitEvent(t, plan.EventToolWaiting, "B"); ev.Message != "ship it?" {
+	if ev := events.waitEvent(t, planbus.EventToolWaiting, "B"); ev.Message != "ship it?" {
 		t.Errorf("waiting event says %q, want the prompt", ev.Message)
 	}
 	h.node.Dispatchers[0].Stop()
@@ -74,7 +74,7 @@ func TestApprovalWaitsAcrossADispatcherRestart(t *testing.T) {
 			t.Errorf("tool %s ran %d times", id, h.probe.count(id))
 		}
 	}
-	if len(events.of(plan.EventToolApproved, "B")) != 1 {
+	if len(events.of(planbus.EventToolApproved, "B")) != 1 {
 		t.Error("no tool.approved event")
 	}
 }
@@ -86,13 +86,13 @@ func TestRejectionFailsThePlan(t *testing.T) {
 	events := &eventLog{}
 	res := h.submit(`{"planId":"ap2","tools":[{"toolId":"A","skill":"probe","approval":{"prompt":"go?"}},
 		{"toolId":"B","skill":"probe","dependencies":["A"]}]}`, time.Minute, events.add)
-	events.waitEvent(t, plan.EventToolWaiting, "A")
+	events.waitEvent(t, planbus.EventToolWaiting, "A")
 	h.publishDecision("ap2", 0, false, "too risky")
 	r := <-res
-	if r == nil || r.State != plan.PlanFailed || r.CanReplan || r.Error.Code != plan.CodeRejected {
+	if r == nil || r.State != planbus.PlanFailed || r.CanReplan || r.Error.Code != planbus.CodeRejected {
 		t.Fatalf("result %+v, want failed with REJECTED, no replan", r)
 	}
-	if a := tool(r, "A"); a.State != plan.ToolFailed || a.Error.Message != "rejected by a person: too risky" {
+	if a := tool(r, "A"); a.State != planbus.ToolFailed || a.Error.Message != "rejected by a person: too risky" {
 		t.Errorf("A: %s %+v", a.State, a.Error)
 	}
 	if h.probe.count("A")+h.probe.count("B") != 0 {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
-	"github.com/planbus/planbus/internal/plan"
 )
 
 // publishCancel puts the durable cancel of a plan on its timers subject,
@@ -40,10 +40,10 @@ func TestCancelCommandEndsARunningPlan(t *testing.T) {
 		t.Fatal("the running call was not stopped")
 	}
 	r := <-res
-	if r == nil || r.State != plan.PlanCancelled || r.Error == nil || r.Error.Message != "cancelled on request: enough" {
+	if r == nil || r.State != planbus.PlanCancelled || r.Error == nil || r.Error.Message != "cancelled on request: enough" {
 		t.Fatalf("result %+v, want cancelled with the reason", r)
 	}
-	if r.Tools[0].State != plan.ToolCancelled || r.Tools[1].State != plan.ToolSkipped || r.Tools[1].Reason != plan.ReasonCancelled {
+	if r.Tools[0].State != planbus.ToolCancelled || r.Tools[1].State != planbus.ToolSkipped || r.Tools[1].Reason != planbus.ReasonCancelled {
 		t.Errorf("tools %+v", r.Tools)
 	}
 }
@@ -76,7 +76,7 @@ func TestCancelCommandBeforeItsPlanWaitsForIt(t *testing.T) {
 		}
 	}
 	r, _ := h.run(`{"planId":"early","tools":[{"toolId":"P","skill":"probe","input":{"ms":60000}}]}`, time.Minute)
-	if r.State != plan.PlanCancelled || r.Tools[0].State != plan.ToolCancelled {
+	if r.State != planbus.PlanCancelled || r.Tools[0].State != planbus.ToolCancelled {
 		t.Fatalf("result %s, tool %s: want the plan cancelled once it started", r.State, r.Tools[0].State)
 	}
 }
@@ -92,7 +92,7 @@ func TestAnEndedPlansTimeoutTimerIsAcknowledged(t *testing.T) {
 	}
 	events := &eventLog{}
 	res := h.submit(`{"planId":"acked","tools":[{"toolId":"A","skill":"probe","approval":{"prompt":"go?"}}]}`, time.Minute, events.add)
-	events.waitEvent(t, plan.EventToolWaiting, "A")
+	events.waitEvent(t, planbus.EventToolWaiting, "A")
 	// Wait until the timeout timer (due in a minute) has been delivered,
 	// and so postponed, before letting the plan end.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -9,12 +9,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 )
 
-// CodeDeliveryLimit is the code of a plan the dispatchers gave up on: its
+// planbus.CodeDeliveryLimit is the code of a plan the dispatchers gave up on: its
 // message was delivered DeliveryLimit times and could not be handled.
-const CodeDeliveryLimit = "DELIVERY_LIMIT"
 
 // handBack returns messages the dispatcher could not handle to JetStream,
 // after a delay that grows with their deliveries (at least minDelay), and
@@ -48,7 +48,7 @@ func (d *Dispatcher) giveUp(log zerolog.Logger, it item, deliveries int, cause e
 	case err == nil:
 		d.drop(log, it, why+"; the plan is running and its results and timers carry it on", cause)
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		d.rejectCode(ctx, log, it, CodeDeliveryLimit, fmt.Errorf("the dispatchers %s of plan %s: %w", why, it.planID, cause))
+		d.rejectCode(ctx, log, it, planbus.CodeDeliveryLimit, fmt.Errorf("the dispatchers %s of plan %s: %w", why, it.planID, cause))
 	default:
 		// Whether it started cannot be told now: ask again later, until
 		// the consumer's MaxDeliver.

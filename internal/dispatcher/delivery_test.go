@@ -10,7 +10,6 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/skill"
 )
 
@@ -22,7 +21,7 @@ func TestPlanTooLargeToStoreIsRejected(t *testing.T) {
 	// Just under the max payload as sent; over it once stored.
 	pad := strings.Repeat("x", int(h.conn.NC.MaxPayload())-2500)
 	res, _ := h.run(`{"tools":[{"toolId":"A","skill":"echo","input":{"pad":"`+pad+`"}}]}`, minute)
-	if res.State != plan.PlanRejected || res.Error == nil || res.Error.Code != plan.CodeInvalidPlan ||
+	if res.State != planbus.PlanRejected || res.Error == nil || res.Error.Code != planbus.CodeInvalidPlan ||
 		!strings.Contains(res.Error.Message, "the store holds at most") {
 		t.Fatalf("plan %s, error %+v; want rejected, naming the store's limit", res.State, res.Error)
 	}
@@ -187,7 +186,7 @@ func TestExecutionResultTooLargeForItsToolsStillEnds(t *testing.T) {
 	// plan's timeout is set within the wait, so only a plan that never
 	// ends fails.
 	res, _ := h.run(`{"maxConcurrency":256,"timeoutMs":170000,"tools":[`+strings.Join(tools, ",")+`]}`, 3*minute)
-	if res.State != plan.PlanSucceeded || !res.OutputsOmitted || !res.ToolsOmitted {
+	if res.State != planbus.PlanSucceeded || !res.OutputsOmitted || !res.ToolsOmitted {
 		t.Fatalf("plan %s, outputsOmitted %v, toolsOmitted %v: %+v", res.State, res.OutputsOmitted, res.ToolsOmitted, res.Error)
 	}
 	if len(res.Tools) != 0 {
@@ -210,7 +209,7 @@ func TestAGateLongerThanTheStoreTimeStillEnds(t *testing.T) {
 	expr := strings.TrimSuffix(strings.Repeat("count(output.a, # == 2) + ", 40), " + ") + " >= 0"
 	res, _ := h.run(`{"timeoutMs":240000,"tools":[{"toolId":"A","skill":"echo","input":{"a":[`+nums+`]},`+
 		`"verify":{"type":"all","gates":[{"type":"expr","expr":"`+expr+`"}]}}]}`, 5*minute)
-	if res.State != plan.PlanFailed || res.Error == nil || res.Error.Code != "VERIFY_FAILED" ||
+	if res.State != planbus.PlanFailed || res.Error == nil || res.Error.Code != "VERIFY_FAILED" ||
 		!strings.Contains(res.Error.Message, "budget of 4,000,000 steps") {
 		t.Fatalf("plan %s: %+v; want VERIFY_FAILED at the gate's budget", res.State, res.Error)
 	}
@@ -235,7 +234,7 @@ func TestAResultPastItsStateRepublishesWhatTheStateImplies(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		var c plan.ToolCall
+		var c planbus.ToolCall
 		if err := json.Unmarshal(m.Data, &c); err != nil || c.PlanID != "past" || c.ToolID != "B" || c.Attempt != 1 {
 			t.Fatalf("%s: call %s", what, m.Data)
 		}

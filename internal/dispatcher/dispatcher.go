@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/health"
@@ -37,7 +38,7 @@ type item struct {
 	planID      string
 	redelivered bool
 	seq         uint64 // stream sequence of the message
-	result      *plan.ToolResult
+	result      *planbus.ToolResult
 	timer       execution.Timer
 }
 
@@ -66,7 +67,7 @@ type shard struct {
 	// sequence, as applied or read back: a state rebuilt after another
 	// dispatcher moved the plan on reads only the results it has not
 	// seen, not every result of the plan again.
-	results map[string]map[uint64]*plan.ToolResult
+	results map[string]map[uint64]*planbus.ToolResult
 }
 
 // pending is a batch whose state is stored and whose effects are sent:
@@ -79,7 +80,7 @@ type pending struct {
 	futures      []jetstream.PubAckFuture
 	timeoutTimer int // index in futures of the plan's timeout timer, or -1
 	cancel, done bool
-	doneState    string // the state the plan ended in, when done
+	doneState    planbus.PlanState // the state the plan ended in, when done
 	ack          []item
 }
 
@@ -154,7 +155,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 	d.rejectLog = d.log.Sample(&zerolog.BurstSampler{Burst: rejectLogBurst, Period: rejectLogPeriod})
 	for range cfg.Shards {
 		d.shards = append(d.shards, &shard{in: make(chan item, 1024), acks: make(chan pending, 1024),
-			cache: map[string]*entry{}, plans: map[string]*plan.Plan{}, results: map[string]map[uint64]*plan.ToolResult{}})
+			cache: map[string]*entry{}, plans: map[string]*plan.Plan{}, results: map[string]map[uint64]*planbus.ToolResult{}})
 	}
 	return d, nil
 }

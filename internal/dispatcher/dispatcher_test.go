@@ -12,11 +12,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
 )
@@ -73,13 +73,13 @@ func TestRetriesAreSpacedByTheBackoffFormula(t *testing.T) {
 		t.Fatalf("result %+v, want success on attempt 4", res)
 	}
 	var delays []int64
-	for _, ev := range log.of(plan.EventToolRetrying, "F") {
+	for _, ev := range log.of(planbus.EventToolRetrying, "F") {
 		delays = append(delays, ev.DelayMs)
 	}
 	if !slices.Equal(delays, []int64{100, 200, 400}) {
 		t.Errorf("retry delays %v, want [100 200 400]", delays)
 	}
-	starts := log.of(plan.EventToolStarted, "F")
+	starts := log.of(planbus.EventToolStarted, "F")
 	if len(starts) != 4 {
 		t.Fatalf("%d starts, want 4", len(starts))
 	}
@@ -140,13 +140,13 @@ func TestToolTimeout(t *testing.T) {
 	res, _ := h.run(`{"tools":[{"toolId":"S","skill":"sleep","input":{"ms":60000},"timeoutMs":100,
 		"retryPolicy":{"maxAttempts":2,"backoffMs":10}}]}`, minute)
 	s := tool(res, "S")
-	if res.Success || res.State != plan.PlanFailed || s.State != plan.ToolTimeout || s.Attempts != 2 {
+	if res.Success || res.State != planbus.PlanFailed || s.State != planbus.ToolTimeout || s.Attempts != 2 {
 		t.Fatalf("result %s/%s, tool %s after %d attempts", res.State, res.Error, s.State, s.Attempts)
 	}
-	if s.Error == nil || s.Error.Code != plan.CodeToolTimeout || s.Error.Message != "Tool exceeded 100ms timeout" {
+	if s.Error == nil || s.Error.Code != planbus.CodeToolTimeout || s.Error.Message != "Tool exceeded 100ms timeout" {
 		t.Errorf("tool error %+v", s.Error)
 	}
-	if res.Error.Code != plan.CodeToolTimeout || !res.CanReplan {
+	if res.Error.Code != planbus.CodeToolTimeout || !res.CanReplan {
 		t.Errorf("plan error %+v canReplan %v", res.Error, res.CanReplan)
 	}
 }
@@ -155,10 +155,10 @@ func TestPlanTimeoutCancelsRunningCalls(t *testing.T) {
 	h := start(t, opts{})
 	res, _ := h.run(`{"timeoutMs":300,"tools":[{"toolId":"P","skill":"probe","input":{"ms":60000}},
 		{"toolId":"Q","skill":"probe","dependencies":["P"]}]}`, minute)
-	if res.State != plan.PlanTimeout || res.Error.Code != plan.CodePlanTimeout || !res.CanReplan {
+	if res.State != planbus.PlanTimeout || res.Error.Code != planbus.CodePlanTimeout || !res.CanReplan {
 		t.Fatalf("result %s %+v", res.State, res.Error)
 	}
-	if p, q := tool(res, "P"), tool(res, "Q"); p.State != plan.ToolCancelled || q.State != plan.ToolSkipped || q.Reason != plan.ReasonPlanTimeout {
+	if p, q := tool(res, "P"), tool(res, "Q"); p.State != planbus.ToolCancelled || q.State != planbus.ToolSkipped || q.Reason != planbus.ReasonPlanTimeout {
 		t.Errorf("P %s, Q %s/%s", p.State, q.State, q.Reason)
 	}
 	// The worker got the cancel and ended the call rather than sleeping on.
@@ -170,22 +170,22 @@ func TestRequiredFailureSkipsItsDependents(t *testing.T) {
 	res, log := h.run(`{"tools":[{"toolId":"A","skill":"echo"},
 		{"toolId":"B","skill":"fail","dependencies":["A"],"input":{"category":"permanent","message":"no"}},
 		{"toolId":"C","skill":"echo","dependencies":["B"]},{"toolId":"D","skill":"echo","dependencies":["C"]}]}`, minute)
-	if res.Success || res.State != plan.PlanFailed || !res.CanReplan {
+	if res.Success || res.State != planbus.PlanFailed || !res.CanReplan {
 		t.Fatalf("result %+v", res)
 	}
 	for _, id := range []string{"C", "D"} {
-		if o := tool(res, id); o.State != plan.ToolSkipped || o.Reason != plan.ReasonDependencyFailed {
+		if o := tool(res, id); o.State != planbus.ToolSkipped || o.Reason != planbus.ReasonDependencyFailed {
 			t.Errorf("%s: %s/%s, want skipped/dependency_failed", id, o.State, o.Reason)
 		}
 	}
-	if b := tool(res, "B"); b.State != plan.ToolFailed || b.Attempts != 1 {
+	if b := tool(res, "B"); b.State != planbus.ToolFailed || b.Attempts != 1 {
 		t.Errorf("B: %s after %d attempts (permanent errors are not retried)", b.State, b.Attempts)
 	}
 	if !slices.Equal(res.FailedSkills, []string{"fail"}) {
 		t.Errorf("failed skills %v", res.FailedSkills)
 	}
-	if len(log.of(plan.EventToolSkipped, "")) != 2 || len(log.of(plan.EventPlanFailed, "")) != 1 {
-		t.Errorf("events: %d skipped, %d plan.failed", len(log.of(plan.EventToolSkipped, "")), len(log.of(plan.EventPlanFailed, "")))
+	if len(log.of(planbus.EventToolSkipped, "")) != 2 || len(log.of(planbus.EventPlanFailed, "")) != 1 {
+		t.Errorf("events: %d skipped, %d plan.failed", len(log.of(planbus.EventToolSkipped, "")), len(log.of(planbus.EventPlanFailed, "")))
 	}
 }
 
@@ -196,7 +196,7 @@ func TestOptionalFailureContinuesWithNull(t *testing.T) {
 	if !res.Success {
 		t.Fatalf("plan failed: %+v", res.Error)
 	}
-	if a, b := tool(res, "A"), tool(res, "B"); a.State != plan.ToolFailed || string(b.Output) != `{"fromA":null,"k":1}` {
+	if a, b := tool(res, "A"), tool(res, "B"); a.State != planbus.ToolFailed || string(b.Output) != `{"fromA":null,"k":1}` {
 		t.Errorf("A %s, B output %s", a.State, b.Output)
 	}
 }
@@ -217,13 +217,13 @@ func TestBadPlansAreRejectedWithTheProblemNamed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, log := h.run(tt.doc, minute)
-			if res.State != plan.PlanRejected || res.Error == nil || res.Error.Code != plan.CodeInvalidPlan {
+			if res.State != planbus.PlanRejected || res.Error == nil || res.Error.Code != planbus.CodeInvalidPlan {
 				t.Fatalf("result %+v, want rejected", res)
 			}
 			if !strings.Contains(res.Error.Message, tt.want) {
 				t.Errorf("message %q, want it to contain %q", res.Error.Message, tt.want)
 			}
-			if len(log.of(plan.EventPlanRejected, "")) != 1 {
+			if len(log.of(planbus.EventPlanRejected, "")) != 1 {
 				t.Errorf("no plan.rejected event")
 			}
 		})
@@ -348,7 +348,7 @@ func TestTooLargeToSendIsAFailureNotAHang(t *testing.T) {
 	res, _ := h.run(`{"tools":[{"toolId":"A","skill":"echo","input":`+big()+`},
 		{"toolId":"B","skill":"echo","dependencies":["A"],"input":{`+strings.Join(refs, ",")+`}}]}`, minute)
 	b := tool(res, "B")
-	if res.State != plan.PlanFailed || b.State != plan.ToolFailed || b.Error == nil || b.Error.Code != "INPUT_TOO_LARGE" || b.Attempts != 1 {
+	if res.State != planbus.PlanFailed || b.State != planbus.ToolFailed || b.Error == nil || b.Error.Code != "INPUT_TOO_LARGE" || b.Attempts != 1 {
 		t.Fatalf("plan %s, B %s %+v after %d attempts", res.State, b.State, b.Error, b.Attempts)
 	}
 
@@ -399,7 +399,7 @@ func TestDispatchersShareEveryPlan(t *testing.T) {
 			t.Fatalf("round %d: %s %+v", round, res.State, res.Error)
 		}
 		released := map[string]int{}
-		for _, ev := range log.of(plan.EventToolReleased, "") {
+		for _, ev := range log.of(planbus.EventToolReleased, "") {
 			released[fmt.Sprintf("%s/%d", ev.ToolID, ev.Attempt)]++
 		}
 		for k, n := range released {
@@ -427,12 +427,12 @@ func TestVerificationGates(t *testing.T) {
 		{"toolId":"legacy","skill":"echo","input":{"x":"no"},"required":false,"retryPolicy":{"maxAttempts":1},
 		 "metadata":{"verify":{"type":"contains","path":"/x","value":"yes"}}}]}`, minute)
 	ok, refused, legacy := tool(res, "ok"), tool(res, "refused"), tool(res, "legacy")
-	if ok.State != plan.ToolSucceeded || refused.State != plan.ToolFailed || refused.Attempts != 2 ||
-		refused.Error == nil || refused.Error.Code != plan.CodeVerifyFailed || string(refused.Output) != `{"x":"no"}` {
+	if ok.State != planbus.ToolSucceeded || refused.State != planbus.ToolFailed || refused.Attempts != 2 ||
+		refused.Error == nil || refused.Error.Code != planbus.CodeVerifyFailed || string(refused.Output) != `{"x":"no"}` {
 		t.Fatalf("ok %s, refused %s after %d attempts: %+v output %s", ok.State, refused.State, refused.Attempts, refused.Error, refused.Output)
 	}
 	// A gate in metadata.verify, where plans carried them before, is checked too.
-	if legacy.State != plan.ToolFailed || legacy.Error == nil || legacy.Error.Code != plan.CodeVerifyFailed {
+	if legacy.State != planbus.ToolFailed || legacy.Error == nil || legacy.Error.Code != planbus.CodeVerifyFailed {
 		t.Errorf("legacy %s: %+v", legacy.State, legacy.Error)
 	}
 	for doc, want := range map[string]string{
@@ -441,7 +441,7 @@ func TestVerificationGates(t *testing.T) {
 		`{"tools":[{"toolId":"a","skill":"echo","metadata":{"verify":{"type":"matches","pattern":"("}}}]}`:            `tool "a": metadata.verify: gate: invalid: pattern`,
 	} {
 		res, _ = h.run(doc, minute)
-		if res.State != plan.PlanRejected || !strings.Contains(res.Error.Message, want) {
+		if res.State != planbus.PlanRejected || !strings.Contains(res.Error.Message, want) {
 			t.Errorf("%s: %s %+v, want rejected naming %q", doc, res.State, res.Error, want)
 		}
 	}
@@ -462,14 +462,14 @@ func TestAFallbackRunsInTheFailedToolsPlace(t *testing.T) {
 		t.Errorf("get: %s after %d attempts; use output %s", get.Skill, get.Attempts, use.Output)
 	}
 	var skills []string
-	for _, ev := range log.of(plan.EventToolReleased, "get") {
+	for _, ev := range log.of(planbus.EventToolReleased, "get") {
 		skills = append(skills, fmt.Sprintf("%s/%d", ev.Skill, ev.Attempt))
 	}
 	if !slices.Equal(skills, []string{"fail/1", "fail/2", "echo/3"}) {
 		t.Errorf("releases of get: %v", skills)
 	}
 	res, _ = h.run(`{"tools":[{"toolId":"a","skill":"echo","fallback":{"skill":"teleport"}}]}`, minute)
-	if res.State != plan.PlanRejected || !strings.Contains(res.Error.Message, `unknown skill "teleport"`) {
+	if res.State != planbus.PlanRejected || !strings.Contains(res.Error.Message, `unknown skill "teleport"`) {
 		t.Errorf("a fallback with an unknown skill: %s %+v", res.State, res.Error)
 	}
 }
@@ -485,14 +485,14 @@ func TestTooLargeToSendAtTheStartIsStored(t *testing.T) {
 	input := `{"blob":"` + strings.Repeat("x", limit-360) + `"}`
 	res, _ := h.run(`{"tools":[{"toolId":"A","skill":"echo","input":`+input+`},{"toolId":"B","skill":"echo","dependencies":["A"]}]}`, minute)
 	a := tool(res, "A")
-	if res.State != plan.PlanFailed || a.Error == nil || a.Error.Code != "INPUT_TOO_LARGE" {
+	if res.State != planbus.PlanFailed || a.Error == nil || a.Error.Code != "INPUT_TOO_LARGE" {
 		t.Fatalf("plan %s (%+v), A %s %+v: want A failed with INPUT_TOO_LARGE", res.State, res.Error, a.State, a.Error)
 	}
 	st, err := h.client().Status(context.Background(), res.PlanID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Plan == nil || st.Plan.State != plan.PlanFailed || st.Plan.Tools[0].State != plan.ToolFailed || st.Plan.Tools[1].State != plan.ToolSkipped {
+	if st.Plan == nil || st.Plan.State != planbus.PlanFailed || st.Plan.Tools[0].State != planbus.ToolFailed || st.Plan.Tools[1].State != planbus.ToolSkipped {
 		t.Fatalf("stored state %+v, want the plan failed, A failed and B skipped", st.Plan)
 	}
 }

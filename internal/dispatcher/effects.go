@@ -16,7 +16,6 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/health"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/internal/wire"
@@ -32,11 +31,11 @@ func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *executi
 	for _, a := range applied {
 		r, t := a.Result, p.Tools[a.Index]
 		skill := t.Variant(r.Attempt).Skill
-		o := health.Outcome{Key: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt),
-			Succeeded: r.State == plan.ToolSucceeded, Retry: r.Attempt > 1, Final: a.Final}
+		o := health.Outcome{Key: planbus.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt),
+			Succeeded: r.State == planbus.ToolSucceeded, Retry: r.Attempt > 1, Final: a.Final}
 		if r.Error != nil {
 			o.Category, o.Error = r.Error.Category, r.Error.Message
-			if r.Error.Code == plan.CodeVerifyFailed || r.Error.Category == plan.CategoryInvalidInput {
+			if r.Error.Code == planbus.CodeVerifyFailed || r.Error.Category == planbus.CategoryInvalidInput {
 				// The skill ran; its output did not pass the step's gate,
 				// or the input it was given was at fault. That says
 				// nothing about the skill's health: a caller sending bad
@@ -52,12 +51,12 @@ func (d *Dispatcher) learn(ctx context.Context, log zerolog.Logger, eng *executi
 			if before.State != after.State {
 				d.metrics.HealthChanged(skill, before.State, after.State)
 				log.Info().Str("skill", skill).Str("session", sid).Str("from", before.State).Str("to", after.State).Msg("skill health changed")
-				d.event(plan.Event{Type: plan.EventSkillHealth, Time: time.Now(), RequestID: st.RequestID, PlanID: p.PlanID,
+				d.event(planbus.Event{Type: planbus.EventSkillHealth, Time: time.Now(), RequestID: st.RequestID, PlanID: p.PlanID,
 					ToolID: t.ToolID, Skill: skill, SessionID: sid, From: before.State, To: after.State,
 					Message: fmt.Sprintf("%s: %s -> %s", skill, before.State, after.State)})
 			}
 		}
-		if len(r.StatePatch) > 0 && r.State == plan.ToolSucceeded {
+		if len(r.StatePatch) > 0 && r.State == planbus.ToolSucceeded {
 			if _, err := d.states.Patch(ctx, sid, r.StatePatch); err != nil {
 				return fmt.Errorf("session %s: %w", sid, err)
 			}
@@ -93,7 +92,7 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 	var out rendered
 	outputs := func(id string) (json.RawMessage, bool) {
 		i, ok := eng.Index(id)
-		if !ok || st.Tools[i].State != plan.ToolSucceeded {
+		if !ok || st.Tools[i].State != planbus.ToolSucceeded {
 			return nil, false
 		}
 		return st.Tools[i].Output, true
@@ -114,17 +113,17 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 		if ent.cancelDigest == "" {
 			ent.cancelDigest = token.Digest(d.key.Cancel(p.PlanID))
 		}
-		call := plan.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: v.Skill,
+		call := planbus.ToolCall{PlanID: p.PlanID, RequestID: p.RequestID, ToolID: t.ToolID, Skill: v.Skill,
 			Attempt: r.Attempt, MaxAttempts: t.Attempts(), Input: input, TimeoutMs: r.TimeoutMs,
-			IdempotencyKey: plan.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC(),
+			IdempotencyKey: planbus.IdempotencyKey(p.PlanID, t.ToolID, r.Attempt), ReleasedAt: time.UnixMilli(st.Tools[r.Index].ReleasedAt).UTC(),
 			Token: d.key.Result(p.PlanID, t.ToolID, r.Attempt), CancelDigest: ent.cancelDigest}
 		data, err := wire.AppendCall(make([]byte, 0, 384+len(input)), &call)
 		if err != nil {
 			panic(fmt.Sprintf("dispatcher: encode a call: %v", err)) // inputs are JSON by the time they are resolved
 		}
 		if len(data) > limit {
-			fx.Merge(eng.OnResult(&plan.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: plan.ToolFailed,
-				Error: &plan.ErrorInfo{Code: "INPUT_TOO_LARGE", Category: plan.CategoryPermanent,
+			fx.Merge(eng.OnResult(&planbus.ToolResult{ToolID: t.ToolID, Attempt: r.Attempt, State: planbus.ToolFailed,
+				Error: &planbus.ErrorInfo{Code: planbus.CodeInputTooLarge, Category: planbus.CategoryPermanent,
 					Message: fmt.Sprintf("the call's input with its references resolved takes %d bytes; a message holds at most %d", len(data), limit)}}, now))
 			continue
 		}
@@ -136,7 +135,7 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 		if len(out.done) > limit {
 			slim := *fx.Done
 			slim.OutputsOmitted = true
-			slim.Tools = append([]plan.ToolOutcome(nil), fx.Done.Tools...)
+			slim.Tools = append([]planbus.ToolOutcome(nil), fx.Done.Tools...)
 			for i := range slim.Tools {
 				slim.Tools[i].Output = nil
 			}
@@ -145,9 +144,9 @@ func (d *Dispatcher) render(ent *entry, fx *execution.Effects, now time.Time) re
 				// Tens of thousands of tools: keep those that did not
 				// succeed, which are what a caller looks for, if they fit.
 				slim.ToolsOmitted = true
-				slim.Tools = slices.DeleteFunc(slim.Tools, func(o plan.ToolOutcome) bool { return o.State == plan.ToolSucceeded })
+				slim.Tools = slices.DeleteFunc(slim.Tools, func(o planbus.ToolOutcome) bool { return o.State == planbus.ToolSucceeded })
 				if out.done = mustJSON(&slim); len(out.done) > limit {
-					slim.Tools = []plan.ToolOutcome{}
+					slim.Tools = []planbus.ToolOutcome{}
 					out.done = mustJSON(&slim)
 				}
 			}
@@ -325,12 +324,12 @@ func (d *Dispatcher) settle(pd pending) {
 // effort, like events: a worker that misses it runs its call to the end,
 // and the result is ignored.
 func (d *Dispatcher) cancel(planID string) {
-	_ = d.conn.NC.Publish(bus.CancelSubject(planID), mustJSON(plan.Cancel{PlanID: planID, Token: d.key.Cancel(planID)}))
+	_ = d.conn.NC.Publish(bus.CancelSubject(planID), mustJSON(planbus.Cancel{PlanID: planID, Token: d.key.Cancel(planID)}))
 }
 
 // event publishes a progress event on core NATS; the EVENTS stream keeps
 // it. Events are best effort: nothing depends on them.
-func (d *Dispatcher) event(ev plan.Event) {
+func (d *Dispatcher) event(ev planbus.Event) {
 	data, err := wire.AppendEvent(make([]byte, 0, 320), &ev)
 	if err != nil {
 		panic(fmt.Sprintf("dispatcher: encode an event: %v", err)) // only our own values are encoded

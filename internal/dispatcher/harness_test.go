@@ -15,7 +15,6 @@ import (
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -136,7 +135,7 @@ func workerConfig(pr *probe, o opts) worker.Config {
 }
 
 // run submits a plan document and waits for its result, collecting events.
-func (h *harness) run(doc string, timeout time.Duration) (*plan.ExecutionResult, *eventLog) {
+func (h *harness) run(doc string, timeout time.Duration) (*planbus.ExecutionResult, *eventLog) {
 	h.t.Helper()
 	log := &eventLog{}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -149,10 +148,10 @@ func (h *harness) run(doc string, timeout time.Duration) (*plan.ExecutionResult,
 }
 
 // submit starts a plan without waiting; the result arrives on the channel.
-func (h *harness) submit(doc string, timeout time.Duration, onEvent func(plan.Event)) <-chan *plan.ExecutionResult {
+func (h *harness) submit(doc string, timeout time.Duration, onEvent func(planbus.Event)) <-chan *planbus.ExecutionResult {
 	h.t.Helper()
 	c := h.client()
-	out := make(chan *plan.ExecutionResult, 1)
+	out := make(chan *planbus.ExecutionResult, 1)
 	// A test that ends before its plan does stops the wait: the
 	// goroutine is over before the test is.
 	ended, end := context.WithCancel(context.Background())
@@ -183,19 +182,19 @@ func (h *harness) client() *client.Client {
 
 type eventLog struct {
 	mu     sync.Mutex
-	events []plan.Event
+	events []planbus.Event
 }
 
-func (l *eventLog) add(ev plan.Event) {
+func (l *eventLog) add(ev planbus.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, ev)
 }
 
-func (l *eventLog) of(typ, toolID string) []plan.Event {
+func (l *eventLog) of(typ planbus.EventType, toolID string) []planbus.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []plan.Event
+	var out []planbus.Event
 	for _, ev := range l.events {
 		if ev.Type == typ && (toolID == "" || ev.ToolID == toolID) {
 			out = append(out, ev)
@@ -204,13 +203,13 @@ func (l *eventLog) of(typ, toolID string) []plan.Event {
 	return out
 }
 
-func tool(res *plan.ExecutionResult, id string) plan.ToolOutcome {
+func tool(res *planbus.ExecutionResult, id string) planbus.ToolOutcome {
 	for _, o := range res.Tools {
 		if o.ToolID == id {
 			return o
 		}
 	}
-	return plan.ToolOutcome{}
+	return planbus.ToolOutcome{}
 }
 
 // consumerOf is the dispatcher consumer (of the shared durable's stream)

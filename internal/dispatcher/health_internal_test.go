@@ -29,7 +29,7 @@ func TestTimeoutFactorFollowsTheHealthBook(t *testing.T) {
 	}
 	defer book.Close()
 	d := &Dispatcher{health: book}
-	fail := func(session, skill string, n int, category string) {
+	fail := func(session, skill string, n int, category planbus.Category) {
 		for i := range n {
 			if _, _, err := book.Apply(ctx, session, skill, health.Outcome{Key: fmt.Sprintf("%s/%s/%d", session, skill, i),
 				Category: category, Error: "boom"}); err != nil {

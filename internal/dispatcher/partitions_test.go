@@ -10,13 +10,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bench"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/worker"
 )
@@ -45,7 +45,7 @@ func TestDispatchersSharePartitionsAndTakeOverADeadOnes(t *testing.T) {
 	}
 	tools = append(tools, `{"toolId":"z","skill":"echo","dependencies":["a0","a1","a2","a3","a4","a5"]}`)
 	doc := `{"tools":[` + strings.Join(tools, ",") + `]}`
-	var done []<-chan *plan.ExecutionResult
+	var done []<-chan *planbus.ExecutionResult
 	for range 24 {
 		done = append(done, h.submit(doc, minute, nil))
 	}

@@ -335,7 +335,7 @@ func holdDelay(deliveries int) time.Duration {
 // of its call (a worker's bug: an output with a lone surrogate escape,
 // say) is the failure of its attempt, INVALID_RESULT, so that the plan
 // moves on rather than wait for the call's timeout.
-func (d *Dispatcher) decodeResult(m jetstream.Msg) *plan.ToolResult {
+func (d *Dispatcher) decodeResult(m jetstream.Msg) *planbus.ToolResult {
 	r, err := wire.DecodeResult(m.Data())
 	if err != nil {
 		if f := d.invalidResult(m, err); f != nil {
@@ -357,7 +357,7 @@ func (d *Dispatcher) decodeResult(m jetstream.Msg) *plan.ToolResult {
 
 // invalidResult is the failed result standing for a result that does
 // not decode (err) but names a call and holds its token, or nil.
-func (d *Dispatcher) invalidResult(m jetstream.Msg, err error) *plan.ToolResult {
+func (d *Dispatcher) invalidResult(m jetstream.Msg, err error) *planbus.ToolResult {
 	var id struct {
 		PlanID    string `json:"planId"`
 		RequestID string `json:"requestId"`
@@ -374,9 +374,9 @@ func (d *Dispatcher) invalidResult(m jetstream.Msg, err error) *plan.ToolResult 
 	}
 	d.rejectLog.Warn().Str("subject", m.Subject()).Str("tool_id", id.ToolID).Int("attempt", id.Attempt).Err(err).
 		Msg("a tool result does not decode; its attempt failed")
-	return &plan.ToolResult{PlanID: id.PlanID, RequestID: id.RequestID, ToolID: id.ToolID, Skill: id.Skill, Attempt: id.Attempt,
-		WorkerID: id.WorkerID, State: plan.ToolFailed, Token: id.Token,
-		Error: &plan.ErrorInfo{Code: planbus.CodeInvalidResult, Category: plan.CategoryInternal,
+	return &planbus.ToolResult{PlanID: id.PlanID, RequestID: id.RequestID, ToolID: id.ToolID, Skill: id.Skill, Attempt: id.Attempt,
+		WorkerID: id.WorkerID, State: planbus.ToolFailed, Token: id.Token,
+		Error: &planbus.ErrorInfo{Code: planbus.CodeInvalidResult, Category: planbus.CategoryInternal,
 			Message: "the worker's result does not decode: " + err.Error()}}
 }
 
@@ -447,7 +447,7 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 	if err != nil {
 		return nil, err
 	}
-	st, err := execution.Load(p, stored, func(seq uint64) (*plan.ToolResult, error) {
+	st, err := execution.Load(p, stored, func(seq uint64) (*planbus.ToolResult, error) {
 		if r, ok := known[seq]; ok {
 			return r, nil
 		}
@@ -469,10 +469,10 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 }
 
 // keepResult remembers a result of a cached plan by its stream sequence.
-func (d *Dispatcher) keepResult(s *shard, planID string, seq uint64, r *plan.ToolResult) {
+func (d *Dispatcher) keepResult(s *shard, planID string, seq uint64, r *planbus.ToolResult) {
 	m := s.results[planID]
 	if m == nil {
-		m = map[uint64]*plan.ToolResult{}
+		m = map[uint64]*planbus.ToolResult{}
 		s.results[planID] = m
 	}
 	m[seq] = r
@@ -486,8 +486,8 @@ const resultReaders = 16
 // storedResults reads the results seqs back from the RESULTS stream, up to
 // resultReaders at once, by sequence; a result that has expired is left
 // out. The first error a read returns is the error.
-func (d *Dispatcher) storedResults(ctx context.Context, seqs []uint64) (map[uint64]*plan.ToolResult, error) {
-	out := make(map[uint64]*plan.ToolResult, len(seqs))
+func (d *Dispatcher) storedResults(ctx context.Context, seqs []uint64) (map[uint64]*planbus.ToolResult, error) {
+	out := make(map[uint64]*planbus.ToolResult, len(seqs))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(resultReaders)
@@ -515,7 +515,7 @@ func (d *Dispatcher) storedResults(ctx context.Context, seqs []uint64) (map[uint
 // storedResult reads a result back from the RESULTS stream, for a plan
 // whose engine is rebuilt from KV. A result that has expired gives nil: the
 // tool's output and error are then unknown.
-func (d *Dispatcher) storedResult(ctx context.Context, seq uint64) (*plan.ToolResult, error) {
+func (d *Dispatcher) storedResult(ctx context.Context, seq uint64) (*planbus.ToolResult, error) {
 	d.stats.ReadBack.Add(1)
 	m, err := d.results.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -525,7 +525,7 @@ func (d *Dispatcher) storedResult(ctx context.Context, seq uint64) (*plan.ToolRe
 	if err != nil {
 		return nil, err
 	}
-	var r plan.ToolResult
+	var r planbus.ToolResult
 	if err := json.Unmarshal(m.Data, &r); err != nil {
 		return nil, fmt.Errorf("result %d: %w", seq, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 // A plan whose tools name earlier results of their request in reuseFrom
@@ -38,7 +38,7 @@ func TestReusedResultsAreTakenNotRun(t *testing.T) {
 		}
 	}
 	for id, want := range map[string]bool{"A": true, "B": true, "C": false} {
-		if o := tool(second, id); o.Reused != want || o.State != plan.ToolSucceeded {
+		if o := tool(second, id); o.Reused != want || o.State != planbus.ToolSucceeded {
 			t.Errorf("tool %s: %s reused %v, want reused %v", id, o.State, o.Reused, want)
 		}
 	}
@@ -54,8 +54,8 @@ func TestReusedResultsAreTakenNotRun(t *testing.T) {
 	if err := json.Unmarshal(tool(second, "C").Output, &c); err != nil || c.Input.B.A.N != 1 {
 		t.Errorf("C saw %s, want B's reused output in its input", tool(second, "C").Output)
 	}
-	if len(events.of(plan.EventToolReused, "")) != 2 || len(events.of(plan.EventToolReleased, "A")) != 0 {
-		t.Errorf("%d tool.reused events, %d releases of A", len(events.of(plan.EventToolReused, "")), len(events.of(plan.EventToolReleased, "A")))
+	if len(events.of(planbus.EventToolReused, "")) != 2 || len(events.of(planbus.EventToolReleased, "A")) != 0 {
+		t.Errorf("%d tool.reused events, %d releases of A", len(events.of(planbus.EventToolReused, "")), len(events.of(planbus.EventToolReleased, "A")))
 	}
 
 	refused, _ := h.run(fmt.Sprintf(`{"planId":"rb-1","requestId":"rb","tools":[
@@ -64,7 +64,7 @@ func TestReusedResultsAreTakenNotRun(t *testing.T) {
 		{"toolId":"Y","skill":"probe","reuseFrom":{"planId":"ra-1","toolId":"B","resultSeq":%d}}]}`, seqA), time.Minute)
 	gone, _ := h.run(`{"planId":"ra-4","requestId":"ra","tools":[
 		{"toolId":"Z","skill":"probe","reuseFrom":{"planId":"ra-1","toolId":"A","resultSeq":999999}}]}`, time.Minute)
-	for _, r := range []*plan.ExecutionResult{refused, wrongTool, gone} {
+	for _, r := range []*planbus.ExecutionResult{refused, wrongTool, gone} {
 		if !r.Success || r.Tools[0].Reused {
 			t.Errorf("plan %s: %s, reused %v; want the tool run", r.PlanID, r.State, r.Tools[0].Reused)
 		}

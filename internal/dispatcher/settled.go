@@ -12,7 +12,6 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/wire"
 )
 
@@ -79,8 +78,8 @@ func (d *Dispatcher) settled(ctx context.Context, q planbus.SettledQuery) (bool,
 	if err != nil {
 		return false, "", fmt.Errorf("read plan state: %w", err)
 	}
-	if stored.Status != plan.PlanRunning {
-		return true, "the plan ended (" + stored.Status + ")", nil
+	if stored.Status != planbus.PlanRunning {
+		return true, "the plan ended (" + string(stored.Status) + ")", nil
 	}
 	i, err := d.toolIndex(ctx, q.PlanID, q.ToolID)
 	if err != nil {
@@ -93,8 +92,8 @@ func (d *Dispatcher) settled(ctx context.Context, q planbus.SettledQuery) (bool,
 	switch {
 	case t.Attempt > q.Attempt:
 		return true, fmt.Sprintf("the tool is at attempt %d", t.Attempt), nil
-	case t.Attempt == q.Attempt && t.State != plan.ToolRunning:
-		return true, "the attempt ended (" + t.State + ")", nil
+	case t.Attempt == q.Attempt && t.State != planbus.ToolRunning:
+		return true, "the attempt ended (" + string(t.State) + ")", nil
 	}
 	found, err := d.resultStored(ctx, q)
 	if err != nil {

@@ -161,15 +161,15 @@ func (d *Dispatcher) checkSkills(ctx context.Context, p *plan.Plan) error {
 
 // reject reports a plan that cannot run as a rejected execution result.
 func (d *Dispatcher) reject(ctx context.Context, log zerolog.Logger, it item, cause error) {
-	d.rejectCode(ctx, log, it, plan.CodeInvalidPlan, cause)
+	d.rejectCode(ctx, log, it, planbus.CodeInvalidPlan, cause)
 }
 
 // rejectCode reports a plan that cannot run as a rejected execution
 // result with the given code. If that cannot be published either, the
 // plan comes back later (at most until the consumer's MaxDeliver).
-func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item, code string, cause error) {
+func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item, code planbus.Code, cause error) {
 	d.stats.PlansRejected.Add(1)
-	d.metrics.PlanEnded(plan.PlanRejected)
+	d.metrics.PlanEnded(planbus.PlanRejected)
 	requestID := it.planID
 	var ids struct {
 		RequestID string `json:"requestId"`
@@ -178,17 +178,17 @@ func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item
 		requestID = ids.RequestID
 	}
 	now := time.Now().UTC()
-	errInfo := &plan.ErrorInfo{Code: code, Category: plan.CategoryInvalidInput, Message: cause.Error()}
-	if code == CodeDeliveryLimit {
-		errInfo.Category = plan.CategoryInternal
+	errInfo := &planbus.ErrorInfo{Code: code, Category: planbus.CategoryInvalidInput, Message: cause.Error()}
+	if code == planbus.CodeDeliveryLimit {
+		errInfo.Category = planbus.CategoryInternal
 	}
-	res := &plan.ExecutionResult{PlanID: it.planID, RequestID: requestID, State: plan.PlanRejected, CanReplan: true,
-		Error: errInfo, Tools: []plan.ToolOutcome{}, StartedAt: now, FinishedAt: now}
+	res := &planbus.ExecutionResult{PlanID: it.planID, RequestID: requestID, State: planbus.PlanRejected, CanReplan: true,
+		Error: errInfo, Tools: []planbus.ToolOutcome{}, StartedAt: now, FinishedAt: now}
 	// The submitter is told, by the execution result and the event; an
 	// operator sees it at info.
 	log.Info().Err(cause).Msg("plan rejected")
 	d.rejectSpan(it.msg.Headers(), it.planID, requestID, errInfo)
-	d.event(plan.Event{Type: plan.EventPlanRejected, Time: now, RequestID: requestID, PlanID: it.planID, Error: errInfo})
+	d.event(planbus.Event{Type: planbus.EventPlanRejected, Time: now, RequestID: requestID, PlanID: it.planID, Error: errInfo})
 	if _, err := d.conn.JS.Publish(ctx, bus.ExecutionSubject(it.planID), mustJSON(res), jetstream.WithMsgID(it.planID)); err != nil {
 		log.Error().Err(err).Msg("cannot publish the rejection; plan will be redelivered")
 		_ = it.msg.NakWithDelay(bus.RetryDelay(bus.Deliveries(it.msg)))
@@ -228,7 +228,7 @@ func (d *Dispatcher) reusedResults(ctx context.Context, log zerolog.Logger, p *p
 
 // reusedResult reads and checks the result ref names for plan p; when it
 // cannot be reused, the result is nil and why says so.
-func (d *Dispatcher) reusedResult(ctx context.Context, p *plan.Plan, ref *plan.ReuseRef) (*plan.ToolResult, string, error) {
+func (d *Dispatcher) reusedResult(ctx context.Context, p *plan.Plan, ref *plan.ReuseRef) (*planbus.ToolResult, string, error) {
 	m, err := d.results.GetMsg(ctx, ref.ResultSeq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, "is no longer in the results stream", nil
@@ -236,7 +236,7 @@ func (d *Dispatcher) reusedResult(ctx context.Context, p *plan.Plan, ref *plan.R
 	if err != nil {
 		return nil, "", err
 	}
-	var r plan.ToolResult
+	var r planbus.ToolResult
 	switch {
 	case ref.PlanID == p.PlanID || bus.PlanOfSubject(m.Subject) != ref.PlanID:
 		return nil, "is not a result of an earlier plan " + ref.PlanID, nil
@@ -246,7 +246,7 @@ func (d *Dispatcher) reusedResult(ctx context.Context, p *plan.Plan, ref *plan.R
 		return nil, fmt.Sprintf("is tool %q's of plan %s, not tool %q's", r.ToolID, r.PlanID, ref.ToolID), nil
 	case r.RequestID != p.RequestID:
 		return nil, "belongs to another request", nil
-	case r.State != plan.ToolSucceeded:
+	case r.State != planbus.ToolSucceeded:
 		return nil, "did not succeed", nil
 	case !d.key.CheckResult(r.PlanID, r.ToolID, r.Attempt, r.Token):
 		return nil, "does not carry its call's token", nil

@@ -15,7 +15,6 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/token"
 	"github.com/planbus/planbus/skill"
 )
@@ -146,7 +145,7 @@ func (h *harness) waitRejected(want int64) {
 }
 
 // toolStates reads a plan's stored state: each tool's state, by tool id.
-func (h *harness) toolStates(planID string, ids ...string) map[string]string {
+func (h *harness) toolStates(planID string, ids ...string) map[string]planbus.ToolState {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -162,7 +161,7 @@ func (h *harness) toolStates(planID string, ids ...string) map[string]string {
 	if err := json.Unmarshal(e.Value(), &st); err != nil {
 		h.t.Fatal(err)
 	}
-	out := map[string]string{}
+	out := map[string]planbus.ToolState{}
 	for i, id := range ids {
 		out[id] = st.Tools[i].State
 	}
@@ -190,8 +189,8 @@ func TestForgedResultsDoNotFinishARunningTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged := func(tok string) []byte {
-		r := plan.ToolResult{PlanID: planID, RequestID: planID, ToolID: "slow", Skill: "hold", Attempt: 1,
-			State: plan.ToolSucceeded, Output: json.RawMessage(`{"FORGED":1}`), Token: tok}
+		r := planbus.ToolResult{PlanID: planID, RequestID: planID, ToolID: "slow", Skill: "hold", Attempt: 1,
+			State: planbus.ToolSucceeded, Output: json.RawMessage(`{"FORGED":1}`), Token: tok}
 		b, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
@@ -206,7 +205,7 @@ func TestForgedResultsDoNotFinishARunningTool(t *testing.T) {
 		// The first also takes the message id results had before ids
 		// carried a tag: it must not keep the real result out as a duplicate.
 		{"no token, as from a worker that does not echo it", forged(""),
-			[]jetstream.PublishOpt{jetstream.WithMsgID(plan.IdempotencyKey(planID, "slow", 1))}},
+			[]jetstream.PublishOpt{jetstream.WithMsgID(planbus.IdempotencyKey(planID, "slow", 1))}},
 		{"the example from the report", []byte(`{"planId":"` + planID + `","toolId":"slow","attempt":1,"state":"succeeded","output":{"FORGED":1}}`), nil},
 		{"a token made up", forged(strings.Repeat("A", token.Len)), nil},
 		{"a token under another key", forged(otherKey.Result(planID, "slow", 1)), nil},
@@ -222,7 +221,7 @@ func TestForgedResultsDoNotFinishARunningTool(t *testing.T) {
 		}
 	}
 	h.waitRejected(int64(len(attempts)))
-	if got := h.toolStates(planID, "slow", "next"); got["slow"] != plan.ToolRunning || got["next"] != plan.ToolPending {
+	if got := h.toolStates(planID, "slow", "next"); got["slow"] != planbus.ToolRunning || got["next"] != planbus.ToolPending {
 		t.Fatalf("after %d forged results: slow %s, next %s; want running and pending", len(attempts), got["slow"], got["next"])
 	}
 
@@ -234,7 +233,7 @@ func TestForgedResultsDoNotFinishARunningTool(t *testing.T) {
 	if got, want := string(tool(res, "next").Output), `{"from":{"real":"slow"}}`; got != want {
 		t.Errorf("next's output %s, want %s: only the real result flows on", got, want)
 	}
-	if got := events.of(plan.EventToolSucceeded, "slow"); len(got) != 1 {
+	if got := events.of(planbus.EventToolSucceeded, "slow"); len(got) != 1 {
 		t.Errorf("%d tool.succeeded events for slow, want 1", len(got))
 	}
 	if n, err := h.rejected(ctx); err != nil || n != int64(len(attempts)) {
@@ -255,8 +254,8 @@ func TestForgedCancelsDoNotStopAPlan(t *testing.T) {
 		{"toolId":"doomed","skill":"fail","dependencies":["later"],"input":{"category":"permanent","message":"no"}}]}`, time.Minute, nil)
 	key := h.key()
 	// The sentinel is a call of no plan, published as a dispatcher would.
-	sentinel := plan.ToolCall{PlanID: "sentinel", RequestID: "sentinel", ToolID: "s", Skill: "hold", Attempt: 1, MaxAttempts: 1,
-		Input: json.RawMessage(`{}`), TimeoutMs: 60000, IdempotencyKey: plan.IdempotencyKey("sentinel", "s", 1),
+	sentinel := planbus.ToolCall{PlanID: "sentinel", RequestID: "sentinel", ToolID: "s", Skill: "hold", Attempt: 1, MaxAttempts: 1,
+		Input: json.RawMessage(`{}`), TimeoutMs: 60000, IdempotencyKey: planbus.IdempotencyKey("sentinel", "s", 1),
 		Token: key.Result("sentinel", "s", 1), CancelDigest: token.Digest(key.Cancel("sentinel"))}
 	data, err := json.Marshal(sentinel)
 	if err != nil {
@@ -276,7 +275,7 @@ func TestForgedCancelsDoNotStopAPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancelOf := func(planID, tok string) []byte {
-		b, err := json.Marshal(plan.Cancel{PlanID: planID, Token: tok})
+		b, err := json.Marshal(planbus.Cancel{PlanID: planID, Token: tok})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,11 +304,11 @@ func TestForgedCancelsDoNotStopAPlan(t *testing.T) {
 		t.Fatalf("%s ended (cause %v), want first, released", end.toolID, end.cause)
 	}
 	res := receive(t, done, "the plan's result")
-	if res == nil || res.State != plan.PlanFailed {
+	if res == nil || res.State != planbus.PlanFailed {
 		t.Fatalf("plan result %+v, want failed on doomed's permanent failure", res)
 	}
-	for id, want := range map[string]string{"first": plan.ToolSucceeded, "later": plan.ToolSucceeded,
-		"doomed": plan.ToolFailed, "sibling": plan.ToolCancelled} {
+	for id, want := range map[string]planbus.ToolState{"first": planbus.ToolSucceeded, "later": planbus.ToolSucceeded,
+		"doomed": planbus.ToolFailed, "sibling": planbus.ToolCancelled} {
 		if got := tool(res, id).State; got != want {
 			t.Errorf("%s: %s, want %s", id, got, want)
 		}
@@ -329,8 +328,8 @@ func TestResultBeforeItsPlansStateIsHeldBack(t *testing.T) {
 	h := start(t, opts{extra: []skill.Skill{hd.skill()}})
 	const planID = "early-result"
 	key := h.key()
-	r := plan.ToolResult{PlanID: planID, RequestID: planID, ToolID: "slow", Skill: "hold", Attempt: 1,
-		State: plan.ToolSucceeded, Output: json.RawMessage(`{"early":true}`), Token: key.Result(planID, "slow", 1)}
+	r := planbus.ToolResult{PlanID: planID, RequestID: planID, ToolID: "slow", Skill: "hold", Attempt: 1,
+		State: planbus.ToolSucceeded, Output: json.RawMessage(`{"early":true}`), Token: key.Result(planID, "slow", 1)}
 	data, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -379,8 +378,8 @@ func TestUndecodableSignedResultFailsItsAttempt(t *testing.T) {
 	done := h.submit(`{"planId":"`+planID+`","timeoutMs":120000,"tools":[{"toolId":"slow","skill":"hold","timeoutMs":120000,"retryPolicy":{"maxAttempts":1}}]}`, 2*time.Minute, nil)
 	receive(t, hd.started, "the call starting")
 	key := h.key()
-	r := plan.ToolResult{PlanID: planID, RequestID: planID, ToolID: "slow", Skill: "hold", Attempt: 1,
-		State: plan.ToolSucceeded, Output: json.RawMessage(`{"s":"x"}`), Token: key.Result(planID, "slow", 1)}
+	r := planbus.ToolResult{PlanID: planID, RequestID: planID, ToolID: "slow", Skill: "hold", Attempt: 1,
+		State: planbus.ToolSucceeded, Output: json.RawMessage(`{"s":"x"}`), Token: key.Result(planID, "slow", 1)}
 	data, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -392,7 +391,7 @@ func TestUndecodableSignedResultFailsItsAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := receive(t, done, "the plan's result")
-	if res == nil || res.State != plan.PlanFailed {
+	if res == nil || res.State != planbus.PlanFailed {
 		t.Fatalf("plan result %+v, want failed", res)
 	}
 	if e := tool(res, "slow").Error; e == nil || e.Code != planbus.CodeInvalidResult || !strings.Contains(e.Message, "surrogate") {

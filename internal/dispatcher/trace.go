@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/execution"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/telemetry"
 )
 
@@ -91,7 +91,7 @@ func (d *Dispatcher) inFlight(eng *execution.Engine) []runningAttempt {
 	}
 	var out []runningAttempt
 	for i, t := range st.Tools {
-		if t.State == plan.ToolRunning {
+		if t.State == planbus.ToolRunning {
 			out = append(out, runningAttempt{index: i, attempt: t.Attempt, released: t.ReleasedAt})
 		}
 	}
@@ -119,13 +119,13 @@ func (d *Dispatcher) traceEnded(eng *execution.Engine, before []runningAttempt, 
 	p := eng.Plan()
 	for _, a := range before {
 		ts := &st.Tools[a.index]
-		if ts.State == plan.ToolRunning && ts.Attempt == a.attempt {
+		if ts.State == planbus.ToolRunning && ts.Attempt == a.attempt {
 			continue
 		}
 		t := &p.Tools[a.index]
 		state, errInfo, worker := ts.State, ts.Error, ""
-		if ts.Attempt != a.attempt || state == plan.ToolRetrying {
-			state = plan.ToolFailed // retried, or its fallback took over
+		if ts.Attempt != a.attempt || state == planbus.ToolRetrying {
+			state = planbus.ToolFailed // retried, or its fallback took over
 		}
 		for _, ap := range fx.Applied {
 			if ap.Index == a.index && ap.Result.Attempt == a.attempt {
@@ -134,13 +134,13 @@ func (d *Dispatcher) traceEnded(eng *execution.Engine, before []runningAttempt, 
 		}
 		attrs := []attribute.KeyValue{telemetry.AttrPlanID.String(p.PlanID), telemetry.AttrRequestID.String(p.RequestID),
 			telemetry.AttrToolID.String(t.ToolID), telemetry.AttrSkill.String(t.Variant(a.attempt).Skill),
-			telemetry.AttrAttempt.Int(a.attempt), telemetry.AttrState.String(state)}
+			telemetry.AttrAttempt.Int(a.attempt), telemetry.AttrState.String(string(state))}
 		if worker != "" {
 			attrs = append(attrs, telemetry.AttrWorkerID.String(worker))
 		}
 		sid := telemetry.ChildID(psc.SpanID(), t.ToolID, strconv.Itoa(a.attempt))
 		d.record(trace.ContextWithRemoteSpanContext(context.Background(), psc), psc.TraceID(), sid, telemetry.SpanTool,
-			trace.SpanKindProducer, time.UnixMilli(a.released), now, attrs, state == plan.ToolSucceeded, errInfo)
+			trace.SpanKindProducer, time.UnixMilli(a.released), now, attrs, state == planbus.ToolSucceeded, errInfo)
 	}
 	if ended && fx.Done != nil {
 		d.planSpan(st, fx.Done)
@@ -148,7 +148,7 @@ func (d *Dispatcher) traceEnded(eng *execution.Engine, before []runningAttempt, 
 }
 
 // planSpan records a traced plan's span, from its start to its end.
-func (d *Dispatcher) planSpan(st *execution.State, res *plan.ExecutionResult) {
+func (d *Dispatcher) planSpan(st *execution.State, res *planbus.ExecutionResult) {
 	psc := planSpanContext(st)
 	if !psc.IsValid() {
 		return
@@ -158,7 +158,7 @@ func (d *Dispatcher) planSpan(st *execution.State, res *plan.ExecutionResult) {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, psc.WithSpanID(id))
 	}
 	attrs := []attribute.KeyValue{telemetry.AttrPlanID.String(st.PlanID), telemetry.AttrRequestID.String(st.RequestID),
-		telemetry.AttrSessionID.String(st.SessionID), telemetry.AttrState.String(res.State), telemetry.AttrTools.Int(len(st.Tools))}
+		telemetry.AttrSessionID.String(st.SessionID), telemetry.AttrState.String(string(res.State)), telemetry.AttrTools.Int(len(st.Tools))}
 	end := res.FinishedAt
 	if end.IsZero() {
 		end = time.Now()
@@ -170,13 +170,13 @@ func (d *Dispatcher) planSpan(st *execution.State, res *plan.ExecutionResult) {
 // record records a span with preset ids (see telemetry.WithIDs) between
 // two times.
 func (d *Dispatcher) record(parent context.Context, tid trace.TraceID, sid trace.SpanID, name string, kind trace.SpanKind,
-	start, end time.Time, attrs []attribute.KeyValue, ok bool, errInfo *plan.ErrorInfo) {
+	start, end time.Time, attrs []attribute.KeyValue, ok bool, errInfo *planbus.ErrorInfo) {
 	_, sp := d.tracer.Start(telemetry.WithIDs(parent, tid, sid), name, trace.WithSpanKind(kind),
 		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	if !ok {
 		msg := "failed"
 		if errInfo != nil {
-			sp.SetAttributes(telemetry.AttrErrorCode.String(errInfo.Code))
+			sp.SetAttributes(telemetry.AttrErrorCode.String(string(errInfo.Code)))
 			msg = errInfo.Message
 		}
 		sp.SetStatus(codes.Error, msg)
@@ -185,14 +185,14 @@ func (d *Dispatcher) record(parent context.Context, tid trace.TraceID, sid trace
 }
 
 // rejectSpan records the span of a plan rejected at its start.
-func (d *Dispatcher) rejectSpan(h nats.Header, planID, requestID string, errInfo *plan.ErrorInfo) {
+func (d *Dispatcher) rejectSpan(h nats.Header, planID, requestID string, errInfo *planbus.ErrorInfo) {
 	ctx := telemetry.Extract(context.Background(), h)
 	if !d.traced && !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
 	_, sp := d.tracer.Start(ctx, telemetry.SpanPlan, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		telemetry.AttrPlanID.String(planID), telemetry.AttrRequestID.String(requestID),
-		telemetry.AttrState.String(plan.PlanRejected), telemetry.AttrErrorCode.String(errInfo.Code)))
+		telemetry.AttrState.String(string(planbus.PlanRejected)), telemetry.AttrErrorCode.String(string(errInfo.Code))))
 	sp.SetStatus(codes.Error, errInfo.Message)
 	sp.End()
 }

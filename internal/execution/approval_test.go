@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 func eventTypes(fx Effects) []string {
 	var out []string
 	for _, ev := range fx.Events {
-		out = append(out, ev.Type+" "+ev.ToolID)
+		out = append(out, string(ev.Type)+" "+ev.ToolID)
 	}
 	return out
 }
@@ -24,7 +23,7 @@ func reject(i int) Timer  { return Timer{Kind: TimerReject, Index: i, Reason: "n
 
 // roundTrip stores an engine's state in its compact form and rebuilds an
 // engine from it, as a dispatcher that takes the plan over does.
-func roundTrip(t *testing.T, e *Engine, results map[uint64]*plan.ToolResult) *Engine {
+func roundTrip(t *testing.T, e *Engine, results map[uint64]*planbus.ToolResult) *Engine {
 	t.Helper()
 	b, err := json.Marshal(e.State().Store())
 	if err != nil {
@@ -34,7 +33,7 @@ func roundTrip(t *testing.T, e *Engine, results map[uint64]*plan.ToolResult) *En
 	if err := json.Unmarshal(b, &stored); err != nil {
 		t.Fatal(err)
 	}
-	st, err := Load(e.Plan(), &stored, func(s uint64) (*plan.ToolResult, error) { return results[s], nil })
+	st, err := Load(e.Plan(), &stored, func(s uint64) (*planbus.ToolResult, error) { return results[s], nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +66,7 @@ func TestApprovalHoldsAToolUntilApproved(t *testing.T) {
 	if ev := fx.Events[1]; ev.Message != "Deploy to production?" || ev.Skill != "deploy" || ev.Attempt != 0 {
 		t.Errorf("waiting event %+v, want the prompt", ev)
 	}
-	if !fx.Changed || e.State().Tools[1].State != plan.ToolWaitingApproval {
+	if !fx.Changed || e.State().Tools[1].State != planbus.ToolWaitingApproval {
 		t.Fatalf("B is %s, want waiting_approval", e.State().Tools[1].State)
 	}
 	fx = e.OnResult(ok("D", 1), t0)
@@ -76,7 +75,7 @@ func TestApprovalHoldsAToolUntilApproved(t *testing.T) {
 	}
 	// Taken over by another dispatcher while it waits.
 	e = roundTrip(t, e, nil)
-	if e.State().Tools[1].State != plan.ToolWaitingApproval {
+	if e.State().Tools[1].State != planbus.ToolWaitingApproval {
 		t.Fatalf("restored B is %s", e.State().Tools[1].State)
 	}
 	if v := e.TimerVerdict(approve(1)); v != Applies {
@@ -117,7 +116,7 @@ func TestApprovedToolWaitsForASlot(t *testing.T) {
 		t.Fatalf("released %v, want [B]", got)
 	}
 	fx = e.OnTimer(approve(0), t0)
-	if len(fx.Releases) != 0 || !fx.Changed || !e.State().Tools[0].Approved || e.State().Tools[0].State != plan.ToolPending {
+	if len(fx.Releases) != 0 || !fx.Changed || !e.State().Tools[0].Approved || e.State().Tools[0].State != planbus.ToolPending {
 		t.Fatalf("approved with no slot free: released %v, state %+v", ids(e, fx.Releases), e.State().Tools[0])
 	}
 	if v := e.TimerVerdict(approve(0)); v != Past {
@@ -145,13 +144,13 @@ func TestRejection(t *testing.T) {
 			t.Fatal("the plan did not end")
 		}
 		res := fx.Done
-		if res.State != plan.PlanFailed || res.CanReplan || res.Error.Code != plan.CodeRejected || res.Error.Category != plan.CategoryPermanent {
+		if res.State != planbus.PlanFailed || res.CanReplan || res.Error.Code != planbus.CodeRejected || res.Error.Category != planbus.CategoryPermanent {
 			t.Errorf("result %s canReplan %v error %+v; want failed, REJECTED, no replan", res.State, res.CanReplan, res.Error)
 		}
 		want := map[string]string{"A": "failed/", "B": "skipped/dependency_failed", "C": "cancelled/plan_failed"}
 		got := map[string]string{}
 		for _, o := range res.Tools {
-			got[o.ToolID] = o.State + "/" + o.Reason
+			got[o.ToolID] = string(o.State) + "/" + string(o.Reason)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("tools (-want +got):\n%s", diff)
@@ -197,10 +196,10 @@ func TestWaitingToolsAndThePlanTimeout(t *testing.T) {
 	}
 	e.OnResult(ok("A", 1), t0)
 	fx := e.OnTimer(Timer{Kind: TimerPlanTimeout}, t0.Add(time.Second))
-	if fx.Done == nil || fx.Done.State != plan.PlanTimeout {
+	if fx.Done == nil || fx.Done.State != planbus.PlanTimeout {
 		t.Fatalf("result %+v, want timeout", fx.Done)
 	}
-	if b := fx.Done.Tools[1]; b.State != plan.ToolSkipped || b.Reason != plan.ReasonPlanTimeout {
+	if b := fx.Done.Tools[1]; b.State != planbus.ToolSkipped || b.Reason != planbus.ReasonPlanTimeout {
 		t.Errorf("B %s/%s, want skipped/plan_timeout", b.State, b.Reason)
 	}
 	if !fx.Done.CanReplan {

@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 // A cancel ends a running plan at once: tools in flight (running, or
@@ -19,29 +18,29 @@ func TestCancelEndsThePlanAtOnce(t *testing.T) {
 	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]},
 		{"toolId":"C","skill":"s","dependencies":["A"]},{"toolId":"D","skill":"s","dependencies":["B","C"]}]}`), t0, 8, nil)
 	e.OnResult(ok("A", 1), t0)
-	e.OnResult(fail("C", 1, plan.CategoryNetwork), t0) // C waits for its retry
+	e.OnResult(fail("C", 1, planbus.CategoryNetwork), t0) // C waits for its retry
 	at := t0.Add(2 * time.Second)
 	fx := e.Cancel("  the user changed their mind ", at)
 	if fx.Done == nil || !fx.Changed || !fx.Cancel {
 		t.Fatalf("effects %+v, want the state changed, a result and the workers told", fx)
 	}
 	res := fx.Done
-	if res.State != plan.PlanCancelled || res.Success || res.CanReplan {
+	if res.State != planbus.PlanCancelled || res.Success || res.CanReplan {
 		t.Errorf("result %s success %v canReplan %v, want cancelled, no replan", res.State, res.Success, res.CanReplan)
 	}
-	want := &plan.ErrorInfo{Code: plan.CodeCancelled, Category: plan.CategoryCancelled, Message: "cancelled on request: the user changed their mind"}
+	want := &planbus.ErrorInfo{Code: planbus.CodeCancelled, Category: planbus.CategoryCancelled, Message: "cancelled on request: the user changed their mind"}
 	if diff := cmp.Diff(want, res.Error); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}
 	got := map[string]string{}
 	for _, o := range res.Tools {
-		got[o.ToolID] = o.State + "/" + o.Reason
+		got[o.ToolID] = string(o.State) + "/" + string(o.Reason)
 	}
 	wantStates := map[string]string{"A": "succeeded/", "B": "cancelled/cancelled", "C": "cancelled/cancelled", "D": "skipped/cancelled"}
 	if diff := cmp.Diff(wantStates, got); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	if res.Tools[1].Error == nil || res.Tools[1].Error.Code != plan.CodeCancelled {
+	if res.Tools[1].Error == nil || res.Tools[1].Error.Code != planbus.CodeCancelled {
 		t.Errorf("B's error %+v, want the cancel's", res.Tools[1].Error)
 	}
 	if len(res.FailedTools) != 0 || len(res.FailedSkills) != 0 {
@@ -52,7 +51,7 @@ func TestCancelEndsThePlanAtOnce(t *testing.T) {
 	}
 	var types []string
 	for _, ev := range fx.Events {
-		types = append(types, ev.Type+" "+ev.ToolID)
+		types = append(types, string(ev.Type)+" "+ev.ToolID)
 	}
 	wantEvents := []string{"tool.cancelled B", "tool.cancelled C", "tool.skipped D", "plan.cancelled "}
 	if diff := cmp.Diff(wantEvents, types); diff != "" {
@@ -99,7 +98,7 @@ func TestCancelTimerMessage(t *testing.T) {
 	}
 	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"}]}`), t0, 8, nil)
 	fx := e.OnTimer(back.Timer(), t0)
-	if fx.Done == nil || fx.Done.State != plan.PlanCancelled {
+	if fx.Done == nil || fx.Done.State != planbus.PlanCancelled {
 		t.Fatalf("result %+v, want cancelled", fx.Done)
 	}
 	msg := fx.Done.Error.Message
@@ -127,7 +126,7 @@ func TestCancelledStateRestores(t *testing.T) {
 	if err := json.Unmarshal(data, &stored); err != nil {
 		t.Fatal(err)
 	}
-	st, err := Load(p, &stored, func(uint64) (*plan.ToolResult, error) { return nil, nil })
+	st, err := Load(p, &stored, func(uint64) (*planbus.ToolResult, error) { return nil, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +134,7 @@ func TestCancelledStateRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Done() || r.Result().State != plan.PlanCancelled || r.Result().Tools[0].Reason != plan.ReasonCancelled {
+	if !r.Done() || r.Result().State != planbus.PlanCancelled || r.Result().Tools[0].Reason != planbus.ReasonCancelled {
 		t.Fatalf("restored %+v", r.Result())
 	}
 	if fx := r.Outstanding(); fx.Done == nil || len(fx.Releases) > 0 {

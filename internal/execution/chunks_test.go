@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -139,7 +140,7 @@ func TestPropertyChunkedStateReadsBackWhole(t *testing.T) {
 			if before != nil {
 				changed := map[int]bool{}
 				for i := range want.Tools {
-					if !cmp.Equal(want.Tools[i], before.Tools[i]) || (before.Status == plan.PlanRunning && want.Status != plan.PlanRunning) {
+					if !cmp.Equal(want.Tools[i], before.Tools[i]) || (before.Status == planbus.PlanRunning && want.Status != planbus.PlanRunning) {
 						changed[i/size] = true
 					}
 				}
@@ -190,7 +191,7 @@ func TestPropertyChunkedStateReadsBackWhole(t *testing.T) {
 			}
 			var waiting []int
 			for i, ts := range e.st.Tools {
-				if ts.State == plan.ToolWaitingApproval {
+				if ts.State == planbus.ToolWaitingApproval {
 					waiting = append(waiting, i)
 				}
 			}
@@ -211,10 +212,10 @@ func TestPropertyChunkedStateReadsBackWhole(t *testing.T) {
 				j := rapid.IntRange(0, len(running)-1).Draw(t, "finish")
 				r := running[j]
 				running = slices.Delete(running, j, j+1)
-				res := &plan.ToolResult{ToolID: p.Tools[r.Index].ToolID, Attempt: r.Attempt, State: plan.ToolSucceeded}
+				res := &planbus.ToolResult{ToolID: p.Tools[r.Index].ToolID, Attempt: r.Attempt, State: planbus.ToolSucceeded}
 				if rapid.IntRange(0, 3).Draw(t, "fails") == 0 {
-					res.State = plan.ToolFailed
-					res.Error = &plan.ErrorInfo{Code: "X", Category: plan.CategoryNetwork, Message: "x"}
+					res.State = planbus.ToolFailed
+					res.Error = &planbus.ErrorInfo{Code: "X", Category: planbus.CategoryNetwork, Message: "x"}
 				}
 				now = now.Add(time.Millisecond)
 				handle(e.OnResultSeq(res, uint64(steps+1), now))
@@ -290,7 +291,7 @@ func TestReadStoredFollowsAHeadThatMovedOn(t *testing.T) {
 
 	// A reader has the head; a writer then replaces chunk 1.
 	old := b.vals[head]
-	e.OnResultSeq(&plan.ToolResult{ToolID: "t2", Attempt: 1, State: plan.ToolSucceeded}, 9, t0)
+	e.OnResultSeq(&planbus.ToolResult{ToolID: "t2", Attempt: 1, State: planbus.ToolSucceeded}, 9, t0)
 	w, err = e.st.Write(head, "b", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +315,7 @@ func TestReadStoredFollowsAHeadThatMovedOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reads != 2 || rev != b.revs[head] || got.Tools[2].State != plan.ToolSucceeded || got.Tools[2].Result != 9 {
+	if reads != 2 || rev != b.revs[head] || got.Tools[2].State != planbus.ToolSucceeded || got.Tools[2].Result != 9 {
 		t.Fatalf("read the head %d times, revision %d (stored %d), tool t2 %+v; want the second head's state", reads, rev, b.revs[head], got.Tools[2])
 	}
 	if string(fresh) != string(b.vals[head]) {
@@ -456,7 +457,7 @@ func BenchmarkReadStored50k(b *testing.B) {
 	const head = "p.state"
 	e := chunkedPlan(b, 50_000, DefaultChunkTools)
 	for i := range 40_000 {
-		e.OnResultSeq(&plan.ToolResult{ToolID: fmt.Sprintf("t%d", i), Attempt: 1, State: plan.ToolSucceeded}, uint64(i+1), t0)
+		e.OnResultSeq(&planbus.ToolResult{ToolID: fmt.Sprintf("t%d", i), Attempt: 1, State: planbus.ToolSucceeded}, uint64(i+1), t0)
 	}
 	bk := newBucket()
 	w, err := e.st.Write(head, "a", nil)
@@ -546,7 +547,7 @@ func TestReadStoredOfAStateWrittenWhileItIsRead(t *testing.T) {
 				// a chunk the reader has not come to yet.
 				i := 79 - writes
 				writes++
-				e.OnResultSeq(&plan.ToolResult{ToolID: fmt.Sprintf("t%d", i), Attempt: 1, State: plan.ToolSucceeded}, uint64(100+i), t0)
+				e.OnResultSeq(&planbus.ToolResult{ToolID: fmt.Sprintf("t%d", i), Attempt: 1, State: planbus.ToolSucceeded}, uint64(100+i), t0)
 				w, err := e.st.Write(head, fmt.Sprintf("w%d", writes), nil)
 				if err != nil {
 					return nil, 0, err
@@ -563,7 +564,7 @@ func TestReadStoredOfAStateWrittenWhileItIsRead(t *testing.T) {
 	}
 	done := 0
 	for _, tool := range got.Tools {
-		if tool.State == plan.ToolSucceeded {
+		if tool.State == planbus.ToolSucceeded {
 			done++
 		}
 	}

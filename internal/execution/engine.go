@@ -9,6 +9,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/dag"
 	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/internal/plan"
@@ -67,8 +68,8 @@ type Effects struct {
 	Changed  bool
 	Releases []Release
 	Timers   []Timer
-	Events   []plan.Event
-	Done     *plan.ExecutionResult
+	Events   []planbus.Event
+	Done     *planbus.ExecutionResult
 	Cancel   bool
 	Applied  []Applied
 }
@@ -76,7 +77,7 @@ type Effects struct {
 // Applied is a result the engine accepted.
 type Applied struct {
 	Index  int
-	Result *plan.ToolResult
+	Result *planbus.ToolResult
 	// Final: the attempt failed and the tool will not be retried.
 	Final bool
 }
@@ -144,7 +145,7 @@ type Engine struct {
 // (plan.Tool.ReuseFrom): the result, as the RESULTS stream holds it at
 // Seq.
 type Reused struct {
-	Result *plan.ToolResult
+	Result *planbus.ToolResult
 	Seq    uint64
 }
 
@@ -173,17 +174,17 @@ func StartReusing(p *plan.Plan, now time.Time, defaultMaxConcurrency int, timeou
 		mc = 1
 	}
 	st := &State{
-		PlanID: p.PlanID, RequestID: p.RequestID, SessionID: p.SessionID, Status: plan.PlanRunning, MaxConcurrency: mc,
+		PlanID: p.PlanID, RequestID: p.RequestID, SessionID: p.SessionID, Status: planbus.PlanRunning, MaxConcurrency: mc,
 		StartedAt: now.UnixMilli(), Deadline: now.Add(time.Duration(p.TimeoutMs) * time.Millisecond).UnixMilli(),
 		Tools: make([]ToolState, len(p.Tools)),
 	}
 	for i, t := range p.Tools {
-		st.Tools[i] = ToolState{ID: t.ToolID, State: plan.ToolPending}
+		st.Tools[i] = ToolState{ID: t.ToolID, State: planbus.ToolPending}
 	}
 	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph()), timeouts: timeouts}
 	e.begin(now)
 	e.fx.Changed = true
-	e.event(plan.Event{Type: plan.EventPlanStarted, Tools: len(p.Tools),
+	e.event(planbus.Event{Type: planbus.EventPlanStarted, Tools: len(p.Tools),
 		Message: fmt.Sprintf("%s, at most %d at once", plural(len(p.Tools), "tool"), mc)})
 	e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(st.Deadline)})
 	e.reuse(reused)
@@ -203,20 +204,20 @@ func (e *Engine) reuse(reused map[int]Reused) {
 		}
 		res := r.Result
 		e.st.touch(i)
-		ts.State, ts.Reused, ts.Attempt, ts.ResultSeq, ts.FinishedAt = plan.ToolSucceeded, true, max(res.Attempt, 1), r.Seq, e.ms()
+		ts.State, ts.Reused, ts.Attempt, ts.ResultSeq, ts.FinishedAt = planbus.ToolSucceeded, true, max(res.Attempt, 1), r.Seq, e.ms()
 		ts.setResult(res)
 		if !res.FinishedAt.IsZero() {
 			ts.FinishedAt = res.FinishedAt.UnixMilli()
 		}
 		e.finished++
 		e.tracker.Satisfy(i)
-		e.toolEvent(plan.EventToolReused, i, plan.Event{WorkerID: res.WorkerID, DurationMs: res.DurationMs,
+		e.toolEvent(planbus.EventToolReused, i, planbus.Event{WorkerID: res.WorkerID, DurationMs: res.DurationMs,
 			Message: fmt.Sprintf("took the output of tool %q of plan %s instead of running", res.ToolID, res.PlanID)})
 	}
 }
 
 // reusable: tool i may take res as its own.
-func (e *Engine) reusable(i int, res *plan.ToolResult) bool {
+func (e *Engine) reusable(i int, res *planbus.ToolResult) bool {
 	for _, d := range e.g.Deps(i) {
 		if !e.st.Tools[d].Reused {
 			return false
@@ -224,7 +225,7 @@ func (e *Engine) reusable(i int, res *plan.ToolResult) bool {
 	}
 	t := &e.plan.Tools[i]
 	n := max(res.Attempt, 1)
-	if res.State != plan.ToolSucceeded || t.Variant(n).Skill != res.Skill {
+	if res.State != planbus.ToolSucceeded || t.Variant(n).Skill != res.Skill {
 		return false
 	}
 	_, refused := e.verified(i, res)
@@ -261,9 +262,9 @@ func Restore(p *plan.Plan, st *State, timeouts TimeoutFactor) (*Engine, error) {
 // satisfies: tool i finished in a way that lets its dependents run.
 func (e *Engine) satisfies(i int) bool {
 	switch e.st.Tools[i].State {
-	case plan.ToolSucceeded:
+	case planbus.ToolSucceeded:
 		return true
-	case plan.ToolFailed, plan.ToolTimeout:
+	case planbus.ToolFailed, planbus.ToolTimeout:
 		return !e.plan.Tools[i].Required
 	}
 	return false
@@ -276,7 +277,7 @@ func (e *Engine) State() *State { return e.st }
 func (e *Engine) Plan() *plan.Plan { return e.plan }
 
 // Done reports whether the plan has ended.
-func (e *Engine) Done() bool { return e.st.Status != plan.PlanRunning }
+func (e *Engine) Done() bool { return e.st.Status != planbus.PlanRunning }
 
 func (e *Engine) begin(now time.Time) { e.now, e.fx = now, Effects{} }
 
@@ -288,12 +289,12 @@ func (e *Engine) end() Effects {
 
 func (e *Engine) ms() int64 { return e.now.UnixMilli() }
 
-func (e *Engine) event(ev plan.Event) {
+func (e *Engine) event(ev planbus.Event) {
 	ev.Time, ev.RequestID, ev.PlanID = e.now, e.st.RequestID, e.st.PlanID
 	e.fx.Events = append(e.fx.Events, ev)
 }
 
-func (e *Engine) toolEvent(typ string, i int, ev plan.Event) {
+func (e *Engine) toolEvent(typ planbus.EventType, i int, ev planbus.Event) {
 	if ev.Attempt == 0 {
 		ev.Attempt = e.st.Tools[i].Attempt
 	}
@@ -328,7 +329,7 @@ func (e *Engine) next() (int, bool) {
 	for len(e.approved) > 0 {
 		i := e.approved[0]
 		e.approved = e.approved[1:]
-		if e.st.Tools[i].State == plan.ToolPending {
+		if e.st.Tools[i].State == planbus.ToolPending {
 			return i, true
 		}
 	}
@@ -340,7 +341,7 @@ func (e *Engine) next() (int, bool) {
 		e.popped++
 		// Others were released before a restore, skipped, reused, or
 		// wait for approval.
-		if e.st.Tools[i].State == plan.ToolPending && !e.unapproved(i) {
+		if e.st.Tools[i].State == planbus.ToolPending && !e.unapproved(i) {
 			return i, true
 		}
 	}
@@ -357,11 +358,11 @@ func (e *Engine) unapproved(i int) bool {
 func (e *Engine) hold() {
 	ready := e.tracker.Ready()
 	for _, i := range ready[min(max(e.scanned-e.popped, 0), len(ready)):] {
-		if ts := &e.st.Tools[i]; ts.State == plan.ToolPending && e.unapproved(i) {
+		if ts := &e.st.Tools[i]; ts.State == planbus.ToolPending && e.unapproved(i) {
 			e.st.touch(i)
-			ts.State = plan.ToolWaitingApproval
+			ts.State = planbus.ToolWaitingApproval
 			e.fx.Changed = true
-			e.toolEvent(plan.EventToolWaiting, i, plan.Event{Message: e.plan.Tools[i].Approval.Prompt})
+			e.toolEvent(planbus.EventToolWaiting, i, planbus.Event{Message: e.plan.Tools[i].Approval.Prompt})
 		}
 	}
 	e.scanned = e.popped + len(ready)
@@ -370,16 +371,16 @@ func (e *Engine) hold() {
 func (e *Engine) release(i, attempt int) {
 	e.st.touch(i)
 	ts := &e.st.Tools[i]
-	if ts.State == plan.ToolPending {
+	if ts.State == planbus.ToolPending {
 		e.inFlight++
 		if !e.plan.Tools[i].Async {
 			e.sync++
 		}
 	}
-	ts.State, ts.Attempt, ts.ReleasedAt, ts.RetryAt = plan.ToolRunning, attempt, e.ms(), 0
+	ts.State, ts.Attempt, ts.ReleasedAt, ts.RetryAt = planbus.ToolRunning, attempt, e.ms(), 0
 	e.fx.Changed = true
 	e.fx.Releases = append(e.fx.Releases, e.releaseOf(i, attempt))
-	e.toolEvent(plan.EventToolReleased, i, plan.Event{})
+	e.toolEvent(planbus.EventToolReleased, i, planbus.Event{})
 }
 
 // releaseOf is the release of attempt n of tool i, with the timeout its
@@ -415,8 +416,8 @@ func (e *Engine) GateBudget() int64 {
 // changed. Charges depend on the results applied and their order alone,
 // so the stored state that follows a batch is the same wherever it is
 // applied.
-func (e *Engine) verified(i int, r *plan.ToolResult) (out *plan.ToolResult, refused bool) {
-	if r.State != plan.ToolSucceeded {
+func (e *Engine) verified(i int, r *planbus.ToolResult) (out *planbus.ToolResult, refused bool) {
+	if r.State != planbus.ToolSucceeded {
 		return r, false
 	}
 	g := e.plan.Tools[i].Gate(max(r.Attempt, 1))
@@ -426,8 +427,8 @@ func (e *Engine) verified(i int, r *plan.ToolResult) (out *plan.ToolResult, refu
 	left := e.GateBudget() - e.st.GateSteps
 	if left <= 0 {
 		v := *r
-		v.State = plan.ToolFailed
-		v.Error = &plan.ErrorInfo{Code: plan.CodeVerifyFailed, Category: plan.CategoryPermanent,
+		v.State = planbus.ToolFailed
+		v.Error = &planbus.ErrorInfo{Code: planbus.CodeVerifyFailed, Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("verification failed: the plan's gates have used up its verification budget of %d steps (%d a second of its timeout); gate %s was not checked",
 				e.GateBudget(), GateStepsPerSecond, clip(g.String(), 80))}
 		return &v, true
@@ -441,7 +442,7 @@ func (e *Engine) verified(i int, r *plan.ToolResult) (out *plan.ToolResult, refu
 }
 
 // leave frees tool i's slot as it reaches terminal state s.
-func (e *Engine) leave(i int, s string) {
+func (e *Engine) leave(i int, s planbus.ToolState) {
 	e.st.touch(i)
 	ts := &e.st.Tools[i]
 	if inFlight(ts.State) {
@@ -467,18 +468,20 @@ func (e *Engine) Index(toolID string) (int, bool) { return e.g.Index(toolID) }
 // gate refuses makes it a failed attempt with code VERIFY_FAILED and
 // category transient, so the retry policy, the fallback and the failure
 // semantics apply as to any failure.
-func (e *Engine) OnResult(r *plan.ToolResult, now time.Time) Effects { return e.OnResultSeq(r, 0, now) }
+func (e *Engine) OnResult(r *planbus.ToolResult, now time.Time) Effects {
+	return e.OnResultSeq(r, 0, now)
+}
 
 // OnResultSeq is OnResult for a result stored in the RESULTS stream at seq,
 // which the state records so Load can find the result again.
-func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effects {
+func (e *Engine) OnResultSeq(r *planbus.ToolResult, seq uint64, now time.Time) Effects {
 	e.begin(now)
 	i, ok := e.g.Index(r.ToolID)
 	if !ok || e.Done() {
 		return e.end()
 	}
 	ts := &e.st.Tools[i]
-	if ts.State != plan.ToolRunning || ts.Attempt != r.Attempt {
+	if ts.State != planbus.ToolRunning || ts.Attempt != r.Attempt {
 		return e.end()
 	}
 	e.st.touch(i)
@@ -486,10 +489,10 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 	r, ts.Refused = e.verified(i, r)
 	ts.setResult(r)
 	ts.ResultSeq = seq
-	if r.State == plan.ToolSucceeded {
+	if r.State == planbus.ToolSucceeded {
 		e.fx.Applied = append(e.fx.Applied, Applied{Index: i, Result: r})
-		e.leave(i, plan.ToolSucceeded)
-		e.toolEvent(plan.EventToolSucceeded, i, plan.Event{DurationMs: r.DurationMs, WorkerID: r.WorkerID})
+		e.leave(i, planbus.ToolSucceeded)
+		e.toolEvent(planbus.EventToolSucceeded, i, planbus.Event{DurationMs: r.DurationMs, WorkerID: r.WorkerID})
 		e.tracker.Satisfy(i)
 		e.fill()
 		e.checkDone()
@@ -497,20 +500,20 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 	}
 	errInfo := r.Error
 	if errInfo == nil {
-		errInfo = &plan.ErrorInfo{Code: plan.CodeToolFailed, Category: plan.CategoryInternal, Message: "failed without an error"}
+		errInfo = &planbus.ErrorInfo{Code: planbus.CodeToolFailed, Category: planbus.CategoryInternal, Message: "failed without an error"}
 	}
 	ts.Error = errInfo
 	v := t.Variant(r.Attempt)
-	retry := plan.Retryable(errInfo.Category) && v.Attempt < v.RetryPolicy.MaxAttempts
+	retry := planbus.Retryable(errInfo.Category) && v.Attempt < v.RetryPolicy.MaxAttempts
 	// Final: this skill gets no more attempts here (its health counts it
 	// as retries exhausted), even if a fallback takes over.
 	e.fx.Applied = append(e.fx.Applied, Applied{Index: i, Result: r, Final: !retry})
 	if retry {
 		delay := RetryDelay(v.RetryPolicy, v.Attempt)
-		ts.State, ts.RetryAt = plan.ToolRetrying, now.Add(delay).UnixMilli()
+		ts.State, ts.RetryAt = planbus.ToolRetrying, now.Add(delay).UnixMilli()
 		e.fx.Changed = true
 		e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerRetry, Index: i, Attempt: r.Attempt + 1, FireAt: now.Add(delay)})
-		e.toolEvent(plan.EventToolRetrying, i, plan.Event{Error: errInfo, DelayMs: delay.Milliseconds(),
+		e.toolEvent(planbus.EventToolRetrying, i, planbus.Event{Error: errInfo, DelayMs: delay.Milliseconds(),
 			Message: fmt.Sprintf("attempt %d of %d failed; retrying in %s", v.Attempt, v.RetryPolicy.MaxAttempts, delay)})
 		return e.end()
 	}
@@ -518,36 +521,36 @@ func (e *Engine) OnResultSeq(r *plan.ToolResult, seq uint64, now time.Time) Effe
 		// The tool's own attempts are over: its fallback takes the slot at
 		// once, whatever the error was, since it is another way to the
 		// same end.
-		e.toolEvent(plan.EventToolRetrying, i, plan.Event{Error: errInfo,
+		e.toolEvent(planbus.EventToolRetrying, i, planbus.Event{Error: errInfo,
 			Message: fmt.Sprintf("attempt %d of %d failed; falling back to skill %s", v.Attempt, v.RetryPolicy.MaxAttempts, t.Fallback.Skill)})
 		e.release(i, t.RetryPolicy.MaxAttempts+1)
 		return e.end()
 	}
-	final, evType := plan.ToolFailed, plan.EventToolFailed
-	if r.State == plan.ToolTimeout || errInfo.Category == plan.CategoryTimeout {
-		final, evType = plan.ToolTimeout, plan.EventToolTimeout
+	final, evType := planbus.ToolFailed, planbus.EventToolFailed
+	if r.State == planbus.ToolTimeout || errInfo.Category == planbus.CategoryTimeout {
+		final, evType = planbus.ToolTimeout, planbus.EventToolTimeout
 	}
 	e.leave(i, final)
-	e.toolEvent(evType, i, plan.Event{Error: errInfo, DurationMs: r.DurationMs, WorkerID: r.WorkerID})
+	e.toolEvent(evType, i, planbus.Event{Error: errInfo, DurationMs: r.DurationMs, WorkerID: r.WorkerID})
 	e.failed(i, errInfo, fmt.Sprintf("required tool %q (skill %s) %s after %s: %s", t.ToolID, v.Skill,
-		map[string]string{plan.ToolFailed: "failed", plan.ToolTimeout: "timed out"}[final], plural(r.Attempt, "attempt"), errInfo.Message))
+		map[planbus.ToolState]string{planbus.ToolFailed: "failed", planbus.ToolTimeout: "timed out"}[final], plural(r.Attempt, "attempt"), errInfo.Message))
 	return e.end()
 }
 
 // failed follows tool i's failure for good with errInfo: a required
 // tool's transitive dependents are skipped and the plan fails with
 // planMsg; an optional tool's dependents run with null in its place.
-func (e *Engine) failed(i int, errInfo *plan.ErrorInfo, planMsg string) {
+func (e *Engine) failed(i int, errInfo *planbus.ErrorInfo, planMsg string) {
 	t := &e.plan.Tools[i]
 	if t.Required {
 		for _, d := range e.g.TransitiveDependents(i) {
-			if e.st.Tools[d].State == plan.ToolPending {
-				e.leave(d, plan.ToolSkipped)
-				e.st.Tools[d].Reason = plan.ReasonDependencyFailed
-				e.toolEvent(plan.EventToolSkipped, d, plan.Event{Message: fmt.Sprintf("dependency %q failed", t.ToolID)})
+			if e.st.Tools[d].State == planbus.ToolPending {
+				e.leave(d, planbus.ToolSkipped)
+				e.st.Tools[d].Reason = planbus.ReasonDependencyFailed
+				e.toolEvent(planbus.EventToolSkipped, d, planbus.Event{Message: fmt.Sprintf("dependency %q failed", t.ToolID)})
 			}
 		}
-		e.finish(plan.PlanFailed, &plan.ErrorInfo{Code: errInfo.Code, Category: errInfo.Category, Message: planMsg}, plan.ReasonPlanFailed)
+		e.finish(planbus.PlanFailed, &planbus.ErrorInfo{Code: errInfo.Code, Category: errInfo.Category, Message: planMsg}, planbus.ReasonPlanFailed)
 		return
 	}
 	e.tracker.Satisfy(i)
@@ -568,19 +571,19 @@ func (e *Engine) OnTimer(t Timer, now time.Time) Effects {
 			return e.end()
 		}
 		ts := &e.st.Tools[t.Index]
-		if ts.State == plan.ToolRetrying && ts.Attempt+1 == t.Attempt {
+		if ts.State == planbus.ToolRetrying && ts.Attempt+1 == t.Attempt {
 			e.release(t.Index, t.Attempt)
 		}
 	case TimerPlanTimeout:
 		if now.UnixMilli() < e.st.Deadline {
 			return e.end()
 		}
-		e.finish(plan.PlanTimeout, &plan.ErrorInfo{Code: plan.CodePlanTimeout, Category: plan.CategoryTimeout,
-			Message: fmt.Sprintf("plan exceeded %dms timeout", e.plan.TimeoutMs)}, plan.ReasonPlanTimeout)
+		e.finish(planbus.PlanTimeout, &planbus.ErrorInfo{Code: planbus.CodePlanTimeout, Category: planbus.CategoryTimeout,
+			Message: fmt.Sprintf("plan exceeded %dms timeout", e.plan.TimeoutMs)}, planbus.ReasonPlanTimeout)
 	case TimerCancel:
 		e.cancel(t.Reason)
 	case TimerApprove, TimerReject:
-		if t.Index < 0 || t.Index >= len(e.st.Tools) || e.st.Tools[t.Index].State != plan.ToolWaitingApproval {
+		if t.Index < 0 || t.Index >= len(e.st.Tools) || e.st.Tools[t.Index].State != planbus.ToolWaitingApproval {
 			return e.end()
 		}
 		if t.Kind == TimerApprove {
@@ -596,10 +599,10 @@ func (e *Engine) OnTimer(t Timer, now time.Time) Effects {
 func (e *Engine) approve(i int, reason string) {
 	e.st.touch(i)
 	ts := &e.st.Tools[i]
-	ts.State, ts.Approved = plan.ToolPending, true
+	ts.State, ts.Approved = planbus.ToolPending, true
 	e.fx.Changed = true
 	e.approved = append(e.approved, i)
-	e.toolEvent(plan.EventToolApproved, i, plan.Event{Message: clip(strings.TrimSpace(reason), MaxCancelReason)})
+	e.toolEvent(planbus.EventToolApproved, i, planbus.Event{Message: clip(strings.TrimSpace(reason), MaxCancelReason)})
 	e.fill()
 }
 
@@ -614,10 +617,10 @@ func (e *Engine) reject(i int, reason string) {
 	if reason = strings.TrimSpace(reason); reason != "" {
 		msg += ": " + clip(reason, MaxCancelReason)
 	}
-	errInfo := &plan.ErrorInfo{Code: plan.CodeRejected, Category: plan.CategoryPermanent, Message: msg}
+	errInfo := &planbus.ErrorInfo{Code: planbus.CodeRejected, Category: planbus.CategoryPermanent, Message: msg}
 	ts.Error = errInfo
-	e.leave(i, plan.ToolFailed)
-	e.toolEvent(plan.EventToolRejected, i, plan.Event{Error: errInfo, Message: clip(reason, MaxCancelReason)})
+	e.leave(i, planbus.ToolFailed)
+	e.toolEvent(planbus.EventToolRejected, i, planbus.Event{Error: errInfo, Message: clip(reason, MaxCancelReason)})
 	e.failed(i, errInfo, fmt.Sprintf("required tool %q (skill %s) was %s", t.ToolID, t.Skill, msg))
 }
 
@@ -645,8 +648,8 @@ func (e *Engine) cancel(reason string) {
 	if reason = strings.TrimSpace(reason); reason != "" {
 		msg += ": " + clip(reason, MaxCancelReason)
 	}
-	e.finish(plan.PlanCancelled, &plan.ErrorInfo{Code: plan.CodeCancelled, Category: plan.CategoryCancelled, Message: msg},
-		plan.ReasonCancelled)
+	e.finish(planbus.PlanCancelled, &planbus.ErrorInfo{Code: planbus.CodeCancelled, Category: planbus.CategoryCancelled, Message: msg},
+		planbus.ReasonCancelled)
 }
 
 // clip cuts s to at most n bytes, on a rune boundary.
@@ -662,23 +665,23 @@ func clip(s string, n int) string {
 
 // finish ends the plan: tools not yet released are skipped, tools in flight
 // are cancelled, and the execution result is produced.
-func (e *Engine) finish(status string, errInfo *plan.ErrorInfo, reason string) {
+func (e *Engine) finish(status planbus.PlanState, errInfo *planbus.ErrorInfo, reason planbus.Reason) {
 	for i := range e.st.Tools {
 		ts := &e.st.Tools[i]
 		switch {
-		case ts.State == plan.ToolPending || ts.State == plan.ToolWaitingApproval:
-			e.leave(i, plan.ToolSkipped)
+		case ts.State == planbus.ToolPending || ts.State == planbus.ToolWaitingApproval:
+			e.leave(i, planbus.ToolSkipped)
 			ts.Reason = reason
-			e.toolEvent(plan.EventToolSkipped, i, plan.Event{Message: reason})
+			e.toolEvent(planbus.EventToolSkipped, i, planbus.Event{Message: string(reason)})
 		case inFlight(ts.State):
-			e.leave(i, plan.ToolCancelled)
+			e.leave(i, planbus.ToolCancelled)
 			ts.Reason = reason
-			if reason == plan.ReasonPlanTimeout || reason == plan.ReasonCancelled {
+			if reason == planbus.ReasonPlanTimeout || reason == planbus.ReasonCancelled {
 				// The tool has no result of its own to say why it ended.
 				ts.Error = errInfo
 			}
 			e.fx.Cancel = true
-			e.toolEvent(plan.EventToolCancelled, i, plan.Event{Message: reason})
+			e.toolEvent(planbus.EventToolCancelled, i, planbus.Event{Message: string(reason)})
 		}
 	}
 	e.st.Status, e.st.Error, e.st.FinishedAt = status, errInfo, e.ms()
@@ -686,16 +689,16 @@ func (e *Engine) finish(status string, errInfo *plan.ErrorInfo, reason string) {
 	// long as its head (see chunks.go).
 	e.st.touchAll()
 	e.fx.Changed = true
-	evType := map[string]string{plan.PlanSucceeded: plan.EventPlanSucceeded, plan.PlanFailed: plan.EventPlanFailed,
-		plan.PlanTimeout: plan.EventPlanTimeout, plan.PlanCancelled: plan.EventPlanCancelled}[status]
-	ev := plan.Event{Type: evType, Error: errInfo, DurationMs: float64(e.st.FinishedAt - e.st.StartedAt)}
+	evType := map[planbus.PlanState]planbus.EventType{planbus.PlanSucceeded: planbus.EventPlanSucceeded, planbus.PlanFailed: planbus.EventPlanFailed,
+		planbus.PlanTimeout: planbus.EventPlanTimeout, planbus.PlanCancelled: planbus.EventPlanCancelled}[status]
+	ev := planbus.Event{Type: evType, Error: errInfo, DurationMs: float64(e.st.FinishedAt - e.st.StartedAt)}
 	e.event(ev)
 	e.fx.Done = e.Result()
 }
 
 func (e *Engine) checkDone() {
 	if !e.Done() && e.finished == len(e.st.Tools) {
-		e.finish(plan.PlanSucceeded, nil, "")
+		e.finish(planbus.PlanSucceeded, nil, "")
 	}
 }
 
@@ -714,9 +717,9 @@ func (e *Engine) Outstanding() Effects {
 	fx.Timers = append(fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(e.st.Deadline)})
 	for i, ts := range e.st.Tools {
 		switch ts.State {
-		case plan.ToolRunning:
+		case planbus.ToolRunning:
 			fx.Releases = append(fx.Releases, e.releaseOf(i, ts.Attempt))
-		case plan.ToolRetrying:
+		case planbus.ToolRetrying:
 			fx.Timers = append(fx.Timers, Timer{Kind: TimerRetry, Index: i, Attempt: ts.Attempt + 1, FireAt: time.UnixMilli(ts.RetryAt)})
 		}
 	}
@@ -724,18 +727,18 @@ func (e *Engine) Outstanding() Effects {
 }
 
 // Result builds the execution result of the current state.
-func (e *Engine) Result() *plan.ExecutionResult {
+func (e *Engine) Result() *planbus.ExecutionResult {
 	st := e.st
-	res := &plan.ExecutionResult{
+	res := &planbus.ExecutionResult{
 		PlanID: st.PlanID, RequestID: st.RequestID, State: st.Status,
-		Success: st.Status == plan.PlanSucceeded, Error: st.Error,
-		Tools:    make([]plan.ToolOutcome, len(st.Tools)),
+		Success: st.Status == planbus.PlanSucceeded, Error: st.Error,
+		Tools:    make([]planbus.ToolOutcome, len(st.Tools)),
 		Metadata: e.plan.Metadata,
 	}
 	// A plan a person rejected is not replanned: the next plan would ask
 	// them again.
-	res.CanReplan = (st.Status == plan.PlanFailed || st.Status == plan.PlanTimeout) &&
-		(st.Error == nil || st.Error.Code != plan.CodeRejected)
+	res.CanReplan = (st.Status == planbus.PlanFailed || st.Status == planbus.PlanTimeout) &&
+		(st.Error == nil || st.Error.Code != planbus.CodeRejected)
 	if st.StartedAt > 0 {
 		res.StartedAt = time.UnixMilli(st.StartedAt).UTC()
 	}
@@ -746,7 +749,7 @@ func (e *Engine) Result() *plan.ExecutionResult {
 	seenSkill := map[string]bool{}
 	for i, ts := range st.Tools {
 		t := e.plan.Tools[i]
-		o := plan.ToolOutcome{ToolID: t.ToolID, Skill: e.skillOf(i, ts.Attempt), State: ts.State, Required: t.Required,
+		o := planbus.ToolOutcome{ToolID: t.ToolID, Skill: e.skillOf(i, ts.Attempt), State: ts.State, Required: t.Required,
 			Attempts: ts.Attempt, Output: ts.Output, Error: ts.Error, Reason: ts.Reason, WorkerID: ts.WorkerID, DurationMs: ts.DurationMs,
 			ResultSeq: ts.ResultSeq, Reused: ts.Reused}
 		if ts.StartedAt > 0 {
@@ -756,7 +759,7 @@ func (e *Engine) Result() *plan.ExecutionResult {
 			o.FinishedAt = time.UnixMilli(ts.FinishedAt).UTC()
 		}
 		res.Tools[i] = o
-		if ts.State == plan.ToolFailed || ts.State == plan.ToolTimeout {
+		if ts.State == planbus.ToolFailed || ts.State == planbus.ToolTimeout {
 			res.FailedTools = append(res.FailedTools, t.ToolID)
 			if !seenSkill[o.Skill] {
 				seenSkill[o.Skill] = true
@@ -808,14 +811,14 @@ const (
 )
 
 // ResultVerdict classifies a result against the state.
-func (e *Engine) ResultVerdict(r *plan.ToolResult) Verdict {
+func (e *Engine) ResultVerdict(r *planbus.ToolResult) Verdict {
 	i, ok := e.g.Index(r.ToolID)
 	if !ok {
 		return Past
 	}
 	ts := e.st.Tools[i]
 	switch {
-	case ts.State == plan.ToolRunning && ts.Attempt == r.Attempt && !e.Done():
+	case ts.State == planbus.ToolRunning && ts.Attempt == r.Attempt && !e.Done():
 		return Applies
 	case e.Done():
 		return Past
@@ -836,9 +839,9 @@ func (e *Engine) TimerVerdict(t Timer) Verdict {
 		}
 		ts := e.st.Tools[t.Index]
 		switch {
-		case ts.State == plan.ToolWaitingApproval:
+		case ts.State == planbus.ToolWaitingApproval:
 			return Applies
-		case ts.State == plan.ToolPending && !ts.Approved:
+		case ts.State == planbus.ToolPending && !ts.Approved:
 			// The planner saw the tool wait: this state has not.
 			return Ahead
 		}
@@ -854,7 +857,7 @@ func (e *Engine) TimerVerdict(t Timer) Verdict {
 	switch {
 	case t.Attempt <= ts.Attempt:
 		return Past
-	case ts.State == plan.ToolRetrying && ts.Attempt+1 == t.Attempt:
+	case ts.State == planbus.ToolRetrying && ts.Attempt+1 == t.Attempt:
 		return Applies
 	}
 	return Ahead // the failure that set this retry is not in this state yet

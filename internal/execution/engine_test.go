@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -36,13 +37,13 @@ func ids(e *Engine, rs []Release) []string {
 	return out
 }
 
-func ok(id string, attempt int) *plan.ToolResult {
-	return &plan.ToolResult{ToolID: id, Attempt: attempt, State: plan.ToolSucceeded, Output: json.RawMessage(`{"id":"` + id + `"}`)}
+func ok(id string, attempt int) *planbus.ToolResult {
+	return &planbus.ToolResult{ToolID: id, Attempt: attempt, State: planbus.ToolSucceeded, Output: json.RawMessage(`{"id":"` + id + `"}`)}
 }
 
-func fail(id string, attempt int, category string) *plan.ToolResult {
-	return &plan.ToolResult{ToolID: id, Attempt: attempt, State: plan.ToolFailed,
-		Error: &plan.ErrorInfo{Code: "X", Message: "boom", Category: category}}
+func fail(id string, attempt int, category planbus.Category) *planbus.ToolResult {
+	return &planbus.ToolResult{ToolID: id, Attempt: attempt, State: planbus.ToolFailed,
+		Error: &planbus.ErrorInfo{Code: "X", Message: "boom", Category: category}}
 }
 
 const diamond = `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"]},
@@ -66,7 +67,7 @@ func TestDiamondReleasesEachToolWhenItsDepsFinish(t *testing.T) {
 		t.Fatalf("after B, C released %v, want [D]", got)
 	}
 	fx = e.OnResult(ok("D", 1), t0.Add(time.Second))
-	if fx.Done == nil || !fx.Done.Success || fx.Done.State != plan.PlanSucceeded {
+	if fx.Done == nil || !fx.Done.Success || fx.Done.State != planbus.PlanSucceeded {
 		t.Fatalf("done = %+v, want success", fx.Done)
 	}
 	if fx.Done.DurationMs != 1000 || string(fx.Done.Tools[3].Output) != `{"id":"D"}` {
@@ -132,12 +133,12 @@ func TestRetryBackoff(t *testing.T) {
 	now := t0
 	var delays []time.Duration
 	for attempt := 1; attempt <= 3; attempt++ {
-		fx := e.OnResult(fail("A", attempt, plan.CategoryNetwork), now)
+		fx := e.OnResult(fail("A", attempt, planbus.CategoryNetwork), now)
 		if len(fx.Timers) != 1 || fx.Timers[0].Kind != TimerRetry || fx.Timers[0].Attempt != attempt+1 {
 			t.Fatalf("attempt %d: timers %+v", attempt, fx.Timers)
 		}
 		delays = append(delays, fx.Timers[0].FireAt.Sub(now))
-		if e.State().Tools[0].State != plan.ToolRetrying {
+		if e.State().Tools[0].State != planbus.ToolRetrying {
 			t.Fatalf("state %s, want retrying", e.State().Tools[0].State)
 		}
 		// An early or stale timer does nothing.
@@ -154,15 +155,15 @@ func TestRetryBackoff(t *testing.T) {
 	if diff := cmp.Diff(want, delays); diff != "" {
 		t.Errorf("delays (-want +got):\n%s", diff)
 	}
-	fx := e.OnResult(fail("A", 4, plan.CategoryNetwork), now)
-	if fx.Done == nil || fx.Done.State != plan.PlanFailed || fx.Done.Tools[0].Attempts != 4 {
+	fx := e.OnResult(fail("A", 4, planbus.CategoryNetwork), now)
+	if fx.Done == nil || fx.Done.State != planbus.PlanFailed || fx.Done.Tools[0].Attempts != 4 {
 		t.Fatalf("after last attempt: %+v", fx.Done)
 	}
 }
 
 func TestNonRetryableFailsAtOnce(t *testing.T) {
 	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s"}]}`), t0, 8, nil)
-	fx := e.OnResult(fail("A", 1, plan.CategoryInvalidInput), t0)
+	fx := e.OnResult(fail("A", 1, planbus.CategoryInvalidInput), t0)
 	if fx.Done == nil || fx.Done.Tools[0].Attempts != 1 || len(fx.Timers) != 0 {
 		t.Fatalf("invalid input was retried: %+v", fx)
 	}
@@ -174,14 +175,14 @@ func TestRequiredFailureSkipsDependents(t *testing.T) {
 		{"toolId":"F","skill":"s","dependencies":["C"]}]}`)
 	e, _ := Start(p, t0, 8, nil)
 	e.OnResult(ok("A", 1), t0)
-	fx := e.OnResult(fail("B", 1, plan.CategoryInternal), t0)
+	fx := e.OnResult(fail("B", 1, planbus.CategoryInternal), t0)
 	res := fx.Done
-	if res == nil || res.Success || !res.CanReplan || res.State != plan.PlanFailed {
+	if res == nil || res.Success || !res.CanReplan || res.State != planbus.PlanFailed {
 		t.Fatalf("result %+v, want failed with canReplan", res)
 	}
 	got := map[string]string{}
 	for _, o := range res.Tools {
-		got[o.ToolID] = o.State + "/" + o.Reason
+		got[o.ToolID] = string(o.State) + "/" + string(o.Reason)
 	}
 	want := map[string]string{"A": "succeeded/", "B": "failed/", "C": "cancelled/plan_failed",
 		"D": "skipped/dependency_failed", "E": "skipped/dependency_failed", "F": "skipped/plan_failed"}
@@ -206,12 +207,12 @@ func TestRequiredFailureSkipsDependents(t *testing.T) {
 func TestOptionalFailureContinues(t *testing.T) {
 	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","required":false,"retryPolicy":{"maxAttempts":1}},
 		{"toolId":"B","skill":"s","dependencies":["A"],"input":{"a":{"$ref":"A"}}}]}`), t0, 8, nil)
-	fx := e.OnResult(fail("A", 1, plan.CategoryInternal), t0)
+	fx := e.OnResult(fail("A", 1, planbus.CategoryInternal), t0)
 	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"B"}) {
 		t.Fatalf("after optional failure released %v, want [B]", got)
 	}
 	fx = e.OnResult(ok("B", 1), t0)
-	if fx.Done == nil || !fx.Done.Success || fx.Done.Tools[0].State != plan.ToolFailed {
+	if fx.Done == nil || !fx.Done.Success || fx.Done.Tools[0].State != planbus.ToolFailed {
 		t.Fatalf("result %+v, want success with A failed", fx.Done)
 	}
 }
@@ -231,19 +232,19 @@ func TestPlanTimeout(t *testing.T) {
 		t.Fatal("plan timed out early")
 	}
 	fx = e.OnTimer(timer, timer.FireAt)
-	if fx.Done == nil || fx.Done.State != plan.PlanTimeout || fx.Done.Error.Code != plan.CodePlanTimeout || !fx.Done.CanReplan {
+	if fx.Done == nil || fx.Done.State != planbus.PlanTimeout || fx.Done.Error.Code != planbus.CodePlanTimeout || !fx.Done.CanReplan {
 		t.Fatalf("result %+v", fx.Done)
 	}
-	if fx.Done.Tools[0].State != plan.ToolCancelled || fx.Done.Tools[1].Reason != plan.ReasonPlanTimeout {
+	if fx.Done.Tools[0].State != planbus.ToolCancelled || fx.Done.Tools[1].Reason != planbus.ReasonPlanTimeout {
 		t.Errorf("tools %+v", fx.Done.Tools)
 	}
 }
 
 func TestToolTimeoutState(t *testing.T) {
 	e, _ := Start(mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":1}}]}`), t0, 8, nil)
-	fx := e.OnResult(&plan.ToolResult{ToolID: "A", Attempt: 1, State: plan.ToolTimeout,
-		Error: &plan.ErrorInfo{Code: plan.CodeToolTimeout, Category: plan.CategoryTimeout, Message: "Tool exceeded 5ms timeout"}}, t0)
-	if fx.Done == nil || fx.Done.Tools[0].State != plan.ToolTimeout || fx.Done.Error.Code != plan.CodeToolTimeout {
+	fx := e.OnResult(&planbus.ToolResult{ToolID: "A", Attempt: 1, State: planbus.ToolTimeout,
+		Error: &planbus.ErrorInfo{Code: planbus.CodeToolTimeout, Category: planbus.CategoryTimeout, Message: "Tool exceeded 5ms timeout"}}, t0)
+	if fx.Done == nil || fx.Done.Tools[0].State != planbus.ToolTimeout || fx.Done.Error.Code != planbus.CodeToolTimeout {
 		t.Fatalf("result %+v", fx.Done)
 	}
 }
@@ -281,7 +282,7 @@ func TestRestoreContinuesIdentically(t *testing.T) {
 		}
 		res := ok(id, 1)
 		if id == "C" {
-			res = fail("C", 1, plan.CategoryPermanent)
+			res = fail("C", 1, planbus.CategoryPermanent)
 		}
 		fx1, fx2 := e.OnResult(res, t0), r.OnResult(res, t0)
 		if diff := cmp.Diff(fx1, fx2); diff != "" {
@@ -291,7 +292,7 @@ func TestRestoreContinuesIdentically(t *testing.T) {
 		queue = append(queue, ids(e, fx1.Releases)...)
 		step++
 	}
-	if !e.Done() || e.State().Status != plan.PlanSucceeded {
+	if !e.Done() || e.State().Status != planbus.PlanSucceeded {
 		t.Fatalf("status %s", e.State().Status)
 	}
 }
@@ -299,7 +300,7 @@ func TestRestoreContinuesIdentically(t *testing.T) {
 func TestOutstanding(t *testing.T) {
 	e, _ := Start(mustPlan(t, diamond), t0, 8, nil)
 	e.OnResult(ok("A", 1), t0)
-	e.OnResult(fail("B", 1, plan.CategoryNetwork), t0)
+	e.OnResult(fail("B", 1, planbus.CategoryNetwork), t0)
 	fx := e.Outstanding()
 	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"C"}) {
 		t.Errorf("outstanding releases %v, want [C]", got)
@@ -319,14 +320,14 @@ func TestOutstanding(t *testing.T) {
 func TestStoreLoadRoundTrip(t *testing.T) {
 	p := mustPlan(t, `{"maxConcurrency":2,"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"s","dependencies":["A"],"retryPolicy":{"maxAttempts":2,"backoffMs":10}},
 		{"toolId":"C","skill":"s","dependencies":["A"],"required":false,"retryPolicy":{"maxAttempts":1}},{"toolId":"D","skill":"s","dependencies":["B","C"]}]}`)
-	results := map[uint64]*plan.ToolResult{}
+	results := map[uint64]*planbus.ToolResult{}
 	var seq uint64
 	e, fx := Start(p, t0, 8, nil)
 	queue := ids(e, fx.Releases)
 	now := t0
 	failedB := false
-	for len(queue) > 0 || e.st.Tools[1].State == plan.ToolRetrying {
-		var r *plan.ToolResult
+	for len(queue) > 0 || e.st.Tools[1].State == planbus.ToolRetrying {
+		var r *planbus.ToolResult
 		if len(queue) == 0 { // B waits for its retry
 			now = time.UnixMilli(e.st.Tools[1].RetryAt)
 			fx = e.OnTimer(Timer{Kind: TimerRetry, Index: 1, Attempt: 2}, now)
@@ -340,9 +341,9 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 		r.WorkerID, r.DurationMs, r.StartedAt = "w-"+id, 1.5, now
 		switch {
 		case id == "C":
-			r = fail("C", 1, plan.CategoryInternal)
+			r = fail("C", 1, planbus.CategoryInternal)
 		case id == "B" && !failedB:
-			r, failedB = fail("B", 1, plan.CategoryNetwork), true
+			r, failedB = fail("B", 1, planbus.CategoryNetwork), true
 		}
 		seq++
 		results[seq] = r
@@ -351,7 +352,7 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 		if err := json.Unmarshal(b, &stored); err != nil {
 			t.Fatal(err)
 		}
-		st, err := Load(p, &stored, func(s uint64) (*plan.ToolResult, error) { return results[s], nil })
+		st, err := Load(p, &stored, func(s uint64) (*planbus.ToolResult, error) { return results[s], nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,13 +366,13 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 		}
 		queue = append(queue, ids(e, fx1.Releases)...)
 	}
-	if !e.Done() || e.State().Status != plan.PlanSucceeded {
+	if !e.Done() || e.State().Status != planbus.PlanSucceeded {
 		t.Fatalf("status %s", e.State().Status)
 	}
 	b, _ := json.Marshal(e.State().Store())
 	var stored Stored
 	_ = json.Unmarshal(b, &stored)
-	st, err := Load(p, &stored, func(s uint64) (*plan.ToolResult, error) { return results[s], nil })
+	st, err := Load(p, &stored, func(s uint64) (*planbus.ToolResult, error) { return results[s], nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,15 +383,15 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 }
 
 func TestStoredJSONRoundTrip(t *testing.T) {
-	s := &Stored{PlanID: "p", RequestID: "r", Status: plan.PlanRunning, MaxConcurrency: 2, StartedAt: 1000, Deadline: 61000,
+	s := &Stored{PlanID: "p", RequestID: "r", Status: planbus.PlanRunning, MaxConcurrency: 2, StartedAt: 1000, Deadline: 61000,
 		Tools: []StoredTool{
-			{State: plan.ToolPending},
-			{State: plan.ToolRunning, Attempt: 2, At: 1005},
-			{State: plan.ToolSucceeded, Attempt: 1, Result: 3, At: 1000},
-			{State: plan.ToolSucceeded, Attempt: 1, Result: 77, At: 1010},
-			{State: plan.ToolSkipped, Reason: plan.ReasonDependencyFailed, At: 1011},
-			{State: plan.ToolCancelled, Attempt: 1, Reason: plan.ReasonPlanTimeout, At: 1012,
-				Error: &plan.ErrorInfo{Code: plan.CodePlanTimeout, Message: `a "quoted" message`, Category: plan.CategoryTimeout}},
+			{State: planbus.ToolPending},
+			{State: planbus.ToolRunning, Attempt: 2, At: 1005},
+			{State: planbus.ToolSucceeded, Attempt: 1, Result: 3, At: 1000},
+			{State: planbus.ToolSucceeded, Attempt: 1, Result: 77, At: 1010},
+			{State: planbus.ToolSkipped, Reason: planbus.ReasonDependencyFailed, At: 1011},
+			{State: planbus.ToolCancelled, Attempt: 1, Reason: planbus.ReasonPlanTimeout, At: 1012,
+				Error: &planbus.ErrorInfo{Code: planbus.CodePlanTimeout, Message: `a "quoted" message`, Category: planbus.CategoryTimeout}},
 		}}
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -426,7 +427,7 @@ func TestVerdicts(t *testing.T) {
 	if v := e.ResultVerdict(ok("A", 1)); v != Past {
 		t.Errorf("A again: %v, want Past", v)
 	}
-	e.OnResult(fail("B", 1, plan.CategoryNetwork), t0)
+	e.OnResult(fail("B", 1, planbus.CategoryNetwork), t0)
 	if v := e.TimerVerdict(Timer{Kind: TimerRetry, Index: 1, Attempt: 2}); v != Applies {
 		t.Errorf("B's retry: %v", v)
 	}
@@ -440,7 +441,7 @@ func TestVerdicts(t *testing.T) {
 	if v := e.TimerVerdict(Timer{Kind: TimerRetry, Index: 1, Attempt: 2}); v != Past {
 		t.Errorf("B's retry again: %v, want Past", v)
 	}
-	if v := e.ResultVerdict(fail("B", 1, plan.CategoryNetwork)); v != Past {
+	if v := e.ResultVerdict(fail("B", 1, planbus.CategoryNetwork)); v != Past {
 		t.Errorf("B's first attempt again: %v, want Past", v)
 	}
 }
@@ -450,12 +451,12 @@ func TestFallbackTakesTheSlotWhenAttemptsRunOut(t *testing.T) {
 		"fallback":{"skill":"backup","input":{"via":"backup"},"retryPolicy":{"maxAttempts":2,"backoffMs":10}}},
 		{"toolId":"B","skill":"s","dependencies":["A"]}]}`)
 	e, _ := Start(p, t0, 8, nil)
-	fx := e.OnResult(fail("A", 1, plan.CategoryNetwork), t0)
+	fx := e.OnResult(fail("A", 1, planbus.CategoryNetwork), t0)
 	if len(fx.Timers) != 1 || fx.Timers[0].Attempt != 2 {
 		t.Fatalf("attempt 1: %+v, want a retry of the tool itself", fx.Timers)
 	}
 	e.OnTimer(fx.Timers[0], fx.Timers[0].FireAt)
-	fx = e.OnResult(fail("A", 2, plan.CategoryNetwork), t0)
+	fx = e.OnResult(fail("A", 2, planbus.CategoryNetwork), t0)
 	if len(fx.Releases) != 1 || fx.Releases[0].Attempt != 3 || len(fx.Timers) != 0 {
 		t.Fatalf("attempt 2: releases %+v timers %+v, want attempt 3 at once", fx.Releases, fx.Timers)
 	}
@@ -464,7 +465,7 @@ func TestFallbackTakesTheSlotWhenAttemptsRunOut(t *testing.T) {
 	}
 	var skills []string
 	for _, ev := range fx.Events {
-		if ev.Type == plan.EventToolReleased {
+		if ev.Type == planbus.EventToolReleased {
 			skills = append(skills, ev.Skill)
 		}
 	}
@@ -483,12 +484,12 @@ func TestFallbackTakesTheSlotWhenAttemptsRunOut(t *testing.T) {
 	// A permanent error skips the tool's remaining attempts; the fallback's
 	// own failure ends the tool.
 	e, _ = Start(p, t0, 8, nil)
-	fx = e.OnResult(fail("A", 1, plan.CategoryPermanent), t0)
+	fx = e.OnResult(fail("A", 1, planbus.CategoryPermanent), t0)
 	if len(fx.Releases) != 1 || fx.Releases[0].Attempt != 3 {
 		t.Fatalf("permanent error: releases %+v, want the fallback's first attempt (3)", fx.Releases)
 	}
-	fx = e.OnResult(fail("A", 3, plan.CategoryPermanent), t0)
-	if fx.Done == nil || fx.Done.State != plan.PlanFailed || !slices.Equal(fx.Done.FailedSkills, []string{"backup"}) {
+	fx = e.OnResult(fail("A", 3, planbus.CategoryPermanent), t0)
+	if fx.Done == nil || fx.Done.State != planbus.PlanFailed || !slices.Equal(fx.Done.FailedSkills, []string{"backup"}) {
 		t.Fatalf("result %+v", fx.Done)
 	}
 }
@@ -502,25 +503,25 @@ func TestAppendStoredIsStoreMarshalled(t *testing.T) {
 		}
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		states := []string{plan.ToolPending, plan.ToolRunning, plan.ToolRetrying, plan.ToolSucceeded, plan.ToolFailed,
-			plan.ToolTimeout, plan.ToolSkipped, plan.ToolCancelled, plan.ToolWaitingApproval}
-		st := &State{PlanID: "p", RequestID: rapid.StringMatching(`[a-z]{0,3}`).Draw(t, "req"), Status: plan.PlanRunning,
+		states := []planbus.ToolState{planbus.ToolPending, planbus.ToolRunning, planbus.ToolRetrying, planbus.ToolSucceeded, planbus.ToolFailed,
+			planbus.ToolTimeout, planbus.ToolSkipped, planbus.ToolCancelled, planbus.ToolWaitingApproval}
+		st := &State{PlanID: "p", RequestID: rapid.StringMatching(`[a-z]{0,3}`).Draw(t, "req"), Status: planbus.PlanRunning,
 			MaxConcurrency: rapid.IntRange(1, 9).Draw(t, "mc"), StartedAt: 1000, Deadline: 9000,
 			FinishedAt: rapid.Int64Range(0, 5000).Draw(t, "fin")}
 		if rapid.Bool().Draw(t, "traced") {
 			st.Trace = map[string]string{"traceparent": "00-x-y-01"}
 		}
 		if rapid.Bool().Draw(t, "error") {
-			st.Error = &plan.ErrorInfo{Code: "C", Message: `m "q"`, Category: plan.CategoryInternal}
+			st.Error = &planbus.ErrorInfo{Code: "C", Message: `m "q"`, Category: planbus.CategoryInternal}
 		}
 		for i := range rapid.IntRange(0, 30).Draw(t, "tools") {
 			ts := ToolState{ID: fmt.Sprint(i), State: rapid.SampledFrom(states).Draw(t, "state"),
 				Attempt: rapid.IntRange(0, 5).Draw(t, "attempt"), ReleasedAt: rapid.Int64Range(0, 3000).Draw(t, "rel"),
 				RetryAt: rapid.Int64Range(0, 3000).Draw(t, "retry"), FinishedAt: rapid.Int64Range(0, 3000).Draw(t, "end"),
-				ResultSeq: rapid.Uint64Range(0, 3).Draw(t, "seq"), Reason: rapid.SampledFrom([]string{"", "why", `"q"`}).Draw(t, "reason"),
+				ResultSeq: rapid.Uint64Range(0, 3).Draw(t, "seq"), Reason: rapid.SampledFrom([]planbus.Reason{"", "why", `"q"`}).Draw(t, "reason"),
 				Approved: rapid.Bool().Draw(t, "approved"), Reused: rapid.Bool().Draw(t, "reused")}
 			if rapid.Bool().Draw(t, "toolErr") {
-				ts.Error = &plan.ErrorInfo{Code: "E", Message: "x", Category: plan.CategoryNetwork}
+				ts.Error = &planbus.ErrorInfo{Code: "E", Message: "x", Category: planbus.CategoryNetwork}
 			}
 			st.Tools = append(st.Tools, ts)
 		}

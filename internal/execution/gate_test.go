@@ -11,13 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/gate"
-	"github.com/planbus/planbus/internal/plan"
 )
 
 // out is a succeeded result of tool A with an output.
-func out(attempt int, output string) *plan.ToolResult {
-	return &plan.ToolResult{ToolID: "A", Attempt: attempt, State: plan.ToolSucceeded, Output: json.RawMessage(output)}
+func out(attempt int, output string) *planbus.ToolResult {
+	return &planbus.ToolResult{ToolID: "A", Attempt: attempt, State: planbus.ToolSucceeded, Output: json.RawMessage(output)}
 }
 
 // summary lists what effects ask for, in words: "release A#2 (fallback)",
@@ -28,7 +28,7 @@ func summary(e *Engine, fx Effects, now time.Time) []string {
 	for _, a := range fx.Applied {
 		code := "ok"
 		if a.Result.Error != nil {
-			code = a.Result.Error.Code
+			code = string(a.Result.Error.Code)
 		}
 		line := fmt.Sprintf("applied %s#%d %s", e.plan.Tools[a.Index].ToolID, a.Result.Attempt, code)
 		if a.Final {
@@ -50,9 +50,9 @@ func summary(e *Engine, fx Effects, now time.Time) []string {
 		}
 	}
 	if fx.Done != nil {
-		line := "done " + fx.Done.State
+		line := "done " + string(fx.Done.State)
 		if fx.Done.Error != nil {
-			line += " " + fx.Done.Error.Code
+			line += " " + string(fx.Done.Error.Code)
 		}
 		s = append(s, line)
 	}
@@ -68,83 +68,85 @@ func TestGates(t *testing.T) {
 		cache   = `"verify":{"type":"equals","path":"/from","value":"cache"}`
 	)
 	type outcome struct {
-		State, Skill, Code string
-		Attempts           int
-		Output             string
+		State    planbus.ToolState
+		Skill    string
+		Code     planbus.Code
+		Attempts int
+		Output   string
 	}
 	tests := []struct {
 		name    string
 		tools   string // A first; B depends on A
-		results []*plan.ToolResult
+		results []*planbus.ToolResult
 		want    [][]string // per result, its effects
 		outcome outcome    // A's
 	}{
 		{
 			name:    "passes",
 			tools:   `{"toolId":"A","skill":"s",` + gateYes + `}`,
-			results: []*plan.ToolResult{out(1, `{"x":"oh yes"}`)},
+			results: []*planbus.ToolResult{out(1, `{"x":"oh yes"}`)},
 			want:    [][]string{{"applied A#1 ok", "release B#1"}},
-			outcome: outcome{plan.ToolSucceeded, "s", "", 1, `{"x":"oh yes"}`},
+			outcome: outcome{planbus.ToolSucceeded, "s", "", 1, `{"x":"oh yes"}`},
 		},
 		{
 			name:    "refused, then passes on the retry",
 			tools:   `{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":3,"backoffMs":100},` + gateYes + `}`,
-			results: []*plan.ToolResult{out(1, `{"x":"no"}`), out(2, `{"x":"yes"}`)},
+			results: []*planbus.ToolResult{out(1, `{"x":"no"}`), out(2, `{"x":"yes"}`)},
 			want:    [][]string{{"applied A#1 VERIFY_FAILED", "retry A#2 in 100ms"}, {"applied A#2 ok", "release B#1"}},
-			outcome: outcome{plan.ToolSucceeded, "s", "", 2, `{"x":"yes"}`},
+			outcome: outcome{planbus.ToolSucceeded, "s", "", 2, `{"x":"yes"}`},
 		},
 		{
 			name:    "refused until the attempts run out: the plan fails",
 			tools:   `{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":3,"backoffMs":100},` + gateYes + `}`,
-			results: []*plan.ToolResult{out(1, `{"x":"no"}`), out(2, `{}`), out(3, `{"x":"nope"}`)},
+			results: []*planbus.ToolResult{out(1, `{"x":"no"}`), out(2, `{}`), out(3, `{"x":"nope"}`)},
 			want: [][]string{{"applied A#1 VERIFY_FAILED", "retry A#2 in 100ms"}, {"applied A#2 VERIFY_FAILED", "retry A#3 in 200ms"},
 				{"applied A#3 VERIFY_FAILED final", "done failed VERIFY_FAILED"}},
-			outcome: outcome{plan.ToolFailed, "s", plan.CodeVerifyFailed, 3, `{"x":"nope"}`},
+			outcome: outcome{planbus.ToolFailed, "s", planbus.CodeVerifyFailed, 3, `{"x":"nope"}`},
 		},
 		{
 			name:    "refused, optional: its dependents run",
 			tools:   `{"toolId":"A","skill":"s","required":false,"retryPolicy":{"maxAttempts":1},` + gateYes + `}`,
-			results: []*plan.ToolResult{out(1, `{"x":"no"}`)},
+			results: []*planbus.ToolResult{out(1, `{"x":"no"}`)},
 			want:    [][]string{{"applied A#1 VERIFY_FAILED final", "release B#1"}},
-			outcome: outcome{plan.ToolFailed, "s", plan.CodeVerifyFailed, 1, `{"x":"no"}`},
+			outcome: outcome{planbus.ToolFailed, "s", planbus.CodeVerifyFailed, 1, `{"x":"no"}`},
 		},
 		{
 			name:    "a failure is not checked",
 			tools:   `{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":1},` + gateYes + `}`,
-			results: []*plan.ToolResult{fail("A", 1, plan.CategoryPermanent)},
+			results: []*planbus.ToolResult{fail("A", 1, planbus.CategoryPermanent)},
 			want:    [][]string{{"applied A#1 X final", "done failed X"}},
-			outcome: outcome{plan.ToolFailed, "s", "X", 1, ""},
+			outcome: outcome{planbus.ToolFailed, "s", "X", 1, ""},
 		},
 		{
 			name: "each variant has its own gate: the fallback's passes what the tool's refused",
 			tools: `{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":1},` + primary + `,
 				"fallback":{"skill":"f","retryPolicy":{"maxAttempts":1},` + cache + `}}`,
-			results: []*plan.ToolResult{out(1, `{"from":"cache"}`), out(2, `{"from":"cache"}`)},
+			results: []*planbus.ToolResult{out(1, `{"from":"cache"}`), out(2, `{"from":"cache"}`)},
 			want:    [][]string{{"applied A#1 VERIFY_FAILED final", "release A#2 (fallback)"}, {"applied A#2 ok", "release B#1"}},
-			outcome: outcome{plan.ToolSucceeded, "f", "", 2, `{"from":"cache"}`},
+			outcome: outcome{planbus.ToolSucceeded, "f", "", 2, `{"from":"cache"}`},
 		},
 		{
 			name: "each variant has its own gate: the fallback's refuses what the tool's would pass",
 			tools: `{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":1},` + primary + `,
 				"fallback":{"skill":"f","retryPolicy":{"maxAttempts":2,"backoffMs":50},` + cache + `}}`,
-			results: []*plan.ToolResult{fail("A", 1, plan.CategoryNetwork), out(2, `{"from":"primary"}`), out(3, `{"from":"primary"}`)},
+			results: []*planbus.ToolResult{fail("A", 1, planbus.CategoryNetwork), out(2, `{"from":"primary"}`), out(3, `{"from":"primary"}`)},
 			want: [][]string{{"applied A#1 X final", "release A#2 (fallback)"}, {"applied A#2 VERIFY_FAILED", "retry A#3 in 50ms"},
 				{"applied A#3 VERIFY_FAILED final", "done failed VERIFY_FAILED"}},
-			outcome: outcome{plan.ToolFailed, "f", plan.CodeVerifyFailed, 3, `{"from":"primary"}`},
+			outcome: outcome{planbus.ToolFailed, "f", planbus.CodeVerifyFailed, 3, `{"from":"primary"}`},
 		},
 		{
 			name:    "a fallback without a gate takes any output",
 			tools:   `{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":1},` + primary + `,"fallback":{"skill":"f"}}`,
-			results: []*plan.ToolResult{out(1, `{}`), out(2, `{}`)},
+			results: []*planbus.ToolResult{out(1, `{}`), out(2, `{}`)},
 			want:    [][]string{{"applied A#1 VERIFY_FAILED final", "release A#2 (fallback)"}, {"applied A#2 ok", "release B#1"}},
-			outcome: outcome{plan.ToolSucceeded, "f", "", 2, `{}`},
+			outcome: outcome{planbus.ToolSucceeded, "f", "", 2, `{}`},
 		},
 		{
 			name:    "a gate in metadata.verify, as plans carried them before",
 			tools:   `{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":1},"metadata":{` + gateYes + `}}`,
-			results: []*plan.ToolResult{out(1, `{"x":"no"}`)},
+			results: []*planbus.ToolResult{out(1, `{"x":"no"}`)},
 			want:    [][]string{{"applied A#1 VERIFY_FAILED final", "done failed VERIFY_FAILED"}},
-			outcome: outcome{plan.ToolFailed, "s", plan.CodeVerifyFailed, 1, `{"x":"no"}`},
+			outcome: outcome{planbus.ToolFailed, "s", planbus.CodeVerifyFailed, 1, `{"x":"no"}`},
 		},
 	}
 	for _, tt := range tests {
@@ -173,7 +175,7 @@ func TestGates(t *testing.T) {
 			o := outcome{State: a.State, Skill: a.Skill, Attempts: a.Attempts, Output: string(a.Output)}
 			if a.Error != nil {
 				o.Code = a.Error.Code
-				if a.Error.Code == plan.CodeVerifyFailed && a.Error.Category != plan.CategoryTransient {
+				if a.Error.Code == planbus.CodeVerifyFailed && a.Error.Category != planbus.CategoryTransient {
 					t.Errorf("a refused output's category %s, want transient", a.Error.Category)
 				}
 			}
@@ -191,17 +193,17 @@ func TestGates(t *testing.T) {
 func TestLoadTakesTheStoredVerdict(t *testing.T) {
 	p := mustPlan(t, `{"tools":[{"toolId":"A","skill":"s","retryPolicy":{"maxAttempts":3},"verify":{"type":"exitCode"}}]}`)
 	e, _ := Start(p, t0, 8, nil)
-	results := map[uint64]*plan.ToolResult{7: out(1, `{"exitCode":2}`)}
+	results := map[uint64]*planbus.ToolResult{7: out(1, `{"exitCode":2}`)}
 	fx := e.OnResultSeq(results[7], 7, t0)
-	if len(fx.Timers) != 1 || e.State().Tools[0].State != plan.ToolRetrying {
+	if len(fx.Timers) != 1 || e.State().Tools[0].State != planbus.ToolRetrying {
 		t.Fatalf("refused output: state %s, timers %+v; want a retry", e.State().Tools[0].State, fx.Timers)
 	}
 	if e.State().GateSteps <= 0 {
 		t.Errorf("GateSteps = %d after a check, want it charged", e.State().GateSteps)
 	}
-	load := func(stored Stored, results map[uint64]*plan.ToolResult) *State {
+	load := func(stored Stored, results map[uint64]*planbus.ToolResult) *State {
 		t.Helper()
-		st, err := Load(p, &stored, func(seq uint64) (*plan.ToolResult, error) { return results[seq], nil })
+		st, err := Load(p, &stored, func(seq uint64) (*planbus.ToolResult, error) { return results[seq], nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,20 +225,20 @@ func TestLoadTakesTheStoredVerdict(t *testing.T) {
 	if st.GateSteps != e.State().GateSteps {
 		t.Errorf("loaded GateSteps = %d, want %d", st.GateSteps, e.State().GateSteps)
 	}
-	if results[7].State != plan.ToolSucceeded || results[7].Error != nil {
+	if results[7].State != planbus.ToolSucceeded || results[7].Error != nil {
 		t.Error("Load changed the result it read")
 	}
 	// The verdict is the stored one: a result the gate would pass now
 	// (as if checked again) keeps it.
-	passing := map[uint64]*plan.ToolResult{7: out(1, `{"exitCode":0}`)}
-	if got := load(stored, passing).Tools[0].Error; got == nil || got.Code != plan.CodeVerifyFailed {
+	passing := map[uint64]*planbus.ToolResult{7: out(1, `{"exitCode":0}`)}
+	if got := load(stored, passing).Tools[0].Error; got == nil || got.Code != planbus.CodeVerifyFailed {
 		t.Errorf("loaded error %+v, want the stored VERIFY_FAILED", got)
 	}
 	// A state stored before verdicts were checks the result again.
 	legacy := stored
 	legacy.Tools = slices.Clone(stored.Tools)
 	legacy.Tools[0].Error = nil
-	if got := load(legacy, results).Tools[0]; got.Error == nil || got.Error.Code != plan.CodeVerifyFailed || !got.Refused {
+	if got := load(legacy, results).Tools[0]; got.Error == nil || got.Error.Code != planbus.CodeVerifyFailed || !got.Refused {
 		t.Errorf("legacy state: loaded %+v, want VERIFY_FAILED by checking again", got)
 	}
 }
@@ -268,13 +270,13 @@ func TestThePlansGatesShareOneBudget(t *testing.T) {
 	}
 	var succeeded, refused int
 	for i, id := range []string{"A", "B", "C", "D", "E", "F", "G", "H"} {
-		r := &plan.ToolResult{ToolID: id, Attempt: 1, State: plan.ToolSucceeded, Output: json.RawMessage(big)}
+		r := &planbus.ToolResult{ToolID: id, Attempt: 1, State: planbus.ToolSucceeded, Output: json.RawMessage(big)}
 		e.OnResultSeq(r, uint64(i+1), t0)
 		ts := e.State().Tools[i]
 		switch {
-		case ts.State == plan.ToolSucceeded:
+		case ts.State == planbus.ToolSucceeded:
 			succeeded++
-		case ts.Error != nil && ts.Error.Code == plan.CodeVerifyFailed && ts.Error.Category == plan.CategoryPermanent:
+		case ts.Error != nil && ts.Error.Code == planbus.CodeVerifyFailed && ts.Error.Category == planbus.CategoryPermanent:
 			refused++
 			if refused == 1 && !strings.Contains(ts.Error.Message, "budget") {
 				t.Errorf("%s: %q does not name the budget", id, ts.Error.Message)

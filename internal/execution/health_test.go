@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -57,14 +58,14 @@ func TestDegradedSkillsGetLongerTimeouts(t *testing.T) {
 		t.Errorf("sessions asked about (-want +got):\n%s", diff)
 	}
 	// The fallback runs skill ok, which is healthy in this session.
-	fx = e.OnResult(fail("slow", 1, plan.CategoryTimeout), t0)
+	fx = e.OnResult(fail("slow", 1, planbus.CategoryTimeout), t0)
 	if diff := cmp.Diff([]rel{{"slow", 2, 500}}, releases(fx.Releases)); diff != "" {
 		t.Errorf("fallback (-want +got):\n%s", diff)
 	}
 	// Health is read at each release: a skill degraded since its first
 	// attempt has a longer second one.
 	b.factors["s1/late"] = 2
-	fx = e.OnResult(fail("late", 1, plan.CategoryNetwork), t0)
+	fx = e.OnResult(fail("late", 1, planbus.CategoryNetwork), t0)
 	fx = e.OnTimer(fx.Timers[0], fx.Timers[0].FireAt)
 	if diff := cmp.Diff([]rel{{"late", 2, 600}}, releases(fx.Releases)); diff != "" {
 		t.Errorf("retry (-want +got):\n%s", diff)

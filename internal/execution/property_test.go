@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -101,10 +102,10 @@ func TestPropertyRandomRuns(t *testing.T) {
 			k := rapid.IntRange(0, len(running)-1).Draw(t, "finish")
 			r := running[k]
 			running = append(running[:k], running[k+1:]...)
-			res := &plan.ToolResult{ToolID: p.Tools[r.idx].ToolID, Attempt: r.attempt, State: plan.ToolSucceeded}
+			res := &planbus.ToolResult{ToolID: p.Tools[r.idx].ToolID, Attempt: r.attempt, State: planbus.ToolSucceeded}
 			if rapid.IntRange(0, 3).Draw(t, "fails") == 0 {
-				res.State = plan.ToolFailed
-				res.Error = &plan.ErrorInfo{Code: "X", Category: plan.CategoryNetwork, Message: "x"}
+				res.State = planbus.ToolFailed
+				res.Error = &planbus.ErrorInfo{Code: "X", Category: planbus.CategoryNetwork, Message: "x"}
 			}
 			handle(e.OnResult(res, now))
 		}

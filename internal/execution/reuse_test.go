@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 // earlier is a result of tool id of plan r-1 on skill s.
-func earlier(id string) *plan.ToolResult {
-	return &plan.ToolResult{PlanID: "r-1", RequestID: "r", ToolID: id, Skill: "s", Attempt: 1, State: plan.ToolSucceeded,
+func earlier(id string) *planbus.ToolResult {
+	return &planbus.ToolResult{PlanID: "r-1", RequestID: "r", ToolID: id, Skill: "s", Attempt: 1, State: planbus.ToolSucceeded,
 		Output: json.RawMessage(`{"from":"` + id + `"}`), WorkerID: "w1", DurationMs: 12}
 }
 
@@ -24,7 +23,7 @@ const reuseChain = `{"tools":[{"toolId":"A","skill":"s"},{"toolId":"B","skill":"
 // the rest runs; the state says so after a round trip through the store.
 func TestStartReusing(t *testing.T) {
 	p := mustPlan(t, reuseChain)
-	results := map[uint64]*plan.ToolResult{11: earlier("A"), 12: earlier("B")}
+	results := map[uint64]*planbus.ToolResult{11: earlier("A"), 12: earlier("B")}
 	e, fx := StartReusing(p, t0, 8, nil, map[int]Reused{0: {Result: results[11], Seq: 11}, 1: {Result: results[12], Seq: 12}})
 	if got := ids(e, fx.Releases); !slices.Equal(got, []string{"C"}) {
 		t.Fatalf("released %v, want only C", got)
@@ -53,7 +52,7 @@ func TestStartReusing(t *testing.T) {
 	}
 	for i, want := range []bool{true, true, false} {
 		o := res.Tools[i]
-		if o.Reused != want || o.State != plan.ToolSucceeded {
+		if o.Reused != want || o.State != planbus.ToolSucceeded {
 			t.Errorf("tool %s: reused %v state %s, want reused %v", o.ToolID, o.Reused, o.State, want)
 		}
 	}
@@ -67,7 +66,7 @@ func TestStartReusing(t *testing.T) {
 // tool not saying reuse false. Otherwise the tool runs.
 func TestReuseIsRefused(t *testing.T) {
 	failed := earlier("A")
-	failed.State, failed.Output, failed.Error = plan.ToolFailed, nil, &plan.ErrorInfo{Code: "X", Message: "no", Category: plan.CategoryPermanent}
+	failed.State, failed.Output, failed.Error = planbus.ToolFailed, nil, &planbus.ErrorInfo{Code: "X", Message: "no", Category: planbus.CategoryPermanent}
 	other := earlier("A")
 	other.Skill = "t"
 	tests := []struct {

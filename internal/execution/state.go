@@ -3,22 +3,22 @@ package execution
 import (
 	"encoding/json"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 // State is a plan's execution state, as stored in KV. Times are Unix
 // milliseconds.
 type State struct {
-	PlanID         string          `json:"planId"`
-	RequestID      string          `json:"requestId"`
-	SessionID      string          `json:"sessionId,omitempty"`
-	Status         string          `json:"status"` // plan.PlanRunning, ...
-	MaxConcurrency int             `json:"maxConcurrency"`
-	StartedAt      int64           `json:"startedAt"`
-	Deadline       int64           `json:"deadline"`
-	FinishedAt     int64           `json:"finishedAt,omitempty"`
-	Error          *plan.ErrorInfo `json:"error,omitempty"`
-	Tools          []ToolState     `json:"tools"`
+	PlanID         string             `json:"planId"`
+	RequestID      string             `json:"requestId"`
+	SessionID      string             `json:"sessionId,omitempty"`
+	Status         planbus.PlanState  `json:"status"`
+	MaxConcurrency int                `json:"maxConcurrency"`
+	StartedAt      int64              `json:"startedAt"`
+	Deadline       int64              `json:"deadline"`
+	FinishedAt     int64              `json:"finishedAt,omitempty"`
+	Error          *planbus.ErrorInfo `json:"error,omitempty"`
+	Tools          []ToolState        `json:"tools"`
 	// GateSteps is the part of the plan's verification budget its gates
 	// have used (see Engine: GateBudget).
 	GateSteps int64 `json:"gateSteps,omitempty"`
@@ -34,18 +34,18 @@ type State struct {
 
 // ToolState is one tool's part of State, in plan order.
 type ToolState struct {
-	ID         string          `json:"id"`
-	State      string          `json:"state"`
-	Attempt    int             `json:"attempt,omitempty"` // the attempt running, or the last one
-	ReleasedAt int64           `json:"releasedAt,omitempty"`
-	RetryAt    int64           `json:"retryAt,omitempty"`
-	FinishedAt int64           `json:"finishedAt,omitempty"`
-	Output     json.RawMessage `json:"output,omitempty"`
-	Error      *plan.ErrorInfo `json:"error,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
-	WorkerID   string          `json:"workerId,omitempty"`
-	StartedAt  int64           `json:"startedAt,omitempty"` // when the worker started the last attempt
-	DurationMs float64         `json:"durationMs,omitempty"`
+	ID         string             `json:"id"`
+	State      planbus.ToolState  `json:"state"`
+	Attempt    int                `json:"attempt,omitempty"` // the attempt running, or the last one
+	ReleasedAt int64              `json:"releasedAt,omitempty"`
+	RetryAt    int64              `json:"retryAt,omitempty"`
+	FinishedAt int64              `json:"finishedAt,omitempty"`
+	Output     json.RawMessage    `json:"output,omitempty"`
+	Error      *planbus.ErrorInfo `json:"error,omitempty"`
+	Reason     planbus.Reason     `json:"reason,omitempty"`
+	WorkerID   string             `json:"workerId,omitempty"`
+	StartedAt  int64              `json:"startedAt,omitempty"` // when the worker started the last attempt
+	DurationMs float64            `json:"durationMs,omitempty"`
 	// ResultSeq is the RESULTS stream sequence of the result that set
 	// State, when one did.
 	ResultSeq uint64 `json:"resultSeq,omitempty"`
@@ -60,13 +60,15 @@ type ToolState struct {
 	Refused bool `json:"refused,omitempty"`
 }
 
-func terminal(state string) bool {
+func terminal(state planbus.ToolState) bool {
 	switch state {
-	case plan.ToolSucceeded, plan.ToolFailed, plan.ToolTimeout, plan.ToolSkipped, plan.ToolCancelled:
+	case planbus.ToolSucceeded, planbus.ToolFailed, planbus.ToolTimeout, planbus.ToolSkipped, planbus.ToolCancelled:
 		return true
 	}
 	return false
 }
 
 // inFlight: the tool holds one of the plan's concurrency slots.
-func inFlight(state string) bool { return state == plan.ToolRunning || state == plan.ToolRetrying }
+func inFlight(state planbus.ToolState) bool {
+	return state == planbus.ToolRunning || state == planbus.ToolRetrying
+}

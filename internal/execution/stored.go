@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/internal/plan"
 )
@@ -14,15 +15,15 @@ import (
 // tool however large the outputs are, and the results are already durable
 // in their stream.
 type Stored struct {
-	PlanID         string          `json:"planId"`
-	RequestID      string          `json:"requestId"`
-	SessionID      string          `json:"sessionId,omitempty"`
-	Status         string          `json:"status"`
-	MaxConcurrency int             `json:"maxConcurrency"`
-	StartedAt      int64           `json:"startedAt"`
-	Deadline       int64           `json:"deadline"`
-	FinishedAt     int64           `json:"finishedAt,omitempty"`
-	Error          *plan.ErrorInfo `json:"error,omitempty"`
+	PlanID         string             `json:"planId"`
+	RequestID      string             `json:"requestId"`
+	SessionID      string             `json:"sessionId,omitempty"`
+	Status         planbus.PlanState  `json:"status"`
+	MaxConcurrency int                `json:"maxConcurrency"`
+	StartedAt      int64              `json:"startedAt"`
+	Deadline       int64              `json:"deadline"`
+	FinishedAt     int64              `json:"finishedAt,omitempty"`
+	Error          *planbus.ErrorInfo `json:"error,omitempty"`
 	// GateSteps is State.GateSteps.
 	GateSteps int64 `json:"gateSteps,omitempty"`
 	// Tools are written last, under "tools", compactly (see
@@ -40,19 +41,19 @@ type Stored struct {
 
 // StoredTool is one tool in Stored, in plan order.
 type StoredTool struct {
-	State   string
+	State   planbus.ToolState
 	Attempt int
 	// Result is the RESULTS stream sequence of the result that set State.
 	Result uint64
 	// At is when the running attempt was released, when a retry is due,
 	// or when the tool ended (Unix ms).
 	At     int64
-	Reason string
+	Reason planbus.Reason
 	// Error is kept for tools that ended without a result of their own
 	// (cancelled by a plan timeout, rejected), and for those whose gate
 	// refused their result (the verdict, so that no gate runs again when
 	// the state is read back).
-	Error *plan.ErrorInfo
+	Error *planbus.ErrorInfo
 	// Approved is kept for pending tools: one a person approved.
 	Approved bool
 	// Reused is kept for succeeded tools: one that took an earlier
@@ -74,11 +75,11 @@ func (st *State) Store() *Stored {
 // stored is the tool's part of Stored.
 func (t *ToolState) stored() StoredTool {
 	sv := StoredTool{State: t.State, Attempt: t.Attempt, Result: t.ResultSeq, Reason: t.Reason,
-		Approved: t.Approved && t.State == plan.ToolPending, Reused: t.Reused && t.State == plan.ToolSucceeded}
+		Approved: t.Approved && t.State == planbus.ToolPending, Reused: t.Reused && t.State == planbus.ToolSucceeded}
 	switch {
-	case t.State == plan.ToolRetrying:
+	case t.State == planbus.ToolRetrying:
 		sv.At = t.RetryAt
-	case t.State == plan.ToolRunning:
+	case t.State == planbus.ToolRunning:
 		sv.At = t.ReleasedAt
 	default:
 		sv.At = t.FinishedAt
@@ -98,7 +99,7 @@ func (t *ToolState) stored() StoredTool {
 // stored verdict (VERIFY_FAILED) as its error; no gate runs again, except
 // for a state stored before verdicts were (a failed tool whose result
 // succeeded, without an error).
-func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, error)) (*State, error) {
+func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*planbus.ToolResult, error)) (*State, error) {
 	if len(s.Tools) != len(p.Tools) {
 		return nil, fmt.Errorf("execution: plan %s: state has %d tools, plan has %d", p.PlanID, len(s.Tools), len(p.Tools))
 	}
@@ -112,9 +113,9 @@ func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, er
 		t := ToolState{ID: p.Tools[i].ToolID, State: sv.State, Attempt: sv.Attempt, ResultSeq: sv.Result, Reason: sv.Reason, Error: sv.Error,
 			Approved: sv.Approved, Reused: sv.Reused}
 		switch sv.State {
-		case plan.ToolRetrying:
+		case planbus.ToolRetrying:
 			t.RetryAt = sv.At
-		case plan.ToolRunning:
+		case planbus.ToolRunning:
 			t.ReleasedAt = sv.At
 		default:
 			t.FinishedAt = sv.At
@@ -129,7 +130,7 @@ func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, er
 				switch {
 				case sv.Error != nil:
 					t.Error, t.Refused = sv.Error, true
-				case r.State == plan.ToolSucceeded && sv.State != plan.ToolSucceeded && sv.State != plan.ToolRunning:
+				case r.State == planbus.ToolSucceeded && sv.State != planbus.ToolSucceeded && sv.State != planbus.ToolRunning:
 					// Stored before verdicts were: the gate refused it.
 					if out, ok, _ := gate.VerifyResult(*r, p.Tools[i].Gate(max(r.Attempt, 1)), gate.DefaultSteps); !ok {
 						t.Error, t.Refused = out.Error, true
@@ -143,7 +144,7 @@ func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*plan.ToolResult, er
 }
 
 // setResult copies a result's details into the tool's state.
-func (t *ToolState) setResult(r *plan.ToolResult) {
+func (t *ToolState) setResult(r *planbus.ToolResult) {
 	t.Output, t.Error, t.WorkerID, t.DurationMs = r.Output, r.Error, r.WorkerID, r.DurationMs
 	if !r.StartedAt.IsZero() {
 		t.StartedAt = r.StartedAt.UnixMilli()

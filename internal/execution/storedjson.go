@@ -8,8 +8,7 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 // A StoredTool is written as a short array, so the state of a plan of a
@@ -22,10 +21,10 @@ import (
 // "u"; time is in ms since the plan started (negative for a reused
 // result's), or null when there is none; reason and error appear only
 // when set.
-var stateCodes = map[string]string{
-	plan.ToolPending: "p", plan.ToolRunning: "r", plan.ToolRetrying: "w", plan.ToolSucceeded: "s",
-	plan.ToolFailed: "f", plan.ToolTimeout: "t", plan.ToolSkipped: "k", plan.ToolCancelled: "c",
-	plan.ToolWaitingApproval: "a",
+var stateCodes = map[planbus.ToolState]string{
+	planbus.ToolPending: "p", planbus.ToolRunning: "r", planbus.ToolRetrying: "w", planbus.ToolSucceeded: "s",
+	planbus.ToolFailed: "f", planbus.ToolTimeout: "t", planbus.ToolSkipped: "k", planbus.ToolCancelled: "c",
+	planbus.ToolWaitingApproval: "a",
 }
 
 // Codes of a state with a flag.
@@ -34,8 +33,8 @@ const (
 	codeReused   = "u" // succeeded, Reused
 )
 
-var codeStates = func() map[string]string {
-	m := map[string]string{}
+var codeStates = func() map[string]planbus.ToolState {
+	m := map[string]planbus.ToolState{}
 	for s, c := range stateCodes {
 		m[c] = s
 	}
@@ -102,9 +101,9 @@ func appendTool(b []byte, i int, t *StoredTool, startedAt int64) ([]byte, error)
 		return nil, fmt.Errorf("execution: unknown tool state %q", t.State)
 	}
 	switch {
-	case t.Approved && t.State == plan.ToolPending:
+	case t.Approved && t.State == planbus.ToolPending:
 		code = codeApproved
-	case t.Reused && t.State == plan.ToolSucceeded:
+	case t.Reused && t.State == planbus.ToolSucceeded:
 		code = codeReused
 	}
 	b = append(b, `["`...)
@@ -121,7 +120,7 @@ func appendTool(b []byte, i int, t *StoredTool, startedAt int64) ([]byte, error)
 	}
 	if t.Reason != "" || t.Error != nil {
 		b = append(b, ',')
-		b = strconv.AppendQuote(b, t.Reason)
+		b = strconv.AppendQuote(b, string(t.Reason))
 	}
 	if t.Error != nil {
 		e, err := json.Marshal(t.Error)
@@ -136,25 +135,25 @@ func appendTool(b []byte, i int, t *StoredTool, startedAt int64) ([]byte, error)
 
 // stateCode is stateCodes[state] without hashing the string: it runs for
 // every tool of a plan on every write.
-func stateCode(state string) string {
+func stateCode(state planbus.ToolState) string {
 	switch state {
-	case plan.ToolPending:
+	case planbus.ToolPending:
 		return "p"
-	case plan.ToolRunning:
+	case planbus.ToolRunning:
 		return "r"
-	case plan.ToolRetrying:
+	case planbus.ToolRetrying:
 		return "w"
-	case plan.ToolSucceeded:
+	case planbus.ToolSucceeded:
 		return "s"
-	case plan.ToolFailed:
+	case planbus.ToolFailed:
 		return "f"
-	case plan.ToolTimeout:
+	case planbus.ToolTimeout:
 		return "t"
-	case plan.ToolSkipped:
+	case planbus.ToolSkipped:
 		return "k"
-	case plan.ToolCancelled:
+	case planbus.ToolCancelled:
 		return "c"
-	case plan.ToolWaitingApproval:
+	case planbus.ToolWaitingApproval:
 		return "a"
 	}
 	return ""
@@ -201,9 +200,9 @@ func decodeTools(rows [][]json.RawMessage, first int, startedAt int64) ([]Stored
 func (t *StoredTool) setCode(code string) bool {
 	switch code {
 	case codeApproved:
-		code, t.Approved = stateCodes[plan.ToolPending], true
+		code, t.Approved = stateCodes[planbus.ToolPending], true
 	case codeReused:
-		code, t.Reused = stateCodes[plan.ToolSucceeded], true
+		code, t.Reused = stateCodes[planbus.ToolSucceeded], true
 	}
 	state, ok := codeStates[code]
 	t.State = state
@@ -237,7 +236,7 @@ func decodeTool(row []json.RawMessage, i int, startedAt int64, t *StoredTool) er
 		}
 	}
 	if len(row) > 5 {
-		t.Error = &plan.ErrorInfo{}
+		t.Error = &planbus.ErrorInfo{}
 		if err := json.Unmarshal(row[5], t.Error); err != nil {
 			return fmt.Errorf("execution: stored tool %d: %w", i, err)
 		}

@@ -9,7 +9,7 @@
 // by the planner from its maxima and the request's own request.Budget),
 // GenerationTimeout, and a Gate that bounds how many run at once in a
 // process and the memory they hold together. Running out of one is a
-// permanent failure with a code naming it (CodeHTNMemoryBudget and the
-// others). The generators do no I/O but External's question and the
+// permanent failure with a code naming it (planbus.CodeHTNMemoryBudget
+// and the others, TimeBudgetCode). The generators do no I/O but External's question and the
 // reading of domain files.
 package generator

@@ -33,7 +33,7 @@ type Input struct {
 	Attempt        int
 	DisabledSkills []string
 	ParentPlanID   string
-	LastExecution  *plan.ExecutionResult
+	LastExecution  *planbus.ExecutionResult
 	// LastPlan is the plan of the last attempt, when there was one.
 	LastPlan *plan.Plan
 	// Session is the session's state document: the planner's world state.
@@ -57,31 +57,26 @@ type Generator interface {
 	Generate(ctx context.Context, in Input) (*plan.Plan, error)
 }
 
-// Codes of generations stopped by a budget. They are permanent: a
-// deterministic planner given the same input runs out the same way.
-const (
-	CodeHTNMemoryBudget  = "HTN_MEMORY_BUDGET"
-	CodeHTNNodeBudget    = "HTN_NODE_BUDGET"
-	CodeHTNStepBudget    = "HTN_STEP_BUDGET"
-	CodeGOAPMemoryBudget = "GOAP_MEMORY_BUDGET"
-	CodeGOAPNodeBudget   = "GOAP_NODE_BUDGET"
-	// A deterministic generation (htn, goap, template, plan) that used up
-	// GenerationTimeout gets "<KIND>_TIME_BUDGET", e.g. HTN_TIME_BUDGET.
-	TimeBudgetSuffix = "_TIME_BUDGET"
-)
+// TimeBudgetCode is the code of a deterministic generation of kind
+// (htn, goap, template, plan) that used up GenerationTimeout:
+// planbus.CodeHTNTimeBudget and the like, "" for another kind.
+func TimeBudgetCode(kind string) planbus.Code {
+	return map[string]planbus.Code{request.KindHTN: planbus.CodeHTNTimeBudget, request.KindGOAP: planbus.CodeGOAPTimeBudget,
+		request.KindTemplate: planbus.CodeTemplateTimeBudget, request.KindPlan: planbus.CodePlanTimeBudget}[kind]
+}
 
 // Error is a failed generation. Errors of category timeout, network or
 // transient use up an attempt and the loop tries again; others end it.
 type Error struct {
-	Code     string
-	Category string
+	Code     planbus.Code
+	Category planbus.Category
 	Message  string
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-func (e *Error) Info() *plan.ErrorInfo {
-	return &plan.ErrorInfo{Code: e.Code, Category: e.Category, Message: e.Message}
+func (e *Error) Info() *planbus.ErrorInfo {
+	return &planbus.ErrorInfo{Code: e.Code, Category: e.Category, Message: e.Message}
 }
 
 func ErrorOf(err error) *Error {
@@ -90,16 +85,16 @@ func ErrorOf(err error) *Error {
 		return ge
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Code: "GENERATION_TIMEOUT", Category: plan.CategoryTimeout,
+		return &Error{Code: planbus.CodeGenerationTimeout, Category: planbus.CategoryTimeout,
 			Message: fmt.Sprintf("no plan within the %s generation budget", GenerationTimeout)}
 	}
-	return &Error{Code: "GENERATION_FAILED", Category: plan.CategoryInternal, Message: err.Error()}
+	return &Error{Code: planbus.CodeGenerationFailed, Category: planbus.CategoryInternal, Message: err.Error()}
 }
 
 // Retryable reports whether another generation attempt may do better.
 func (e *Error) Retryable() bool {
 	switch e.Category {
-	case plan.CategoryTimeout, plan.CategoryNetwork, plan.CategoryTransient:
+	case planbus.CategoryTimeout, planbus.CategoryNetwork, planbus.CategoryTransient:
 		return true
 	}
 	return false
@@ -111,7 +106,7 @@ type Fixed struct{}
 func (Fixed) Generate(_ context.Context, in Input) (*plan.Plan, error) {
 	p, err := plan.Decode(in.Request.Plan)
 	if err != nil {
-		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryInvalidInput, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeInvalidPlan, Category: planbus.CategoryInvalidInput, Message: err.Error()}
 	}
 	for _, t := range p.Tools {
 		if !slices.Contains(in.DisabledSkills, t.Skill) {
@@ -125,7 +120,7 @@ func (Fixed) Generate(_ context.Context, in Input) (*plan.Plan, error) {
 			}
 			why += fmt.Sprintf(", until 'planner reset %s' heals it", in.Request.SessionID)
 		}
-		return nil, &Error{Code: "SKILL_DISABLED", Category: plan.CategoryPermanent,
+		return nil, &Error{Code: planbus.CodeSkillDisabled, Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("tool %q needs skill %q, which is disabled: %s; a fixed plan cannot avoid it", t.ToolID, t.Skill, why)}
 	}
 	return p, nil
@@ -162,28 +157,28 @@ func (x External) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	reply, err := x.NC.RequestMsgWithContext(ctx, &nats.Msg{Subject: in.Request.Planner, Data: data, Header: telemetry.Inject(ctx, nil)})
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, &Error{Code: "PLANNER_UNAVAILABLE", Category: plan.CategoryNetwork,
+		return nil, &Error{Code: planbus.CodePlannerUnavailable, Category: planbus.CategoryNetwork,
 			Message: fmt.Sprintf("no external planner answers on %s", in.Request.Planner)}
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return nil, &Error{Code: "GENERATION_TIMEOUT", Category: plan.CategoryTimeout,
+		return nil, &Error{Code: planbus.CodeGenerationTimeout, Category: planbus.CategoryTimeout,
 			Message: fmt.Sprintf("external planner %s did not answer within %s", in.Request.Planner, GenerationTimeout)}
 	case err != nil:
-		return nil, &Error{Code: "PLANNER_UNAVAILABLE", Category: plan.CategoryNetwork, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodePlannerUnavailable, Category: planbus.CategoryNetwork, Message: err.Error()}
 	}
 	var failed struct {
-		Error *plan.ErrorInfo `json:"error"`
+		Error *planbus.ErrorInfo `json:"error"`
 	}
 	if json.Unmarshal(reply.Data, &failed) == nil && failed.Error != nil {
 		cat := failed.Error.Category
 		if cat == "" {
-			cat = plan.CategoryInternal
+			cat = planbus.CategoryInternal
 		}
 		return nil, &Error{Code: failed.Error.Code, Category: cat, Message: "external planner: " + failed.Error.Message}
 	}
 	p, err := plan.Decode(reply.Data)
 	if err != nil {
 		// A bad plan from a planner is worth another try: it may do better.
-		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient,
+		return nil, &Error{Code: planbus.CodeInvalidPlan, Category: planbus.CategoryTransient,
 			Message: fmt.Sprintf("external planner %s: %v", in.Request.Planner, err)}
 	}
 	return p, nil
@@ -243,7 +238,7 @@ func (h HTN) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	r := in.Request.HTN
 	prog, err := h.Program(r, in.Session)
 	if err != nil {
-		return nil, &Error{Code: "INVALID_DOMAIN", Category: plan.CategoryInvalidInput, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeInvalidDomain, Category: planbus.CategoryInvalidInput, Message: err.Error()}
 	}
 	bind := operatorSkills(in.Skills)
 	refused := map[string]string{}
@@ -268,9 +263,9 @@ func (h HTN) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	case errors.As(err, &be):
 		return nil, htnBudgetError(be, r.Goal)
 	case errors.Is(err, htn.ErrSyntax):
-		return nil, &Error{Code: "INVALID_GOAL", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("goal %q: %v", r.Goal, err)}
+		return nil, &Error{Code: planbus.CodeInvalidGoal, Category: planbus.CategoryInvalidInput, Message: fmt.Sprintf("goal %q: %v", r.Goal, err)}
 	case err != nil:
-		return nil, &Error{Code: "HTN_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeHTNError, Category: planbus.CategoryPermanent, Message: err.Error()}
 	}
 	if len(res.Plans) == 0 {
 		msg := fmt.Sprintf("no plan for %s", r.Goal)
@@ -286,7 +281,7 @@ func (h HTN) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 			}
 			msg += "; operators not applied: " + strings.Join(why, ", ")
 		}
-		return nil, &Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: msg}
+		return nil, &Error{Code: planbus.CodeNoPlan, Category: planbus.CategoryPermanent, Message: msg}
 	}
 	return htnToPlan(res.Plans[0], r, bind, in.Skills, searchTrace(res))
 }
@@ -332,19 +327,20 @@ func searchTrace(res *htn.Result) *htnSearch {
 // htnBudgetError is a search that ran out of its budget: permanent, since
 // the same search would run out again, with a code naming the budget.
 func htnBudgetError(be *htn.BudgetError, goal string) *Error {
-	var code, msg string
+	var code planbus.Code
+	var msg string
 	switch be.Limit {
 	case htn.BudgetMemory:
-		code = CodeHTNMemoryBudget
+		code = planbus.CodeHTNMemoryBudget
 		msg = fmt.Sprintf("planning %s held about %d bytes, over its memory budget of %d (htn.budget.memory, --htn-max-memory)", goal, be.Used, be.Budget)
 	case htn.BudgetNodes:
-		code = CodeHTNNodeBudget
+		code = planbus.CodeHTNNodeBudget
 		msg = fmt.Sprintf("planning %s created %d search nodes, over its node budget of %d (htn.budget.nodes)", goal, be.Used, be.Budget)
 	default:
-		code = CodeHTNStepBudget
+		code = planbus.CodeHTNStepBudget
 		msg = fmt.Sprintf("planning %s took %d resolver steps, over its step budget of %d", goal, be.Used, be.Budget)
 	}
-	return &Error{Code: code, Category: plan.CategoryPermanent, Message: msg}
+	return &Error{Code: code, Category: planbus.CategoryPermanent, Message: msg}
 }
 
 // operatorSkills maps an operator to the skill that performs it: a skill
@@ -449,7 +445,7 @@ func htnToPlan(p htn.Plan, r *request.HTNRequest, bind func(string) string, ms m
 	}
 	pl, err := plan.Decode(doc)
 	if err != nil {
-		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeInvalidPlan, Category: planbus.CategoryInternal, Message: err.Error()}
 	}
 	return pl, nil
 }

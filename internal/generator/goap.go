@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/goap"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
@@ -129,7 +130,7 @@ func (g GOAP) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	r := in.Request.GOAP
 	d, err := g.Domain(r)
 	if err != nil {
-		return nil, &Error{Code: "INVALID_DOMAIN", Category: plan.CategoryInvalidInput, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeInvalidDomain, Category: planbus.CategoryInvalidInput, Message: err.Error()}
 	}
 	state := goap.State{}
 	maps.Copy(state, in.Session)
@@ -138,14 +139,14 @@ func (g GOAP) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	if goal == "" {
 		arb, err := goap.NewArbiter(d, goap.ArbiterConfig{})
 		if err != nil {
-			return nil, &Error{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &Error{Code: planbus.CodeGOAPError, Category: planbus.CategoryPermanent, Message: err.Error()}
 		}
 		sel, err := arb.Select(state, time.Now())
 		if err != nil {
-			return nil, &Error{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+			return nil, &Error{Code: planbus.CodeGOAPError, Category: planbus.CategoryPermanent, Message: err.Error()}
 		}
 		if sel.Goal == "" {
-			return nil, &Error{Code: "NO_GOAL", Category: plan.CategoryPermanent, Message: "no goal is valid and unsatisfied: " + sel.Detail}
+			return nil, &Error{Code: planbus.CodeNoGoal, Category: planbus.CategoryPermanent, Message: "no goal is valid and unsatisfied: " + sel.Detail}
 		}
 		goal = sel.Goal
 	}
@@ -157,19 +158,19 @@ func (g GOAP) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	var be *goap.BudgetError
 	switch {
 	case errors.As(err, &ue):
-		return nil, &Error{Code: "NO_PLAN", Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeNoPlan, Category: planbus.CategoryPermanent, Message: err.Error()}
 	case errors.Is(err, goap.ErrCanceled):
 		return nil, ctx.Err()
 	case errors.As(err, &be):
-		code, what := CodeGOAPNodeBudget, "node budget (goap.budget.nodes, --goap-max-nodes)"
+		code, what := planbus.CodeGOAPNodeBudget, "node budget (goap.budget.nodes, --goap-max-nodes)"
 		if be.Limit == goap.BudgetMemory {
-			code, what = CodeGOAPMemoryBudget, "memory budget (goap.budget.memory, --goap-max-memory)"
+			code, what = planbus.CodeGOAPMemoryBudget, "memory budget (goap.budget.memory, --goap-max-memory)"
 		}
-		return nil, &Error{Code: code, Category: plan.CategoryPermanent, Message: fmt.Sprintf("%v; this request's %s", err, what)}
+		return nil, &Error{Code: code, Category: planbus.CategoryPermanent, Message: fmt.Sprintf("%v; this request's %s", err, what)}
 	case errors.Is(err, goap.ErrPlanJSON):
-		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeInvalidPlan, Category: planbus.CategoryInternal, Message: err.Error()}
 	case err != nil:
-		return nil, &Error{Code: "GOAP_ERROR", Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeGOAPError, Category: planbus.CategoryPermanent, Message: err.Error()}
 	}
 	return p, nil
 }

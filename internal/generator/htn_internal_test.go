@@ -146,8 +146,8 @@ func TestHTNTracesCountAgainstTheMemoryBudget(t *testing.T) {
 	in.Request.HTN.Traces = true
 	_, err = HTN{}.Generate(context.Background(), in)
 	var ge *Error
-	if !errors.As(err, &ge) || ge.Code != CodeHTNMemoryBudget {
-		t.Fatalf("traced within %d bytes: got %v, want %s", in.Memory, err, CodeHTNMemoryBudget)
+	if !errors.As(err, &ge) || ge.Code != planbus.CodeHTNMemoryBudget {
+		t.Fatalf("traced within %d bytes: got %v, want %s", in.Memory, err, planbus.CodeHTNMemoryBudget)
 	}
 }
 

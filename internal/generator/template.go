@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/templates"
@@ -57,7 +58,7 @@ func (tp Template) Check(r *request.Request) error {
 func (tp Template) Generate(_ context.Context, in Input) (*plan.Plan, error) {
 	sel, err := tp.selection(in.Request)
 	if err != nil {
-		return nil, &Error{Code: "NO_TEMPLATE", Category: plan.CategoryInvalidInput, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeNoTemplate, Category: planbus.CategoryInvalidInput, Message: err.Error()}
 	}
 	if in.LastPlan != nil && in.LastExecution != nil {
 		if next, ok := templates.FallbackPlan(in.LastPlan, in.LastExecution.FailedTools); ok {
@@ -66,19 +67,19 @@ func (tp Template) Generate(_ context.Context, in Input) (*plan.Plan, error) {
 	}
 	inst, err := templates.Select(tp.Library, sel)
 	if err != nil {
-		code := "NO_TEMPLATE"
+		code := planbus.CodeNoTemplate
 		if errors.Is(err, templates.ErrVars) {
-			code = "TEMPLATE_VARS"
+			code = planbus.CodeTemplateVars
 		}
-		return nil, &Error{Code: code, Category: plan.CategoryPermanent, Message: err.Error()}
+		return nil, &Error{Code: code, Category: planbus.CategoryPermanent, Message: err.Error()}
 	}
 	p, err := inst.Plan()
 	if err != nil {
-		return nil, &Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryInternal, Message: err.Error()}
+		return nil, &Error{Code: planbus.CodeInvalidPlan, Category: planbus.CategoryInternal, Message: err.Error()}
 	}
 	for _, t := range p.Tools {
 		if slices.Contains(in.DisabledSkills, t.Skill) {
-			return nil, &Error{Code: "SKILL_DISABLED", Category: plan.CategoryPermanent,
+			return nil, &Error{Code: planbus.CodeSkillDisabled, Category: planbus.CategoryPermanent,
 				Message: fmt.Sprintf("template %q needs skill %q (step %q), which is disabled, and names no fallback plan", inst.Template.ID, t.Skill, t.ToolID)}
 		}
 	}

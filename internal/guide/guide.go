@@ -16,7 +16,6 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/templates"
@@ -201,7 +200,7 @@ func (s *Service) guideTurn(ctx context.Context, q *planbus.GuideTurn) (*planbus
 // activation.
 func (s *Service) guideEvent(sessionID string, r *planbus.GuideReply) {
 	if e := r.Ended; e != nil {
-		ev := plan.Event{Type: planbus.EventGuidePrefix + e.Transition, Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: e.Message}
+		ev := planbus.Event{Type: planbus.EventGuidePrefix + planbus.EventType(e.Transition), Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: e.Message}
 		if e.Plan != nil {
 			ev.Template = e.Plan.ID
 		}
@@ -213,7 +212,7 @@ func (s *Service) guideEvent(sessionID string, r *planbus.GuideReply) {
 	if r.Transition == planbus.GuideNone {
 		return
 	}
-	ev := plan.Event{Type: planbus.EventGuidePrefix + r.Transition, Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: r.Message}
+	ev := planbus.Event{Type: planbus.EventGuidePrefix + planbus.EventType(r.Transition), Time: time.Now(), RequestID: sessionID, SessionID: sessionID, Message: r.Message}
 	if r.Plan != nil {
 		ev.Template, ev.Step = r.Plan.ID, r.Plan.Step
 	}
@@ -223,7 +222,7 @@ func (s *Service) guideEvent(sessionID string, r *planbus.GuideReply) {
 	s.publishGuideEvent(sessionID, ev)
 }
 
-func (s *Service) publishGuideEvent(sessionID string, ev plan.Event) {
+func (s *Service) publishGuideEvent(sessionID string, ev planbus.Event) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return

@@ -1,5 +1,7 @@
 package health
 
+import "github.com/planbus/planbus"
+
 // Health states of a skill.
 const (
 	Healthy          = "healthy"
@@ -37,7 +39,7 @@ type Outcome struct {
 	Key       string // the attempt's idempotency key
 	Succeeded bool
 	// Category of the error when it failed.
-	Category string
+	Category planbus.Category
 	Error    string
 	// Retry: the attempt was a retry (attempt > 1).
 	Retry bool
@@ -90,7 +92,7 @@ func (h Record) Apply(o Outcome) Record {
 	h.LastError = o.Error
 	switch h.State {
 	case Healthy:
-		if o.Category == "timeout" || o.Category == "network" {
+		if o.Category == planbus.CategoryTimeout || o.Category == planbus.CategoryNetwork {
 			h.State, h.Failures = TemporaryFailure, 0
 			if o.Final {
 				// The error both moved it and exhausted the retries.

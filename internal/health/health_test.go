@@ -2,10 +2,14 @@ package health
 
 import (
 	"testing"
+
+	"github.com/planbus/planbus"
 )
 
 func TestHealthTransitions(t *testing.T) {
-	fail := func(cat string, final bool) Outcome { return Outcome{Category: cat, Error: "x", Final: final} }
+	fail := func(cat planbus.Category, final bool) Outcome {
+		return Outcome{Category: cat, Error: "x", Final: final}
+	}
 	ok := Outcome{Succeeded: true}
 	retryOK := Outcome{Succeeded: true, Retry: true}
 	tests := []struct {

@@ -17,8 +17,8 @@ const (
 )
 
 var (
-	planStates   = []string{planbus.PlanSucceeded, planbus.PlanFailed, planbus.PlanTimeout, planbus.PlanCancelled, planbus.PlanRejected}
-	toolStates   = []string{planbus.ToolSucceeded, planbus.ToolFailed, planbus.ToolTimeout, planbus.ToolCancelled}
+	planStates   = []planbus.PlanState{planbus.PlanSucceeded, planbus.PlanFailed, planbus.PlanTimeout, planbus.PlanCancelled, planbus.PlanRejected}
+	toolStates   = []planbus.ToolState{planbus.ToolSucceeded, planbus.ToolFailed, planbus.ToolTimeout, planbus.ToolCancelled}
 	healthStates = []string{health.Healthy, health.Degraded, health.TemporaryFailure, health.PermanentFailure}
 )
 
@@ -64,7 +64,7 @@ func (r *Registry) Dispatcher() *Dispatcher {
 		dropped:   r.dropped.WithLabelValues(ComponentDispatcher),
 	}
 	for _, s := range planStates {
-		d.plansEnded.WithLabelValues(s)
+		d.plansEnded.WithLabelValues(string(s))
 	}
 	for _, reason := range []string{RejectInvalid, RejectWrongSubject, RejectBadToken} {
 		d.resultsRejected.WithLabelValues(reason)
@@ -81,7 +81,7 @@ func (d *Dispatcher) PlanStarted() {
 }
 
 // PlanEnded counts a plan that ended in state (a rejected plan included).
-func (d *Dispatcher) PlanEnded(state string) {
+func (d *Dispatcher) PlanEnded(state planbus.PlanState) {
 	if d != nil {
 		d.plansEnded.WithLabelValues(label(state, planStates...)).Inc()
 	}
@@ -97,7 +97,7 @@ func (d *Dispatcher) Released(skill string) {
 // Attempt records an attempt's result applied to its plan: its state and
 // how long it ran on its worker (zero when the result does not say, as
 // for a call that never reached one).
-func (d *Dispatcher) Attempt(skill, state string, ran time.Duration) {
+func (d *Dispatcher) Attempt(skill string, state planbus.ToolState, ran time.Duration) {
 	if d == nil {
 		return
 	}

@@ -165,9 +165,9 @@ func seconds(d time.Duration) float64 { return max(d.Seconds(), 0) }
 
 // label bounds a label value taken from input: known values pass, anything
 // else is "other", so a caller cannot grow the series without bound.
-func label(v string, known ...string) string {
+func label[S ~string](v S, known ...S) string {
 	if slices.Contains(known, v) {
-		return v
+		return string(v)
 	}
 	return "other"
 }

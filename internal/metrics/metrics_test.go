@@ -183,7 +183,7 @@ func TestWorkerMiddleware(t *testing.T) {
 	errs := map[string]error{
 		"ok":      nil,
 		"slow":    errors.New("boom"),
-		"timeout": skill.Failf(planbus.CategoryTimeout, planbus.CodeToolTimeout, "too slow"),
+		"timeout": skill.Failf(planbus.CodeToolTimeout, planbus.CategoryTimeout, "too slow"),
 		"cancel":  context.Canceled,
 		"invalid": skill.InvalidInput("no"),
 	}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -65,9 +66,9 @@ func (p *Planner) RequestStarted(kind string) {
 }
 
 // RequestEnded counts a request that ended with status.
-func (p *Planner) RequestEnded(status string) {
+func (p *Planner) RequestEnded(status planbus.RequestStatus) {
 	if p != nil {
-		p.ended.WithLabelValues(label(status, "succeeded", "failed", "fallback", "cancelled")).Inc()
+		p.ended.WithLabelValues(label(status, planbus.StatusSucceeded, planbus.StatusFailed, planbus.StatusFallback, planbus.StatusCancelled)).Inc()
 	}
 }
 

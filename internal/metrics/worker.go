@@ -62,7 +62,7 @@ func (w *Worker) Middleware() skill.Middleware {
 			state := planbus.ToolFailed // a panic passes through as a failure
 			defer func() {
 				g.Dec()
-				w.calls.WithLabelValues(call.Skill, state).Inc()
+				w.calls.WithLabelValues(call.Skill, string(state)).Inc()
 				w.duration.WithLabelValues(call.Skill).Observe(seconds(time.Since(start)))
 			}()
 			res, err := next.Handle(ctx, call)
@@ -73,7 +73,7 @@ func (w *Worker) Middleware() skill.Middleware {
 }
 
 // callState is the state of a call whose handler returned err.
-func callState(err error) string {
+func callState(err error) planbus.ToolState {
 	if err == nil {
 		return planbus.ToolSucceeded
 	}

@@ -77,7 +77,7 @@ func TestAuthNodeRunsAnAgentWithinTheRoles(t *testing.T) {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	_ = conn.NC.Flush()
-	waitFor := func(typ, goal string) {
+	waitFor := func(typ planbus.EventType, goal string) {
 		t.Helper()
 		for {
 			mu.Lock()

@@ -23,7 +23,6 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -104,7 +103,7 @@ func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
 		{"toolId": "R", "skill": "remember", "dependencies": ["A"], "input": {"seen": "Lisbon"}},
 		{"toolId": "D", "skill": "echo", "dependencies": ["F", "R"], "input": {"a": {"$ref": "A"}}}]}`)
 	var events []string
-	out, err := c.RunPlan(ctx, p, func(ev plan.Event) { events = append(events, ev.Type) })
+	out, err := c.RunPlan(ctx, p, func(ev planbus.Event) { events = append(events, string(ev.Type)) })
 	if err != nil {
 		t.Fatalf("run: %v\nlog:\n%s", err, logs.String())
 	}
@@ -125,7 +124,7 @@ func TestAuthNodeRunsPlansWithEveryComponentOnItsRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := out.Execution; res.State != plan.PlanTimeout || res.Tools[0].State != plan.ToolCancelled {
+	if res := out.Execution; res.State != planbus.PlanTimeout || res.Tools[0].State != planbus.ToolCancelled {
 		t.Errorf("timed out plan: %s, tool %s; want timeout and cancelled", res.State, res.Tools[0].State)
 	}
 
@@ -295,7 +294,7 @@ func TestAuthClientSubmitsWatchesCancelsAndLists(t *testing.T) {
 	var seen []string
 	go func() {
 		o, err := c.Watch(ctx, acc.RequestID, func(ev planbus.Event) {
-			seen = append(seen, ev.Type)
+			seen = append(seen, string(ev.Type))
 			if ev.Type == planbus.EventToolStarted {
 				started <- struct{}{}
 			}

@@ -55,9 +55,9 @@ func TestAGateBombEndsWithinItsBudget(t *testing.T) {
 		// stops it, not how fast (docs/benchmarks.md times it).
 		o, err := c.Run(ctx, []byte(gateBomb("bomb", 240_000)), nil)
 		if err == nil {
-			got.status = o.Status
+			got.status = string(o.Status)
 			if o.Error != nil {
-				got.code, got.msg = o.Error.Code, o.Error.Message
+				got.code, got.msg = string(o.Error.Code), o.Error.Message
 			}
 		}
 		bomb <- err

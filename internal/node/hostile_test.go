@@ -14,10 +14,10 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/worker"
 )
@@ -166,7 +166,7 @@ func TestHostileInput(t *testing.T) {
 
 	// The victim: a slow tool whose output the next tool reads.
 	started := make(chan struct{}, 1)
-	sub, err := conn.NC.Subscribe(bus.EventSubject("victim", plan.EventToolStarted), func(*nats.Msg) {
+	sub, err := conn.NC.Subscribe(bus.EventSubject("victim", planbus.EventToolStarted), func(*nats.Msg) {
 		select {
 		case started <- struct{}{}:
 		default:

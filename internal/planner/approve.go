@@ -32,7 +32,8 @@ import (
 // refusal is an endpoint request refused with a reply code other than
 // INVALID_REQUEST.
 type refusal struct {
-	code, field, msg string
+	code       planbus.Code
+	field, msg string
 }
 
 func (r *refusal) Error() string { return r.msg }
@@ -115,15 +116,15 @@ func (s *Service) approve(ctx context.Context, q *planbus.ApproveRequest, now ti
 	state := st.Tools[i].State
 	var why string
 	switch {
-	case st.Status != plan.PlanRunning:
+	case st.Status != planbus.PlanRunning:
 		why = fmt.Sprintf("plan %s has ended (%s)", planID, st.Status)
 	case tools[i].Approval == nil:
 		why = fmt.Sprintf("tool %q of plan %s has no approval step", q.ToolID, planID)
-	case state == plan.ToolPending && st.Tools[i].Approved:
+	case state == planbus.ToolPending && st.Tools[i].Approved:
 		why = fmt.Sprintf("tool %q of plan %s was approved already", q.ToolID, planID)
-	case state == plan.ToolPending:
+	case state == planbus.ToolPending:
 		why = fmt.Sprintf("tool %q of plan %s is not ready yet: it waits for its dependencies", q.ToolID, planID)
-	case state != plan.ToolWaitingApproval:
+	case state != planbus.ToolWaitingApproval:
 		why = fmt.Sprintf("tool %q of plan %s is %s: it is not waiting for approval", q.ToolID, planID, state)
 	}
 	if why != "" {
@@ -145,7 +146,7 @@ func (s *Service) approve(ctx context.Context, q *planbus.ApproveRequest, now ti
 		Message: fmt.Sprintf("tool %q of plan %s approved: it runs next", q.ToolID, planID)}
 	if !q.Approve {
 		reply.Status = planbus.ApproveRejected
-		reply.Message = fmt.Sprintf("tool %q of plan %s rejected: it fails with code %s", q.ToolID, planID, plan.CodeRejected)
+		reply.Message = fmt.Sprintf("tool %q of plan %s rejected: it fails with code %s", q.ToolID, planID, planbus.CodeRejected)
 	}
 	s.log.Info().Str("request_id", requestID).Str("plan_id", planID).Str("tool_id", q.ToolID).Str("decision", reply.Status).Msg("approval step decided")
 	return reply, nil
@@ -154,9 +155,9 @@ func (s *Service) approve(ctx context.Context, q *planbus.ApproveRequest, now ti
 // loopStatus says where a loop without a running plan is.
 func loopStatus(l *loop) string {
 	if l.Status == loopDone && l.Outcome != nil {
-		return "ended " + l.Outcome.Status
+		return "ended " + string(l.Outcome.Status)
 	}
-	return l.Status
+	return string(l.Status)
 }
 
 // storedTool is what approve reads of a stored plan's tools.

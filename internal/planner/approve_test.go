@@ -13,7 +13,6 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/dispatcher"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 )
 
@@ -30,7 +29,7 @@ func (h *harness) decide(approve bool, id, tool, reason string) (*planbus.Approv
 
 // wantRefusal checks that err is the planner's refusal with code, naming
 // field.
-func wantRefusal(t *testing.T, what string, err error, code, field string) {
+func wantRefusal(t *testing.T, what string, err error, code planbus.Code, field string) {
 	t.Helper()
 	var rej *client.RejectedError
 	if !errors.As(err, &rej) || rej.Reply.Error.Code != code || rej.Reply.Error.Field != field {
@@ -56,8 +55,8 @@ func TestApprovalStepWaitsForAPerson(t *testing.T) {
 	h := start(t, planner.Config{}, append(simulated(t), cnt.skill("count")))
 	id := h.submit(fmt.Sprintf(approvalPlan, "ap"))
 	all := h.watchEvents(id)
-	all.waitFor(t, plan.EventToolWaiting, "deploy")
-	if ev := all.of(plan.EventToolWaiting)[0]; ev.Message != "Deploy the build to production?" {
+	all.waitFor(t, planbus.EventToolWaiting, "deploy")
+	if ev := all.of(planbus.EventToolWaiting)[0]; ev.Message != "Deploy the build to production?" {
 		t.Errorf("waiting event says %q, want the prompt", ev.Message)
 	}
 	if got := cnt.of("ap"); !maps.Equal(got, map[string]int{"build": 1}) {
@@ -99,8 +98,8 @@ func TestApprovalStepWaitsForAPerson(t *testing.T) {
 	if got := cnt.of("ap"); !maps.Equal(got, map[string]int{"build": 1, "deploy": 1, "notify": 1}) {
 		t.Errorf("executions %v, want each tool once", got)
 	}
-	all.waitFor(t, plan.EventToolApproved, "deploy")
-	if ev := all.of(plan.EventToolApproved)[0]; ev.Message != "checked the changelog" {
+	all.waitFor(t, planbus.EventToolApproved, "deploy")
+	if ev := all.of(planbus.EventToolApproved)[0]; ev.Message != "checked the changelog" {
 		t.Errorf("approved event says %q", ev.Message)
 	}
 	_, err = h.decide(true, id, "deploy", "")
@@ -113,7 +112,7 @@ func TestRejectedApprovalFailsTheRequest(t *testing.T) {
 	cnt := newCounter()
 	h := start(t, planner.Config{}, append(simulated(t), cnt.skill("count")))
 	id := h.submit(fmt.Sprintf(approvalPlan, "rj"))
-	h.watchEvents(id).waitFor(t, plan.EventToolWaiting, "deploy")
+	h.watchEvents(id).waitFor(t, planbus.EventToolWaiting, "deploy")
 	reply, err := h.decide(false, id, "deploy", "not on a Friday")
 	if err != nil || reply.Status != planbus.ApproveRejected {
 		t.Fatalf("reply %+v, %v", reply, err)
@@ -140,7 +139,7 @@ func TestApprovalSurvivesADispatcherRestart(t *testing.T) {
 	cnt := newCounter()
 	h := start(t, planner.Config{}, append(simulated(t), cnt.skill("count")))
 	id := h.submit(fmt.Sprintf(approvalPlan, "rs"))
-	h.watchEvents(id).waitFor(t, plan.EventToolWaiting, "deploy")
+	h.watchEvents(id).waitFor(t, planbus.EventToolWaiting, "deploy")
 	h.node.Dispatchers[0].Stop()
 	if _, err := h.decide(true, id, "deploy", ""); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/generator"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 )
 
@@ -25,7 +24,7 @@ const runaway = `"program":"loop(?x) :- if(), do(loop(?x)).","goal":"loop(1)"`
 // budgetRequest runs a request whose generation a budget ends; the
 // harness's deadline on the outcome (two minutes) catches one that a
 // budget does not end. How soon it ends is measured, not asserted here.
-func (h *harness) budgetRequest(doc string) *planner.Outcome {
+func (h *harness) budgetRequest(doc string) *planbus.Outcome {
 	h.t.Helper()
 	out, _ := h.request(doc)
 	return out
@@ -33,10 +32,10 @@ func (h *harness) budgetRequest(doc string) *planner.Outcome {
 
 // wantBudgetFailure checks an outcome ended by a generation budget: one
 // attempt (not retried), the fallback, the code given.
-func wantBudgetFailure(t *testing.T, out *planner.Outcome, code string) {
+func wantBudgetFailure(t *testing.T, out *planbus.Outcome, code planbus.Code) {
 	t.Helper()
-	if out.Success || out.Status != planner.StatusFallback || out.Attempts != 1 || out.Error == nil || out.Error.Code != code ||
-		out.Error.Category != plan.CategoryPermanent {
+	if out.Success || out.Status != planbus.StatusFallback || out.Attempts != 1 || out.Error == nil || out.Error.Code != code ||
+		out.Error.Category != planbus.CategoryPermanent {
 		t.Fatalf("outcome %s after %d attempts, error %+v; want the fallback after 1 attempt with %s (permanent)", out.Status, out.Attempts, out.Error, code)
 	}
 	if h := out.History; len(h) != 1 || h[0].State != "generation_failed" || h[0].Error == nil || h[0].Error.Code != code {
@@ -47,19 +46,19 @@ func wantBudgetFailure(t *testing.T, out *planner.Outcome, code string) {
 func TestRunawayHTNSearchEndsWithItsMemoryBudget(t *testing.T) {
 	h := start(t, planner.Config{HTNMaxMemory: 32 << 20, GOAPMaxMemory: 32 << 20, GenMaxMemory: 64 << 20}, simulated(t))
 	out := h.budgetRequest(`{"kind":"htn","htn":{` + runaway + `}}`)
-	wantBudgetFailure(t, out, generator.CodeHTNMemoryBudget)
+	wantBudgetFailure(t, out, planbus.CodeHTNMemoryBudget)
 	if !strings.Contains(out.Error.Message, "budget of 33554432") {
 		t.Errorf("message %q does not name the planner's budget", out.Error.Message)
 	}
 
 	// A request may lower the budget.
 	out = h.budgetRequest(`{"kind":"htn","htn":{` + runaway + `,"budget":{"memory":1048576}}}`)
-	wantBudgetFailure(t, out, generator.CodeHTNMemoryBudget)
+	wantBudgetFailure(t, out, planbus.CodeHTNMemoryBudget)
 	if !strings.Contains(out.Error.Message, "budget of 1048576") {
 		t.Errorf("message %q does not name the request's budget", out.Error.Message)
 	}
 	out = h.budgetRequest(`{"kind":"htn","htn":{` + runaway + `,"budget":{"nodes":100}}}`)
-	wantBudgetFailure(t, out, generator.CodeHTNNodeBudget)
+	wantBudgetFailure(t, out, planbus.CodeHTNNodeBudget)
 }
 
 // TestSlowHTNSearchEndsWithItsTimeBudget: a search that needs little
@@ -87,7 +86,7 @@ func TestGOAPNodeBudget(t *testing.T) {
 	h := start(t, planner.Config{DomainsDir: "../../examples/goap"},
 		simulated(t, "fetch(item,from)", "shop(item,budget)", "chop(tree,note)", "gather(what)", "market(item,amount)", "build(structure,logs)"))
 	out := h.budgetRequest(`{"kind":"goap","goap":{"domain":"woodcutter","goal":"build-cabin","budget":{"nodes":1}}}`)
-	wantBudgetFailure(t, out, generator.CodeGOAPNodeBudget)
+	wantBudgetFailure(t, out, planbus.CodeGOAPNodeBudget)
 	out = h.budgetRequest(`{"kind":"goap","goap":{"domain":"woodcutter","goal":"build-cabin","budget":{"memory":65536}}}`)
 	if !out.Success {
 		t.Errorf("within a budget that fits: outcome %s, error %+v", out.Status, out.Error)
@@ -155,7 +154,7 @@ func TestOversizeRequestIsRefusedAndNothingIsPublished(t *testing.T) {
 // publishRequest publishes a request straight to the REQUESTS stream, as
 // a planner of an older version (or anyone allowed to) could, around the
 // endpoint's checks, and returns a subscription to its outcome.
-func (h *harness) publishRequest(id string, doc []byte) func() *planner.Outcome {
+func (h *harness) publishRequest(id string, doc []byte) func() *planbus.Outcome {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	h.t.Cleanup(cancel)
@@ -166,13 +165,13 @@ func (h *harness) publishRequest(id string, doc []byte) func() *planner.Outcome 
 	if _, err := h.conn.JS.Publish(ctx, bus.RequestSubject(id), doc); err != nil {
 		h.t.Fatal(err)
 	}
-	return func() *planner.Outcome {
+	return func() *planbus.Outcome {
 		h.t.Helper()
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
 			h.t.Fatalf("no outcome for %s: %v", id, err)
 		}
-		var o planner.Outcome
+		var o planbus.Outcome
 		if err := json.Unmarshal(m.Data, &o); err != nil {
 			h.t.Fatal(err)
 		}
@@ -218,9 +217,9 @@ func TestRequestTooLargeToStoreEndsWithAnOutcome(t *testing.T) {
 	doc := `{"requestId":"huge","kind":"plan","input":"` + strings.Repeat("x", 8<<20-2<<10) + `","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`
 	acks := h.acks(bus.StreamRequests, bus.ConsumerPlannerRequests)
 	out := h.publishRequest("huge", []byte(doc))()
-	if out.Success || out.Status != planner.StatusFailed || out.Error == nil || out.Error.Code != planner.CodeRequestTooLarge ||
+	if out.Success || out.Status != planbus.StatusFailed || out.Error == nil || out.Error.Code != planbus.CodeRequestTooLarge ||
 		!strings.Contains(out.Error.Message, fmt.Sprint(len(doc))) {
-		t.Fatalf("outcome %s, error %+v; want failed with %s naming the size %d", out.Status, out.Error, planner.CodeRequestTooLarge, len(doc))
+		t.Fatalf("outcome %s, error %+v; want failed with %s naming the size %d", out.Status, out.Error, planbus.CodeRequestTooLarge, len(doc))
 	}
 	if a := acks(); a != "+ACK" {
 		t.Errorf("the request's message was settled with %q, want +ACK: handled once, not handed back", a)
@@ -236,8 +235,8 @@ func TestPlanTooLargeToStoreBesideItsRequest(t *testing.T) {
 	doc := `{"requestId":"bigplan","kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","input":{"pad":"` + pad + `"}}]}}`
 	acks := h.acks(bus.StreamRequests, bus.ConsumerPlannerRequests)
 	out := h.publishRequest("bigplan", []byte(doc))()
-	if out.Success || out.Error == nil || out.Error.Code != planner.CodePlanTooLarge || out.Attempts != 1 {
-		t.Fatalf("outcome %s after %d attempts, error %+v; want %s after 1", out.Status, out.Attempts, out.Error, planner.CodePlanTooLarge)
+	if out.Success || out.Error == nil || out.Error.Code != planbus.CodePlanTooLarge || out.Attempts != 1 {
+		t.Fatalf("outcome %s after %d attempts, error %+v; want %s after 1", out.Status, out.Attempts, out.Error, planbus.CodePlanTooLarge)
 	}
 	if a := acks(); a != "+ACK" {
 		t.Errorf("the request's message was settled with %q, want +ACK: handled once, not handed back", a)
@@ -269,9 +268,9 @@ func TestUnhandleableMessagesEndAtTheDeliveryLimit(t *testing.T) {
 
 	outcome := h.publishRequest("stuck", []byte(`{"requestId":"stuck","kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`))
 	out := outcome()
-	if out.Success || out.Status != planner.StatusFailed || out.Error == nil || out.Error.Code != planner.CodeDeliveryLimit ||
+	if out.Success || out.Status != planbus.StatusFailed || out.Error == nil || out.Error.Code != planbus.CodeDeliveryLimit ||
 		!strings.Contains(out.Error.Message, "after 3 deliveries") {
-		t.Fatalf("outcome %s, error %+v; want failed with %s after 3 deliveries", out.Status, out.Error, planner.CodeDeliveryLimit)
+		t.Fatalf("outcome %s, error %+v; want failed with %s after 3 deliveries", out.Status, out.Error, planbus.CodeDeliveryLimit)
 	}
 	for i, want := range []string{"-NAK", "-NAK", "+TERM"} {
 		if got := acks(); !strings.HasPrefix(got, want) {
@@ -279,7 +278,7 @@ func TestUnhandleableMessagesEndAtTheDeliveryLimit(t *testing.T) {
 		}
 	}
 
-	res, _ := json.Marshal(plan.ExecutionResult{PlanID: "stuck-exec-1", RequestID: "stuck-exec", State: plan.PlanSucceeded, Success: true, Tools: []plan.ToolOutcome{}})
+	res, _ := json.Marshal(planbus.ExecutionResult{PlanID: "stuck-exec-1", RequestID: "stuck-exec", State: planbus.PlanSucceeded, Success: true, Tools: []planbus.ToolOutcome{}})
 	if _, err := h.conn.JS.Publish(ctx, bus.ExecutionSubject("stuck-exec-1"), res); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +329,7 @@ func TestPlansDoNotWaitBehindSearches(t *testing.T) {
 	defer cancel()
 	generating := make(chan struct{})
 	var once sync.Once
-	slow := make(chan *planner.Outcome, 1)
+	slow := make(chan *planbus.Outcome, 1)
 	go func() {
 		o, _ := h.c.Watch(ctx, "slow", func(ev planbus.Event) {
 			if ev.Type == planbus.EventRequestGenerating {
@@ -348,7 +347,7 @@ func TestPlansDoNotWaitBehindSearches(t *testing.T) {
 		t.Fatal("the search never began")
 	}
 	out, _ := h.request(`{"kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "echo", "input": {}}]}}`)
-	if out.Status != planner.StatusSucceeded {
+	if out.Status != planbus.StatusSucceeded {
 		t.Fatalf("plan: %+v", out)
 	}
 	select {

@@ -14,7 +14,6 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 )
 
@@ -200,7 +199,7 @@ func (s *Service) cancelLoop(ctx context.Context, l *loop, rev uint64, mark *can
 		case l.Status == loopDone:
 			status := ""
 			if l.Outcome != nil {
-				status = l.Outcome.Status
+				status = string(l.Outcome.Status)
 			}
 			return &planbus.CancelReply{RequestID: id, PlanID: l.PlanID, Status: planbus.CancelEnded, Ended: status,
 				Message: fmt.Sprintf("request %s had already ended (%s): nothing to cancel", id, status)}, nil
@@ -219,7 +218,7 @@ func (s *Service) cancelLoop(ctx context.Context, l *loop, rev uint64, mark *can
 			}
 		default:
 			l.Cancel = mark
-			s.finish(l, StatusCancelled, mark.info())
+			s.finish(l, planbus.StatusCancelled, mark.info())
 			if _, err = s.save(ctx, l, rev); err == nil {
 				s.stopGenerating(id)
 				if err := s.publishOutcome(ctx, l.Outcome); err != nil {
@@ -247,8 +246,8 @@ func (s *Service) cancelLoop(ctx context.Context, l *loop, rev uint64, mark *can
 // is created ended, so the planner that takes it up finds it so and only
 // publishes its outcome again.
 func (s *Service) cancelQueued(ctx context.Context, r *request.Request, mark *cancelMark) (*planbus.CancelReply, error) {
-	l := &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []Attempt{}, Cancel: mark}
-	s.finish(l, StatusCancelled, mark.info())
+	l := &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []planbus.Attempt{}, Cancel: mark}
+	s.finish(l, planbus.StatusCancelled, mark.info())
 	_, err := s.save(ctx, l, 0)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		// Taken up meanwhile.
@@ -277,8 +276,8 @@ func (s *Service) cancelQueued(ctx context.Context, r *request.Request, mark *ca
 
 // cancelPlan cancels a plan submitted without a request.
 func (s *Service) cancelPlan(ctx context.Context, planID string, st *planState, mark *cancelMark) (*planbus.CancelReply, error) {
-	if st.Status != plan.PlanRunning {
-		return &planbus.CancelReply{RequestID: st.RequestID, PlanID: planID, Status: planbus.CancelEnded, Ended: st.Status,
+	if st.Status != planbus.PlanRunning {
+		return &planbus.CancelReply{RequestID: st.RequestID, PlanID: planID, Status: planbus.CancelEnded, Ended: string(st.Status),
 			Message: fmt.Sprintf("plan %s had already ended (%s): nothing to cancel", planID, st.Status)}, nil
 	}
 	if err := s.publishCancel(ctx, planID, mark); err != nil {
@@ -290,8 +289,8 @@ func (s *Service) cancelPlan(ctx context.Context, planID string, st *planState, 
 
 // planState is what the planner reads of a plan's stored state.
 type planState struct {
-	RequestID string `json:"requestId"`
-	Status    string `json:"status"`
+	RequestID string            `json:"requestId"`
+	Status    planbus.PlanState `json:"status"`
 }
 
 // planState reads the state of plan id, or nil if it has none.

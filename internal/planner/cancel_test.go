@@ -20,7 +20,6 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/generator"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/skill"
 )
@@ -52,7 +51,7 @@ func (h *harness) watchEvents(requestID string) *events {
 
 // waitFor waits until an event of type typ (and tool, if not empty) has
 // arrived.
-func (e *events) waitFor(t *testing.T, typ, tool string) {
+func (e *events) waitFor(t *testing.T, typ planbus.EventType, tool string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -104,7 +103,7 @@ func (h *harness) submit(doc string) string {
 func toolStates(res *planbus.ExecutionResult) map[string]string {
 	out := map[string]string{}
 	for _, o := range res.Tools {
-		out[o.ToolID] = o.State + "/" + o.Reason
+		out[o.ToolID] = string(o.State) + "/" + string(o.Reason)
 	}
 	return out
 }
@@ -122,8 +121,8 @@ func TestCancelStopsARunningRequest(t *testing.T) {
 		{"toolId":"T","skill":"sleep","input":{"ms":30000}},
 		{"toolId":"D","skill":"echo","dependencies":["S"]}]}}`)
 	all := h.watchEvents(id)
-	all.waitFor(t, plan.EventToolStarted, "S")
-	all.waitFor(t, plan.EventToolStarted, "T")
+	all.waitFor(t, planbus.EventToolStarted, "S")
+	all.waitFor(t, planbus.EventToolStarted, "T")
 
 	reply := h.cancel(id, "changed my mind")
 	if reply.Status != planbus.CancelCancelling || reply.RequestID != "c1" || reply.PlanID != "c1-1" {
@@ -141,11 +140,11 @@ func TestCancelStopsARunningRequest(t *testing.T) {
 	if out.Status != planbus.StatusCancelled || out.Success || out.Fallback || out.Attempts != 1 {
 		t.Fatalf("outcome %s (success %v, fallback %v) after %d attempts, want cancelled after 1", out.Status, out.Success, out.Fallback, out.Attempts)
 	}
-	if out.Error == nil || out.Error.Code != plan.CodeCancelled || !strings.Contains(out.Error.Message, "changed my mind") {
+	if out.Error == nil || out.Error.Code != planbus.CodeCancelled || !strings.Contains(out.Error.Message, "changed my mind") {
 		t.Errorf("outcome error %+v, want CANCELLED with the reason", out.Error)
 	}
 	res := out.Execution
-	if res == nil || res.State != plan.PlanCancelled || res.CanReplan {
+	if res == nil || res.State != planbus.PlanCancelled || res.CanReplan {
 		t.Fatalf("execution %+v, want cancelled without replan", res)
 	}
 	want := map[string]string{"S": "cancelled/cancelled", "T": "cancelled/cancelled", "D": "skipped/cancelled"}
@@ -153,7 +152,7 @@ func TestCancelStopsARunningRequest(t *testing.T) {
 		t.Errorf("tools %v, want %v", got, want)
 	}
 	all.waitFor(t, "request.cancelled", "")
-	for _, typ := range []string{plan.EventPlanCancelled, plan.EventToolCancelled, plan.EventToolSkipped, "request.cancelled"} {
+	for _, typ := range []planbus.EventType{planbus.EventPlanCancelled, planbus.EventToolCancelled, planbus.EventToolSkipped, planbus.EventRequestCancelled} {
 		if len(all.of(typ)) == 0 {
 			t.Errorf("no %s event", typ)
 		}
@@ -164,7 +163,7 @@ func TestCancelStopsARunningRequest(t *testing.T) {
 
 	// Cancelled again: a no-op that says so.
 	again := h.cancel(id, "")
-	if again.Status != planbus.CancelEnded || again.Ended != planbus.StatusCancelled {
+	if again.Status != planbus.CancelEnded || again.Ended != string(planbus.StatusCancelled) {
 		t.Errorf("second cancel %+v, want ended (cancelled)", again)
 	}
 	// By plan id, the same.
@@ -182,7 +181,7 @@ func TestCancelOfAnEndedRequestChangesNothing(t *testing.T) {
 		t.Fatalf("outcome %+v", out)
 	}
 	reply := h.cancel("done1", "too late")
-	if reply.Status != planbus.CancelEnded || reply.Ended != planbus.StatusSucceeded || !strings.Contains(reply.Message, "already ended") {
+	if reply.Status != planbus.CancelEnded || reply.Ended != string(planbus.StatusSucceeded) || !strings.Contains(reply.Message, "already ended") {
 		t.Fatalf("reply %+v, want ended (succeeded)", reply)
 	}
 	if again := h.await("done1"); again.Status != planbus.StatusSucceeded {
@@ -283,14 +282,14 @@ func TestCancelSurvivesDispatcherAndPlannerRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Request.Status != planbus.RequestCancelling || st.Plan == nil || st.Plan.State != plan.PlanRunning {
+	if st.Request.Status != planbus.RequestCancelling || st.Plan == nil || st.Plan.State != planbus.PlanRunning {
 		t.Fatalf("with no dispatcher: request %s, plan %+v; want cancelling and the plan still running", st.Request.Status, st.Plan)
 	}
 	if _, err := h.node.AddDispatcher(ctx, dispatcher.Config{}, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	out := h.await(id)
-	if out.Status != planbus.StatusCancelled || out.Execution == nil || out.Execution.State != plan.PlanCancelled {
+	if out.Status != planbus.StatusCancelled || out.Execution == nil || out.Execution.State != planbus.PlanCancelled {
 		t.Fatalf("outcome %s, execution %+v; want cancelled", out.Status, out.Execution)
 	}
 	if got, want := toolStates(out.Execution), map[string]string{"S": "cancelled/cancelled", "D": "skipped/cancelled"}; !maps.Equal(got, want) {
@@ -322,13 +321,13 @@ func TestCancelOfAPlanWithoutARequest(t *testing.T) {
 		t.Fatalf("reply %+v, want the plan cancelling", reply)
 	}
 	res := <-done
-	if res == nil || res.State != plan.PlanCancelled {
+	if res == nil || res.State != planbus.PlanCancelled {
 		t.Fatalf("result %+v, want cancelled", res)
 	}
 	if got, want := toolStates(res), map[string]string{"S": "cancelled/cancelled", "E": "skipped/cancelled"}; !maps.Equal(got, want) {
 		t.Errorf("tools %v, want %v", got, want)
 	}
-	if reply := h.cancel("solo", ""); reply.Status != planbus.CancelEnded || reply.Ended != plan.PlanCancelled {
+	if reply := h.cancel("solo", ""); reply.Status != planbus.CancelEnded || reply.Ended != string(planbus.PlanCancelled) {
 		t.Errorf("cancel again: %+v, want ended", reply)
 	}
 }

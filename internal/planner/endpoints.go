@@ -286,7 +286,7 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 			rejectErr(req, err)
 			return
 		}
-		rej := Rejected{Status: "rejected", Error: ReplyError{Code: "INVALID_REQUEST", Message: err.Error()}}
+		rej := planbus.Rejected{Status: "rejected", Error: planbus.ReplyError{Code: planbus.CodeInvalidRequest, Message: err.Error()}}
 		var re *request.Error
 		if errors.As(err, &re) {
 			rej.Error.Field, rej.Error.Message = re.Field, re.Error()
@@ -303,14 +303,14 @@ func (s *Service) respondAccept(req micro.Request, doc []byte) {
 	}
 	span.SetAttributes(telemetry.AttrRequestID.String(r.RequestID), telemetry.AttrKind.String(r.Kind))
 	if again != nil {
-		s.event(&loop{Request: r}, plan.Event{Type: planbus.EventRequestDuplicate, Message: fmt.Sprintf(
+		s.event(&loop{Request: r}, planbus.Event{Type: planbus.EventRequestDuplicate, Message: fmt.Sprintf(
 			"%s was accepted %s: this one, the same sent again, runs nothing new; the outcome is that request's (send a new requestId to run it again)",
 			again.what, again.when)})
-		_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted", Duplicate: true})
+		_ = req.RespondJSON(planbus.Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted", Duplicate: true})
 		return
 	}
-	s.event(&loop{Request: r}, plan.Event{Type: planbus.EventRequestAccepted, Message: "kind " + r.Kind})
-	_ = req.RespondJSON(Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted"})
+	s.event(&loop{Request: r}, planbus.Event{Type: planbus.EventRequestAccepted, Message: "kind " + r.Kind})
+	_ = req.RespondJSON(planbus.Accepted{RequestID: r.RequestID, SessionID: r.SessionID, Status: "accepted"})
 }
 
 // handleReset restarts a session, the only way out of permanentFailure

@@ -118,7 +118,7 @@ func (g *guideSession) event(transition, template string, step int) {
 		if err := json.Unmarshal(m.Data, &ev); err != nil {
 			g.t.Fatal(err)
 		}
-		want := planbus.EventGuidePrefix + transition
+		want := planbus.EventGuidePrefix + planbus.EventType(transition)
 		if ev.Type != want || m.Subject != bus.EventSubject(g.id, want) || ev.RequestID != g.id || ev.SessionID != g.id ||
 			ev.Template != template || (step != 0 && ev.Step != step) || ev.Message == "" {
 			g.t.Errorf("event on %s: %s; want %s of %s step %d", m.Subject, m.Data, want, template, step)
@@ -332,7 +332,7 @@ func TestGuideTurnRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rej planner.Rejected
+			var rej planbus.Rejected
 			if err := json.Unmarshal(msg.Data, &rej); err != nil || rej.Status != "rejected" {
 				t.Fatalf("answer %s", msg.Data)
 			}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/templates"
 )
@@ -42,10 +42,10 @@ func TestTemplateKeyedLibraryRunsAsPlans(t *testing.T) {
 		t.Fatalf("feature branch: %s: %+v", out.Status, out.History)
 	}
 	a := out.History[0]
-	if a.State != plan.PlanFailed || a.Error == nil || a.Error.Code != plan.CodeVerifyFailed {
+	if a.State != planbus.PlanFailed || a.Error == nil || a.Error.Code != planbus.CodeVerifyFailed {
 		t.Errorf("attempt 1: %+v, want failed by its gate", a)
 	}
-	if n, want := len(ev.of(plan.EventToolRetrying)), 2*len(out.History); n != want {
+	if n, want := len(ev.of(planbus.EventToolRetrying)), 2*len(out.History); n != want {
 		t.Errorf("%d retries in %d attempts, want %d", n, len(out.History), want)
 	}
 }

@@ -41,13 +41,13 @@ func (s *Service) handleList(req micro.Request) {
 
 // listedLoop is what a list reads of a loop state.
 type listedLoop struct {
-	Status  string      `json:"status"`
-	Attempt int         `json:"attempt"`
-	PlanID  string      `json:"planId"`
-	Cancel  *cancelMark `json:"cancel"`
+	Status  planbus.RequestStatus `json:"status"`
+	Attempt int                   `json:"attempt"`
+	PlanID  string                `json:"planId"`
+	Cancel  *cancelMark           `json:"cancel"`
 	Outcome *struct {
-		Status   string `json:"status"`
-		Attempts int    `json:"attempts"`
+		Status   planbus.RequestStatus `json:"status"`
+		Attempts int                   `json:"attempts"`
 	} `json:"outcome"`
 	Updated time.Time `json:"updatedAt"`
 }

@@ -29,17 +29,17 @@ import (
 // loop is a request's replan loop state, stored under its id in
 // planbus-requests.
 type loop struct {
-	Request  *request.Request      `json:"request"`
-	Status   string                `json:"status"` // generating, executing, done
-	Attempt  int                   `json:"attempt"`
-	PlanID   string                `json:"planId,omitempty"`
-	Plan     json.RawMessage       `json:"plan,omitempty"`     // the plan being executed, to publish again after a crash
-	LastPlan json.RawMessage       `json:"lastPlan,omitempty"` // the plan of the last failed attempt, for its fallbacks
-	Disabled []string              `json:"disabledSkills"`
-	History  []Attempt             `json:"history"`
-	Last     *plan.ExecutionResult `json:"lastExecution,omitempty"`
-	Outcome  *Outcome              `json:"outcome,omitempty"`
-	Updated  time.Time             `json:"updatedAt"`
+	Request  *request.Request         `json:"request"`
+	Status   planbus.RequestStatus    `json:"status"` // generating, executing, done
+	Attempt  int                      `json:"attempt"`
+	PlanID   string                   `json:"planId,omitempty"`
+	Plan     json.RawMessage          `json:"plan,omitempty"`     // the plan being executed, to publish again after a crash
+	LastPlan json.RawMessage          `json:"lastPlan,omitempty"` // the plan of the last failed attempt, for its fallbacks
+	Disabled []string                 `json:"disabledSkills"`
+	History  []planbus.Attempt        `json:"history"`
+	Last     *planbus.ExecutionResult `json:"lastExecution,omitempty"`
+	Outcome  *planbus.Outcome         `json:"outcome,omitempty"`
+	Updated  time.Time                `json:"updatedAt"`
 	// Cancel is set once a cancel was asked for while a plan ran: the
 	// loop then ends cancelled when the plan ends, whatever it ended with
 	// but success, and the plan's dispatchers get the cancel again
@@ -65,18 +65,20 @@ type cancelMark struct {
 }
 
 // info is the error a loop cancelled this way ends with; c may be nil.
-func (c *cancelMark) info() *plan.ErrorInfo {
+func (c *cancelMark) info() *planbus.ErrorInfo {
 	msg := "cancelled on request"
 	if c != nil && c.Reason != "" {
 		msg += ": " + c.Reason
 	}
-	return &plan.ErrorInfo{Code: plan.CodeCancelled, Category: plan.CategoryCancelled, Message: msg}
+	return &planbus.ErrorInfo{Code: planbus.CodeCancelled, Category: planbus.CategoryCancelled, Message: msg}
 }
 
+// The statuses of a loop: a request's while it runs, then done (the
+// outcome has the request's status).
 const (
-	loopGenerating = "generating"
-	loopExecuting  = "executing"
-	loopDone       = "done"
+	loopGenerating                       = planbus.RequestGenerating
+	loopExecuting                        = planbus.RequestExecuting
+	loopDone       planbus.RequestStatus = "done"
 )
 
 func (s *Service) load(ctx context.Context, requestID string) (*loop, uint64, error) {
@@ -156,7 +158,7 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 	defer span.End()
 	l, rev, err := s.load(ctx, r.RequestID)
 	if err == nil && l == nil {
-		l = &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []Attempt{}, Trace: telemetry.Map(ctx)}
+		l = &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []planbus.Attempt{}, Trace: telemetry.Map(ctx)}
 		rev, err = s.save(ctx, l, 0)
 		if tl, ok := isTooLarge(err); ok {
 			// Published around the endpoint, which refuses such requests:
@@ -191,7 +193,7 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 		s.drop(m, "invalid execution result", err)
 		return nil
 	}
-	var res *plan.ExecutionResult
+	var res *planbus.ExecutionResult
 	if head.agent() {
 		if res, err = decodeExecution(m.Data()); err != nil {
 			s.drop(m, "invalid execution result", err)
@@ -224,7 +226,7 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 	var span trace.Span
 	ctx, span = s.tracer.Start(telemetry.FromMap(ctx, l.Trace), telemetry.SpanResume, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithLinks(trace.LinkFromContext(telemetry.Extract(context.Background(), m.Headers()))),
-		trace.WithAttributes(telemetry.AttrRequestID.String(res.RequestID), telemetry.AttrPlanID.String(res.PlanID), telemetry.AttrState.String(res.State)))
+		trace.WithAttributes(telemetry.AttrRequestID.String(res.RequestID), telemetry.AttrPlanID.String(res.PlanID), telemetry.AttrState.String(string(res.State))))
 	defer span.End()
 	if l.Status == loopExecuting && l.PlanID == res.PlanID {
 		s.record(l, res)
@@ -260,8 +262,8 @@ func decodeExecutionHead(data []byte) (executionHead, error) {
 	return h, err
 }
 
-func decodeExecution(data []byte) (*plan.ExecutionResult, error) {
-	var res plan.ExecutionResult
+func decodeExecution(data []byte) (*planbus.ExecutionResult, error) {
+	var res planbus.ExecutionResult
 	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, err
 	}
@@ -271,9 +273,8 @@ func decodeExecution(data []byte) (*plan.ExecutionResult, error) {
 	return &res, nil
 }
 
-// CodeDeliveryLimit is the code of a request the planner gave up on: its
+// planbus.CodeDeliveryLimit is the code of a request the planner gave up on: its
 // messages were delivered DeliveryLimit times and could not be handled.
-const CodeDeliveryLimit = "DELIVERY_LIMIT"
 
 // abandonRequest is a request's terminal path: it ends with a failed
 // outcome naming the cause.
@@ -290,7 +291,7 @@ func (s *Service) abandonRequest(ctx context.Context, m jetstream.Msg, deliverie
 // belongs to, if any, ends with a failed outcome; one of no request is
 // dropped.
 func (s *Service) abandonExecution(ctx context.Context, m jetstream.Msg, deliveries int, cause error) error {
-	var res plan.ExecutionResult
+	var res planbus.ExecutionResult
 	if err := json.Unmarshal(m.Data(), &res); err != nil || res.RequestID == "" {
 		s.drop(m, "invalid execution result", err)
 		return nil
@@ -311,10 +312,10 @@ func (s *Service) abandon(ctx context.Context, m jetstream.Msg, id string, r *re
 		}
 		// The state cannot be read (or was never stored): publish the
 		// outcome alone.
-		l, rev = &loop{Request: r, Disabled: []string{}, History: []Attempt{}}, 0
+		l, rev = &loop{Request: r, Disabled: []string{}, History: []planbus.Attempt{}}, 0
 	}
 	if l.Status != loopDone {
-		s.finish(l, StatusFailed, &plan.ErrorInfo{Code: CodeDeliveryLimit, Category: plan.CategoryInternal,
+		s.finish(l, planbus.StatusFailed, &planbus.ErrorInfo{Code: planbus.CodeDeliveryLimit, Category: planbus.CategoryInternal,
 			Message: truncate(fmt.Sprintf("the planner gave up on the request after %d deliveries of %s: %v", deliveries, m.Subject(), cause), maxErrorMessage)})
 	}
 	if err == nil {
@@ -343,22 +344,22 @@ func (s *Service) drop(m jetstream.Msg, why string, cause error) {
 // it cancelled; a failure that can be replanned goes back to generating
 // with the failed skills, and the skills health has disabled, added to
 // disabledSkills.
-func (s *Service) record(l *loop, res *plan.ExecutionResult) {
+func (s *Service) record(l *loop, res *planbus.ExecutionResult) {
 	l.Last = res
-	a := Attempt{Attempt: l.Attempt, PlanID: res.PlanID, State: res.State, Error: trimmed(res.Error), FailedSkills: res.FailedSkills}
+	a := planbus.Attempt{Attempt: l.Attempt, PlanID: res.PlanID, State: res.State, Error: trimmed(res.Error), FailedSkills: res.FailedSkills}
 	switch {
 	case res.Success:
 		l.History = append(l.History, a)
-		s.finish(l, StatusSucceeded, nil)
-	case res.State == plan.PlanCancelled || l.Cancel != nil:
+		s.finish(l, planbus.StatusSucceeded, nil)
+	case res.State == planbus.PlanCancelled || l.Cancel != nil:
 		l.History = append(l.History, a)
 		info := trimmed(res.Error)
-		if res.State != plan.PlanCancelled || info == nil {
+		if res.State != planbus.PlanCancelled || info == nil {
 			// The plan ended otherwise (failed, timed out) before the
 			// cancel reached it: the request still ends as asked.
 			info = l.Cancel.info()
 		}
-		s.finish(l, StatusCancelled, info)
+		s.finish(l, planbus.StatusCancelled, info)
 	case res.CanReplan && l.Attempt < l.Request.MaxAttempts:
 		grown := slices.Clone(l.Disabled)
 		for _, sk := range append(plan.BlamedSkills(res), s.health.Disabled(l.Request.SessionID)...) {
@@ -372,14 +373,14 @@ func (s *Service) record(l *loop, res *plan.ExecutionResult) {
 		l.remember(res)
 		l.Disabled, l.Status, l.LastPlan, l.Plan = grown, loopGenerating, l.Plan, nil
 		s.metrics.Replanned(l.Request.Kind)
-		s.event(l, plan.Event{Type: "request.replanning", PlanID: res.PlanID, Attempt: l.Attempt,
+		s.event(l, planbus.Event{Type: "request.replanning", PlanID: res.PlanID, Attempt: l.Attempt,
 			Message: fmt.Sprintf("attempt %d %s; generating attempt %d with disabled skills %v", l.Attempt, res.State, l.Attempt+1, grown)})
 	case res.CanReplan:
 		l.History = append(l.History, a)
-		s.finish(l, StatusFallback, res.Error)
+		s.finish(l, planbus.StatusFallback, res.Error)
 	default:
 		l.History = append(l.History, a)
-		s.finish(l, StatusFailed, res.Error)
+		s.finish(l, planbus.StatusFailed, res.Error)
 	}
 }
 
@@ -432,19 +433,19 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 			return nil
 		}
 		if l.Cancel != nil {
-			s.finish(l, StatusCancelled, l.Cancel.info())
+			s.finish(l, planbus.StatusCancelled, l.Cancel.info())
 			continue
 		}
 		if l.Attempt >= l.Request.MaxAttempts {
-			last := (*plan.ErrorInfo)(nil)
+			last := (*planbus.ErrorInfo)(nil)
 			if n := len(l.History); n > 0 {
 				last = l.History[n-1].Error
 			}
-			s.finish(l, StatusFallback, last)
+			s.finish(l, planbus.StatusFallback, last)
 			continue
 		}
 		l.Attempt++
-		s.event(l, plan.Event{Type: "request.generating", Attempt: l.Attempt,
+		s.event(l, planbus.Event{Type: "request.generating", Attempt: l.Attempt,
 			Message: fmt.Sprintf("generating attempt %d of %d (%s)", l.Attempt, l.Request.MaxAttempts, l.Request.Kind)})
 		gctx, stop := s.generating(ctx, l.Request.RequestID)
 		gctx, span := s.tracer.Start(gctx, telemetry.SpanGenerate, trace.WithAttributes(telemetry.AttrRequestID.String(l.Request.RequestID),
@@ -485,10 +486,10 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 				outcome = metrics.GenPermanent
 			}
 			s.metrics.Generated(l.Request.Kind, outcome, took)
-			l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: trimmed(ge.Info()), DisabledSkills: slices.Clone(l.Disabled)})
+			l.History = append(l.History, planbus.Attempt{Attempt: l.Attempt, State: planbus.AttemptGenerationFailed, Error: trimmed(ge.Info()), DisabledSkills: slices.Clone(l.Disabled)})
 			s.log.Warn().Str("request_id", l.Request.RequestID).Int("attempt", l.Attempt).Err(err).Msg("generation failed")
 			if !ge.Retryable() {
-				s.finish(l, StatusFallback, trimmed(ge.Info()))
+				s.finish(l, planbus.StatusFallback, trimmed(ge.Info()))
 			}
 			continue
 		}
@@ -501,7 +502,7 @@ func (s *Service) advance(ctx context.Context, l *loop, rev uint64) error {
 		if n := reusing(p); n > 0 {
 			msg += fmt.Sprintf(", %d of them reusing earlier results", n)
 		}
-		s.event(l, plan.Event{Type: "request.generated", PlanID: p.PlanID, Attempt: l.Attempt, Message: msg})
+		s.event(l, planbus.Event{Type: "request.generated", PlanID: p.PlanID, Attempt: l.Attempt, Message: msg})
 	}
 }
 
@@ -509,7 +510,7 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	r := l.Request
 	g, ok := s.generators[r.Kind]
 	if !ok {
-		return nil, &generator.Error{Code: "UNSUPPORTED_KIND", Category: plan.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
+		return nil, &generator.Error{Code: planbus.CodeUnsupportedKind, Category: planbus.CategoryInvalidInput, Message: fmt.Sprintf("kind %q is not available", r.Kind)}
 	}
 	in := generator.Input{Request: r, Attempt: l.Attempt, DisabledSkills: slices.Clone(l.Disabled), LastExecution: l.Last}
 	if len(l.LastPlan) > 0 {
@@ -558,7 +559,7 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 	if err != nil && lim.Gated && !errors.As(err, &ge) && ctx.Err() == nil && errors.Is(gctx.Err(), context.DeadlineExceeded) {
 		// A deterministic planner given the same input runs out of time
 		// again: the failure is permanent, not a timeout worth retrying.
-		return nil, &generator.Error{Code: strings.ToUpper(r.Kind) + generator.TimeBudgetSuffix, Category: plan.CategoryPermanent,
+		return nil, &generator.Error{Code: generator.TimeBudgetCode(r.Kind), Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("the %s planner found no plan within the %s generation budget", r.Kind, generator.GenerationTimeout)}
 	}
 	if err != nil {
@@ -641,11 +642,11 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in generator.Input) (*plan.P
 	p.Metadata, _ = json.Marshal(meta)
 	for _, t := range p.Tools {
 		if slices.Contains(in.DisabledSkills, t.Skill) {
-			return nil, &generator.Error{Code: "SKILL_DISABLED", Category: plan.CategoryTransient,
+			return nil, &generator.Error{Code: planbus.CodeSkillDisabled, Category: planbus.CategoryTransient,
 				Message: fmt.Sprintf("the %s planner used disabled skill %q (tool %q)", r.Kind, t.Skill, t.ToolID)}
 		}
 		if _, ok := in.Skills[t.Skill]; !ok {
-			return nil, &generator.Error{Code: plan.CodeUnknownSkill, Category: plan.CategoryTransient,
+			return nil, &generator.Error{Code: planbus.CodeUnknownSkill, Category: planbus.CategoryTransient,
 				Message: fmt.Sprintf("tool %q uses unknown skill %q", t.ToolID, t.Skill)}
 		}
 	}
@@ -655,7 +656,7 @@ func (s *Service) finishPlan(p *plan.Plan, l *loop, in generator.Input) (*plan.P
 	}
 	checked, err := plan.Decode(data)
 	if err != nil {
-		return nil, &generator.Error{Code: plan.CodeInvalidPlan, Category: plan.CategoryTransient, Message: err.Error()}
+		return nil, &generator.Error{Code: planbus.CodeInvalidPlan, Category: planbus.CategoryTransient, Message: err.Error()}
 	}
 	l.reuse(checked)
 	return checked, nil
@@ -703,11 +704,17 @@ func (s *Service) skillManifest(ctx context.Context, name string) (*planbus.Skil
 	return &m, nil
 }
 
+// requestEnded is the event of a request that ended with a status.
+var requestEnded = map[planbus.RequestStatus]planbus.EventType{
+	planbus.StatusSucceeded: planbus.EventRequestSucceeded, planbus.StatusFailed: planbus.EventRequestFailed,
+	planbus.StatusFallback: planbus.EventRequestFallback, planbus.StatusCancelled: planbus.EventRequestCancelled,
+}
+
 // finish ends the loop with an outcome; advance stores and publishes it.
-func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
+func (s *Service) finish(l *loop, status planbus.RequestStatus, errInfo *planbus.ErrorInfo) {
 	r := l.Request
-	o := &Outcome{RequestID: r.RequestID, SessionID: r.SessionID, Status: status, Success: status == StatusSucceeded,
-		Fallback: status == StatusFallback, Attempts: len(l.History), PlanID: l.PlanID, DisabledSkills: l.Disabled,
+	o := &planbus.Outcome{RequestID: r.RequestID, SessionID: r.SessionID, Status: status, Success: status == planbus.StatusSucceeded,
+		Fallback: status == planbus.StatusFallback, Attempts: len(l.History), PlanID: l.PlanID, DisabledSkills: l.Disabled,
 		Error: errInfo, History: l.History, Execution: l.Last, FinishedAt: time.Now().UTC()}
 	if o.Fallback {
 		o.Narrative = s.narrate(r, errInfo)
@@ -716,7 +723,7 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 	// The outcome holds the last execution: the state need not keep it twice.
 	l.Status, l.Outcome, l.Plan, l.LastPlan, l.Last, l.Reusable = loopDone, o, nil, nil, nil, nil
 	s.metrics.RequestEnded(status)
-	s.event(l, plan.Event{Type: "request." + status, PlanID: l.PlanID, Attempts: o.Attempts, Error: errInfo,
+	s.event(l, planbus.Event{Type: requestEnded[status], PlanID: l.PlanID, Attempts: o.Attempts, Error: errInfo,
 		Message: fmt.Sprintf("%s after %d attempt(s)", status, o.Attempts)})
 }
 
@@ -724,7 +731,7 @@ func (s *Service) finish(l *loop, status string, errInfo *plan.ErrorInfo) {
 // the request id so the same request always gets the same text. The texts
 // answer a request's input; a request without one (a plan, a goal) gets
 // what went wrong instead, which a story about its empty input would hide.
-func (s *Service) narrate(r *request.Request, errInfo *plan.ErrorInfo) string {
+func (s *Service) narrate(r *request.Request, errInfo *planbus.ErrorInfo) string {
 	input := strings.TrimSpace(string(r.Input))
 	var str string
 	if json.Unmarshal(r.Input, &str) == nil {
@@ -742,7 +749,7 @@ func (s *Service) narrate(r *request.Request, errInfo *plan.ErrorInfo) string {
 	return strings.ReplaceAll(t, "{input}", input)
 }
 
-func (s *Service) publishOutcome(ctx context.Context, o *Outcome) error {
+func (s *Service) publishOutcome(ctx context.Context, o *planbus.Outcome) error {
 	data, err := json.Marshal(o)
 	if err != nil {
 		return err
@@ -753,7 +760,7 @@ func (s *Service) publishOutcome(ctx context.Context, o *Outcome) error {
 	return err
 }
 
-func (s *Service) event(l *loop, ev plan.Event) {
+func (s *Service) event(l *loop, ev planbus.Event) {
 	ev.Time, ev.RequestID, ev.SessionID = time.Now(), l.Request.RequestID, l.Request.SessionID
 	data, err := json.Marshal(ev)
 	if err != nil {

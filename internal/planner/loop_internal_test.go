@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 // The head of an execution result is read by the JSON v2 decoder, and by
@@ -51,9 +51,9 @@ func TestExecutionHead(t *testing.T) {
 
 // The head of a 1,000-tool plan's execution result against the whole.
 func BenchmarkExecutionResult1000(b *testing.B) {
-	res := plan.ExecutionResult{PlanID: "p1", RequestID: "r1", State: plan.PlanSucceeded, Success: true}
+	res := planbus.ExecutionResult{PlanID: "p1", RequestID: "r1", State: planbus.PlanSucceeded, Success: true}
 	for i := range 1000 {
-		res.Tools = append(res.Tools, plan.ToolOutcome{ToolID: fmt.Sprintf("f%d", i), Skill: "echo", State: plan.ToolSucceeded,
+		res.Tools = append(res.Tools, planbus.ToolOutcome{ToolID: fmt.Sprintf("f%d", i), Skill: "echo", State: planbus.ToolSucceeded,
 			Attempts: 1, Output: json.RawMessage(fmt.Sprintf(`{"echo":{"i":%d}}`, i))})
 	}
 	doc, err := json.Marshal(&res)

@@ -21,7 +21,6 @@ import (
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/skills"
@@ -76,7 +75,7 @@ func startLogged(t *testing.T, pc planner.Config, sk []skill.Skill, log zerolog.
 	return &harness{t: t, node: n, conn: conn, c: c, cfg: cfg}
 }
 
-func (h *harness) request(doc string) (*planner.Outcome, *events) {
+func (h *harness) request(doc string) (*planbus.Outcome, *events) {
 	h.t.Helper()
 	ev := &events{}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -104,19 +103,19 @@ func (h *harness) plansPublished() uint64 {
 
 type events struct {
 	mu  sync.Mutex
-	all []plan.Event
+	all []planbus.Event
 }
 
-func (e *events) add(ev plan.Event) {
+func (e *events) add(ev planbus.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.all = append(e.all, ev)
 }
 
-func (e *events) of(typ string) []plan.Event {
+func (e *events) of(typ planbus.EventType) []planbus.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []plan.Event
+	var out []planbus.Event
 	for _, ev := range e.all {
 		if ev.Type == typ {
 			out = append(out, ev)
@@ -136,7 +135,7 @@ func TestReplanAvoidsAPermanentlyFailedSkill(t *testing.T) {
 	if !out.Success || out.Attempts != 2 {
 		t.Fatalf("outcome %s after %d attempts, want success after 2: %+v", out.Status, out.Attempts, out.Error)
 	}
-	if h0 := out.History[0]; h0.State != plan.PlanFailed || !slices.Equal(h0.FailedSkills, []string{"walk"}) {
+	if h0 := out.History[0]; h0.State != planbus.PlanFailed || !slices.Equal(h0.FailedSkills, []string{"walk"}) {
 		t.Errorf("attempt 1: %+v", h0)
 	}
 	var used []string
@@ -147,7 +146,7 @@ func TestReplanAvoidsAPermanentlyFailedSkill(t *testing.T) {
 		t.Errorf("replanned skills %v, want the taxi without walk", used)
 	}
 	var moves []string
-	for _, e := range ev.of(plan.EventSkillHealth) {
+	for _, e := range ev.of(planbus.EventSkillHealth) {
 		moves = append(moves, e.From+">"+e.To)
 	}
 	if !slices.Equal(moves, []string{"healthy>temporaryFailure", "temporaryFailure>permanentFailure"}) {
@@ -230,7 +229,7 @@ func TestFiveFailedAttemptsEndInAFallback(t *testing.T) {
 		return map[string]any{"error": map[string]string{"code": "EXHAUSTED", "message": "nothing left", "category": "permanent"}}
 	})
 	out, ev := h.request(`{"kind":"external","planner":"test.planner","input":"open the door","sessionId":"s5"}`)
-	if out.Status != planner.StatusFallback || !out.Fallback || out.Success || out.Attempts != 5 {
+	if out.Status != planbus.StatusFallback || !out.Fallback || out.Success || out.Attempts != 5 {
 		t.Fatalf("outcome %s fallback=%v after %d attempts", out.Status, out.Fallback, out.Attempts)
 	}
 	if !slices.Equal(out.DisabledSkills, []string{"f1", "f2", "f3", "f4"}) {
@@ -266,7 +265,7 @@ func TestLateExternalPlannerCountsAsATimeoutAttempt(t *testing.T) {
 		t.Fatalf("outcome %s after %d attempts", out.Status, out.Attempts)
 	}
 	first := out.History[0]
-	if first.State != "generation_failed" || first.Error == nil || first.Error.Category != plan.CategoryTimeout || first.Error.Code != "GENERATION_TIMEOUT" {
+	if first.State != "generation_failed" || first.Error == nil || first.Error.Category != planbus.CategoryTimeout || first.Error.Code != "GENERATION_TIMEOUT" {
 		t.Errorf("attempt 1: %+v", first)
 	}
 	gen := ev.of("request.generating")
@@ -289,7 +288,7 @@ func TestPlannerStoppedMidLoopIsReplaced(t *testing.T) {
 		}
 		return onePlan("echo")
 	})
-	done := make(chan *planner.Outcome, 1)
+	done := make(chan *planbus.Outcome, 1)
 	go func() {
 		out, _ := h.request(`{"kind":"external","planner":"test.flaky"}`)
 		done <- out
@@ -309,7 +308,7 @@ func TestPlannerStoppedMidLoopIsReplaced(t *testing.T) {
 	}
 	select {
 	case out := <-done:
-		if !out.Success || out.Attempts != 2 || out.History[0].State != plan.PlanFailed {
+		if !out.Success || out.Attempts != 2 || out.History[0].State != planbus.PlanFailed {
 			t.Fatalf("outcome %s after %d attempts: %+v", out.Status, out.Attempts, out.History)
 		}
 	case <-time.After(time.Minute):
@@ -432,16 +431,16 @@ func TestTemplateGateFailureFallsBackToAnotherTemplate(t *testing.T) {
 		t.Fatalf("outcome %s after %d attempts: %+v", out.Status, out.Attempts, out.History)
 	}
 	first := out.History[0]
-	if first.State != plan.PlanFailed || first.Error == nil || first.Error.Code != plan.CodeVerifyFailed {
+	if first.State != planbus.PlanFailed || first.Error == nil || first.Error.Code != planbus.CodeVerifyFailed {
 		t.Errorf("attempt 1: %+v, want failed by its gate", first)
 	}
 	if got := string(out.Execution.Tools[0].Output); got != `{"text":"wave at bob"}` {
 		t.Errorf("backup output %s", got)
 	}
-	if n := len(ev.of(plan.EventToolRetrying)); n != 1 {
+	if n := len(ev.of(planbus.EventToolRetrying)); n != 1 {
 		t.Errorf("%d retries of the refused step, want 1 (onFail retries 1)", n)
 	}
-	if len(ev.of(plan.EventSkillHealth)) != 0 {
+	if len(ev.of(planbus.EventSkillHealth)) != 0 {
 		t.Error("a refused output changed the echo skill's health")
 	}
 	// No template matches small talk: refused at once, nothing published.
@@ -482,7 +481,7 @@ func TestARequestIDNamesOneRequest(t *testing.T) {
 	h := start(t, planner.Config{}, simulated(t))
 	const doc = `{"requestId": "once", "kind": "plan", "plan": {"tools": [{"toolId": "a", "skill": "echo", "input": {"hi": 1}}]}}`
 	first, _ := h.request(doc)
-	if first.Status != planner.StatusSucceeded {
+	if first.Status != planbus.StatusSucceeded {
 		t.Fatalf("first run: %+v", first)
 	}
 	before := h.plansPublished()
@@ -597,7 +596,7 @@ func TestAManifestThatIsNotJSONIsASkillWithItsName(t *testing.T) {
 // where the same number of permanent failures does degrade it.
 func TestInvalidInputLeavesTheSkillHealthy(t *testing.T) {
 	h := start(t, planner.Config{}, simulated(t))
-	failing := func(session, category string) []string {
+	failing := func(session string, category planbus.Category) []string {
 		var moves []string
 		for i := range 6 {
 			doc := fmt.Sprintf(`{"kind":"plan","sessionId":%q,"requestId":"%s-%s-%d","maxAttempts":1,"plan":{"tools":[
@@ -607,16 +606,16 @@ func TestInvalidInputLeavesTheSkillHealthy(t *testing.T) {
 			if out.Success {
 				t.Fatalf("%s: request %d succeeded, want it failed", category, i)
 			}
-			for _, e := range ev.of(plan.EventSkillHealth) {
+			for _, e := range ev.of(planbus.EventSkillHealth) {
 				moves = append(moves, e.From+">"+e.To)
 			}
 		}
 		return moves
 	}
-	if moves := failing("bad-input", plan.CategoryInvalidInput); len(moves) != 0 {
+	if moves := failing("bad-input", planbus.CategoryInvalidInput); len(moves) != 0 {
 		t.Errorf("six calls refused for their input moved the skill's health: %v", moves)
 	}
-	if moves := failing("broken", plan.CategoryPermanent); !slices.Equal(moves, []string{"healthy>degraded", "degraded>permanentFailure"}) {
+	if moves := failing("broken", planbus.CategoryPermanent); !slices.Equal(moves, []string{"healthy>degraded", "degraded>permanentFailure"}) {
 		t.Errorf("six permanent failures moved the skill's health %v, want healthy>degraded>permanentFailure", moves)
 	}
 }
@@ -632,7 +631,7 @@ func TestADisabledSkillsRefusalSaysWhyAndHowToHealIt(t *testing.T) {
 		t.Fatalf("the failing plan succeeded: %+v", out)
 	}
 	out, _ := h.request(`{"kind":"plan","sessionId":"s-down","plan":{"tools":[{"toolId":"g","skill":"fail","input":{"attempts":0}}]}}`)
-	if out.Status != planner.StatusFallback || out.Error == nil || out.Error.Code != "SKILL_DISABLED" {
+	if out.Status != planbus.StatusFallback || out.Error == nil || out.Error.Code != "SKILL_DISABLED" {
 		t.Fatalf("outcome %s %+v, want a fallback with SKILL_DISABLED", out.Status, out.Error)
 	}
 	for _, part := range []string{`skill "fail"`, "permanentFailure in session s-down", "the link is down", "planner reset s-down"} {
@@ -664,7 +663,7 @@ func TestTheDefaultSessionKeepsNoHealth(t *testing.T) {
 			t.Fatalf("a plan with an optional failing tool: %s %+v", out.Status, out.Error)
 		}
 	}
-	next := func(session string) *planner.Outcome {
+	next := func(session string) *planbus.Outcome {
 		sess := ""
 		if session != "" {
 			sess = fmt.Sprintf(`"sessionId":%q,`, session)
@@ -707,13 +706,13 @@ func TestInputsWithReferencesAreCheckedWhenReleased(t *testing.T) {
 	if out.Execution == nil {
 		t.Fatalf("no plan ran: %+v", out)
 	}
-	var b *plan.ToolOutcome
+	var b *planbus.ToolOutcome
 	for i := range out.Execution.Tools {
 		if out.Execution.Tools[i].ToolID == "b" {
 			b = &out.Execution.Tools[i]
 		}
 	}
-	if b == nil || b.Error == nil || b.Error.Code != plan.CodeInvalidInput {
+	if b == nil || b.Error == nil || b.Error.Code != planbus.CodeInvalidInput {
 		t.Errorf("tool b: %+v, want it run and refused by the worker (INVALID_INPUT)", b)
 	}
 }

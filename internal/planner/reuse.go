@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
 )
 
@@ -19,7 +20,7 @@ import (
 // remember adds the succeeded tools of res, the execution of the plan the
 // loop runs, to the results later attempts may reuse. A tool that was
 // itself reused keeps pointing at the result it reused.
-func (l *loop) remember(res *plan.ExecutionResult) {
+func (l *loop) remember(res *planbus.ExecutionResult) {
 	if !l.Request.Reuses() || len(l.Plan) == 0 {
 		return
 	}
@@ -30,7 +31,7 @@ func (l *loop) remember(res *plan.ExecutionResult) {
 	ids := p.Identities()
 	for i, t := range p.Tools {
 		o := res.Tools[i]
-		if o.ToolID != t.ToolID || o.State != plan.ToolSucceeded || t.NoReuse {
+		if o.ToolID != t.ToolID || o.State != planbus.ToolSucceeded || t.NoReuse {
 			continue
 		}
 		ref := plan.ReuseRef{PlanID: res.PlanID, ToolID: t.ToolID, ResultSeq: o.ResultSeq}

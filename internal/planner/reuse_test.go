@@ -12,7 +12,6 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/generator"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/skill"
 )
@@ -117,7 +116,7 @@ func TestReplanKeepsFinishedWork(t *testing.T) {
 		t.Errorf("publish2 got %s, want the output transform1 gave in attempt 1", out.Execution.Tools[2].Output)
 	}
 	var reusedEvents []string
-	for _, e := range ev.of(plan.EventToolReused) {
+	for _, e := range ev.of(planbus.EventToolReused) {
 		reusedEvents = append(reusedEvents, e.ToolID)
 	}
 	if !slices.Equal(reusedEvents, []string{"fetch2", "transform2"}) {

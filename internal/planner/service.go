@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/agent"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/generator"
@@ -488,21 +487,3 @@ func (k *keyedLocks) lock(key string) func() {
 		k.mu.Unlock()
 	}
 }
-
-// The outcome of a request and the endpoint's replies are public
-// (package planbus); these aliases keep the planner's names.
-type (
-	Outcome    = planbus.Outcome
-	Attempt    = planbus.Attempt
-	Accepted   = planbus.Accepted
-	Rejected   = planbus.Rejected
-	ReplyError = planbus.ReplyError
-)
-
-// Outcome statuses.
-const (
-	StatusSucceeded = planbus.StatusSucceeded
-	StatusFailed    = planbus.StatusFailed
-	StatusFallback  = planbus.StatusFallback
-	StatusCancelled = planbus.StatusCancelled
-)

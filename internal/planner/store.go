@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 )
@@ -21,12 +22,6 @@ import (
 // without its tools; a plan that does not fit beside its request fails
 // its generation (PLAN_TOO_LARGE); a request that does not fit at all
 // (published around the endpoint) ends at once (REQUEST_TOO_LARGE).
-
-// Codes of requests and plans too large for the store.
-const (
-	CodeRequestTooLarge = "REQUEST_TOO_LARGE"
-	CodePlanTooLarge    = "PLAN_TOO_LARGE"
-)
 
 // storeMargin is room left in every stored value for headers and for
 // the fields of the loop state besides the request and the plan.
@@ -87,7 +82,7 @@ func encodeLoop(l *loop, limit int) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	executions := func(slim func(*plan.ExecutionResult) *plan.ExecutionResult) func() {
+	executions := func(slim func(*planbus.ExecutionResult) *planbus.ExecutionResult) func() {
 		return func() {
 			l.Last = slim(l.Last)
 			if l.Outcome != nil {
@@ -107,26 +102,26 @@ func encodeLoop(l *loop, limit int) ([]byte, bool) {
 	return data, len(data) <= limit
 }
 
-func withoutOutputs(res *plan.ExecutionResult) *plan.ExecutionResult {
+func withoutOutputs(res *planbus.ExecutionResult) *planbus.ExecutionResult {
 	if res == nil || res.OutputsOmitted {
 		return res
 	}
 	slim := *res
 	slim.OutputsOmitted = true
-	slim.Tools = append([]plan.ToolOutcome(nil), res.Tools...)
+	slim.Tools = append([]planbus.ToolOutcome(nil), res.Tools...)
 	for i := range slim.Tools {
 		slim.Tools[i].Output = nil
 	}
 	return &slim
 }
 
-func withoutTools(res *plan.ExecutionResult) *plan.ExecutionResult {
+func withoutTools(res *planbus.ExecutionResult) *planbus.ExecutionResult {
 	if res == nil {
 		return nil
 	}
 	slim := *res
 	slim.OutputsOmitted, slim.ToolsOmitted = true, true
-	slim.Tools = []plan.ToolOutcome{}
+	slim.Tools = []planbus.ToolOutcome{}
 	return &slim
 }
 
@@ -140,7 +135,7 @@ func slimRequest(r *request.Request) *request.Request {
 func (s *Service) requestTooLarge(l *loop, reqSize int, tl *tooLargeError) {
 	s.stats.TooLarge.Add(1)
 	l.Request = slimRequest(l.Request)
-	s.finish(l, StatusFailed, &plan.ErrorInfo{Code: CodeRequestTooLarge, Category: plan.CategoryInvalidInput,
+	s.finish(l, planbus.StatusFailed, &planbus.ErrorInfo{Code: planbus.CodeRequestTooLarge, Category: planbus.CategoryInvalidInput,
 		Message: fmt.Sprintf("the request takes %d bytes and its loop state %d, over the store's limit of %d bytes (max payload); requests may take at most %d bytes",
 			reqSize, tl.size, tl.limit, s.maxRequestBytes())})
 }
@@ -149,12 +144,12 @@ func (s *Service) requestTooLarge(l *loop, reqSize int, tl *tooLargeError) {
 // into a failed generation, which would fail the same way again.
 func (s *Service) planTooLarge(l *loop, tl *tooLargeError) {
 	s.stats.TooLarge.Add(1)
-	info := &plan.ErrorInfo{Code: CodePlanTooLarge, Category: plan.CategoryPermanent,
+	info := &planbus.ErrorInfo{Code: planbus.CodePlanTooLarge, Category: planbus.CategoryPermanent,
 		Message: fmt.Sprintf("attempt %d's plan takes %d bytes; with the request and the loop's history its state takes %d bytes, over the store's limit of %d bytes (max payload)",
 			l.Attempt, len(l.Plan), tl.size, tl.limit)}
-	l.History = append(l.History, Attempt{Attempt: l.Attempt, State: "generation_failed", Error: info, DisabledSkills: l.Disabled})
+	l.History = append(l.History, planbus.Attempt{Attempt: l.Attempt, State: planbus.AttemptGenerationFailed, Error: info, DisabledSkills: l.Disabled})
 	l.Status, l.Plan, l.PlanID = loopGenerating, nil, ""
-	s.finish(l, StatusFallback, info)
+	s.finish(l, planbus.StatusFallback, info)
 }
 
 // isTooLarge reports whether err is a loop state too large to store.
@@ -175,7 +170,7 @@ func truncate(s string, n int) string {
 }
 
 // trimmed is e with its message cut to maxErrorMessage.
-func trimmed(e *plan.ErrorInfo) *plan.ErrorInfo {
+func trimmed(e *planbus.ErrorInfo) *planbus.ErrorInfo {
 	if e == nil || len(e.Message) <= maxErrorMessage {
 		return e
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/token"
 )
@@ -60,16 +60,16 @@ func TestTokensNeverLeaveTheCalls(t *testing.T) {
 	defer cancel()
 	requests := map[string]struct {
 		doc  string
-		want map[string]string // tool id -> state
+		want map[string]planbus.ToolState // tool id -> state
 	}{
 		"retried": {`{"requestId":"retried","kind":"plan","plan":{"tools":[
 			{"toolId":"flaky","skill":"fail","input":{"category":"network","attempts":1},"retryPolicy":{"maxAttempts":3,"backoffMs":1}},
 			{"toolId":"after","skill":"echo","dependencies":["flaky"],"input":{"from":{"$ref":"flaky"}}}]}}`,
-			map[string]string{"flaky": plan.ToolSucceeded, "after": plan.ToolSucceeded}},
+			map[string]planbus.ToolState{"flaky": planbus.ToolSucceeded, "after": planbus.ToolSucceeded}},
 		"cancelled": {`{"requestId":"cancelled","kind":"plan","plan":{"tools":[
 			{"toolId":"long","skill":"sleep","input":{"ms":60000}},
 			{"toolId":"broken","skill":"fail","input":{"category":"permanent","ms":200}}]}}`,
-			map[string]string{"long": plan.ToolCancelled, "broken": plan.ToolFailed}},
+			map[string]planbus.ToolState{"long": planbus.ToolCancelled, "broken": planbus.ToolFailed}},
 	}
 	key := func() *token.Key {
 		k, err := token.Decode(h.value(ctx, bus.BucketKeys, token.KVKey))

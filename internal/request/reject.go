@@ -12,14 +12,14 @@ import (
 // the body (for any NATS client) and in the service error headers (for
 // nats micro tools).
 func Reject(req micro.Request, field, msg string) {
-	rej := planbus.Rejected{Status: "rejected", Error: planbus.ReplyError{Code: "INVALID_REQUEST", Message: msg, Field: field}}
+	rej := planbus.Rejected{Status: "rejected", Error: planbus.ReplyError{Code: planbus.CodeInvalidRequest, Message: msg, Field: field}}
 	data, _ := json.Marshal(rej)
 	_ = req.Error("400", msg, data)
 }
 
 // RejectCode answers an endpoint request with a rejection of the given
 // code.
-func RejectCode(req micro.Request, code, field, msg string) {
+func RejectCode(req micro.Request, code planbus.Code, field, msg string) {
 	rej := planbus.Rejected{Status: "rejected", Error: planbus.ReplyError{Code: code, Message: msg, Field: field}}
 	data, _ := json.Marshal(rej)
 	status := "400"

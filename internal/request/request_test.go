@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/planbus/planbus"
 )
 
 func TestDecodeRequestDefaults(t *testing.T) {
@@ -11,7 +13,7 @@ func TestDecodeRequestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.SessionID != "default" || r.MaxAttempts != DefaultMaxAttempts {
+	if r.SessionID != planbus.DefaultSession || r.MaxAttempts != DefaultMaxAttempts {
 		t.Errorf("defaults: session %q, maxAttempts %d", r.SessionID, r.MaxAttempts)
 	}
 	r, err = Decode([]byte(`{"kind":"plan","plan":{"tools":[]}}`))

@@ -64,11 +64,11 @@ func Fail() skill.Skill {
 		},
 		Handler: skill.HandlerFunc(func(ctx context.Context, call *skill.Call) (skill.Result, error) {
 			var in struct {
-				Category string `json:"category"`
-				Code     string `json:"code"`
-				Message  string `json:"message"`
-				Attempts *int   `json:"attempts"`
-				Ms       int64  `json:"ms"`
+				Category planbus.Category `json:"category"`
+				Code     planbus.Code     `json:"code"`
+				Message  string           `json:"message"`
+				Attempts *int             `json:"attempts"`
+				Ms       int64            `json:"ms"`
 			}
 			if err := skill.DecodeInput(call, &in); err != nil {
 				return skill.Result{}, err
@@ -92,17 +92,17 @@ func Fail() skill.Skill {
 				return skill.Result{}, skill.InvalidInput("fail: unknown category %q", in.Category)
 			}
 			if in.Code == "" {
-				in.Code = "INJECTED_FAILURE"
+				in.Code = planbus.CodeInjectedFailure
 			}
 			if in.Message == "" {
 				in.Message = "failed on purpose"
 			}
-			return skill.Result{}, &skill.Error{Code: in.Code, Category: in.Category, Message: in.Message}
+			return skill.Result{}, skill.Failf(in.Code, in.Category, "%s", in.Message)
 		}),
 	}
 }
 
-func validCategory(c string) bool {
+func validCategory(c planbus.Category) bool {
 	switch c {
 	case planbus.CategoryTimeout, planbus.CategoryNetwork, planbus.CategoryTransient, planbus.CategoryInvalidInput,
 		planbus.CategoryPermanent, planbus.CategoryInternal:

@@ -31,7 +31,7 @@ func newCall(skillName, input string) *skill.Call {
 
 // wantError fails the test unless err is a *skill.Error of the category
 // and code, and returns it.
-func wantError(t *testing.T, err error, category, code string) *skill.Error {
+func wantError(t *testing.T, err error, category planbus.Category, code planbus.Code) *skill.Error {
 	t.Helper()
 	var se *skill.Error
 	if !errors.As(err, &se) {

@@ -15,16 +15,15 @@
 // The two that reach outside refuse the dangerous by default. HTTP
 // connects only to public addresses, checked on the address it dials
 // (HTTPConfig: AllowHosts, AllowPrivate, BodyCap, OutputCap); its errors
-// are HTTP_<status> (429 and 5xx transient, other 4xx permanent) and the
-// CodeHTTP* codes. Shell runs only the programs on ShellConfig.Allow
+// are HTTP_<status> (planbus.CodeHTTPStatus: 429 and 5xx transient,
+// other 4xx permanent) and the planbus.CodeHTTP* codes. Shell runs only the programs on ShellConfig.Allow
 // (ParseShellAllow reads --shell-allow), without their code-running
 // options, paths outside ShellConfig.Dir or variables not on
 // ShellConfig.EnvAllow (ParseShellEnvAllow), under ShellConfig.Limits
 // (ShellLimits: CPU time, memory, file size, processes; applied through a
 // re-exec of the running binary, internal/rlimit); a program that exits
-// non-zero is
-// CodeExitNonzero, one killed at a limit CodeShellCPULimit or
-// CodeShellFileSizeLimit. docs/skills.md has what each refuses and why.
+// non-zero is planbus.CodeExitNonzero, one killed at a limit
+// planbus.CodeShellCPULimit or planbus.CodeShellFileSizeLimit. docs/skills.md has what each refuses and why.
 //
 // Skill health and its store are not here but in internal/health; the
 // handler API and its middleware are in package skill.

@@ -54,14 +54,6 @@ const (
 // headers cannot crowd the body out of the output.
 const maxHeaderBytes = 64 << 10
 
-// Codes of http errors besides HTTP_<status> and TOOL_TIMEOUT.
-const (
-	CodeHTTPNetwork         = "HTTP_NETWORK"
-	CodeHTTPTLS             = "HTTP_TLS"
-	CodeHTTPRedirectRefused = "HTTP_REDIRECT_REFUSED"
-	CodeHTTPAddressRefused  = "HTTP_ADDRESS_REFUSED"
-)
-
 const maxRedirects = 10
 
 const httpInputSchema = `{
@@ -234,10 +226,10 @@ func (s *httpSkill) allowList() string {
 
 func (s *httpSkill) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
-		return skill.Failf(planbus.CategoryPermanent, CodeHTTPRedirectRefused, "http: %s: stopped after %d redirects", via[0].URL.Redacted(), maxRedirects)
+		return skill.Failf(planbus.CodeHTTPRedirectRefused, planbus.CategoryPermanent, "http: %s: stopped after %d redirects", via[0].URL.Redacted(), maxRedirects)
 	}
 	if !s.allowed(req.URL) {
-		return skill.Failf(planbus.CategoryPermanent, CodeHTTPRedirectRefused,
+		return skill.Failf(planbus.CodeHTTPRedirectRefused, planbus.CategoryPermanent,
 			"http: %s redirected to host %q, which is not allowed (allowed: %s); add it to the worker's --http-allow",
 			via[0].URL.Redacted(), req.URL.Host, s.allowList())
 	}
@@ -299,7 +291,7 @@ func (s *httpSkill) handle(ctx context.Context, call *skill.Call) (skill.Result,
 		return skill.Result{}, err
 	}
 
-	var category string
+	var category planbus.Category
 	switch code := resp.StatusCode; {
 	case code < 400:
 		return skill.Result{Output: b}, nil
@@ -312,7 +304,7 @@ func (s *httpSkill) handle(ctx context.Context, call *skill.Call) (skill.Result,
 	if line := firstLine(body, 200); line != "" {
 		msg += ": " + line
 	}
-	return skill.Result{}, &skill.Error{Code: fmt.Sprintf("HTTP_%d", resp.StatusCode), Category: category, Message: msg, Output: b}
+	return skill.Result{}, &skill.Error{Code: planbus.CodeHTTPStatus(resp.StatusCode), Category: category, Message: msg, Output: b}
 }
 
 // encode returns out with body as its body, as JSON of at most
@@ -476,7 +468,7 @@ func (s *httpSkill) failure(ctx, reqCtx context.Context, in httpInput, what stri
 	}
 	var re *addrRefusedError
 	if errors.As(err, &re) {
-		return skill.Failf(planbus.CategoryPermanent, CodeHTTPAddressRefused, "http: %s: %v", what, re)
+		return skill.Failf(planbus.CodeHTTPAddressRefused, planbus.CategoryPermanent, "http: %s: %v", what, re)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err()
@@ -488,15 +480,15 @@ func (s *httpSkill) failure(ctx, reqCtx context.Context, in httpInput, what stri
 	var ne net.Error
 	if reqCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		if in.TimeoutMs > 0 && ctx.Err() == nil {
-			return skill.Failf(planbus.CategoryTimeout, planbus.CodeToolTimeout, "http: %s: no response within timeoutMs %d: %v", what, in.TimeoutMs, err)
+			return skill.Failf(planbus.CodeToolTimeout, planbus.CategoryTimeout, "http: %s: no response within timeoutMs %d: %v", what, in.TimeoutMs, err)
 		}
-		return skill.Failf(planbus.CategoryTimeout, planbus.CodeToolTimeout, "http: %s: timed out: %v", what, err)
+		return skill.Failf(planbus.CodeToolTimeout, planbus.CategoryTimeout, "http: %s: timed out: %v", what, err)
 	}
 	var cve *tls.CertificateVerificationError
 	if errors.As(err, &cve) {
-		return skill.Failf(planbus.CategoryPermanent, CodeHTTPTLS, "http: %s: %v", what, err)
+		return skill.Failf(planbus.CodeHTTPTLS, planbus.CategoryPermanent, "http: %s: %v", what, err)
 	}
-	return skill.Failf(planbus.CategoryNetwork, CodeHTTPNetwork, "http: %s: %v", what, err)
+	return skill.Failf(planbus.CodeHTTPNetwork, planbus.CategoryNetwork, "http: %s: %v", what, err)
 }
 
 func isJSON(contentType string) bool {

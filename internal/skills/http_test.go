@@ -166,7 +166,7 @@ func TestHTTPResponse(t *testing.T) {
 func TestHTTPStatus(t *testing.T) {
 	tests := []struct {
 		status   int
-		category string // empty = success
+		category planbus.Category // empty = success
 	}{
 		{http.StatusOK, ""},
 		{http.StatusNoContent, ""},
@@ -195,7 +195,7 @@ func TestHTTPStatus(t *testing.T) {
 				}
 				return
 			}
-			se := wantError(t, err, tt.category, fmt.Sprintf("HTTP_%d", tt.status))
+			se := wantError(t, err, tt.category, planbus.CodeHTTPStatus(tt.status))
 			wantMessage(t, err, "GET "+srv.URL+"/thing", http.StatusText(tt.status), `{"error":"said the server"}`)
 			out := decodeHTTP(t, se.Output)
 			if out.Status != tt.status {
@@ -216,7 +216,7 @@ func TestHTTPConnectionRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	_, err = callHTTP(t.Context(), t, local, map[string]any{"url": "http://" + addr + "/"})
-	wantError(t, err, planbus.CategoryNetwork, skills.CodeHTTPNetwork)
+	wantError(t, err, planbus.CategoryNetwork, planbus.CodeHTTPNetwork)
 	wantMessage(t, err, "connection refused")
 }
 
@@ -400,7 +400,7 @@ func TestHTTPRedirect(t *testing.T) {
 
 	t.Run("to a host not allowed", func(t *testing.T) {
 		_, err := callHTTP(t.Context(), t, cfg, map[string]any{"url": srv.URL + "/away"})
-		wantError(t, err, planbus.CategoryPermanent, skills.CodeHTTPRedirectRefused)
+		wantError(t, err, planbus.CategoryPermanent, planbus.CodeHTTPRedirectRefused)
 		wantMessage(t, err, `redirected to host "`+hostPort(elsewhere)+`", which is not allowed`, "--http-allow")
 		if n := elsewhereHits.Load(); n != 0 {
 			t.Errorf("the host not allowed got %d requests, want 0", n)
@@ -409,7 +409,7 @@ func TestHTTPRedirect(t *testing.T) {
 
 	t.Run("in a loop", func(t *testing.T) {
 		_, err := callHTTP(t.Context(), t, cfg, map[string]any{"url": srv.URL + "/loop"})
-		wantError(t, err, planbus.CategoryPermanent, skills.CodeHTTPRedirectRefused)
+		wantError(t, err, planbus.CategoryPermanent, planbus.CodeHTTPRedirectRefused)
 		wantMessage(t, err, "stopped after 10 redirects")
 	})
 }
@@ -426,7 +426,7 @@ func FuzzHTTPInput(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	sk := skills.HTTP(skills.HTTPConfig{AllowHosts: []string{"127.0.0.1:1"}, AllowPrivate: true})
-	known := map[string]bool{planbus.CategoryInvalidInput: true, planbus.CategoryNetwork: true, planbus.CategoryTimeout: true,
+	known := map[planbus.Category]bool{planbus.CategoryInvalidInput: true, planbus.CategoryNetwork: true, planbus.CategoryTimeout: true,
 		planbus.CategoryPermanent: true, planbus.CategoryTransient: true}
 	f.Fuzz(func(t *testing.T, input []byte) {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -20,7 +20,7 @@ import (
 // invoker runs a worker serving the http skill with cfg on a real
 // embedded JetStream server, and returns a function that calls
 // planbus.invoke.http as a client would.
-func invoker(t *testing.T, cfg skills.HTTPConfig) func(input string) plan.ToolResult {
+func invoker(t *testing.T, cfg skills.HTTPConfig) func(input string) planbus.ToolResult {
 	t.Helper()
 	bc := bustest.Start(t)
 	w, err := worker.New(bustest.Dial(t, bc).NC, worker.Config{Skills: []skill.Skill{skills.HTTP(cfg)}})
@@ -46,13 +46,13 @@ func invoker(t *testing.T, cfg skills.HTTPConfig) func(input string) plan.ToolRe
 		t.Fatalf("the worker was not ready within %v", guard)
 	}
 	client := bustest.Dial(t, bc)
-	return func(input string) plan.ToolResult {
+	return func(input string) planbus.ToolResult {
 		t.Helper()
 		m, err := client.NC.Request("planbus.invoke.http", []byte(input), guard)
 		if err != nil {
 			t.Fatalf("request planbus.invoke.http: %v", err)
 		}
-		var res plan.ToolResult
+		var res planbus.ToolResult
 		if err := json.Unmarshal(m.Data, &res); err != nil {
 			t.Fatalf("reply is not a result: %v: %.200s", err, m.Data)
 		}
@@ -72,8 +72,8 @@ func TestInvokeHTTPRefusesLoopbackByDefault(t *testing.T) {
 	invoke := invoker(t, skills.HTTPConfig{})
 	for _, url := range []string{srv.URL + "/", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/"} {
 		res := invoke(`{"url": "` + url + `"}`)
-		if res.State != plan.ToolFailed || res.Error == nil || res.Error.Code != skills.CodeHTTPAddressRefused {
-			t.Fatalf("%s: result %s %+v, want failed with %s", url, res.State, res.Error, skills.CodeHTTPAddressRefused)
+		if res.State != planbus.ToolFailed || res.Error == nil || res.Error.Code != planbus.CodeHTTPAddressRefused {
+			t.Fatalf("%s: result %s %+v, want failed with %s", url, res.State, res.Error, planbus.CodeHTTPAddressRefused)
 		}
 		if !strings.Contains(res.Error.Message, "127.0.0.1 (loopback)") || !strings.Contains(res.Error.Message, "--http-allow-private") {
 			t.Errorf("%s: message %q does not name the address and the flag", url, res.Error.Message)
@@ -101,7 +101,7 @@ func TestInvokeHTTPLargeBodyIsTruncated(t *testing.T) {
 	invoke := invoker(t, skills.HTTPConfig{AllowPrivate: true})
 	for _, path := range []string{"/1mib", "/4mib"} {
 		res := invoke(`{"url": "` + srv.URL + path + `"}`)
-		if res.State != plan.ToolSucceeded {
+		if res.State != planbus.ToolSucceeded {
 			t.Fatalf("%s: result %s %+v, want succeeded", path, res.State, res.Error)
 		}
 		out := decodeHTTP(t, res.Output)

@@ -51,7 +51,7 @@ func TestHTTPRefusesLocalAddressesByDefault(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := callHTTP(t.Context(), t, skills.HTTPConfig{}, map[string]any{"url": tt.url})
-			wantError(t, err, planbus.CategoryPermanent, skills.CodeHTTPAddressRefused)
+			wantError(t, err, planbus.CategoryPermanent, planbus.CodeHTTPAddressRefused)
 			wantMessage(t, err, tt.host, tt.addr)
 			if !strings.Contains(err.Error(), "--http-allow-private") && !strings.Contains(err.Error(), "never connects") {
 				t.Errorf("error %q names no flag", err)
@@ -72,7 +72,7 @@ func TestHTTPRefusesLocalAddressesByDefault(t *testing.T) {
 		srv6.Listener = ln
 		hits6 := countingServer(t, srv6)
 		_, err = callHTTP(t.Context(), t, skills.HTTPConfig{}, map[string]any{"url": srv6.URL})
-		wantError(t, err, planbus.CategoryPermanent, skills.CodeHTTPAddressRefused)
+		wantError(t, err, planbus.CategoryPermanent, planbus.CodeHTTPAddressRefused)
 		wantMessage(t, err, "address ::1 (loopback)", "--http-allow-private")
 		if n := hits6.Load(); n != 0 {
 			t.Errorf("the server got %d requests, want 0", n)
@@ -85,7 +85,7 @@ func TestHTTPRefusesLocalAddressesByDefault(t *testing.T) {
 	t.Run("an allowed name still meets the address rule", func(t *testing.T) {
 		_, err := callHTTP(t.Context(), t, skills.HTTPConfig{AllowHosts: []string{"localhost"}},
 			map[string]any{"url": "http://localhost:" + port + "/"})
-		wantError(t, err, planbus.CategoryPermanent, skills.CodeHTTPAddressRefused)
+		wantError(t, err, planbus.CategoryPermanent, planbus.CodeHTTPAddressRefused)
 		wantMessage(t, err, `host "localhost" resolves to address`, "--http-allow-private")
 	})
 
@@ -130,7 +130,7 @@ func TestHTTPAddressesNeverDialled(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.comment+" "+tt.url, func(t *testing.T) {
 			_, err := callHTTP(t.Context(), t, tt.cfg, map[string]any{"url": tt.url, "timeoutMs": 5000})
-			wantError(t, err, planbus.CategoryPermanent, skills.CodeHTTPAddressRefused)
+			wantError(t, err, planbus.CategoryPermanent, planbus.CodeHTTPAddressRefused)
 			wantMessage(t, err, tt.want...)
 		})
 	}
@@ -155,7 +155,7 @@ func TestHTTPRedirectMeetsTheAddressRule(t *testing.T) {
 	for _, path := range []string{"/to-any", "/to-metadata"} {
 		t.Run(path, func(t *testing.T) {
 			_, err := callHTTP(t.Context(), t, local, map[string]any{"url": origin.URL + path, "timeoutMs": 5000})
-			wantError(t, err, planbus.CategoryPermanent, skills.CodeHTTPAddressRefused)
+			wantError(t, err, planbus.CategoryPermanent, planbus.CodeHTTPAddressRefused)
 			wantMessage(t, err, "GET "+origin.URL+path)
 		})
 	}

@@ -58,10 +58,6 @@ const DefaultOutputCap = 64 << 10
 // still hold the pipes.
 const shellWaitDelay = time.Second
 
-// CodeExitNonzero is the code of the error shell returns when the program
-// exits with a status other than 0 or is killed by a signal.
-const CodeExitNonzero = "EXIT_NONZERO"
-
 const shellInputSchema = `{
 	"type": "object",
 	"required": ["argv"],
@@ -197,7 +193,7 @@ func (s *shell) handle(ctx context.Context, call *skill.Call) (skill.Result, err
 		return skill.Result{}, err
 	}
 	if s.configErr != nil {
-		return skill.Result{}, skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: the worker's configuration: %v", s.configErr)
+		return skill.Result{}, skill.Failf(planbus.CodeToolFailed, planbus.CategoryInternal, "shell: the worker's configuration: %v", s.configErr)
 	}
 	if len(s.rules) == 0 {
 		return skill.Result{}, skill.InvalidInput("shell: no program is allowed on this worker; start it with --shell-allow naming the programs calls may run")
@@ -293,10 +289,10 @@ func sameProgram(a, b string) bool {
 // included, and refuses a dir that ends up outside the root.
 func (s *shell) workDir(dir string) (root, real string, err error) {
 	if s.rootErr != nil {
-		return "", "", skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: working directory: %v", s.rootErr)
+		return "", "", skill.Failf(planbus.CodeToolFailed, planbus.CategoryInternal, "shell: working directory: %v", s.rootErr)
 	}
 	if root, err = filepath.EvalSymlinks(s.root); err != nil {
-		return "", "", skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: working directory: %v", err)
+		return "", "", skill.Failf(planbus.CodeToolFailed, planbus.CategoryInternal, "shell: working directory: %v", err)
 	}
 	real, err = subDir(root, dir)
 	return root, real, err
@@ -360,7 +356,7 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (skill
 	setProcessGroup(cmd)
 	status, err := rlimit.Command(cmd, s.limits.rlimits())
 	if err != nil {
-		return skill.Result{}, skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed,
+		return skill.Result{}, skill.Failf(planbus.CodeToolFailed, planbus.CategoryInternal,
 			"shell: %v; start the worker with --shell-max-cpu 0 --shell-max-memory 0 --shell-max-file-size 0 --shell-max-procs 0 to run programs without limits", err)
 	}
 
@@ -378,7 +374,7 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (skill
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC) {
 			return skill.Result{}, skill.InvalidInput("shell: program %q cannot be run: %v", in.Argv[0], err)
 		}
-		return skill.Result{}, skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: starting %q: %v", in.Argv[0], err)
+		return skill.Result{}, skill.Failf(planbus.CodeToolFailed, planbus.CategoryInternal, "shell: starting %q: %v", in.Argv[0], err)
 	}
 	err = cmd.Wait()
 	killProcessGroup(cmd)
@@ -417,8 +413,8 @@ func (s *shell) run(ctx context.Context, path, dir string, in shellInput) (skill
 		if line := firstLine(stderr.buf, 200); line != "" {
 			msg += ": " + line
 		}
-		return skill.Result{}, &skill.Error{Code: CodeExitNonzero, Category: planbus.CategoryInternal, Message: msg, Output: b}
+		return skill.Result{}, &skill.Error{Code: planbus.CodeExitNonzero, Category: planbus.CategoryInternal, Message: msg, Output: b}
 	default:
-		return skill.Result{}, skill.Failf(planbus.CategoryInternal, planbus.CodeToolFailed, "shell: running %q: %v", in.Argv[0], err)
+		return skill.Result{}, skill.Failf(planbus.CodeToolFailed, planbus.CategoryInternal, "shell: running %q: %v", in.Argv[0], err)
 	}
 }

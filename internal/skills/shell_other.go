@@ -5,6 +5,8 @@ package skills
 import (
 	"os"
 	"os/exec"
+
+	"github.com/planbus/planbus"
 )
 
 // setProcessGroup leaves exec.CommandContext's default in place, which
@@ -13,4 +15,4 @@ func setProcessGroup(*exec.Cmd) {}
 
 func killProcessGroup(*exec.Cmd) {}
 
-func limitKill(*os.ProcessState, ShellLimits) (code, what string) { return "", "" }
+func limitKill(*os.ProcessState, ShellLimits) (code planbus.Code, what string) { return "", "" }

@@ -405,14 +405,14 @@ func TestShellExitNonzero(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := runShell(t, skills.ShellConfig{Allow: []string{tt.argv[0]}, Dir: t.TempDir()}, map[string]any{"argv": tt.argv})
-			se := wantError(t, err, planbus.CategoryInternal, skills.CodeExitNonzero)
+			se := wantError(t, err, planbus.CategoryInternal, planbus.CodeExitNonzero)
 			wantMessage(t, err, tt.wantMsg)
-			if !planbus.Retryable(se.Category) {
+			if !planbus.Retryable(planbus.Category(se.Category)) {
 				t.Errorf("category %s is not retried, want it retried", se.Category)
 			}
 			info, output := skill.ErrorInfo(err)
-			if info.Code != skills.CodeExitNonzero {
-				t.Errorf("got result code %s, want %s", info.Code, skills.CodeExitNonzero)
+			if info.Code != planbus.CodeExitNonzero {
+				t.Errorf("got result code %s, want %s", info.Code, planbus.CodeExitNonzero)
 			}
 			if diff := cmp.Diff(tt.wantOut, decodeShell(t, output), ignoreDuration); diff != "" {
 				t.Errorf("output (-want +got):\n%s", diff)
@@ -425,7 +425,7 @@ func TestShellExitMessageIsShort(t *testing.T) {
 	needPrograms(t, "cat")
 	long := "nonexistent/" + strings.Repeat("a", 1000)
 	_, err := runShell(t, skills.ShellConfig{Allow: []string{"cat"}, Dir: t.TempDir()}, map[string]any{"argv": []string{"cat", long}})
-	wantError(t, err, planbus.CategoryInternal, skills.CodeExitNonzero)
+	wantError(t, err, planbus.CategoryInternal, planbus.CodeExitNonzero)
 	msg := err.(*skill.Error).Message
 	if len(msg) > 300 || !strings.HasSuffix(msg, "...") {
 		t.Errorf("got a %d-byte message %q, want at most 300 bytes ending in \"...\"", len(msg), msg)

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/planbus/planbus"
 )
 
 // setProcessGroup makes the program lead a process group of its own and
@@ -37,7 +39,7 @@ func killProcessGroup(cmd *exec.Cmd) {
 // limitKill says which limit killed the program, judging by how it ended:
 // the code and a description, or "" if none did. Go programs ignore
 // SIGXCPU, so a SIGKILL after the CPU limit's worth of time counts too.
-func limitKill(ps *os.ProcessState, l ShellLimits) (code, what string) {
+func limitKill(ps *os.ProcessState, l ShellLimits) (code planbus.Code, what string) {
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() {
 		return "", ""
@@ -45,9 +47,9 @@ func limitKill(ps *os.ProcessState, l ShellLimits) (code, what string) {
 	cpu := ps.UserTime() + ps.SystemTime()
 	switch sig := ws.Signal(); {
 	case sig == syscall.SIGXFSZ:
-		return CodeShellFileSizeLimit, fmt.Sprintf("it wrote past the file size limit of %d bytes (--shell-max-file-size)", l.FileSize)
+		return planbus.CodeShellFileSizeLimit, fmt.Sprintf("it wrote past the file size limit of %d bytes (--shell-max-file-size)", l.FileSize)
 	case sig == syscall.SIGXCPU, sig == syscall.SIGKILL && l.CPU > 0 && cpu >= time.Duration(l.cpuSeconds())*time.Second:
-		return CodeShellCPULimit, fmt.Sprintf("it used %.1fs of CPU time, its limit being %ds (--shell-max-cpu)", cpu.Seconds(), l.cpuSeconds())
+		return planbus.CodeShellCPULimit, fmt.Sprintf("it used %.1fs of CPU time, its limit being %ds (--shell-max-cpu)", cpu.Seconds(), l.cpuSeconds())
 	}
 	return "", ""
 }

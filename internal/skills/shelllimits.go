@@ -43,12 +43,6 @@ const (
 	DefaultShellMaxProcs    = 4096
 )
 
-// Codes of the errors of a program killed at a limit.
-const (
-	CodeShellCPULimit      = "SHELL_CPU_LIMIT"
-	CodeShellFileSizeLimit = "SHELL_FILE_SIZE_LIMIT"
-)
-
 // withDefaults fills zero fields with the defaults.
 func (l ShellLimits) withDefaults() ShellLimits {
 	if l.CPU == 0 {

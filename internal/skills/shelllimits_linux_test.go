@@ -70,7 +70,7 @@ type workerRequest struct {
 
 type workerReply struct {
 	Output json.RawMessage `json:"output"`
-	Code   string          `json:"code"`
+	Code   planbus.Code    `json:"code"`
 	Msg    string          `json:"message"`
 }
 
@@ -151,7 +151,7 @@ func TestShellFileSizeLimit(t *testing.T) {
 	dir := t.TempDir()
 	_, err := runShell(t, skills.ShellConfig{Allow: []string{"dd"}, Dir: dir, Limits: skills.ShellLimits{FileSize: 1 << 20}},
 		map[string]any{"argv": []string{"dd", "if=/dev/zero", "of=big", "bs=65536", "count=64"}})
-	se := wantError(t, err, planbus.CategoryPermanent, skills.CodeShellFileSizeLimit)
+	se := wantError(t, err, planbus.CategoryPermanent, planbus.CodeShellFileSizeLimit)
 	wantMessage(t, err, "shell: dd was killed", "file size limit of 1048576 bytes", "--shell-max-file-size")
 	if len(se.Output) == 0 {
 		t.Error("the error carries no output")
@@ -170,7 +170,7 @@ func TestShellCPULimit(t *testing.T) {
 		needPrograms(t, "sh")
 		_, err := runShell(t, skills.ShellConfig{Allow: []string{"sh"}, Dir: t.TempDir(), Limits: skills.ShellLimits{CPU: time.Second}},
 			map[string]any{"argv": []string{"sh", "-c", "while :; do :; done"}})
-		wantError(t, err, planbus.CategoryPermanent, skills.CodeShellCPULimit)
+		wantError(t, err, planbus.CategoryPermanent, planbus.CodeShellCPULimit)
 		wantMessage(t, err, "shell: sh was killed", "CPU time", "--shell-max-cpu")
 	})
 	t.Run("a Go program, which ignores SIGXCPU, killed by SIGKILL", func(t *testing.T) {
@@ -178,7 +178,7 @@ func TestShellCPULimit(t *testing.T) {
 		_, err := runShell(t, skills.ShellConfig{Allow: []string{exe}, Dir: t.TempDir(), Limits: skills.ShellLimits{CPU: time.Second},
 			EnvAllow: []string{helperEnv}},
 			map[string]any{"argv": []string{exe}, "env": map[string]string{helperEnv: "spin"}})
-		wantError(t, err, planbus.CategoryPermanent, skills.CodeShellCPULimit)
+		wantError(t, err, planbus.CategoryPermanent, planbus.CodeShellCPULimit)
 		wantMessage(t, err, "killed", "--shell-max-cpu")
 	})
 }
@@ -239,8 +239,8 @@ func TestShellProcessLimitBoundsAForkBomb(t *testing.T) {
 		reply = runAsNobody(t, req)
 	}
 
-	if reply.Code != skills.CodeExitNonzero {
-		t.Fatalf("got code %q (%s), want %s: the loop should have failed to fork", reply.Code, reply.Msg, skills.CodeExitNonzero)
+	if reply.Code != planbus.CodeExitNonzero {
+		t.Fatalf("got code %q (%s), want %s: the loop should have failed to fork", reply.Code, reply.Msg, planbus.CodeExitNonzero)
 	}
 	var out struct{ Stdout, Stderr string }
 	if err := json.Unmarshal(reply.Output, &out); err != nil {

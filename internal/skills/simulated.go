@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/skill"
 )
 
@@ -35,7 +36,7 @@ func Simulated(spec string) (skill.Skill, error) {
 	if m == nil {
 		return skill.Skill{}, fmt.Errorf("skills: simulated skill %q: want name, name(p1,p2), name@3s or name(p1,p2)=category", spec)
 	}
-	name, category := m[1], m[4]
+	name, category := m[1], planbus.Category(m[4])
 	var delay time.Duration
 	if m[3] != "" {
 		d, err := time.ParseDuration(m[3])
@@ -55,7 +56,7 @@ func Simulated(spec string) (skill.Skill, error) {
 	}
 	desc := "Simulated: succeeds, echoing its input; an input's statePatch object patches the session state."
 	if category != "" {
-		desc = "Simulated: always fails with a " + category + " error."
+		desc = "Simulated: always fails with a " + string(category) + " error."
 	}
 	return skill.Skill{
 		Manifest: skill.Manifest{Name: name, Description: desc, Version: "sim", Parameters: params},
@@ -70,7 +71,7 @@ func Simulated(spec string) (skill.Skill, error) {
 				}
 			}
 			if category != "" {
-				return skill.Result{}, &skill.Error{Code: "SIMULATED_FAILURE", Category: category,
+				return skill.Result{}, &skill.Error{Code: planbus.CodeSimulatedFailure, Category: category,
 					Message: fmt.Sprintf("%s is down (simulated)", name)}
 			}
 			out, _ := json.Marshal(map[string]any{"skill": name, "input": json.RawMessage(call.Input), "simulated": true})

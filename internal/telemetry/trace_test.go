@@ -219,7 +219,7 @@ func TestOneTraceAcrossPlannerDispatcherAndWorker(t *testing.T) {
 	}
 	plans := di.named(telemetry.SpanPlan)
 	planID, _ := attr(plans[0], telemetry.AttrPlanID)
-	if v, _ := attr(plans[0], telemetry.AttrState); v.AsString() != planbus.PlanSucceeded {
+	if v, _ := attr(plans[0], telemetry.AttrState); v.AsString() != string(planbus.PlanSucceeded) {
 		t.Errorf("plan span state %q, want %q", v.AsString(), planbus.PlanSucceeded)
 	}
 	tools := map[string]tracetest.SpanStub{}
@@ -239,7 +239,7 @@ func TestOneTraceAcrossPlannerDispatcherAndWorker(t *testing.T) {
 		for _, span := range []tracetest.SpanStub{s, parent} {
 			for key, want := range map[attribute.Key]attribute.Value{
 				telemetry.AttrPlanID: planID, telemetry.AttrToolID: toolID, telemetry.AttrSkill: attribute.StringValue("echo"),
-				telemetry.AttrAttempt: attribute.IntValue(1), telemetry.AttrState: attribute.StringValue(planbus.ToolSucceeded),
+				telemetry.AttrAttempt: attribute.IntValue(1), telemetry.AttrState: attribute.StringValue(string(planbus.ToolSucceeded)),
 			} {
 				if got, _ := attr(span, key); got != want {
 					t.Errorf("%s of tool %s: %s = %v, want %v", span.Name, toolID.AsString(), key, got.String(), want.String())
@@ -372,7 +372,7 @@ func TestAgentTurnsJoinTheStartersTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != planner.StatusSucceeded || out.Attempts != 2 {
+	if out.Status != planbus.StatusSucceeded || out.Attempts != 2 {
 		t.Fatalf("agent outcome %s after %d plans, want succeeded after 2: %+v", out.Status, out.Attempts, out.Error)
 	}
 	trigger := func(s tracetest.SpanStub) string { v, _ := attr(s, telemetry.AttrTrigger); return v.AsString() }

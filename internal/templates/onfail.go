@@ -154,7 +154,7 @@ type Decision struct {
 // Resolve says what follows the failure of attempt (1-based) of a step
 // whose onFail is o. A retryable failure with retries left is retried after
 // BackoffMs × 2^(attempt−1); otherwise Then applies. A failure that is not
-// retryable (a plan.Retryable category that says no, such as invalid
+// retryable (a planbus.Retryable category that says no, such as invalid
 // input) goes straight to Then. The attempt counts the attempts of the
 // step that failed: a fallback step starts again at 1.
 func (o OnFail) Resolve(attempt int, retryable bool) Decision {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 // Errors of Tracker.Observe and Resume.
@@ -136,13 +136,13 @@ type Result struct {
 }
 
 // ResultOf turns a tool result into a Result.
-func ResultOf(r *plan.ToolResult) Result {
-	res := Result{Step: r.ToolID, Succeeded: r.State == plan.ToolSucceeded, Output: r.Output, Retryable: true, At: r.FinishedAt}
+func ResultOf(r *planbus.ToolResult) Result {
+	res := Result{Step: r.ToolID, Succeeded: r.State == planbus.ToolSucceeded, Output: r.Output, Retryable: true, At: r.FinishedAt}
 	if !res.Succeeded {
-		res.Error = r.State
+		res.Error = string(r.State)
 		if r.Error != nil {
-			res.Error = r.Error.Code + ": " + r.Error.Message
-			res.Retryable = plan.Retryable(r.Error.Category)
+			res.Error = string(r.Error.Code) + ": " + r.Error.Message
+			res.Retryable = planbus.Retryable(r.Error.Category)
 		}
 	}
 	return res

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -324,16 +323,16 @@ func TestResume(t *testing.T) {
 func TestResultOf(t *testing.T) {
 	at := t0.Add(time.Second)
 	tests := []struct {
-		in   plan.ToolResult
+		in   planbus.ToolResult
 		want Result
 	}{
-		{plan.ToolResult{ToolID: "a", State: plan.ToolSucceeded, Output: json.RawMessage(`{"x":1}`), FinishedAt: at},
+		{planbus.ToolResult{ToolID: "a", State: planbus.ToolSucceeded, Output: json.RawMessage(`{"x":1}`), FinishedAt: at},
 			Result{Step: "a", Succeeded: true, Output: json.RawMessage(`{"x":1}`), Retryable: true, At: at}},
-		{plan.ToolResult{ToolID: "a", State: plan.ToolFailed, Error: &plan.ErrorInfo{Code: "HTTP_404", Message: "not found", Category: plan.CategoryPermanent}},
+		{planbus.ToolResult{ToolID: "a", State: planbus.ToolFailed, Error: &planbus.ErrorInfo{Code: "HTTP_404", Message: "not found", Category: planbus.CategoryPermanent}},
 			Result{Step: "a", Error: "HTTP_404: not found"}},
-		{plan.ToolResult{ToolID: "a", State: plan.ToolFailed, Error: &plan.ErrorInfo{Code: "EXIT_NONZERO", Message: "exit 1", Category: plan.CategoryInternal}},
+		{planbus.ToolResult{ToolID: "a", State: planbus.ToolFailed, Error: &planbus.ErrorInfo{Code: "EXIT_NONZERO", Message: "exit 1", Category: planbus.CategoryInternal}},
 			Result{Step: "a", Error: "EXIT_NONZERO: exit 1", Retryable: true}},
-		{plan.ToolResult{ToolID: "a", State: plan.ToolTimeout}, Result{Step: "a", Error: "timeout", Retryable: true}},
+		{planbus.ToolResult{ToolID: "a", State: planbus.ToolTimeout}, Result{Step: "a", Error: "timeout", Retryable: true}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, ResultOf(&tt.in)); diff != "" {

@@ -20,7 +20,7 @@ type planModel struct {
 	RequestID   string
 	SessionID   string
 	Description string
-	State       string // planbus.PlanRunning or how it ended; "" before it started
+	State       planbus.PlanState // planbus.PlanRunning or how it ended; "" before it started
 	StartedAt   time.Time
 	FinishedAt  time.Time
 	Error       *planbus.ErrorInfo
@@ -45,9 +45,9 @@ type toolView struct {
 	MaxAttempts int
 	Fallback    string
 
-	State    string
+	State    planbus.ToolState
 	Attempt  int
-	Reason   string
+	Reason   planbus.Reason
 	Error    *planbus.ErrorInfo
 	WorkerID string
 	Output   json.RawMessage
@@ -67,7 +67,7 @@ type attemptView struct {
 	ReleasedAt time.Time
 	StartedAt  time.Time
 	EndedAt    time.Time
-	State      string
+	State      planbus.ToolState
 	WorkerID   string
 	DurationMs float64
 	Error      *planbus.ErrorInfo
@@ -75,7 +75,7 @@ type attemptView struct {
 }
 
 // rank orders a tool's states within one attempt.
-func rank(state string) int {
+func rank(state planbus.ToolState) int {
 	switch state {
 	case planbus.ToolPending, "":
 		return 0
@@ -91,10 +91,10 @@ func rank(state string) int {
 
 // key orders what is known of a tool: a later attempt, or a later state
 // within the same attempt, is newer.
-func key(attempt int, state string) int { return attempt*5 + rank(state) }
+func key(attempt int, state planbus.ToolState) int { return attempt*5 + rank(state) }
 
 // ended reports whether a tool state is final.
-func ended(state string) bool { return rank(state) == 4 }
+func ended(state planbus.ToolState) bool { return rank(state) == 4 }
 
 // newModel makes the model of a plan from its definition; every tool is
 // pending.
@@ -132,7 +132,7 @@ func (m *planModel) tool(id string) *toolView {
 // advance moves the tool to state at attempt unless what is known is
 // newer. current reports whether the tool is now at that attempt and
 // state (so what else is said of them applies); changed, whether it moved.
-func (t *toolView) advance(attempt int, state string) (current, changed bool) {
+func (t *toolView) advance(attempt int, state planbus.ToolState) (current, changed bool) {
 	if key(attempt, state) < key(t.Attempt, t.State) {
 		return false, false
 	}
@@ -218,7 +218,7 @@ func (m *planModel) applyExecution(res *planbus.ExecutionResult) {
 }
 
 // toolStates maps event types to the tool state they lead to.
-var toolStates = map[string]string{
+var toolStates = map[planbus.EventType]planbus.ToolState{
 	planbus.EventToolReleased:  planbus.ToolRunning,
 	planbus.EventToolStarted:   planbus.ToolRunning,
 	planbus.EventToolSucceeded: planbus.ToolSucceeded,
@@ -233,7 +233,7 @@ var toolStates = map[string]string{
 }
 
 // planStates maps plan event types to the plan state they lead to.
-var planStates = map[string]string{
+var planStates = map[planbus.EventType]planbus.PlanState{
 	planbus.EventPlanStarted:   planbus.PlanRunning,
 	planbus.EventPlanSucceeded: planbus.PlanSucceeded,
 	planbus.EventPlanFailed:    planbus.PlanFailed,
@@ -310,7 +310,7 @@ func (m *planModel) apply(ev planbus.Event) (changed *toolView, planChanged bool
 		t.Error = ev.Error
 	}
 	if ended(st) {
-		t.EndedAt, t.Reason = ev.Time, ev.Message
+		t.EndedAt, t.Reason = ev.Time, planbus.Reason(ev.Message)
 		if ev.DurationMs > 0 {
 			t.DurationMs = ev.DurationMs
 		}
@@ -372,8 +372,8 @@ func (m *planModel) critical(now time.Time) []string {
 }
 
 // counts are the plan's tools by state.
-func (m *planModel) counts() map[string]int {
-	c := map[string]int{}
+func (m *planModel) counts() map[planbus.ToolState]int {
+	c := map[planbus.ToolState]int{}
 	for _, t := range m.Tools {
 		c[t.State]++
 	}

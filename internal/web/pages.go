@@ -113,17 +113,29 @@ func (s *Server) failure(w http.ResponseWriter, r *http.Request, err error) {
 // requestKinds and requestStatuses are the filters of the requests page.
 var (
 	requestKinds    = []string{"plan", "external", "htn", "goap", "template"}
-	requestStatuses = []string{planbus.RequestQueued, planbus.RequestGenerating, planbus.RequestExecuting, planbus.RequestCancelling,
+	requestStatuses = []planbus.RequestStatus{planbus.RequestQueued, planbus.RequestGenerating, planbus.RequestExecuting, planbus.RequestCancelling,
 		planbus.StatusSucceeded, planbus.StatusFailed, planbus.StatusFallback, planbus.StatusCancelled}
 )
+
+// joinStatuses lists statuses for a message.
+func joinStatuses(statuses []planbus.RequestStatus) string {
+	var b strings.Builder
+	for i, s := range statuses {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(s))
+	}
+	return b.String()
+}
 
 // listQuery reads the requests page's filters, checking each.
 func listQuery(r *http.Request) (q planbus.ListRequest, kind string, err error) {
 	v := r.URL.Query()
-	q.Status, q.SessionID, kind = v.Get("status"), v.Get("session"), v.Get("kind")
+	q.Status, q.SessionID, kind = planbus.RequestStatus(v.Get("status")), v.Get("session"), v.Get("kind")
 	q.Limit = 50
 	if q.Status != "" && !slices.Contains(requestStatuses, q.Status) {
-		return q, kind, fmt.Errorf("status %q: want one of %s", q.Status, strings.Join(requestStatuses, ", "))
+		return q, kind, fmt.Errorf("status %q: want one of %s", q.Status, joinStatuses(requestStatuses))
 	}
 	if q.SessionID != "" && !idPattern.MatchString(q.SessionID) {
 		return q, kind, fmt.Errorf("session %q: a session id is 1 to 128 letters, digits, '_' or '-'", q.SessionID)

@@ -121,7 +121,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 		sctx, cancel := context.WithTimeout(ctx, pageTimeout)
 		st, err := s.cl.Status(sctx, id)
 		cancel()
-		if err == nil && st.Request != nil && (st.Request.Status != r.URL.Query().Get("status") || st.Request.PlanID != r.URL.Query().Get("plan")) {
+		if err == nil && st.Request != nil && (string(st.Request.Status) != r.URL.Query().Get("status") || st.Request.PlanID != r.URL.Query().Get("plan")) {
 			select {
 			case signal <- struct{}{}:
 			default: // an event said so already
@@ -161,12 +161,12 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 
 // toolUpdate is what a plan's stream says of a tool.
 type toolUpdate struct {
-	ID         string  `json:"id"`
-	State      string  `json:"state"`
-	Attempt    int     `json:"attempt"`
-	Skill      string  `json:"skill"`
-	Worker     string  `json:"worker,omitempty"`
-	DurationMs float64 `json:"durationMs,omitempty"`
+	ID         string            `json:"id"`
+	State      planbus.ToolState `json:"state"`
+	Attempt    int               `json:"attempt"`
+	Skill      string            `json:"skill"`
+	Worker     string            `json:"worker,omitempty"`
+	DurationMs float64           `json:"durationMs,omitempty"`
 }
 
 func update(t *toolView) toolUpdate {
@@ -175,9 +175,9 @@ func update(t *toolView) toolUpdate {
 
 // snapshot is every tool's state, the plan's and the critical path.
 type snapshot struct {
-	State    string       `json:"state"`
-	Tools    []toolUpdate `json:"tools"`
-	Critical []string     `json:"critical"`
+	State    planbus.PlanState `json:"state"`
+	Tools    []toolUpdate      `json:"tools"`
+	Critical []string          `json:"critical"`
 }
 
 func snap(m *planModel, now time.Time) snapshot {
@@ -189,7 +189,7 @@ func snap(m *planModel, now time.Time) snapshot {
 }
 
 // planEnded reports whether a plan state is an end.
-func planEnded(state string) bool { return state != "" && state != planbus.PlanRunning }
+func planEnded(state planbus.PlanState) bool { return state != "" && state != planbus.PlanRunning }
 
 // planEvents streams a plan's run: a "snapshot" of every tool first, then
 // a "tool" event for each change of a tool's state, "critical" when the
@@ -224,7 +224,7 @@ func (s *Server) planEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if planEnded(m.State) {
-		_ = e.send("done", map[string]string{"state": m.State})
+		_ = e.send("done", map[string]string{"state": string(m.State)})
 		return
 	}
 
@@ -267,7 +267,7 @@ func (s *Server) planEvents(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if planChanged {
-				if err := e.send("plan", map[string]string{"state": m.State}); err != nil {
+				if err := e.send("plan", map[string]string{"state": string(m.State)}); err != nil {
 					return err
 				}
 			}
@@ -311,7 +311,7 @@ func (s *Server) planEvents(w http.ResponseWriter, r *http.Request) {
 			if e.send("snapshot", snap(m, time.Now())) != nil {
 				return
 			}
-			_ = e.send("end", map[string]string{"state": m.State})
+			_ = e.send("end", map[string]string{"state": string(m.State)})
 			return
 		}
 		if err != nil {

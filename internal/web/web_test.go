@@ -95,7 +95,7 @@ func TestFailedToolErrorIsShown(t *testing.T) {
 	s.get(t, "/plans/rf-1/tools/B?partial=1").must(t, "tool B", http.StatusOK, `class="error tool-error"`, "the bridge is out", "permanent")
 	s.get(t, "/plans/rf-1/tools/C?partial=1").must(t, "tool C", http.StatusOK, "dependency")
 	req := s.get(t, "/requests/rf")
-	req.must(t, "request", http.StatusOK, `id="outcome"`, "the bridge is out", o.Error.Code)
+	req.must(t, "request", http.StatusOK, `id="outcome"`, "the bridge is out", string(o.Error.Code))
 	if o.Fallback {
 		req.must(t, "request", http.StatusOK, `id="fallback"`, html.EscapeString(o.Narrative))
 	}
@@ -130,14 +130,17 @@ func TestPlanEventsFollowARun(t *testing.T) {
 		t.Fatalf("stream: %d %s", resp.StatusCode, ct)
 	}
 	var names []string
-	states := map[string]string{}
+	states := map[string]planbus.ToolState{}
 	var end string
 	for ev := range events {
 		names = append(names, ev.name)
 		switch ev.name {
 		case "snapshot":
 			var sn struct {
-				Tools []struct{ ID, State string }
+				Tools []struct {
+					ID    string
+					State planbus.ToolState
+				}
 			}
 			if err := json.Unmarshal([]byte(ev.data), &sn); err != nil {
 				t.Fatal(err)
@@ -146,7 +149,10 @@ func TestPlanEventsFollowARun(t *testing.T) {
 				states[tl.ID] = tl.State
 			}
 		case "tool":
-			var tl struct{ ID, State string }
+			var tl struct {
+				ID    string
+				State planbus.ToolState
+			}
 			if err := json.Unmarshal([]byte(ev.data), &tl); err != nil {
 				t.Fatal(err)
 			}

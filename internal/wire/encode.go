@@ -50,7 +50,7 @@ func AppendResult(b []byte, r *planbus.ToolResult) ([]byte, error) {
 	var err error
 	b = appendAttempt(b, r.PlanID, r.RequestID, r.ToolID, r.Skill, r.Attempt)
 	b = appendKey(b, ',', "state")
-	b = AppendString(b, r.State)
+	b = AppendString(b, string(r.State))
 	if len(r.Output) > 0 {
 		b = appendKey(b, ',', "output")
 		if b, err = appendRaw(b, r.Output); err != nil {
@@ -94,7 +94,7 @@ func AppendResult(b []byte, r *planbus.ToolResult) ([]byte, error) {
 func AppendEvent(b []byte, e *planbus.Event) ([]byte, error) {
 	var err error
 	b = appendKey(b, '{', "type")
-	b = AppendString(b, e.Type)
+	b = AppendString(b, string(e.Type))
 	b = appendKey(b, ',', "time")
 	if b, err = appendTime(b, e.Time); err != nil {
 		return nil, err
@@ -146,11 +146,11 @@ func appendAttempt(b []byte, planID, requestID, toolID, skill string, attempt in
 
 func appendError(b []byte, e *planbus.ErrorInfo) []byte {
 	b = appendKey(b, '{', "code")
-	b = AppendString(b, e.Code)
+	b = AppendString(b, string(e.Code))
 	b = appendKey(b, ',', "message")
 	b = AppendString(b, e.Message)
 	b = appendKey(b, ',', "category")
-	b = AppendString(b, e.Category)
+	b = AppendString(b, string(e.Category))
 	return append(b, '}')
 }
 

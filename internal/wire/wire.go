@@ -213,7 +213,7 @@ func IsObject(raw json.RawMessage) bool {
 	return len(t) > 0 && t[0] == '{'
 }
 
-func isCategory(c string) bool {
+func isCategory(c planbus.Category) bool {
 	switch c {
 	case planbus.CategoryTimeout, planbus.CategoryNetwork, planbus.CategoryTransient, planbus.CategoryInvalidInput,
 		planbus.CategoryPermanent, planbus.CategoryInternal, planbus.CategoryCancelled, planbus.CategoryDependency:

@@ -118,8 +118,9 @@ func TestCallRunsTheWorkersChain(t *testing.T) {
 		return skill.Result{Output: json.RawMessage(`"done"`)}, nil
 	})}
 	tests := []struct {
-		input          any
-		category, code string
+		input    any
+		category planbus.Category
+		code     planbus.Code
 	}{
 		{map[string]string{"do": "nothing"}, "", ""},
 		{map[string]int{"do": 1}, planbus.CategoryInvalidInput, planbus.CodeInvalidInput},

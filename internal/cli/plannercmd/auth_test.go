@@ -298,7 +298,7 @@ func TestUnavailablePlannerIsNotABadFile(t *testing.T) {
 		mu.Unlock()
 		rej, _ := json.Marshal(planbus.Rejected{Status: "rejected", Error: planbus.ReplyError{Code: c, Message: "context deadline exceeded"}})
 		reply := nats.NewMsg(m.Reply)
-		reply.Header.Set("Nats-Service-Error-Code", map[string]string{planbus.CodeUnavailable: "503"}[c]+map[string]string{planbus.CodeInvalidRequest: "400"}[c])
+		reply.Header.Set("Nats-Service-Error-Code", map[planbus.Code]string{planbus.CodeUnavailable: "503"}[c]+map[planbus.Code]string{planbus.CodeInvalidRequest: "400"}[c])
 		reply.Header.Set("Nats-Service-Error", "context deadline exceeded")
 		reply.Data = rej
 		_ = m.RespondMsg(reply)

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -120,30 +120,30 @@ func runPlanner(t *testing.T, args ...string) outcome {
 }
 
 // result decodes the last line of stdout as an execution result.
-func (o outcome) result(t *testing.T) plan.ExecutionResult {
+func (o outcome) result(t *testing.T) planbus.ExecutionResult {
 	t.Helper()
 	return lastResult(t, o.stdout, o.stderr)
 }
 
-func lastResult(t *testing.T, stdout, stderr string) plan.ExecutionResult {
+func lastResult(t *testing.T, stdout, stderr string) planbus.ExecutionResult {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
 	last := lines[len(lines)-1]
 	if err := schemas.Validate(schemas.ExecutionResult, []byte(last)); err != nil {
 		t.Fatalf("last stdout line is not an execution result (%v): %q\nstderr:\n%s", err, last, stderr)
 	}
-	var res plan.ExecutionResult
+	var res planbus.ExecutionResult
 	if err := json.Unmarshal([]byte(last), &res); err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-func toolOutcome(res plan.ExecutionResult, id string) plan.ToolOutcome {
+func toolOutcome(res planbus.ExecutionResult, id string) planbus.ToolOutcome {
 	for _, o := range res.Tools {
 		if o.ToolID == id {
 			return o
 		}
 	}
-	return plan.ToolOutcome{}
+	return planbus.ToolOutcome{}
 }

@@ -26,10 +26,11 @@ func plannerLs(ctx context.Context, args []string, io cli.IO) int {
 	var c common
 	var q planbus.ListRequest
 	var asJSON bool
+	var status string
 	f := cli.NewFlags("planner ls", io.Stderr, io.Env, lsUsage)
 	c.Register(f, cli.AsClient)
 	c.RegisterClient(f)
-	f.String(&q.Status, "status", "", "", "only requests in this status")
+	f.String(&status, "status", "", "", "only requests in this status")
 	f.String(&q.SessionID, "session", "", "", "only requests of this session")
 	f.Int(&q.Limit, "limit", "", request.DefaultListLimit, fmt.Sprintf("the most requests listed (at most %d)", request.MaxListLimit))
 	f.Bool(&asJSON, "json", "", false, "print JSON")
@@ -37,6 +38,7 @@ func plannerLs(ctx context.Context, args []string, io cli.IO) int {
 	if !ok {
 		return code
 	}
+	q.Status = planbus.RequestStatus(status)
 	if f.NArg() != 0 {
 		fmt.Fprintln(io.Stderr, "planner ls: takes no arguments; filter with --status and --session")
 		return cli.ExitUsage

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/cli/dispatchercmd"
 	"github.com/planbus/planbus/internal/cli/toolworkercmd"
-	"github.com/planbus/planbus/internal/plan"
 )
 
 func TestRunDiamond(t *testing.T) {
@@ -23,7 +23,7 @@ func TestRunDiamond(t *testing.T) {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", o.code, o.stderr)
 	}
 	res := o.result(t)
-	if !res.Success || res.State != plan.PlanSucceeded || len(res.Tools) != 4 {
+	if !res.Success || res.State != planbus.PlanSucceeded || len(res.Tools) != 4 {
 		t.Fatalf("result %s success %v with %d tools, want 4 tools succeeded", res.State, res.Success, len(res.Tools))
 	}
 	if got, want := string(toolOutcome(res, "D").Output), `{"city":"Lisbon","slept":[200,200]}`; got != want {
@@ -42,7 +42,7 @@ func TestRunFailingPlanExits1(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", o.code, o.stderr)
 	}
 	res := o.result(t)
-	if res.Success || res.State != plan.PlanFailed || !res.CanReplan || !slices.Contains(res.FailedTools, "B") {
+	if res.Success || res.State != planbus.PlanFailed || !res.CanReplan || !slices.Contains(res.FailedTools, "B") {
 		t.Errorf("result %s success %v canReplan %v failed tools %v, want failed because of B",
 			res.State, res.Success, res.CanReplan, res.FailedTools)
 	}
@@ -231,7 +231,7 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 		if o.code != cli.ExitFailed {
 			t.Fatalf("exit %d, want 1: the workers serve no sleep skill; stderr:\n%s", o.code, o.stderr)
 		}
-		if res := o.result(t); res.State != plan.PlanRejected || !strings.Contains(res.Error.Message, `unknown skill "sleep"`) {
+		if res := o.result(t); res.State != planbus.PlanRejected || !strings.Contains(res.Error.Message, `unknown skill "sleep"`) {
 			t.Errorf("result %s %+v, want rejected for the unknown skill sleep", res.State, res.Error)
 		}
 	})

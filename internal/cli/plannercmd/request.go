@@ -12,7 +12,6 @@ import (
 	"github.com/planbus/planbus/internal/cli/progress"
 	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/logbridge"
-	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/rs/zerolog"
 )
@@ -46,7 +45,7 @@ func runRequest(ctx context.Context, f *cli.Flags, c *common, nf *nodeFlags, nam
 		return cli.ExitUsage
 	}
 	defer v.Stop()
-	var shown func(ev plan.Event)
+	var shown func(ev planbus.Event)
 	endProgress := func() {}
 	if !quiet {
 		pr := progress.New(io.Stderr, verbose)
@@ -82,7 +81,7 @@ func printOutcome(cmd string, out *planbus.Outcome, io cli.IO) int {
 	line, _ := jsonLine(out)
 	fmt.Fprintln(io.Stdout, line)
 	if !out.Success {
-		msg := out.Status
+		msg := string(out.Status)
 		if out.Error != nil {
 			msg += ": " + out.Error.Message
 		}

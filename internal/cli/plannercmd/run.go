@@ -113,7 +113,7 @@ func plannerRun(ctx context.Context, args []string, io cli.IO) int {
 			c.Bus.URL, bus.StreamPlans)
 	}
 
-	var shown func(plan.Event)
+	var shown func(planbus.Event)
 	endProgress := func() {}
 	if !quiet {
 		pr := progress.New(io.Stderr, verbose)
@@ -173,7 +173,7 @@ func printExecution(cmd string, res *planbus.ExecutionResult, io cli.IO) int {
 	out, _ := jsonLine(res)
 	fmt.Fprintln(io.Stdout, out)
 	if !res.Success {
-		msg := res.State
+		msg := string(res.State)
 		if res.Error != nil {
 			// Messages may name the plan already: not twice in a line.
 			msg += ": " + strings.TrimPrefix(res.Error.Message, "plan "+res.PlanID+": ")
@@ -290,8 +290,8 @@ type idSeen struct {
 
 // follow returns an event callback that notes the request id and passes
 // the event on to show (which may be nil).
-func (s *idSeen) follow(show func(plan.Event)) func(plan.Event) {
-	return func(ev plan.Event) {
+func (s *idSeen) follow(show func(planbus.Event)) func(planbus.Event) {
+	return func(ev planbus.Event) {
 		s.mu.Lock()
 		if s.id == "" {
 			s.id = ev.RequestID

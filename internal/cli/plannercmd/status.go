@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/execution"
@@ -131,10 +132,10 @@ func printRequest(w io.Writer, id string, doc []byte) string {
 		PlanID   string   `json:"planId"`
 		Disabled []string `json:"disabledSkills"`
 		History  []struct {
-			Attempt int             `json:"attempt"`
-			PlanID  string          `json:"planId"`
-			State   string          `json:"state"`
-			Error   *plan.ErrorInfo `json:"error"`
+			Attempt int                `json:"attempt"`
+			PlanID  string             `json:"planId"`
+			State   string             `json:"state"`
+			Error   *planbus.ErrorInfo `json:"error"`
 		} `json:"history"`
 		Outcome *struct {
 			Status    string `json:"status"`
@@ -161,7 +162,7 @@ func printRequest(w io.Writer, id string, doc []byte) string {
 			line += " (plan " + a.PlanID + ")"
 		}
 		if a.Error != nil {
-			line += ": " + a.Error.Code + " " + a.Error.Message
+			line += ": " + string(a.Error.Code) + " " + a.Error.Message
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -208,7 +209,7 @@ func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, 
 	if st.Error != nil {
 		fmt.Fprintf(w, "  %s: %s\n", st.Error.Code, st.Error.Message)
 	}
-	counts := map[string]int{}
+	counts := map[planbus.ToolState]int{}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TOOL\tSKILL\tSTATE\tATTEMPT\tAT\tNOTE")
 	for i, t := range st.Tools {
@@ -217,21 +218,21 @@ func printPlan(ctx context.Context, conn *bus.Conn, w io.Writer, planID string, 
 		if t.At > 0 {
 			at = "+" + (time.Duration(t.At-st.StartedAt) * time.Millisecond).String()
 		}
-		note := t.Reason
+		note := string(t.Reason)
 		switch {
 		case t.Error != nil:
-			note = t.Error.Code
+			note = string(t.Error.Code)
 		case t.Reused:
 			note = "reused"
-		case t.State == plan.ToolWaitingApproval && p.Tools[i].Approval != nil:
+		case t.State == planbus.ToolWaitingApproval && p.Tools[i].Approval != nil:
 			note = fmt.Sprintf("%q: planner approve %s %s", p.Tools[i].Approval.Prompt, st.RequestID, p.Tools[i].ToolID)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", p.Tools[i].ToolID, p.Tools[i].Skill, t.State, t.Attempt, at, note)
 	}
 	_ = tw.Flush()
 	var parts []string
-	for _, s := range []string{plan.ToolSucceeded, plan.ToolRunning, plan.ToolRetrying, plan.ToolWaitingApproval, plan.ToolPending, plan.ToolFailed,
-		plan.ToolTimeout, plan.ToolSkipped, plan.ToolCancelled} {
+	for _, s := range []planbus.ToolState{planbus.ToolSucceeded, planbus.ToolRunning, planbus.ToolRetrying, planbus.ToolWaitingApproval, planbus.ToolPending, planbus.ToolFailed,
+		planbus.ToolTimeout, planbus.ToolSkipped, planbus.ToolCancelled} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

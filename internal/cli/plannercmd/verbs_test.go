@@ -82,7 +82,7 @@ func comparable(t *testing.T, stdout string) map[string]any {
 	}
 	tools := map[string]string{}
 	for _, o := range res.Tools {
-		tools[o.ToolID] = strings.Join([]string{o.Skill, o.State, o.Reason, string(o.Output)}, " ")
+		tools[o.ToolID] = strings.Join([]string{o.Skill, string(o.State), string(o.Reason), string(o.Output)}, " ")
 	}
 	return map[string]any{"state": res.State, "success": res.Success, "canReplan": res.CanReplan, "tools": tools,
 		"failedTools": res.FailedTools}
@@ -142,7 +142,7 @@ func TestSubmitThenWatchReproducesRun(t *testing.T) {
 			if len(list.Requests) == 0 || list.Requests[0].RequestID != id {
 				t.Fatalf("ls --json %s: want %s first", ls.stdout, id)
 			}
-			want := map[int]string{cli.ExitOK: "succeeded", cli.ExitFailed: "fallback"}[tc.code]
+			want := map[int]planbus.RequestStatus{cli.ExitOK: planbus.StatusSucceeded, cli.ExitFailed: planbus.StatusFallback}[tc.code]
 			if r := list.Requests[0]; r.Kind != "plan" || r.Status != want || r.Attempts != 1 || r.AcceptedAt.IsZero() {
 				t.Errorf("listed %+v, want kind plan, status %s, 1 attempt", r, want)
 			}
@@ -212,7 +212,7 @@ func TestCancelEndsARunningSleep(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, tl := range out.Execution.Tools {
-		got[tl.ToolID] = tl.State + "/" + tl.Reason
+		got[tl.ToolID] = string(tl.State) + "/" + string(tl.Reason)
 	}
 	if got["nap"] != "cancelled/cancelled" || got["after"] != "skipped/cancelled" {
 		t.Errorf("tools %v, want nap cancelled and after skipped, reason cancelled", got)

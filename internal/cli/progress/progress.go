@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/cli"
-	"github.com/planbus/planbus/internal/plan"
 )
 
 // Progress display settings.
@@ -46,7 +46,7 @@ type Progress struct {
 	verbose bool
 	tty     bool
 	start   time.Time
-	held    []plan.Event // waiting reorderHold for earlier events
+	held    []planbus.Event // waiting reorderHold for earlier events
 
 	sum       *summary // the plan being summarised, if any
 	drawn     bool     // a summary line is on the terminal now
@@ -67,8 +67,8 @@ type summary struct {
 	planID  string
 	total   int
 	started time.Time
-	state   map[string]string // tool id -> its last event type
-	counts  map[string]int    // event type -> tools whose last event it is
+	state   map[string]planbus.EventType // tool id -> its last event type
+	counts  map[planbus.EventType]int    // event type -> tools whose last event it is
 }
 
 // New shows events on w, a line for each of them when verbose.
@@ -96,7 +96,7 @@ func (p *Progress) loop() {
 }
 
 // Event takes an event as it arrives.
-func (p *Progress) Event(ev plan.Event) {
+func (p *Progress) Event(ev planbus.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.closed {
@@ -128,7 +128,7 @@ func (p *Progress) flush(cutoff time.Time) {
 	if len(p.held) == 0 {
 		return
 	}
-	slices.SortStableFunc(p.held, func(a, b plan.Event) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(p.held, func(a, b planbus.Event) int { return a.Time.Compare(b.Time) })
 	n := len(p.held)
 	if !cutoff.IsZero() {
 		n = 0
@@ -142,22 +142,22 @@ func (p *Progress) flush(cutoff time.Time) {
 	p.held = append(p.held[:0], p.held[n:]...)
 }
 
-func (p *Progress) show(ev plan.Event) {
+func (p *Progress) show(ev planbus.Event) {
 	if p.start.IsZero() {
 		p.start = ev.Time
 	}
-	if ev.Type == plan.EventPlanStarted && !p.verbose && ev.Tools > summaryAbove {
+	if ev.Type == planbus.EventPlanStarted && !p.verbose && ev.Tools > summaryAbove {
 		p.sum = &summary{planID: ev.PlanID, total: ev.Tools, started: ev.Time,
-			state: make(map[string]string, ev.Tools), counts: map[string]int{}}
+			state: make(map[string]planbus.EventType, ev.Tools), counts: map[planbus.EventType]int{}}
 	}
-	if s := p.sum; s != nil && ev.PlanID == s.planID && strings.HasPrefix(ev.Type, "tool.") {
+	if s := p.sum; s != nil && ev.PlanID == s.planID && strings.HasPrefix(string(ev.Type), "tool.") {
 		if old, ok := s.state[ev.ToolID]; ok {
 			s.counts[old]--
 		}
 		s.state[ev.ToolID] = ev.Type
 		s.counts[ev.Type]++
 		switch ev.Type {
-		case plan.EventToolFailed, plan.EventToolTimeout, plan.EventToolRejected, plan.EventToolWaiting:
+		case planbus.EventToolFailed, planbus.EventToolTimeout, planbus.EventToolRejected, planbus.EventToolWaiting:
 			p.line(ev) // failures, and a wait for a person, are worth a line of their own
 		}
 		return
@@ -168,9 +168,9 @@ func (p *Progress) show(ev plan.Event) {
 	}
 }
 
-func isPlanEnd(t string) bool {
-	return t == plan.EventPlanSucceeded || t == plan.EventPlanFailed || t == plan.EventPlanTimeout || t == plan.EventPlanRejected ||
-		t == plan.EventPlanCancelled
+func isPlanEnd(t planbus.EventType) bool {
+	return t == planbus.EventPlanSucceeded || t == planbus.EventPlanFailed || t == planbus.EventPlanTimeout || t == planbus.EventPlanRejected ||
+		t == planbus.EventPlanCancelled
 }
 
 // endSummary prints the summary one last time and stops summarising.
@@ -205,9 +205,9 @@ func (p *Progress) clearLine() {
 func (p *Progress) summaryText(now time.Time) string {
 	s := p.sum
 	c := s.counts
-	done := c[plan.EventToolSucceeded] + c[plan.EventToolReused] + c[plan.EventToolFailed] + c[plan.EventToolTimeout] +
-		c[plan.EventToolRejected] + c[plan.EventToolSkipped] + c[plan.EventToolCancelled]
-	running := c[plan.EventToolReleased] + c[plan.EventToolStarted]
+	done := c[planbus.EventToolSucceeded] + c[planbus.EventToolReused] + c[planbus.EventToolFailed] + c[planbus.EventToolTimeout] +
+		c[planbus.EventToolRejected] + c[planbus.EventToolSkipped] + c[planbus.EventToolCancelled]
+	running := c[planbus.EventToolReleased] + c[planbus.EventToolStarted]
 	elapsed := now.Sub(s.started)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%8s  plan %s: %d/%d done", ms(now.Sub(p.start)), s.planID, done, s.total)
@@ -215,10 +215,10 @@ func (p *Progress) summaryText(now time.Time) string {
 		n    int
 		what string
 	}{
-		{c[plan.EventToolSucceeded], "succeeded"}, {c[plan.EventToolReused], "reused"},
-		{c[plan.EventToolFailed] + c[plan.EventToolTimeout] + c[plan.EventToolRejected], "failed"},
-		{c[plan.EventToolSkipped], "skipped"}, {c[plan.EventToolCancelled], "cancelled"},
-		{running, "running"}, {c[plan.EventToolRetrying], "retrying"}, {c[plan.EventToolWaiting], "waiting for approval"},
+		{c[planbus.EventToolSucceeded], "succeeded"}, {c[planbus.EventToolReused], "reused"},
+		{c[planbus.EventToolFailed] + c[planbus.EventToolTimeout] + c[planbus.EventToolRejected], "failed"},
+		{c[planbus.EventToolSkipped], "skipped"}, {c[planbus.EventToolCancelled], "cancelled"},
+		{running, "running"}, {c[planbus.EventToolRetrying], "retrying"}, {c[planbus.EventToolWaiting], "waiting for approval"},
 	} {
 		if part.n > 0 {
 			fmt.Fprintf(&b, " · %d %s", part.n, part.what)
@@ -236,69 +236,69 @@ func (p *Progress) summaryText(now time.Time) string {
 }
 
 // line prints one event as a line.
-func (p *Progress) line(ev plan.Event) {
+func (p *Progress) line(ev planbus.Event) {
 	p.clearLine()
 	at := ev.Time.Sub(p.start)
 	var what string
 	switch ev.Type {
 	case "request.accepted", "request.duplicate", "request.generating", "request.generated", "request.replanning",
 		"request.succeeded", "request.failed", "request.fallback", "request.cancelled":
-		fmt.Fprintf(p.w, "%8s  %s: %s\n", ms(at), strings.TrimPrefix(ev.Type, "request."), ev.Message)
+		fmt.Fprintf(p.w, "%8s  %s: %s\n", ms(at), strings.TrimPrefix(string(ev.Type), "request."), ev.Message)
 		return
-	case plan.EventSkillHealth:
+	case planbus.EventSkillHealth:
 		fmt.Fprintf(p.w, "%8s  skill %s: %s -> %s\n", ms(at), ev.Skill, ev.From, ev.To)
 		return
 	case "agent.started", "agent.goal.selected", "agent.goal.succeeded", "agent.goal.failed",
 		"agent.preempted", "agent.replanned", "agent.idle", "agent.stopped", "agent.gave_up":
-		fmt.Fprintf(p.w, "%8s  agent %s: %s\n", ms(at), strings.TrimPrefix(ev.Type, "agent."), ev.Message)
+		fmt.Fprintf(p.w, "%8s  agent %s: %s\n", ms(at), strings.TrimPrefix(string(ev.Type), "agent."), ev.Message)
 		return
-	case plan.EventPlanStarted:
+	case planbus.EventPlanStarted:
 		fmt.Fprintf(p.w, "%8s  plan %s started: %s\n", ms(at), ev.PlanID, ev.Message)
 		return
-	case plan.EventPlanSucceeded:
+	case planbus.EventPlanSucceeded:
 		fmt.Fprintf(p.w, "%8s  plan succeeded in %s\n", ms(at), ms(time.Duration(ev.DurationMs*float64(time.Millisecond))))
 		return
-	case plan.EventPlanFailed, plan.EventPlanTimeout, plan.EventPlanRejected, plan.EventPlanCancelled:
-		msg := strings.TrimPrefix(ev.Type, "plan.")
+	case planbus.EventPlanFailed, planbus.EventPlanTimeout, planbus.EventPlanRejected, planbus.EventPlanCancelled:
+		msg := strings.TrimPrefix(string(ev.Type), "plan.")
 		if ev.Error != nil {
 			msg += ": " + ev.Error.Message
 		}
 		fmt.Fprintf(p.w, "%8s  plan %s\n", ms(at), msg)
 		return
-	case plan.EventToolReleased:
+	case planbus.EventToolReleased:
 		what = fmt.Sprintf("released (%s, attempt %d)", ev.Skill, ev.Attempt)
-	case plan.EventToolStarted:
+	case planbus.EventToolStarted:
 		what = "started on " + ev.WorkerID
-	case plan.EventToolSucceeded:
+	case planbus.EventToolSucceeded:
 		what = fmt.Sprintf("succeeded in %s", ms(time.Duration(ev.DurationMs*float64(time.Millisecond))))
-	case plan.EventToolRetrying:
+	case planbus.EventToolRetrying:
 		what = fmt.Sprintf("failed (%s), retry in %dms", errText(ev.Error), ev.DelayMs)
-	case plan.EventToolFailed:
+	case planbus.EventToolFailed:
 		what = "failed: " + errText(ev.Error)
-	case plan.EventToolTimeout:
+	case planbus.EventToolTimeout:
 		what = "timed out: " + errText(ev.Error)
-	case plan.EventToolSkipped, plan.EventToolCancelled:
-		what = strings.TrimPrefix(ev.Type, "tool.") + ": " + ev.Message
-	case plan.EventToolWaiting:
+	case planbus.EventToolSkipped, planbus.EventToolCancelled:
+		what = strings.TrimPrefix(string(ev.Type), "tool.") + ": " + ev.Message
+	case planbus.EventToolWaiting:
 		what = fmt.Sprintf("waiting for approval: %s — planner approve%s %s %s", ev.Message, p.ApproveFlags, ev.RequestID, ev.ToolID)
-	case plan.EventToolApproved, plan.EventToolRejected:
-		what = strings.TrimPrefix(ev.Type, "tool.")
+	case planbus.EventToolApproved, planbus.EventToolRejected:
+		what = strings.TrimPrefix(string(ev.Type), "tool.")
 		if ev.Message != "" {
 			what += ": " + ev.Message
 		}
-	case plan.EventToolReused:
+	case planbus.EventToolReused:
 		what = "reused: " + ev.Message
 	default:
-		what = ev.Type
+		what = string(ev.Type)
 	}
 	fmt.Fprintf(p.w, "%8s  %-16s %s\n", ms(at), ev.ToolID, what)
 }
 
-func errText(e *plan.ErrorInfo) string {
+func errText(e *planbus.ErrorInfo) string {
 	if e == nil {
 		return "no error given"
 	}
-	return e.Code + " " + e.Message
+	return string(e.Code) + " " + e.Message
 }
 
 func ms(d time.Duration) string {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus"
 )
 
 func TestProgressPrintsEventsInTimeOrder(t *testing.T) {
@@ -17,11 +17,11 @@ func TestProgressPrintsEventsInTimeOrder(t *testing.T) {
 	t0 := time.Now().Add(time.Hour) // later than any flush: only close shows them
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	// The worker's "started" arrives after the dispatcher's "succeeded".
-	p.Event(plan.Event{Type: plan.EventPlanStarted, Time: at(0), PlanID: "p", Tools: 1, Message: "1 tool"})
-	p.Event(plan.Event{Type: plan.EventToolReleased, Time: at(1), PlanID: "p", ToolID: "A", Skill: "echo", Attempt: 1})
-	p.Event(plan.Event{Type: plan.EventToolSucceeded, Time: at(3), PlanID: "p", ToolID: "A"})
-	p.Event(plan.Event{Type: plan.EventToolStarted, Time: at(2), PlanID: "p", ToolID: "A", WorkerID: "w1"})
-	p.Event(plan.Event{Type: plan.EventPlanSucceeded, Time: at(4), PlanID: "p"})
+	p.Event(planbus.Event{Type: planbus.EventPlanStarted, Time: at(0), PlanID: "p", Tools: 1, Message: "1 tool"})
+	p.Event(planbus.Event{Type: planbus.EventToolReleased, Time: at(1), PlanID: "p", ToolID: "A", Skill: "echo", Attempt: 1})
+	p.Event(planbus.Event{Type: planbus.EventToolSucceeded, Time: at(3), PlanID: "p", ToolID: "A"})
+	p.Event(planbus.Event{Type: planbus.EventToolStarted, Time: at(2), PlanID: "p", ToolID: "A", WorkerID: "w1"})
+	p.Event(planbus.Event{Type: planbus.EventPlanSucceeded, Time: at(4), PlanID: "p"})
 	p.Close()
 	var order []string
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -41,19 +41,19 @@ func TestProgressSummarisesLargePlans(t *testing.T) {
 			var buf syncBuffer
 			p := New(&buf, verbose)
 			t0 := time.Now().Add(time.Hour) // later than any flush: only close shows them
-			p.Event(plan.Event{Type: plan.EventPlanStarted, Time: t0, PlanID: "big", Tools: n, Message: "200 tools"})
+			p.Event(planbus.Event{Type: planbus.EventPlanStarted, Time: t0, PlanID: "big", Tools: n, Message: "200 tools"})
 			for i := range n {
 				id := fmt.Sprintf("t%d", i)
 				at := t0.Add(time.Duration(i+1) * time.Millisecond)
-				p.Event(plan.Event{Type: plan.EventToolReleased, Time: at, PlanID: "big", ToolID: id, Attempt: 1})
-				end := plan.Event{Type: plan.EventToolSucceeded, Time: at.Add(time.Microsecond), PlanID: "big", ToolID: id}
+				p.Event(planbus.Event{Type: planbus.EventToolReleased, Time: at, PlanID: "big", ToolID: id, Attempt: 1})
+				end := planbus.Event{Type: planbus.EventToolSucceeded, Time: at.Add(time.Microsecond), PlanID: "big", ToolID: id}
 				if i == 7 {
-					end = plan.Event{Type: plan.EventToolFailed, Time: end.Time, PlanID: "big", ToolID: id,
-						Error: &plan.ErrorInfo{Code: "BOOM", Message: "t7 broke"}}
+					end = planbus.Event{Type: planbus.EventToolFailed, Time: end.Time, PlanID: "big", ToolID: id,
+						Error: &planbus.ErrorInfo{Code: "BOOM", Message: "t7 broke"}}
 				}
 				p.Event(end)
 			}
-			p.Event(plan.Event{Type: plan.EventPlanFailed, Time: t0.Add(time.Second), PlanID: "big"})
+			p.Event(planbus.Event{Type: planbus.EventPlanFailed, Time: t0.Add(time.Second), PlanID: "big"})
 			p.Close()
 			out := buf.String()
 			lines := strings.Count(out, "\n")
@@ -84,12 +84,12 @@ func TestProgressShowsApprovalsAndReuse(t *testing.T) {
 	p := New(&buf, false)
 	t0 := time.Now().Add(time.Hour)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	p.Event(plan.Event{Type: plan.EventPlanStarted, Time: at(0), RequestID: "r7", PlanID: "r7-2", Tools: 3, Message: "3 tools"})
-	p.Event(plan.Event{Type: plan.EventToolReused, Time: at(1), RequestID: "r7", PlanID: "r7-2", ToolID: "build",
+	p.Event(planbus.Event{Type: planbus.EventPlanStarted, Time: at(0), RequestID: "r7", PlanID: "r7-2", Tools: 3, Message: "3 tools"})
+	p.Event(planbus.Event{Type: planbus.EventToolReused, Time: at(1), RequestID: "r7", PlanID: "r7-2", ToolID: "build",
 		Message: `took the output of tool "build" of plan r7-1 instead of running`})
-	p.Event(plan.Event{Type: plan.EventToolWaiting, Time: at(2), RequestID: "r7", PlanID: "r7-2", ToolID: "deploy", Message: "Deploy to production?"})
-	p.Event(plan.Event{Type: plan.EventToolApproved, Time: at(3), RequestID: "r7", PlanID: "r7-2", ToolID: "deploy", Message: "ok by ops"})
-	p.Event(plan.Event{Type: plan.EventToolRejected, Time: at(4), RequestID: "r7", PlanID: "r7-2", ToolID: "notify"})
+	p.Event(planbus.Event{Type: planbus.EventToolWaiting, Time: at(2), RequestID: "r7", PlanID: "r7-2", ToolID: "deploy", Message: "Deploy to production?"})
+	p.Event(planbus.Event{Type: planbus.EventToolApproved, Time: at(3), RequestID: "r7", PlanID: "r7-2", ToolID: "deploy", Message: "ok by ops"})
+	p.Event(planbus.Event{Type: planbus.EventToolRejected, Time: at(4), RequestID: "r7", PlanID: "r7-2", ToolID: "notify"})
 	p.Close()
 	out := buf.String()
 	for _, want := range []string{
@@ -106,11 +106,11 @@ func TestProgressShowsApprovalsAndReuse(t *testing.T) {
 	// In a large plan's summary, the wait still gets its line.
 	var big syncBuffer
 	p = New(&big, false)
-	p.Event(plan.Event{Type: plan.EventPlanStarted, Time: at(0), RequestID: "r8", PlanID: "r8-1", Tools: 100, Message: "100 tools"})
+	p.Event(planbus.Event{Type: planbus.EventPlanStarted, Time: at(0), RequestID: "r8", PlanID: "r8-1", Tools: 100, Message: "100 tools"})
 	for i := range 99 {
-		p.Event(plan.Event{Type: plan.EventToolReused, Time: at(1), RequestID: "r8", PlanID: "r8-1", ToolID: fmt.Sprintf("t%d", i)})
+		p.Event(planbus.Event{Type: planbus.EventToolReused, Time: at(1), RequestID: "r8", PlanID: "r8-1", ToolID: fmt.Sprintf("t%d", i)})
 	}
-	p.Event(plan.Event{Type: plan.EventToolWaiting, Time: at(2), RequestID: "r8", PlanID: "r8-1", ToolID: "gate", Message: "go on?"})
+	p.Event(planbus.Event{Type: planbus.EventToolWaiting, Time: at(2), RequestID: "r8", PlanID: "r8-1", ToolID: "gate", Message: "go on?"})
 	p.Close()
 	for _, want := range []string{"waiting for approval: go on? — planner approve r8 gate", "99/100 done · 99 reused · 1 waiting for approval"} {
 		if !strings.Contains(big.String(), want) {
