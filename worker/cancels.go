@@ -2,8 +2,21 @@ package worker
 
 import (
 	"container/list"
+	"encoding/json"
+	"log/slog"
+	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/token"
+	"github.com/planbus/planbus/schemas"
 )
+
+// maxCancelSize bounds the cancels worth decoding; a real one is about
+// 100 bytes.
+const maxCancelSize = 1024
 
 // Remembered cancels: how long and how many. A call of an ended plan can
 // wait in its queue for a while (plans time out when workers are busy),
@@ -93,3 +106,44 @@ func (r *recent[K]) remove(el *list.Element) {
 }
 
 func (r *recent[K]) len() int { return r.order.Len() }
+
+// onCancel stops the running calls of a plan whose cancel token matches
+// their cancelDigest, and remembers the cancel for calls that arrive
+// later. A message that is not a well-formed cancel of the subject's plan
+// is ignored; one whose token matches no call stops nothing. The work per
+// message does not depend on how many cancels came before: a lookup of the
+// plan's calls and an O(1) update of the remembered cancels.
+func (w *Worker) onCancel(m *nats.Msg) {
+	planID := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	var c planbus.Cancel
+	if len(m.Data) > maxCancelSize {
+		if w.rejects.Allow() {
+			w.log.Warn("ignoring a cancel larger than any real one", slog.String("subject", m.Subject), slog.Int("bytes", len(m.Data)))
+		}
+		return
+	}
+	if err := schemas.Validate(schemas.Cancel, m.Data); err != nil {
+		if w.rejects.Allow() {
+			w.log.Warn("ignoring an invalid cancel", slog.Any("error", err), slog.String("subject", m.Subject))
+		}
+		return
+	}
+	if err := json.Unmarshal(m.Data, &c); err != nil || c.PlanID != planID {
+		if w.rejects.Allow() {
+			w.log.Warn("ignoring a cancel of another plan", slog.String("subject", m.Subject), slog.String("cancel_plan_id", c.PlanID))
+		}
+		return
+	}
+	// Digests are public (every call carries its own), so comparing them
+	// needs no constant time; the token is what a forger lacks.
+	digest := token.Digest(c.Token)
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for cl := range w.inflight[planID] {
+		if cl.digest == digest {
+			cl.cancel(ErrPlanEnded)
+		}
+	}
+	w.ended.add(planID, digest, now)
+}
