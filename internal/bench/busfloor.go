@@ -638,254 +638,393 @@ func (fb *floorBus) plans(ctx context.Context, round string, n int) (time.Durati
 	// (settle) stops when the round ends, a failed one too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pre := floorPrefix + "results.plans" + round + "."
-	execs := floorPrefix + "results.exec" + round + "."
-	results := floorPrefix + "results.res" + round + "."
-	calls := floorPrefix + "calls.plan" + round + "."
-	timers := floorPrefix + "calls.timer" + round + "."
-	events := floorPrefix + "events.plans" + round + "."
-	planDoc, storedPlan, state := payload(floorPlanBytes), payload(floorStoredPlanBytes), payload(floorStateBytes)
-	callData, resultData, timerData := payload(floorCallBytes), payload(floorResultBytes), payload(floorTimerBytes)
-	execData, eventData := payload(floorExecutionBytes), payload(floorEventBytes)
-
-	type spec struct {
-		js                    jetstream.JetStream
-		stream, name, subject string
-	}
-	specs := []spec{{fb.d, floorResults, "plans-dispatcher" + round, pre + ">"}, {fb.d, floorResults, "plans-results" + round, results + ">"},
-		{fb.d, floorCalls, "plans-timers" + round, timers + ">"}, {fb.w, floorCalls, "plans-worker" + round, calls + ">"},
-		{fb.d, floorResults, "plans-planner" + round, execs + ">"}}
-	cons := make([]jetstream.Consumer, len(specs))
-	var drop [][2]string
-	for k, sp := range specs {
-		c, err := consumer(ctx, sp.js, sp.stream, sp.name, sp.subject)
-		if err != nil {
-			return 0, 0, err
-		}
-		cons[k] = c
-		drop = append(drop, [2]string{sp.stream, sp.name})
-	}
-	defer fb.dropConsumers(drop...)
-
-	fail := make(chan error, 1)
-	report := func(err error) {
-		select {
-		case fail <- fmt.Errorf("bench: bus-only plans: %w", err):
-		default:
-		}
-	}
-	event := func(conn *bus.Conn, id, typ string) { _ = conn.NC.Publish(events+id+"."+typ, eventData) }
-	pub := func(subject string, data []byte, msgID string) jetstream.PubAckFuture {
-		f, err := fb.d.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
-		if err != nil {
-			report(err)
-			return nil
-		}
-		return f
-	}
-	// settle acknowledges ms once JetStream has stored fs.
-	settle := func(fs []jetstream.PubAckFuture, ms ...jetstream.Msg) {
-		go func() {
-			for _, f := range fs {
-				if f == nil {
-					return
-				}
-				select {
-				case <-f.Ok():
-				case err := <-f.Err():
-					report(err)
-					return
-				case <-ctx.Done():
-					return
-				}
-			}
-			for _, m := range ms {
-				_ = m.Ack()
-			}
-		}()
-	}
-
-	// The dispatcher's shards, each with the plans of the indexes it is
-	// given; a message's index is the token after its prefix.
-	plans := make([]floorPlan, n)
-	shards := make([]chan func(), floorShards)
-	var wg sync.WaitGroup
-	for k := range shards {
-		shards[k] = make(chan func(), 1024)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for work := range shards[k] {
-				work()
-			}
-		}()
-	}
-	defer func() {
-		for _, ch := range shards {
-			close(ch)
-		}
-		wg.Wait()
-	}()
-	index := func(subject, prefix string) (id string, i int, rest string) {
-		id, rest, _ = strings.Cut(strings.TrimPrefix(subject, prefix), ".")
-		i, _ = strconv.Atoi(id)
-		return id, i, rest
-	}
-	update := func(id string, p *floorPlan) bool {
-		r, err := fb.kv.Update(ctx, "state.plans"+round+"."+id, state, p.rev)
-		if err != nil {
-			report(fmt.Errorf("state compare-and-set: %w", err))
-			return false
-		}
-		p.rev = r
-		return true
-	}
-	onPlan := func(m jetstream.Msg) {
-		id, i, _ := index(m.Subject(), pre)
-		shards[i%floorShards] <- func() {
-			p := &plans[i]
-			if _, err := fb.kv.Create(ctx, "plan.plans"+round+"."+id, storedPlan); err != nil {
-				report(fmt.Errorf("create the plan's key: %w", err))
-				return
-			}
-			rev, err := fb.kv.Create(ctx, "state.plans"+round+"."+id, state)
-			if err != nil {
-				report(fmt.Errorf("create the state: %w", err))
-				return
-			}
-			p.rev = rev
-			event(fb.cfg.Dispatcher, id, "plan.started")
-			event(fb.cfg.Dispatcher, id, "tool.released")
-			settle([]jetstream.PubAckFuture{pub(timers+id, timerData, "timer/"+round+"/"+id),
-				pub(calls+id+".A", callData, round+"/"+id+"/A")}, m)
-		}
-	}
-	onTimer := func(m jetstream.Msg) {
-		_, i, _ := index(m.Subject(), timers)
-		shards[i%floorShards] <- func() {
-			p := &plans[i]
-			if p.ended {
-				_ = m.Ack()
-				return
-			}
-			// As planbus does: the delivery is postponed, and acknowledged
-			// through its reply subject when the plan ends (a nak leaves
-			// the message pending; nats.go's Ack would refuse a message it
-			// has nakked).
-			_ = m.NakWithDelay(time.Minute)
-			p.timer = m.Reply()
-		}
-	}
-	onResult := func(m jetstream.Msg) {
-		id, i, tool := index(m.Subject(), results)
-		shards[i%floorShards] <- func() {
-			p := &plans[i]
-			event(fb.cfg.Dispatcher, id, "tool.succeeded")
-			switch tool {
-			case "A":
-				if !update(id, p) {
-					return
-				}
-				var fs []jetstream.PubAckFuture
-				for _, t := range []string{"B", "C", "D"} {
-					event(fb.cfg.Dispatcher, id, "tool.released")
-					fs = append(fs, pub(calls+id+"."+t, callData, round+"/"+id+"/"+t))
-				}
-				settle(fs, m)
-			case "B", "C", "D":
-				if p.held = append(p.held, m); len(p.held) < 3 || !update(id, p) {
-					return
-				}
-				event(fb.cfg.Dispatcher, id, "tool.released")
-				settle([]jetstream.PubAckFuture{pub(calls+id+".E", callData, round+"/"+id+"/E")}, p.held...)
-			default:
-				if !update(id, p) {
-					return
-				}
-				event(fb.cfg.Dispatcher, id, "plan.succeeded")
-				if p.timer != "" {
-					_ = fb.cfg.Dispatcher.NC.Publish(p.timer, []byte("+ACK"))
-				}
-				p.ended = true
-				settle([]jetstream.PubAckFuture{pub(execs+id, execData, "exec/"+round+"/"+id)}, m)
-			}
-		}
-	}
-	onCall := func(m jetstream.Msg) {
-		rest := strings.TrimPrefix(m.Subject(), calls)
-		event(fb.cfg.Worker, rest[:strings.IndexByte(rest, '.')], "tool.started")
-		if _, err := fb.w.PublishAsync(results+rest, resultData, jetstream.WithMsgID(round+"/"+rest+"/result")); err != nil {
-			report(fmt.Errorf("publish result: %w", err))
-			return
-		}
-		_ = m.Ack()
-	}
-	onExecution := func(m jetstream.Msg) {
-		id, _, _ := index(m.Subject(), execs)
-		if _, err := fb.kv.Get(ctx, "request.plans"+round+"."+id); !errors.Is(err, jetstream.ErrKeyNotFound) {
-			report(fmt.Errorf("look the request up: %v", err))
-			return
-		}
-		_ = m.Ack()
-	}
-	var ended atomic.Int64
-	all := make(chan struct{})
-	sub, err := fb.cfg.Worker.NC.Subscribe(execs+">", func(*nats.Msg) {
-		if ended.Add(1) == int64(n) {
-			close(all)
-		}
-	})
+	pr := newPlansRound(ctx, fb, round, n)
+	specs := pr.consumerSpecs()
+	cons, drop, err := pr.createConsumers(specs)
 	if err != nil {
-		return 0, 0, fmt.Errorf("bench: bus-only plans: subscribe: %w", err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := fb.cfg.Worker.NC.Flush(); err != nil {
 		return 0, 0, err
 	}
-	for k, h := range []func(jetstream.Msg){onPlan, onResult, onTimer, onCall, onExecution} {
-		stop, err := consume(cons[k], 512, h)
+	defer fb.dropConsumers(drop...)
+	stopShards := pr.startShards()
+	defer stopShards()
+	unsubscribe, err := pr.watchExecutions()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unsubscribe()
+	for k, sp := range specs {
+		stop, err := consume(cons[k], 512, sp.handle)
 		if err != nil {
 			return 0, 0, err
 		}
 		defer stop()
 	}
-	span, cpu, err := fb.timed(func() error {
-		futures := make([]jetstream.PubAckFuture, n)
-		for i := range n {
-			id := strconv.Itoa(i)
-			f, err := fb.w.PublishAsync(pre+id, planDoc, jetstream.WithMsgID("plan/"+round+"/"+id))
-			if err != nil {
-				return fmt.Errorf("bench: bus-only plans: publish a plan: %w", err)
-			}
-			futures[i] = f
-		}
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return fmt.Errorf("bench: bus-only plans: publish a plan: %w", err)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		select {
-		case <-all:
-			return nil
-		case err := <-fail:
-			return err
-		case <-time.After(time.Duration(n)*10*time.Millisecond + 30*time.Second):
-			return fmt.Errorf("bench: bus-only plans: %d of %d plans ended in time", ended.Load(), n)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
+	span, cpu, err := fb.timed(pr.submit)
 	if err != nil {
 		return 0, 0, err
 	}
 	// Outside the clock: the last acknowledgements (of calls, and of
 	// timers delivered after their plan ended) reach the server before
 	// the consumers go.
-	return span, cpu, fb.drained(ctx, calls, timers)
+	return span, cpu, fb.drained(ctx, pr.calls, pr.timers)
+}
+
+// plansRound is one round of the bus-only plans: its subjects and
+// messages, the dispatcher's plans and shards, and how the round ends.
+// Its handlers run on the consumers' goroutines; a plan is touched only
+// by the shard that owns it.
+type plansRound struct {
+	fb *floorBus
+	// ctx is the round's, kept here because the handlers the consumers
+	// call have no context of their own; it ends with the round.
+	ctx   context.Context
+	round string
+	n     int
+	// Subject prefixes: a plan's index (and, for calls and results, its
+	// tool) follows each.
+	submitted, execs, results, calls, timers, events string
+	// The messages' payloads, sized as planbus's.
+	planDoc, storedPlan, state, callData, resultData, timerData, execData, eventData []byte
+
+	plans  []floorPlan
+	shards []chan func()
+	fail   chan error    // the round's first failure
+	ended  atomic.Int64  // execution results the client has seen
+	all    chan struct{} // closed when the client has seen all n
+}
+
+func newPlansRound(ctx context.Context, fb *floorBus, round string, n int) *plansRound {
+	return &plansRound{fb: fb, ctx: ctx, round: round, n: n,
+		submitted: floorPrefix + "results.plans" + round + ".",
+		execs:     floorPrefix + "results.exec" + round + ".",
+		results:   floorPrefix + "results.res" + round + ".",
+		calls:     floorPrefix + "calls.plan" + round + ".",
+		timers:    floorPrefix + "calls.timer" + round + ".",
+		events:    floorPrefix + "events.plans" + round + ".",
+		planDoc:   payload(floorPlanBytes), storedPlan: payload(floorStoredPlanBytes), state: payload(floorStateBytes),
+		callData: payload(floorCallBytes), resultData: payload(floorResultBytes), timerData: payload(floorTimerBytes),
+		execData: payload(floorExecutionBytes), eventData: payload(floorEventBytes),
+		plans: make([]floorPlan, n), fail: make(chan error, 1), all: make(chan struct{}),
+	}
+}
+
+// plansConsumer is one of the round's consumers and the handler of what
+// it delivers.
+type plansConsumer struct {
+	js                    jetstream.JetStream
+	stream, name, subject string
+	handle                func(jetstream.Msg)
+}
+
+// consumerSpecs lists the round's consumers in the order they are made
+// and started: the dispatcher's for plans, results and timers, the
+// worker's for calls, the planner's for execution results.
+func (pr *plansRound) consumerSpecs() []plansConsumer {
+	fb, round := pr.fb, pr.round
+	return []plansConsumer{
+		{fb.d, floorResults, "plans-dispatcher" + round, pr.submitted + ">", pr.onPlan},
+		{fb.d, floorResults, "plans-results" + round, pr.results + ">", pr.onResult},
+		{fb.d, floorCalls, "plans-timers" + round, pr.timers + ">", pr.onTimer},
+		{fb.w, floorCalls, "plans-worker" + round, pr.calls + ">", pr.onCall},
+		{fb.d, floorResults, "plans-planner" + round, pr.execs + ">", pr.onExecution},
+	}
+}
+
+// createConsumers makes specs' consumers, in order; drop names them for
+// dropConsumers. It stops at the first it cannot make.
+func (pr *plansRound) createConsumers(specs []plansConsumer) (cons []jetstream.Consumer, drop [][2]string, err error) {
+	cons = make([]jetstream.Consumer, len(specs))
+	for k, sp := range specs {
+		c, err := consumer(pr.ctx, sp.js, sp.stream, sp.name, sp.subject)
+		if err != nil {
+			return nil, nil, err
+		}
+		cons[k] = c
+		drop = append(drop, [2]string{sp.stream, sp.name})
+	}
+	return cons, drop, nil
+}
+
+// startShards starts the dispatcher's shards, each running the work
+// handed to it in order, and returns what stops them and waits until
+// they are done.
+func (pr *plansRound) startShards() (stop func()) {
+	pr.shards = make([]chan func(), floorShards)
+	var wg sync.WaitGroup
+	for k := range pr.shards {
+		pr.shards[k] = make(chan func(), 1024)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for work := range pr.shards[k] {
+				work()
+			}
+		}()
+	}
+	return func() {
+		for _, ch := range pr.shards {
+			close(ch)
+		}
+		wg.Wait()
+	}
+}
+
+// toShard hands work to the shard that owns plan i, so that one
+// goroutine alone touches a plan.
+func (pr *plansRound) toShard(i int, work func()) {
+	pr.shards[i%floorShards] <- work
+}
+
+// planIndex splits a subject after prefix into the plan's id, its index
+// (the id as a number) and what follows the id.
+func planIndex(subject, prefix string) (id string, i int, rest string) {
+	id, rest, _ = strings.Cut(strings.TrimPrefix(subject, prefix), ".")
+	i, _ = strconv.Atoi(id)
+	return id, i, rest
+}
+
+// report keeps the round's first failure; the round ends with it.
+func (pr *plansRound) report(err error) {
+	select {
+	case pr.fail <- fmt.Errorf("bench: bus-only plans: %w", err):
+	default:
+	}
+}
+
+// event publishes a progress event of plan id on core NATS, as planbus
+// does: not awaited, a lost one not reported.
+func (pr *plansRound) event(conn *bus.Conn, id, typ string) {
+	_ = conn.NC.Publish(pr.events+id+"."+typ, pr.eventData)
+}
+
+// pub publishes for the dispatcher without waiting for the
+// acknowledgement; settle waits for it. A publish that cannot start is
+// reported and returns nil.
+func (pr *plansRound) pub(subject string, data []byte, msgID string) jetstream.PubAckFuture {
+	f, err := pr.fb.d.PublishAsync(subject, data, jetstream.WithMsgID(msgID))
+	if err != nil {
+		pr.report(err)
+		return nil
+	}
+	return f
+}
+
+// settle acknowledges ms once JetStream has stored fs, on a goroutine of
+// its own so that the shard goes on; it gives up (ms unacknowledged) on a
+// nil future, a failed publish or the round's end.
+func (pr *plansRound) settle(fs []jetstream.PubAckFuture, ms ...jetstream.Msg) {
+	go func() {
+		for _, f := range fs {
+			if f == nil {
+				return
+			}
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				pr.report(err)
+				return
+			case <-pr.ctx.Done():
+				return
+			}
+		}
+		for _, m := range ms {
+			_ = m.Ack()
+		}
+	}()
+}
+
+// update compare-and-sets plan id's state; false (reported) when the
+// revision was not the one p holds or the write failed.
+func (pr *plansRound) update(id string, p *floorPlan) bool {
+	r, err := pr.fb.kv.Update(pr.ctx, "state.plans"+pr.round+"."+id, pr.state, p.rev)
+	if err != nil {
+		pr.report(fmt.Errorf("state compare-and-set: %w", err))
+		return false
+	}
+	p.rev = r
+	return true
+}
+
+// onPlan is the dispatcher taking a submitted plan: its key and its
+// state's created in KV, plan.started and tool.released, its timeout
+// timer and call A published; the plan acknowledged once JetStream has
+// both.
+func (pr *plansRound) onPlan(m jetstream.Msg) {
+	id, i, _ := planIndex(m.Subject(), pr.submitted)
+	pr.toShard(i, func() {
+		p := &pr.plans[i]
+		if _, err := pr.fb.kv.Create(pr.ctx, "plan.plans"+pr.round+"."+id, pr.storedPlan); err != nil {
+			pr.report(fmt.Errorf("create the plan's key: %w", err))
+			return
+		}
+		rev, err := pr.fb.kv.Create(pr.ctx, "state.plans"+pr.round+"."+id, pr.state)
+		if err != nil {
+			pr.report(fmt.Errorf("create the state: %w", err))
+			return
+		}
+		p.rev = rev
+		pr.event(pr.fb.cfg.Dispatcher, id, "plan.started")
+		pr.event(pr.fb.cfg.Dispatcher, id, "tool.released")
+		pr.settle([]jetstream.PubAckFuture{pr.pub(pr.timers+id, pr.timerData, "timer/"+pr.round+"/"+id),
+			pr.pub(pr.calls+id+".A", pr.callData, pr.round+"/"+id+"/A")}, m)
+	})
+}
+
+// onTimer is the dispatcher taking a plan's timeout timer: acknowledged
+// when the plan has ended, else postponed until it does.
+func (pr *plansRound) onTimer(m jetstream.Msg) {
+	_, i, _ := planIndex(m.Subject(), pr.timers)
+	pr.toShard(i, func() {
+		p := &pr.plans[i]
+		if p.ended {
+			_ = m.Ack()
+			return
+		}
+		// As planbus does: the delivery is postponed, and acknowledged
+		// through its reply subject when the plan ends (a nak leaves
+		// the message pending; nats.go's Ack would refuse a message it
+		// has nakked).
+		_ = m.NakWithDelay(time.Minute)
+		p.timer = m.Reply()
+	})
+}
+
+// onResult is the dispatcher taking a tool's result: tool.succeeded,
+// then what the diamond's shape makes of it.
+func (pr *plansRound) onResult(m jetstream.Msg) {
+	id, i, tool := planIndex(m.Subject(), pr.results)
+	pr.toShard(i, func() {
+		p := &pr.plans[i]
+		pr.event(pr.fb.cfg.Dispatcher, id, "tool.succeeded")
+		switch tool {
+		case "A":
+			pr.afterA(id, p, m)
+		case "B", "C", "D":
+			pr.afterBranch(id, p, m)
+		default:
+			pr.afterE(id, p, m)
+		}
+	})
+}
+
+// afterA stores A's result and releases B, C and D; A's result is
+// acknowledged once JetStream has the three calls.
+func (pr *plansRound) afterA(id string, p *floorPlan, m jetstream.Msg) {
+	if !pr.update(id, p) {
+		return
+	}
+	var fs []jetstream.PubAckFuture
+	for _, t := range []string{"B", "C", "D"} {
+		pr.event(pr.fb.cfg.Dispatcher, id, "tool.released")
+		fs = append(fs, pr.pub(pr.calls+id+"."+t, pr.callData, pr.round+"/"+id+"/"+t))
+	}
+	pr.settle(fs, m)
+}
+
+// afterBranch holds the results of B, C and D until all three are in,
+// then stores them with one compare-and-set and releases E; the three
+// are acknowledged once JetStream has E's call.
+func (pr *plansRound) afterBranch(id string, p *floorPlan, m jetstream.Msg) {
+	if p.held = append(p.held, m); len(p.held) < 3 || !pr.update(id, p) {
+		return
+	}
+	pr.event(pr.fb.cfg.Dispatcher, id, "tool.released")
+	pr.settle([]jetstream.PubAckFuture{pr.pub(pr.calls+id+".E", pr.callData, pr.round+"/"+id+"/E")}, p.held...)
+}
+
+// afterE stores E's result and ends the plan: plan.succeeded, its timer
+// acknowledged, its execution result published; E's result is
+// acknowledged once JetStream has that.
+func (pr *plansRound) afterE(id string, p *floorPlan, m jetstream.Msg) {
+	if !pr.update(id, p) {
+		return
+	}
+	pr.event(pr.fb.cfg.Dispatcher, id, "plan.succeeded")
+	if p.timer != "" {
+		_ = pr.fb.cfg.Dispatcher.NC.Publish(p.timer, []byte("+ACK"))
+	}
+	p.ended = true
+	pr.settle([]jetstream.PubAckFuture{pr.pub(pr.execs+id, pr.execData, "exec/"+pr.round+"/"+id)}, m)
+}
+
+// onCall is the worker taking a call: tool.started, the result
+// published, the call acknowledged.
+func (pr *plansRound) onCall(m jetstream.Msg) {
+	rest := strings.TrimPrefix(m.Subject(), pr.calls)
+	pr.event(pr.fb.cfg.Worker, rest[:strings.IndexByte(rest, '.')], "tool.started")
+	if _, err := pr.fb.w.PublishAsync(pr.results+rest, pr.resultData, jetstream.WithMsgID(pr.round+"/"+rest+"/result")); err != nil {
+		pr.report(fmt.Errorf("publish result: %w", err))
+		return
+	}
+	_ = m.Ack()
+}
+
+// onExecution is the planner taking an execution result: its request
+// looked up in KV (there is none), the result acknowledged.
+func (pr *plansRound) onExecution(m jetstream.Msg) {
+	id, _, _ := planIndex(m.Subject(), pr.execs)
+	if _, err := pr.fb.kv.Get(pr.ctx, "request.plans"+pr.round+"."+id); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		pr.report(fmt.Errorf("look the request up: %v", err))
+		return
+	}
+	_ = m.Ack()
+}
+
+// watchExecutions subscribes the client to the execution results,
+// closing pr.all when all n have come, and flushes so that the
+// subscription is in place before the first plan goes out.
+func (pr *plansRound) watchExecutions() (unsubscribe func(), err error) {
+	nc := pr.fb.cfg.Worker.NC
+	sub, err := nc.Subscribe(pr.execs+">", func(*nats.Msg) {
+		if pr.ended.Add(1) == int64(pr.n) {
+			close(pr.all)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: bus-only plans: subscribe: %w", err)
+	}
+	unsubscribe = func() { _ = sub.Unsubscribe() }
+	if err := nc.Flush(); err != nil {
+		unsubscribe()
+		return nil, err
+	}
+	return unsubscribe, nil
+}
+
+// submit is the measured part of a round: the client submits the n plans
+// at once, awaits the server's acknowledgements, and then waits until it
+// has seen every plan's execution result, the round's first failure, a
+// deadline that grows with n, or the end of the round's context.
+func (pr *plansRound) submit() error {
+	ctx, n := pr.ctx, pr.n
+	futures := make([]jetstream.PubAckFuture, n)
+	for i := range n {
+		id := strconv.Itoa(i)
+		f, err := pr.fb.w.PublishAsync(pr.submitted+id, pr.planDoc, jetstream.WithMsgID("plan/"+pr.round+"/"+id))
+		if err != nil {
+			return fmt.Errorf("bench: bus-only plans: publish a plan: %w", err)
+		}
+		futures[i] = f
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("bench: bus-only plans: publish a plan: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	select {
+	case <-pr.all:
+		return nil
+	case err := <-pr.fail:
+		return err
+	case <-time.After(time.Duration(n)*10*time.Millisecond + 30*time.Second):
+		return fmt.Errorf("bench: bus-only plans: %d of %d plans ended in time", pr.ended.Load(), n)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // drained waits until the work queue holds nothing on the subjects of

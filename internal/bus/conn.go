@@ -30,8 +30,6 @@ type Conn struct {
 	log    zerolog.Logger
 }
 
-// connName is a connection's name, as the server's monitoring (connz)
-// shows it: the one given, else planbus and the role (planbus-dispatcher).
 // inboxOf is the inbox prefix of a connection of cfg.
 func inboxOf(cfg Config) string {
 	if cfg.Client != "" {
@@ -40,6 +38,8 @@ func inboxOf(cfg Config) string {
 	return cfg.Role.InboxPrefix()
 }
 
+// connName is a connection's name, as the server's monitoring (connz)
+// shows it: the one given, else planbus and the role (planbus-dispatcher).
 func connName(given string, role Role) string {
 	switch {
 	case given != "":
@@ -62,44 +62,74 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 		cfg.Client = ClientOfSeedFile(cfg.NKeySeedFile)
 	}
 	given := cfg
-	cfg = cfg.Defaults()
+	cfg, err := dialConfig(given)
+	if err != nil {
+		return nil, err
+	}
+	d := &dialer{cfg: cfg, log: log}
+	d.lastURL.Store("")
+	opts, err := d.options(connName(given.Name, cfg.Role))
+	if err != nil {
+		return nil, err
+	}
+	nc, err := d.connect(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	return &Conn{NC: nc, JS: js, Config: cfg, log: log}, nil
+}
+
+// dialConfig is the Config a Conn of given keeps: given with its
+// defaults, except the system-wide settings (replicas, retention,
+// partitions, events kept, duplicate window), left as given until Declare
+// takes them from the running system. It returns an ErrInvalidConfig
+// error, naming the field, for an empty URL or a setting out of bounds.
+func dialConfig(given Config) (Config, error) {
+	cfg := given.Defaults()
 	cfg.Replicas, cfg.Retention, cfg.Partitions, cfg.KeepEvents = given.Replicas, given.Retention, given.Partitions, given.KeepEvents
 	cfg.DuplicateWindow = given.DuplicateWindow
 	if cfg.URL == "" {
-		return nil, fmt.Errorf("%w: URL: empty (start an embedded server first)", ErrInvalidConfig)
+		return cfg, fmt.Errorf("%w: URL: empty (start an embedded server first)", ErrInvalidConfig)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return cfg, err
 	}
+	return cfg, nil
+}
+
+// dialer is one Dial under way: the connection's settings, and what its
+// tries and the connection's handlers share.
+type dialer struct {
+	cfg Config
+	log zerolog.Logger
 	// lastURL is the server connected to last: the connection no longer
-	// names it once it is lost.
-	var lastURL atomic.Value
-	lastURL.Store("")
+	// names it once it is lost. nats.go's handlers read and write it on
+	// goroutines of their own.
+	lastURL atomic.Value
+	lastErr error     // the last try's, for the error when Dial gives up
+	said    time.Time // when waiting was last said above debug
+}
+
+// options are the connection's nats.go options: its name and inbox
+// prefix, reconnecting for ever, the handlers that log its losses, and
+// how it reaches and authenticates to the server (in-process, a
+// credentials file, an nkey seed, a CA). A seed that cannot be read is
+// an error.
+func (d *dialer) options(name string) ([]nats.Option, error) {
+	cfg := d.cfg
 	opts := []nats.Option{
-		nats.Name(connName(given.Name, cfg.Role)),
+		nats.Name(name),
 		nats.CustomInboxPrefix(inboxOf(cfg)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.PingInterval(5 * time.Second), // a server cut off without a TCP reset is left in ~10 s, not ~4 min
-		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
-			if err != nil {
-				// The server left is the one connected last: the
-				// connection no longer names it once it is down.
-				log.Warn().Err(err).Str("server", lastURL.Load().(string)).Msg("disconnected from NATS")
-			}
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) {
-			lastURL.Store(nc.ConnectedUrlRedacted())
-			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("reconnected to NATS")
-		}),
-		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			ev := log.Warn().Err(err)
-			if sub != nil {
-				ev = ev.Str("subject", sub.Subject)
-			}
-			ev.Msg("NATS async error")
-		}),
 	}
+	opts = append(opts, d.handlers()...)
 	if cfg.InProcess != nil {
 		opts = append(opts, nats.InProcessServer(cfg.InProcess))
 	}
@@ -116,62 +146,112 @@ func Dial(ctx context.Context, cfg Config, log zerolog.Logger) (*Conn, error) {
 	if cfg.TLSCAFile != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLSCAFile))
 	}
-	var nc *nats.Conn
-	var lastErr error
-	var said time.Time // when waiting was last said above debug
-	connect := func() error {
-		var err error
-		nc, err = nats.Connect(cfg.URL, opts...)
-		switch {
-		case err == nil:
-			lastURL.Store(nc.ConnectedUrlRedacted())
-		case refused(err):
-			// Waiting will not help: say so at once.
-			return backoff.Permanent(err)
-		default:
-			lastErr = err
-			// The first failure is a warning, so even a command that only
-			// shows warnings says what it waits for; then an info line
-			// every waitNotice, and each try in between at debug.
-			ev := log.Debug()
-			switch now := time.Now(); {
-			case said.IsZero():
-				ev, said = log.Warn(), now
-			case now.Sub(said) >= waitNotice:
-				ev, said = log.Info(), now
+	return opts, nil
+}
+
+// handlers log what happens to the connection once made: a loss (naming
+// the server left), a reconnection, an asynchronous error (naming the
+// subscription's subject).
+func (d *dialer) handlers() []nats.Option {
+	log := d.log
+	return []nats.Option{
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err != nil {
+				// The server left is the one connected last: the
+				// connection no longer names it once it is down.
+				log.Warn().Err(err).Str("server", d.lastURL.Load().(string)).Msg("disconnected from NATS")
 			}
-			ev.Err(err).Str("url", RedactURL(cfg.URL)).Msg("waiting for NATS")
-		}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			d.lastURL.Store(nc.ConnectedUrlRedacted())
+			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("reconnected to NATS")
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			ev := log.Warn().Err(err)
+			if sub != nil {
+				ev = ev.Str("subject", sub.Subject)
+			}
+			ev.Msg("NATS async error")
+		}),
+	}
+}
+
+// connect tries to connect with backoff (100 ms growing to 2 s between
+// tries) until a try succeeds or is refused, ctx ends, or
+// Config.ConnectTimeout (when set) passes; then it returns what gaveUp
+// makes of it.
+func (d *dialer) connect(ctx context.Context, opts []nats.Option) (*nats.Conn, error) {
+	var nc *nats.Conn
+	try := func() error {
+		var err error
+		nc, err = d.try(opts)
 		return err
 	}
 	dctx := ctx
-	if cfg.ConnectTimeout > 0 {
+	if d.cfg.ConnectTimeout > 0 {
 		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
+		dctx, cancel = context.WithTimeout(ctx, d.cfg.ConnectTimeout)
 		defer cancel()
 	}
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 100 * time.Millisecond
 	b.MaxInterval = 2 * time.Second
 	b.MaxElapsedTime = 0
-	if err := backoff.Retry(connect, backoff.WithContext(b, dctx)); err != nil {
-		switch {
-		case lastErr == nil || !errors.Is(err, dctx.Err()):
-			return nil, fmt.Errorf("bus: connect %s: %w", RedactURL(cfg.URL), err)
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("bus: connect %s: stopped while waiting for the server (last error: %v): %w",
-				RedactURL(cfg.URL), lastErr, ctx.Err())
-		default:
-			return nil, fmt.Errorf("%w: %s did not answer within %s (last error: %v); is NATS running there?",
-				ErrUnreachable, RedactURL(cfg.URL), cfg.ConnectTimeout, lastErr)
-		}
+	if err := backoff.Retry(try, backoff.WithContext(b, dctx)); err != nil {
+		return nil, d.gaveUp(ctx, dctx, err)
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	return nc, nil
+}
+
+// try connects once. A refused connection is a permanent error, since
+// waiting will not help; any other failure is kept for gaveUp and said
+// (waiting).
+func (d *dialer) try(opts []nats.Option) (*nats.Conn, error) {
+	nc, err := nats.Connect(d.cfg.URL, opts...)
+	switch {
+	case err == nil:
+		d.lastURL.Store(nc.ConnectedUrlRedacted())
+	case refused(err):
+		// Waiting will not help: say so at once.
+		return nc, backoff.Permanent(err)
+	default:
+		d.lastErr = err
+		d.sayWaiting(err)
 	}
-	return &Conn{NC: nc, JS: js, Config: cfg, log: log}, nil
+	return nc, err
+}
+
+// sayWaiting logs that Dial waits for the server. The first failure is a
+// warning, so even a command that only shows warnings says what it waits
+// for; then an info line every waitNotice, and each try in between at
+// debug.
+func (d *dialer) sayWaiting(err error) {
+	ev := d.log.Debug()
+	switch now := time.Now(); {
+	case d.said.IsZero():
+		ev, d.said = d.log.Warn(), now
+	case now.Sub(d.said) >= waitNotice:
+		ev, d.said = d.log.Info(), now
+	}
+	ev.Err(err).Str("url", RedactURL(d.cfg.URL)).Msg("waiting for NATS")
+}
+
+// gaveUp is Dial's error when the tries stopped with err: err itself
+// when the server refused or no try failed by waiting; when the waiting
+// ended, ctx's error if ctx ended, else ErrUnreachable (dctx, the
+// connect timeout, passed), each with the last try's error.
+func (d *dialer) gaveUp(ctx, dctx context.Context, err error) error {
+	where := RedactURL(d.cfg.URL)
+	switch {
+	case d.lastErr == nil || !errors.Is(err, dctx.Err()):
+		return fmt.Errorf("bus: connect %s: %w", where, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("bus: connect %s: stopped while waiting for the server (last error: %v): %w",
+			where, d.lastErr, ctx.Err())
+	default:
+		return fmt.Errorf("%w: %s did not answer within %s (last error: %v); is NATS running there?",
+			ErrUnreachable, where, d.cfg.ConnectTimeout, d.lastErr)
+	}
 }
 
 // waitNotice is how often Dial says above debug that it still waits.

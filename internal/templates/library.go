@@ -379,8 +379,24 @@ func (t *Template) stepErr(s stepAt, field string, err error, msg string) *Error
 	return &Error{Template: t.ID, Step: s.step.ID, Fallback: s.fallback, Field: field, Msg: msg, Err: err}
 }
 
-// prepare checks one template on its own and compiles what it needs.
+// prepare checks one template on its own and compiles what it needs, in
+// the order a reader of the template meets its parts: the trigger
+// threshold, triggers, variables, captures, steps, and the steps' order.
+// It returns the first *Error found.
 func (t *Template) prepare() error {
+	for _, step := range []func() error{t.prepareThreshold, t.prepareTriggers, t.prepareVars, t.prepareCaptures,
+		t.indexSteps, t.checkSteps, t.prepareDeps} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareThreshold fills in the default trigger threshold and checks that
+// the triggers can reach it: a threshold above the number of triggers
+// would never match a request.
+func (t *Template) prepareThreshold() error {
 	field := "triggerThreshold"
 	if t.keyed {
 		field = "trigger_threshold"
@@ -395,6 +411,13 @@ func (t *Template) prepare() error {
 	if len(t.Triggers) > 0 && t.TriggerThreshold > len(t.Triggers) {
 		return t.err(field, nil, fmt.Sprintf("%d, but the plan has only %d triggers", t.TriggerThreshold, len(t.Triggers)))
 	}
+	return nil
+}
+
+// prepareTriggers tokenizes the triggers. A trigger with no words, or one
+// that is another's phrase again, would count twice or never, so each is
+// an error.
+func (t *Template) prepareTriggers() error {
 	t.triggers = make([][]token, len(t.Triggers))
 	seen := map[string]int{}
 	for i, tr := range t.Triggers {
@@ -409,6 +432,14 @@ func (t *Template) prepare() error {
 		seen[key] = i
 		t.triggers[i] = toks
 	}
+	return nil
+}
+
+// prepareVars compiles the variables' patterns, anchored to the whole
+// value, and checks their defaults, in the variables' name order so that
+// the error reported is always the same one. input cannot be declared:
+// it is the request's text.
+func (t *Template) prepareVars() error {
 	for _, name := range slices.Sorted(maps.Keys(t.Vars)) {
 		v := t.Vars[name]
 		field := "vars/" + name
@@ -432,6 +463,12 @@ func (t *Template) prepare() error {
 		}
 		t.Vars[name] = v
 	}
+	return nil
+}
+
+// prepareCaptures compiles the captures. Each must capture something, so
+// it needs a named group, and every group must name a declared variable.
+func (t *Template) prepareCaptures() error {
 	t.captures = make([]*regexp.Regexp, len(t.Captures))
 	for i, c := range t.Captures {
 		field := fmt.Sprintf("captures/%d", i)
@@ -454,7 +491,13 @@ func (t *Template) prepare() error {
 		}
 		t.captures[i] = re
 	}
+	return nil
+}
 
+// indexSteps numbers the steps and the fallbacks, each in its own list;
+// an id may appear once across both, since onFail and after name steps
+// by id alone.
+func (t *Template) indexSteps() error {
 	t.steps = make(map[string]int, len(t.Steps))
 	t.fallback = make(map[string]int, len(t.Fallbacks))
 	for _, s := range t.allSteps() {
@@ -469,6 +512,13 @@ func (t *Template) prepare() error {
 			t.steps[s.step.ID] = len(t.steps)
 		}
 	}
+	return nil
+}
+
+// checkSteps checks each step and fallback (checkStep), then that every
+// fallback is one some step's onFail names: one that is not would never
+// run.
+func (t *Template) checkSteps() error {
 	used := map[string]bool{}
 	for _, s := range t.allSteps() {
 		if err := t.checkStep(s); err != nil {
@@ -483,7 +533,12 @@ func (t *Template) prepare() error {
 			return t.stepErr(stepAt{&f, true}, "", nil, "no step's onFail falls back to it")
 		}
 	}
+	return nil
+}
 
+// prepareDeps works out what each step runs after, its own after or else
+// the step before it, and checks that this order has no cycle.
+func (t *Template) prepareDeps() error {
 	t.deps = make([][]string, len(t.Steps))
 	nodes := make([]dag.Node, len(t.Steps))
 	for i, s := range t.Steps {

@@ -175,6 +175,68 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 	if len(args) > 0 && args[0] == "component" {
 		return benchComponent(ctx, args[1:], io)
 	}
+	b, c, err := parseBenchArgs(args, io)
+	if err != nil {
+		return cli.UsageErr(io.Stderr, err)
+	}
+	log, err := c.Logger(io.Stderr)
+	if err != nil {
+		return cli.UsageErr(io.Stderr, err)
+	}
+	loads, err := b.workloads()
+	if err != nil {
+		fmt.Fprintln(io.Stderr, err)
+		return cli.ExitUsage
+	}
+	tmp, err := os.MkdirTemp(c.Bus.DataDir, "planbus-bench-")
+	if err != nil {
+		return benchFailed(ctx, io, err)
+	}
+	defer os.RemoveAll(tmp)
+	n, err := startBenchNode(ctx, tmp, &b, c.Bus, log)
+	if err != nil {
+		return benchFailed(ctx, io, err)
+	}
+	defer n.Stop()
+	if b.serveMemory {
+		go memlimit.Follow(ctx, generator.DefaultGenMaxMemory+memlimit.Headroom, n.GenerationMemory, memlimit.Interval)
+	}
+	conn, err := n.Dial(ctx, log)
+	if err != nil {
+		return benchFailed(ctx, io, err)
+	}
+	defer conn.Close()
+	m := selfMeters(io.Stderr)
+	if b.procs {
+		procs, err := startComponents(ctx, n.Bus.URL, &b, c.LogLevel, c.Bus, log, io)
+		if err != nil {
+			return benchFailed(ctx, io, err)
+		}
+		defer procs.Stop()
+		// From here on a component process that ends ends the bench.
+		wctx, cancel := procs.Watch(ctx)
+		defer cancel()
+		ctx = wctx
+		m.addProcs(procs)
+	}
+	if err := bench.Settle(ctx, conn.NC, b.dispatchers, c.Bus.Defaults().Partitions); err != nil {
+		return benchFailed(ctx, io, err)
+	}
+	sys, err := bench.NewSystem(conn)
+	if err != nil {
+		return benchFailed(ctx, io, err)
+	}
+	defer sys.Close()
+	if b.soak > 0 {
+		return runSoak(ctx, sys, &b, c.Bus, m, io)
+	}
+	return runWorkloads(ctx, n, conn, sys, loads, &b, c.Bus, m, log, io)
+}
+
+// parseBenchArgs parses and checks planner bench's flags: its own and
+// the common ones it takes (logging, and the private server's store,
+// sync, retention, partitions and events kept).
+func parseBenchArgs(args []string, io cli.IO) (benchFlags, cli.Common, error) {
 	var b benchFlags
 	var c cli.Common
 	f := cli.NewFlags("planner bench", io.Stderr, io.Env, benchUsage)
@@ -190,31 +252,25 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 		"progress events the events stream keeps: all, or outcomes (all but tool.released and tool.started) (default all)")
 	c.LogFormat = "console"
 	if err := f.Parse(args); err != nil {
-		return cli.UsageErr(io.Stderr, err)
+		return b, c, err
 	}
-	if err := b.validate(); err != nil {
-		return cli.UsageErr(io.Stderr, err)
-	}
-	log, err := c.Logger(io.Stderr)
-	if err != nil {
-		return cli.UsageErr(io.Stderr, err)
-	}
-	loads, err := b.workloads()
-	if err != nil {
-		fmt.Fprintln(io.Stderr, err)
-		return cli.ExitUsage
-	}
-	fail := func(err error) int {
-		fmt.Fprintln(io.Stderr, "planner bench:", err)
-		return cli.CtxExit(ctx, cli.ExitFailed)
-	}
-	tmp, err := os.MkdirTemp(c.Bus.DataDir, "planbus-bench-")
-	if err != nil {
-		return fail(err)
-	}
-	defer os.RemoveAll(tmp)
-	cfg := node.Config{Bus: bus.Config{Listen: "127.0.0.1:0", DataDir: tmp, Sync: c.Bus.Sync, Retention: c.Bus.Retention,
-		Partitions: c.Bus.Partitions, KeepEvents: c.Bus.KeepEvents}}
+	return b, c, b.validate()
+}
+
+// benchFailed prints why the bench could not go on and returns its exit
+// code: cli.ExitFailed, or cli.ExitSignal when ctx has ended.
+func benchFailed(ctx context.Context, io cli.IO, err error) int {
+	fmt.Fprintln(io.Stderr, "planner bench:", err)
+	return cli.CtxExit(ctx, cli.ExitFailed)
+}
+
+// startBenchNode starts the bench's private server, its store in dir,
+// with bc's sync, retention, partitions and events kept; with --procs
+// alone (the components run as processes), else with b's dispatchers and
+// workers in-process, the workers serving the echo and sleep skills.
+func startBenchNode(ctx context.Context, dir string, b *benchFlags, bc bus.Config, log zerolog.Logger) (*node.Node, error) {
+	cfg := node.Config{Bus: bus.Config{Listen: "127.0.0.1:0", DataDir: dir, Sync: bc.Sync, Retention: bc.Retention,
+		Partitions: bc.Partitions, KeepEvents: bc.KeepEvents}}
 	if b.procs {
 		cfg.NoDispatcher = true
 	} else {
@@ -222,139 +278,115 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 		cfg.Worker = worker.Config{Skills: []skill.Skill{skills.Echo(), skills.Sleep()}, Concurrency: b.concurrency,
 			DrainTimeout: time.Second}
 	}
-	n, err := node.Start(ctx, cfg, log)
-	if err != nil {
-		return fail(err)
-	}
-	defer n.Stop()
-	if b.serveMemory {
-		go memlimit.Follow(ctx, generator.DefaultGenMaxMemory+memlimit.Headroom, n.GenerationMemory, memlimit.Interval)
-	}
-	conn, err := n.Dial(ctx, log)
-	if err != nil {
-		return fail(err)
-	}
-	defer conn.Close()
+	return node.Start(ctx, cfg, log)
+}
 
-	// The system's CPU clock and RSS: this process, and the component
-	// processes with --procs.
+// benchMeters read the system's CPU time and RSS: this process's, and
+// the component processes' too with --procs.
+type benchMeters struct {
+	cpu   bench.CPUClock          // nil when CPU time cannot be read
+	rss   func() ([]int64, error) // one a process, as names
+	names []string
+	where string // where the dispatchers and workers run, for the header
+}
+
+// selfMeters measures this process alone. A CPU clock that cannot be
+// read is said on stderr and left out, not fatal.
+func selfMeters(stderr io.Writer) benchMeters {
 	cpu := bench.CPUClock(bench.SelfCPU)
 	if _, err := cpu(); err != nil {
-		fmt.Fprintln(io.Stderr, "planner bench: CPU time not measured:", err)
+		fmt.Fprintln(stderr, "planner bench: CPU time not measured:", err)
 		cpu = nil
 	}
-	names := []string{"bench"}
 	rss := func() ([]int64, error) {
 		r, err := bench.RSS(0)
 		return []int64{r}, err
 	}
-	where := "in-process"
-	if b.procs {
-		procs, err := startComponents(ctx, n.Bus.URL, &b, c.LogLevel, c.Bus, log, io)
-		if err != nil {
-			return fail(err)
-		}
-		defer procs.Stop()
-		wctx, cancel := procs.Watch(ctx)
-		defer cancel()
-		ctx = wctx
-		if cpu != nil {
-			cpu = func() (time.Duration, error) {
-				self, err := bench.SelfCPU()
-				if err != nil {
-					return 0, err
-				}
-				children, err := procs.CPU()
-				return self + children, err
-			}
-		}
-		names = append(names, procs.Names()...)
-		rss = func() ([]int64, error) {
-			self, err := bench.RSS(0)
+	return benchMeters{cpu: cpu, rss: rss, names: []string{"bench"}, where: "in-process"}
+}
+
+// addProcs adds the component processes of a --procs bench to what m
+// measures.
+func (m *benchMeters) addProcs(procs *bench.Procs) {
+	if m.cpu != nil {
+		m.cpu = func() (time.Duration, error) {
+			self, err := bench.SelfCPU()
 			if err != nil {
-				return nil, err
+				return 0, err
 			}
-			children, err := procs.RSS()
-			return append([]int64{self}, children...), err
+			children, err := procs.CPU()
+			return self + children, err
 		}
-		where = "as processes"
 	}
-	if err := bench.Settle(ctx, conn.NC, b.dispatchers, c.Bus.Defaults().Partitions); err != nil {
-		return fail(err)
-	}
-	sys, err := bench.NewSystem(conn)
-	if err != nil {
-		return fail(err)
-	}
-	defer sys.Close()
-
-	if b.soak > 0 {
-		fmt.Fprintf(io.Stderr, "planner bench: soak of %s at %d plans/s; %d dispatchers, %d workers %s, GOMAXPROCS %d, sync %s\n",
-			b.soak, b.rate, b.dispatchers, b.workers, where, runtime.GOMAXPROCS(0), c.Bus.Sync)
-		res, err := sys.Soak(ctx, bench.SoakConfig{Duration: b.soak, Rate: b.rate, Sample: b.sample, Drain: b.drain,
-			PlanTimeout: min(10*time.Minute, c.Bus.Retention-time.Minute), WarmUp: max(b.warmUp, soakWarmUp(b.soak, c.Bus.Retention)), Retention: c.Bus.Defaults().Retention,
-			RSS: rss, Names: names, Progress: io.Stderr})
-		if res != nil {
-			bench.ReportSoak(io.Stdout, res)
-			// What the system holds is worth a profile even when plans
-			// were lost (a system that fell behind holds them too).
-			if perr := writeHeapProfile(b.memprofile); perr != nil && err == nil {
-				err = perr
-			}
-		}
+	m.names = append(m.names, procs.Names()...)
+	m.rss = func() ([]int64, error) {
+		self, err := bench.RSS(0)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
-		return cli.ExitOK
+		children, err := procs.RSS()
+		return append([]int64{self}, children...), err
 	}
+	m.where = "as processes"
+}
 
+// runSoak is planner bench --soak: it submits plans at b's rate for
+// b.soak, sampling RSS, and prints the samples and the verdict. The heap
+// profile (--memprofile) is written before the system stops, so it shows
+// what the system still holds. It returns the exit code.
+func runSoak(ctx context.Context, sys *bench.System, b *benchFlags, bc bus.Config, m benchMeters, io cli.IO) int {
+	fmt.Fprintf(io.Stderr, "planner bench: soak of %s at %d plans/s; %d dispatchers, %d workers %s, GOMAXPROCS %d, sync %s\n",
+		b.soak, b.rate, b.dispatchers, b.workers, m.where, runtime.GOMAXPROCS(0), bc.Sync)
+	res, err := sys.Soak(ctx, bench.SoakConfig{Duration: b.soak, Rate: b.rate, Sample: b.sample, Drain: b.drain,
+		PlanTimeout: min(10*time.Minute, bc.Retention-time.Minute), WarmUp: max(b.warmUp, soakWarmUp(b.soak, bc.Retention)), Retention: bc.Defaults().Retention,
+		RSS: m.rss, Names: m.names, Progress: io.Stderr})
+	if res != nil {
+		bench.ReportSoak(io.Stdout, res)
+		// What the system holds is worth a profile even when plans
+		// were lost (a system that fell behind holds them too).
+		if perr := writeHeapProfile(b.memprofile); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	if err != nil {
+		return benchFailed(ctx, io, err)
+	}
+	return cli.ExitOK
+}
+
+// runWorkloads measures the bus floor (unless --bus-floor=false) and
+// then each workload on the system and on the engine floor, and prints
+// the tables. What is measured is kept: a failure of the bus floor or of
+// a workload is named after the tables of the others, and the exit
+// status is 1. It returns the exit code.
+func runWorkloads(ctx context.Context, n *node.Node, conn *bus.Conn, sys *bench.System, loads []*bench.Workload, b *benchFlags,
+	bc bus.Config, m benchMeters, log zerolog.Logger, io cli.IO) int {
 	fmt.Fprintf(io.Stderr, "planner bench: %d workloads, %d runs each after a warm-up; %d dispatchers, %d workers %s, GOMAXPROCS %d, sync %s\n",
-		len(loads), b.runs, b.dispatchers, b.workers, where, runtime.GOMAXPROCS(0), c.Bus.Sync)
+		len(loads), b.runs, b.dispatchers, b.workers, m.where, runtime.GOMAXPROCS(0), bc.Sync)
 	// The profile's file is made before anything is measured, so a bad
 	// path costs no bench; the profile covers the workloads only.
 	var profile *os.File
 	if b.cpuprofile != "" {
+		var err error
 		if profile, err = os.Create(b.cpuprofile); err != nil {
 			fmt.Fprintln(io.Stderr, "planner bench:", err)
 			return cli.ExitUsage
 		}
 		defer profile.Close()
 	}
-	// What is measured is kept: a failure of the bus floor or of a
-	// workload is named after the tables of the others, and the exit
-	// status is 1.
 	var out benchOutcome
 	if b.busFloor {
-		fmt.Fprintln(io.Stderr, "planner bench: measuring the bus floor")
-		floor, err := measureBusFloor(ctx, n, &b, cpu, log)
-		if err != nil {
-			out.fail(ctx, io, "bus floor", err)
-		} else {
-			out.floor = floor
-			bench.ReportBus(io.Stdout, floor)
-			fmt.Fprintln(io.Stdout)
-		}
+		out.measureFloor(ctx, io, n, b, m.cpu, log)
 	}
 	if profile != nil {
 		if err := pprof.StartCPUProfile(profile); err != nil {
-			return fail(err)
+			return benchFailed(ctx, io, err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	opts := bench.Options{Runs: b.runs, Progress: io.Stderr, CPU: cpu, Conflicts: bench.Conflicts(conn.NC, b.dispatchers)}
+	opts := bench.Options{Runs: b.runs, Progress: io.Stderr, CPU: m.cpu, Conflicts: bench.Conflicts(conn.NC, b.dispatchers)}
 	engineOpts := bench.Options{Runs: b.runs, Progress: io.Stderr, Decoded: true}
-	for i, w := range loads {
-		if ctx.Err() != nil {
-			// Interrupted, or a component process ended.
-			var names []string
-			for _, w := range loads[i:] {
-				names = append(names, w.Name)
-			}
-			out.fail(ctx, io, strings.Join(names, ", "), errors.New("not run"))
-			break
-		}
-		out.measure(ctx, io, w, sys.Run, opts, engineOpts)
-	}
+	out.measureAll(ctx, io, loads, sys.Run, opts, engineOpts)
 	if err := writeHeapProfile(b.memprofile); err != nil {
 		out.fail(ctx, io, "--memprofile", err)
 	}
@@ -407,6 +439,37 @@ func (o *benchOutcome) measure(ctx context.Context, io cli.IO, w *bench.Workload
 		e = nil
 	}
 	o.system, o.engine = append(o.system, s), append(o.engine, e)
+}
+
+// measureFloor measures the bus floor and prints its table, or records
+// that it failed.
+func (o *benchOutcome) measureFloor(ctx context.Context, io cli.IO, n *node.Node, b *benchFlags, cpu bench.CPUClock, log zerolog.Logger) {
+	fmt.Fprintln(io.Stderr, "planner bench: measuring the bus floor")
+	floor, err := measureBusFloor(ctx, n, b, cpu, log)
+	if err != nil {
+		o.fail(ctx, io, "bus floor", err)
+		return
+	}
+	o.floor = floor
+	bench.ReportBus(io.Stdout, floor)
+	fmt.Fprintln(io.Stdout)
+}
+
+// measureAll measures each of loads in turn. Once ctx has ended
+// (interrupted, or a component process ended) the workloads left are
+// recorded as not run, in one failure.
+func (o *benchOutcome) measureAll(ctx context.Context, io cli.IO, loads []*bench.Workload, system bench.Runner, opts, engineOpts bench.Options) {
+	for i, w := range loads {
+		if ctx.Err() != nil {
+			var names []string
+			for _, w := range loads[i:] {
+				names = append(names, w.Name)
+			}
+			o.fail(ctx, io, strings.Join(names, ", "), errors.New("not run"))
+			return
+		}
+		o.measure(ctx, io, w, system, opts, engineOpts)
+	}
 }
 
 // report prints the workloads' table, the refused ones, the ratios to
