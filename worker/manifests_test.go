@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -83,7 +84,7 @@ func TestWorkerPutsItsManifestBack(t *testing.T) {
 // three times in a minute, then leaves the other's and says so.
 func TestWorkerLeavesARivalManifestAfterThreeTries(t *testing.T) {
 	e := newEnv(t)
-	var logs syncBuffer
+	var logs bustest.SyncBuffer
 	echo := skills.Echo()
 	mine, _ := json.Marshal(echo.Manifest)
 	e.startWorker(worker.Config{Skills: []skill.Skill{echo}}, worker.WithLogger(jsonLog(&logs, slog.LevelDebug)))

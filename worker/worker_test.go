@@ -293,7 +293,7 @@ func TestWorkersHeartbeatToTheConsumersAckWait(t *testing.T) {
 		}
 		return skill.Result{Output: call.Input}, nil
 	})
-	var bLog, aLog syncBuffer
+	var bLog, aLog bustest.SyncBuffer
 	e.startWorker(worker.Config{ID: "b", Skills: []skill.Skill{slow}}, worker.WithLogger(jsonLog(&bLog, slog.LevelDebug)))
 	ackWait := func() time.Duration {
 		var d time.Duration
@@ -987,13 +987,13 @@ func TestSkillsAreAdvertised(t *testing.T) {
 // restart) says nothing.
 func TestAnotherManifestForTheSameSkillIsNamed(t *testing.T) {
 	e := newEnv(t)
-	var first, same, other syncBuffer
+	var first, same, other bustest.SyncBuffer
 	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(jsonLog(&first, slog.LevelDebug)))
 	e.startWorker(worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(jsonLog(&same, slog.LevelDebug)))
 	mine := skillOf("echo", func(context.Context, *skill.Call) (skill.Result, error) { return skill.Result{}, nil })
 	mine.Manifest.Version = "mine"
 	e.startWorker(worker.Config{Skills: []skill.Skill{mine}}, worker.WithLogger(jsonLog(&other, slog.LevelDebug)))
-	for name, l := range map[string]*syncBuffer{"the first": &first, "the same manifest again": &same} {
+	for name, l := range map[string]*bustest.SyncBuffer{"the first": &first, "the same manifest again": &same} {
 		if strings.Contains(l.String(), "another manifest") {
 			t.Errorf("%s warned of another manifest:\n%s", name, l.String())
 		}
@@ -1010,7 +1010,7 @@ func TestAnotherManifestForTheSameSkillIsNamed(t *testing.T) {
 func TestRunWaitsForPlanbus(t *testing.T) {
 	cfg := bustest.StartBare(t)
 	e := &env{t: t, cfg: cfg, conn: bustest.Dial(t, cfg)}
-	var logs syncBuffer
+	var logs bustest.SyncBuffer
 	nc := bustest.Dial(t, cfg).NC
 	w, err := worker.New(nc, worker.Config{Skills: []skill.Skill{skills.Echo()}}, worker.WithLogger(jsonLog(&logs, slog.LevelDebug)))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/schemas"
 )
@@ -77,7 +78,7 @@ func TestAgentTakesTheNextGoalAfterSuccess(t *testing.T) {
 // its utility and every goal's, the plans, the steps, the verdicts, the
 // end.
 func TestAgentLogsItsDecisionsAtDebug(t *testing.T) {
-	var logs syncBuffer
+	var logs bustest.SyncBuffer
 	h := startLogged(t, planner.Config{DomainsDir: "testdata/agents"}, simulated(t), zerolog.New(&logs).Level(zerolog.DebugLevel))
 	startAgent(t, h, `{"requestId": "dbg", "sessionId": "dbg", "goap": {"domain": "chores"}}`)
 	if o := outcomeOf(t, h, "dbg"); o.Status != planbus.StatusSucceeded {

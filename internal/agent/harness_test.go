@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -434,22 +433,4 @@ func plannerStat(t *testing.T, h *harness, name string) int64 {
 		t.Fatalf("no %s in stats %v", name, stats.Endpoints[0].Data)
 	}
 	return v
-}
-
-// syncBuffer is a log sink safe for the node's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -25,7 +25,7 @@ func TestAgentSurvivesKillNineOfItsPlanner(t *testing.T) {
 	cfg := bustest.Start(t)
 	p := &procs{t: t, bins: buildCommands(t), env: append(processEnv(t), "NATS_URL="+cfg.URL, "PLANBUS_LOG_LEVEL=warn")}
 	t.Cleanup(p.stopAll)
-	plannerArgs := []string{"serve", "--planner-ack-wait", "1s", "--domains", filepath.Join(repoRoot(t), "examples", "goap")}
+	plannerArgs := []string{"serve", "--planner-ack-wait", "1s", "--domains", filepath.Join(bustest.RepoRoot(t), "examples", "goap")}
 	p.start("dispatcher", "--dispatcher-ack-wait", "1s")
 	p.start("toolworker", "--ack-wait", "1s", "--skills", "remember", "--simulate", "gather@1500ms light pitch run")
 	first := p.start("planner", plannerArgs...)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 )
 
 // runawayHTN is a request whose search never ends: each decomposition
@@ -50,7 +51,7 @@ func TestRunawayHTNRequestsAreBounded(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	cmd.Dir, cmd.Env = repoRoot(t), env
+	cmd.Dir, cmd.Env = bustest.RepoRoot(t), env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -121,9 +122,9 @@ func TestRunawayHTNRequestsAreBounded(t *testing.T) {
 // serveURL reads a `planner serve --log-format json` process's stderr
 // until it says it is up, and returns its NATS URL. The rest of stderr is
 // collected in the returned buffer.
-func serveURL(t *testing.T, stderr io.Reader) (string, *syncBuffer) {
+func serveURL(t *testing.T, stderr io.Reader) (string, *bustest.SyncBuffer) {
 	t.Helper()
-	var logs syncBuffer
+	var logs bustest.SyncBuffer
 	found := make(chan string, 1)
 	var once sync.Once
 	go func() {

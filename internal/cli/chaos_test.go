@@ -28,7 +28,7 @@ func buildCommands(t *testing.T) map[string]string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool, "build", "-o", dir+"/", "./cmd/planner", "./cmd/dispatcher", "./cmd/toolworker")
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = bustest.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -47,14 +47,14 @@ type procs struct {
 	mu   sync.Mutex
 	all  []*exec.Cmd
 	done map[*exec.Cmd]chan struct{} // closed when the process has exited
-	logs map[*exec.Cmd]*syncBuffer
+	logs map[*exec.Cmd]*bustest.SyncBuffer
 }
 
 func (p *procs) start(name string, args ...string) *exec.Cmd {
 	p.t.Helper()
 	cmd := exec.Command(p.bins[name], args...)
 	cmd.Env = p.env
-	logs := &syncBuffer{}
+	logs := &bustest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
@@ -62,7 +62,7 @@ func (p *procs) start(name string, args ...string) *exec.Cmd {
 	done := make(chan struct{})
 	p.mu.Lock()
 	if p.done == nil {
-		p.done, p.logs = map[*exec.Cmd]chan struct{}{}, map[*exec.Cmd]*syncBuffer{}
+		p.done, p.logs = map[*exec.Cmd]chan struct{}{}, map[*exec.Cmd]*bustest.SyncBuffer{}
 	}
 	p.all = append(p.all, cmd)
 	p.done[cmd], p.logs[cmd] = done, logs

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/planbus/planbus/internal/bus/bustest"
 )
 
 // TestCustomSkillExample builds examples/custom-skill as the separate
@@ -21,7 +23,7 @@ func TestCustomSkillExample(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module and runs real processes; skipped with -short")
 	}
-	root := repoRoot(t)
+	root := bustest.RepoRoot(t)
 	planner := buildPlanner(t)
 	example := buildCustomSkill(t, root)
 	planFile := filepath.Join(root, "examples", "custom-skill", "plan.json")
@@ -108,7 +110,7 @@ func buildCustomSkill(t *testing.T, root string) string {
 // startCustomSkill starts the example's binary and waits until it says it
 // serves wordcount; t.Cleanup stops it with SIGTERM and checks that it
 // drains and exits 0. It returns the process's log.
-func startCustomSkill(t *testing.T, bin string, args ...string) *syncBuffer {
+func startCustomSkill(t *testing.T, bin string, args ...string) *bustest.SyncBuffer {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = processEnv(t)
@@ -119,7 +121,7 @@ func startCustomSkill(t *testing.T, bin string, args ...string) *syncBuffer {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log bustest.SyncBuffer
 	up, drained := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(drained)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/planbus/planbus/internal/bus/bustest"
 )
 
 func TestSizeFlag(t *testing.T) {
@@ -52,7 +54,7 @@ func FuzzSizeFlag(f *testing.F) {
 func TestLogTimestampsHaveSubseconds(t *testing.T) {
 	var c Common
 	c.LogLevel, c.LogFormat = "info", "json"
-	var buf syncBuffer
+	var buf bustest.SyncBuffer
 	log, err := c.Logger(&buf)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 )
 
 // buildPlanner builds cmd/planner into a temporary directory.
@@ -28,7 +29,7 @@ func buildPlanner(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/planner")
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = bustest.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/planner: %v\n%s", err, out)
 	}
@@ -52,7 +53,7 @@ func processEnv(t *testing.T) []string {
 // a real process boundary.
 func TestPlannerProcess(t *testing.T) {
 	bin := buildPlanner(t)
-	root := repoRoot(t)
+	root := bustest.RepoRoot(t)
 	run := func(t *testing.T, args ...string) (code int, stdout, stderr string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -117,7 +118,7 @@ func TestPlannerProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		started, drained := make(chan struct{}), make(chan struct{})
-		var errOut syncBuffer
+		var errOut bustest.SyncBuffer
 		go func() {
 			defer close(drained)
 			sc := bufio.NewScanner(stderr)
@@ -210,7 +211,7 @@ func startServeProcess(t *testing.T, bin, dir string, args ...string) *serveProc
 		}
 	})
 	up := make(chan string, 1)
-	var log syncBuffer
+	var log bustest.SyncBuffer
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {

@@ -1,7 +1,6 @@
 package planner_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/planner"
 	"github.com/planbus/planbus/internal/templates"
@@ -28,24 +28,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
-
-// syncBuffer is a log sink safe for the node's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func starterLibrary(t *testing.T) *templates.Library {
 	t.Helper()
@@ -175,7 +157,7 @@ func ptr(n int) *int { return &n }
 // without progress. Every transition is an event; the server logs no
 // permissions violation.
 func TestGuidedSessionOverNATS(t *testing.T) {
-	var logs syncBuffer
+	var logs bustest.SyncBuffer
 	log := zerolog.New(&logs).Level(zerolog.WarnLevel)
 	lib := starterLibrary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

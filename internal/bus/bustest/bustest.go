@@ -1,8 +1,11 @@
 package bustest
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,5 +132,46 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() (ok
 			t.Fatalf("%s: not so within %s; saw: %s", what, within, saw)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// SyncBuffer is a bytes.Buffer that a component's goroutines may write
+// (its log, a command's output) while the test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// RepoRoot is the directory holding the module's go.mod, found by walking
+// up from the directory the test runs in (its package's).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
 	}
 }

@@ -1,41 +1,21 @@
 package benchcmd
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/cli"
 )
 
 // wait bounds a whole command run in these tests, so a hang fails with
 // the command's stderr (as in internal/cli's and plannercmd's tests).
 const wait = 5 * time.Minute
-
-// syncBuffer is a bytes.Buffer safe to write from a command's goroutines
-// while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // outcome is what a command did.
 type outcome struct {
@@ -49,7 +29,7 @@ func runBench(t *testing.T, args ...string) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr bustest.SyncBuffer
 	code := Run(ctx, args, cli.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Env: func(string) string { return "" }})
 	if ctx.Err() != nil {
 		t.Fatalf("bench %v did not finish within %s; stderr:\n%s", args, wait, stderr.String())
@@ -68,31 +48,11 @@ func buildPlanner(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/planner")
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = bustest.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/planner: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// repoRoot is the directory holding go.mod, found by walking up from the
-// package directory the test runs in.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
 }
 
 // processEnv is this process's environment without the variables that

@@ -35,7 +35,7 @@ func TestAgentVerbs(t *testing.T) {
 	}
 	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 1,
 		Worker:  worker.Config{Skills: append([]skill.Skill(nil), sk...), DrainTimeout: time.Second},
-		Planner: planner.Config{DomainsDir: filepath.Join(repoRoot(t), "examples", "goap")}}, zerolog.Nop())
+		Planner: planner.Config{DomainsDir: filepath.Join(bustest.RepoRoot(t), "examples", "goap")}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/cli"
 )
 
@@ -114,7 +115,7 @@ func TestApproveVerb(t *testing.T) {
 func TestRunShowsHowToApprove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr bustest.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"run", example(t, "approval.json")}, invocation{}.io(&stdout, &stderr))

@@ -24,7 +24,7 @@ import (
 type served struct {
 	url     string
 	dataDir string
-	stderr  *syncBuffer
+	stderr  *bustest.SyncBuffer
 }
 
 // startServe runs `planner serve` with args until the test ends, and
@@ -33,7 +33,7 @@ func startServe(t *testing.T, args ...string) served {
 	t.Helper()
 	dataDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr bustest.SyncBuffer
 	exited := make(chan int, 1)
 	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json", "--workers", "2"}, args...)
 	go func() { exited <- Run(ctx, args, invocation{}.io(&stdout, &stderr)) }()
@@ -108,7 +108,7 @@ func TestServeAuthAndRunAsAClient(t *testing.T) {
 	})
 	t.Run("a worker process on its role", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		var stdout, stderr syncBuffer
+		var stdout, stderr bustest.SyncBuffer
 		exited := make(chan int, 1)
 		go func() {
 			exited <- toolworkercmd.Run(ctx, []string{"--nats-url", s.url, "--nkey", filepath.Join(auth, "worker.nk"), "--skills", "echo",
@@ -168,7 +168,7 @@ func TestAnotherRolesSeedIsRefusedAtOnce(t *testing.T) {
 		{"status", "--nats-url", s.url, "--nkey", worker, "auth-req"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		var stdout, stderr syncBuffer
+		var stdout, stderr bustest.SyncBuffer
 		code := Run(ctx, args, invocation{}.io(&stdout, &stderr))
 		waited := ctx.Err() != nil
 		cancel()
@@ -222,15 +222,15 @@ func TestProtectedMode(t *testing.T) {
 
 // signalWriter is stderr that closes seen once it has been written what.
 type signalWriter struct {
-	syncBuffer
+	bustest.SyncBuffer
 	what string
 	seen chan struct{}
 	once sync.Once
 }
 
 func (w *signalWriter) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
-	if strings.Contains(w.syncBuffer.String(), w.what) {
+	n, err := w.SyncBuffer.Write(p)
+	if strings.Contains(w.SyncBuffer.String(), w.what) {
 		w.once.Do(func() { close(w.seen) })
 	}
 	return n, err
@@ -243,7 +243,7 @@ func TestInterruptedRunSaysTheRequestGoesOn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stderr := &signalWriter{what: "released", seen: make(chan struct{})}
-	var stdout syncBuffer
+	var stdout bustest.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"run", "--nats-url", s.url, example(t, "sleep-chain.json")},
@@ -307,7 +307,7 @@ func TestUnavailablePlannerIsNotABadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	file := filepath.Join(repoRoot(t), "examples", "requests", "taxi.json")
+	file := filepath.Join(bustest.RepoRoot(t), "examples", "requests", "taxi.json")
 	for _, verb := range []string{"submit", "run"} {
 		o := runPlanner(t, verb, "--nats-url", cfg.URL, file)
 		if o.code != cli.ExitFailed || !strings.Contains(o.stderr, "nothing was stored: send it again") || strings.Contains(o.stderr, file) {

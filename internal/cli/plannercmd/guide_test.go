@@ -25,7 +25,7 @@ import (
 // planner with the starter library: it prints the context, says on stderr
 // what the turn did, and takes a tool's output from flags.
 func TestGuideVerb(t *testing.T) {
-	lib, err := templates.ReadFile(filepath.Join(repoRoot(t), "examples", "templates", "library.json"))
+	lib, err := templates.ReadFile(filepath.Join(bustest.RepoRoot(t), "examples", "templates", "library.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

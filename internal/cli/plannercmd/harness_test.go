@@ -1,19 +1,17 @@
 package plannercmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/schemas"
 )
@@ -34,49 +32,10 @@ func newClient(t *testing.T, conn *bus.Conn) *client.Client {
 	return c
 }
 
-// repoRoot is the directory holding go.mod, found by walking up from the
-// package directory the test runs in.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-}
-
 // example is the path of a plan under examples/plans.
 func example(t *testing.T, name string) string {
 	t.Helper()
-	return filepath.Join(repoRoot(t), "examples", "plans", name)
-}
-
-// syncBuffer is a bytes.Buffer safe to write from a command's goroutines
-// while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return filepath.Join(bustest.RepoRoot(t), "examples", "plans", name)
 }
 
 // outcome is what a command did.
@@ -91,7 +50,7 @@ type invocation struct {
 	stdin string
 }
 
-func (in invocation) io(stdout, stderr *syncBuffer) cli.IO {
+func (in invocation) io(stdout, stderr *bustest.SyncBuffer) cli.IO {
 	return cli.IO{
 		Stdin:  strings.NewReader(in.stdin),
 		Stdout: stdout,
@@ -105,7 +64,7 @@ func (in invocation) run(t *testing.T, cmd func(context.Context, []string, cli.I
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr bustest.SyncBuffer
 	code := cmd(ctx, args, in.io(&stdout, &stderr))
 	if ctx.Err() != nil {
 		t.Fatalf("%v did not finish within %s; stderr:\n%s", args, wait, stderr.String())

@@ -307,7 +307,7 @@ func TestComponentMetricsFlag(t *testing.T) {
 // health metrics count the generations, the replan, walk's way to
 // permanentFailure and the request's end.
 func TestServeMetricsOfAReplan(t *testing.T) {
-	root := repoRoot(t)
+	root := bustest.RepoRoot(t)
 	stderr, code := background(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--workers", "1", "--http", "127.0.0.1:0",
 		"--domains", filepath.Join(root, "examples", "htn"),
 		"--simulate", "walk(from,to)=network hail(vehicle,at) ride(vehicle,from,to) set-cash(old,new) wait-for(bus,at)")

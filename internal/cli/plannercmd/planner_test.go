@@ -288,11 +288,11 @@ func TestDispatcherAndToolworkerRunAPlan(t *testing.T) {
 	type exit struct {
 		name string
 		code int
-		err  *syncBuffer
+		err  *bustest.SyncBuffer
 	}
 	exits := make(chan exit, 2)
 	start := func(name string, cmd func(context.Context, []string, cli.IO) int, args ...string) {
-		var stdout, stderr syncBuffer
+		var stdout, stderr bustest.SyncBuffer
 		io := invocation{env: env}.io(&stdout, &stderr)
 		go func() { exits <- exit{name, cmd(ctx, args, io), &stderr} }()
 	}
@@ -359,7 +359,7 @@ func TestClientCommandsGiveUpOnAnUnreachableServer(t *testing.T) {
 		t.Run(args[0], func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
-			var stdout, stderr syncBuffer
+			var stdout, stderr bustest.SyncBuffer
 			code := Run(ctx, args, invocation{}.io(&stdout, &stderr))
 			if ctx.Err() != nil {
 				t.Fatalf("planner %s still waiting after 15s; stderr:\n%s", args[0], stderr.String())

@@ -39,7 +39,7 @@ func (b *brittle) Run(ctx context.Context) error {
 // serveNode starts a node like serve's (a dispatcher, a worker, the
 // planner) with one brittle component more, and keeps it with keepNode in
 // the background; keepNode's exit code arrives on the channel.
-func serveNode(t *testing.T, ctx context.Context, logs *syncBuffer) (*node.Node, *brittle, <-chan int) {
+func serveNode(t *testing.T, ctx context.Context, logs *bustest.SyncBuffer) (*node.Node, *brittle, <-chan int) {
 	t.Helper()
 	n, err := node.Start(ctx, node.Config{Bus: bustest.Start(t), Workers: 1,
 		Worker: worker.Config{Skills: skills.Builtins(skills.BuiltinConfig{})}}, zerolog.Nop())
@@ -61,7 +61,7 @@ func serveNode(t *testing.T, ctx context.Context, logs *syncBuffer) (*node.Node,
 func TestServeStopsWhenAComponentDies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	var logs syncBuffer
+	var logs bustest.SyncBuffer
 	n, b, code := serveNode(t, ctx, &logs)
 	close(b.fail)
 	select {
@@ -90,7 +90,7 @@ func TestServeStopsOnInterrupt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	sctx, interrupt := context.WithCancel(ctx)
-	var logs syncBuffer
+	var logs bustest.SyncBuffer
 	_, _, code := serveNode(t, sctx, &logs)
 	interrupt()
 	select {

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
@@ -24,15 +25,15 @@ import (
 
 var viewLine = regexp.MustCompile(`web view on (http://[^\s"]+)`)
 
-// watchedBuffer is a syncBuffer that signals every write, so a test can
+// watchedBuffer is a bustest.SyncBuffer that signals every write, so a test can
 // wait for a line without polling.
 type watchedBuffer struct {
-	syncBuffer
+	bustest.SyncBuffer
 	wrote chan struct{}
 }
 
 func (b *watchedBuffer) Write(p []byte) (int, error) {
-	n, err := b.syncBuffer.Write(p)
+	n, err := b.SyncBuffer.Write(p)
 	select {
 	case b.wrote <- struct{}{}:
 	default:

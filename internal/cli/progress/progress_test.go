@@ -1,18 +1,17 @@
 package progress
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 )
 
 func TestProgressPrintsEventsInTimeOrder(t *testing.T) {
-	var buf syncBuffer
+	var buf bustest.SyncBuffer
 	p := New(&buf, false)
 	t0 := time.Now().Add(time.Hour) // later than any flush: only close shows them
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -38,7 +37,7 @@ func TestProgressSummarisesLargePlans(t *testing.T) {
 	const n = 200
 	for _, verbose := range []bool{false, true} {
 		t.Run(fmt.Sprintf("verbose=%v", verbose), func(t *testing.T) {
-			var buf syncBuffer
+			var buf bustest.SyncBuffer
 			p := New(&buf, verbose)
 			t0 := time.Now().Add(time.Hour) // later than any flush: only close shows them
 			p.Event(planbus.Event{Type: planbus.EventPlanStarted, Time: t0, PlanID: "big", Tools: n, Message: "200 tools"})
@@ -80,7 +79,7 @@ func TestProgressSummarisesLargePlans(t *testing.T) {
 // that approves it, in a plan of any size; approvals, rejections and
 // reused results have lines of their own.
 func TestProgressShowsApprovalsAndReuse(t *testing.T) {
-	var buf syncBuffer
+	var buf bustest.SyncBuffer
 	p := New(&buf, false)
 	t0 := time.Now().Add(time.Hour)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -104,7 +103,7 @@ func TestProgressShowsApprovalsAndReuse(t *testing.T) {
 	}
 
 	// In a large plan's summary, the wait still gets its line.
-	var big syncBuffer
+	var big bustest.SyncBuffer
 	p = New(&big, false)
 	p.Event(planbus.Event{Type: planbus.EventPlanStarted, Time: at(0), RequestID: "r8", PlanID: "r8-1", Tools: 100, Message: "100 tools"})
 	for i := range 99 {
@@ -117,23 +116,4 @@ func TestProgressShowsApprovalsAndReuse(t *testing.T) {
 			t.Errorf("summary does not say %q:\n%s", want, big.String())
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe to write from Progress's goroutine
-// while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
