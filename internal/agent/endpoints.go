@@ -19,6 +19,7 @@ import (
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
+	"github.com/planbus/planbus/internal/text"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -181,7 +182,7 @@ func (s *Service) HandleStop(req micro.Request) {
 		if a.doc.Step != nil {
 			planID = a.doc.Step.PlanID
 		}
-		a.stop(truncate(q.Reason, execution.MaxCancelReason))
+		a.stop(text.Clip(q.Reason, execution.MaxCancelReason))
 		stopped = true
 		return nil
 	}, caller)

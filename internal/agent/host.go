@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -105,18 +104,6 @@ func storeOp(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // maxErrorMessage bounds the error messages an agent's state keeps.
 const maxErrorMessage = 4 << 10
-
-// truncate cuts s to at most n bytes, on a character boundary, marking
-// the cut with "…".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
 
 // tooLargeError: an agent's state takes more than the store holds.
 type tooLargeError struct {

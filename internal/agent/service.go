@@ -25,6 +25,7 @@ import (
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
+	"github.com/planbus/planbus/internal/text"
 )
 
 // The agents' effect shell: it loads a session's agent, lets agent.go
@@ -321,7 +322,7 @@ func (s *Service) takeTurn(ctx context.Context, sp *turnSpan, sessionID string, 
 			// agent started; a newer planner may read it differently).
 			a = &agent{doc: doc, now: now}
 			a.doc.Status, a.doc.Step, a.doc.Tracker = planbus.AgentFailed, nil, nil
-			a.doc.Error = &planbus.ErrorInfo{Code: planbus.CodeInvalidDomain, Category: planbus.CategoryPermanent, Message: truncate(err.Error(), maxErrorMessage)}
+			a.doc.Error = &planbus.ErrorInfo{Code: planbus.CodeInvalidDomain, Category: planbus.CategoryPermanent, Message: text.Clip(err.Error(), maxErrorMessage)}
 			a.event(planbus.EventAgentIdle, "", "the agent's domain cannot be used: "+err.Error()+"; the agent ends")
 			a.fx.ended = true
 		} else {
@@ -421,7 +422,7 @@ func (s *Service) agentEffects(ctx context.Context, doc *agentDoc, fx agentEffec
 		s.agentEvent(doc, ev)
 	}
 	for _, id := range fx.cancel {
-		if err := s.host.CancelPlan(ctx, id, truncate("the agent dropped the step: "+doc.Detail, 1000)); err != nil {
+		if err := s.host.CancelPlan(ctx, id, text.Clip("the agent dropped the step: "+doc.Detail, 1000)); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/planbus/planbus/internal/dag"
 	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/text"
 )
 
 // Timer kinds.
@@ -430,7 +430,7 @@ func (e *Engine) verified(i int, r *planbus.ToolResult) (out *planbus.ToolResult
 		v.State = planbus.ToolFailed
 		v.Error = &planbus.ErrorInfo{Code: planbus.CodeVerifyFailed, Category: planbus.CategoryPermanent,
 			Message: fmt.Sprintf("verification failed: the plan's gates have used up its verification budget of %d steps (%d a second of its timeout); gate %s was not checked",
-				e.GateBudget(), GateStepsPerSecond, clip(g.String(), 80))}
+				e.GateBudget(), GateStepsPerSecond, text.Clip(g.String(), 80))}
 		return &v, true
 	}
 	v, ok, used := gate.VerifyResult(*r, g, min(left, gate.DefaultSteps))
@@ -602,7 +602,7 @@ func (e *Engine) approve(i int, reason string) {
 	ts.State, ts.Approved = planbus.ToolPending, true
 	e.fx.Changed = true
 	e.approved = append(e.approved, i)
-	e.toolEvent(planbus.EventToolApproved, i, planbus.Event{Message: clip(strings.TrimSpace(reason), MaxCancelReason)})
+	e.toolEvent(planbus.EventToolApproved, i, planbus.Event{Message: text.Clip(strings.TrimSpace(reason), MaxCancelReason)})
 	e.fill()
 }
 
@@ -615,12 +615,12 @@ func (e *Engine) reject(i int, reason string) {
 	t, ts := &e.plan.Tools[i], &e.st.Tools[i]
 	msg := "rejected by a person"
 	if reason = strings.TrimSpace(reason); reason != "" {
-		msg += ": " + clip(reason, MaxCancelReason)
+		msg += ": " + text.Clip(reason, MaxCancelReason)
 	}
 	errInfo := &planbus.ErrorInfo{Code: planbus.CodeRejected, Category: planbus.CategoryPermanent, Message: msg}
 	ts.Error = errInfo
 	e.leave(i, planbus.ToolFailed)
-	e.toolEvent(planbus.EventToolRejected, i, planbus.Event{Error: errInfo, Message: clip(reason, MaxCancelReason)})
+	e.toolEvent(planbus.EventToolRejected, i, planbus.Event{Error: errInfo, Message: text.Clip(reason, MaxCancelReason)})
 	e.failed(i, errInfo, fmt.Sprintf("required tool %q (skill %s) was %s", t.ToolID, t.Skill, msg))
 }
 
@@ -646,21 +646,10 @@ func (e *Engine) Cancel(reason string, now time.Time) Effects {
 func (e *Engine) cancel(reason string) {
 	msg := "cancelled on request"
 	if reason = strings.TrimSpace(reason); reason != "" {
-		msg += ": " + clip(reason, MaxCancelReason)
+		msg += ": " + text.Clip(reason, MaxCancelReason)
 	}
 	e.finish(planbus.PlanCancelled, &planbus.ErrorInfo{Code: planbus.CodeCancelled, Category: planbus.CategoryCancelled, Message: msg},
 		planbus.ReasonCancelled)
-}
-
-// clip cuts s to at most n bytes, on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // finish ends the plan: tools not yet released are skipped, tools in flight

@@ -10,12 +10,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/planbus/planbus/internal/safeexpr"
+	"github.com/planbus/planbus/internal/text"
 	"github.com/planbus/planbus/internal/wire"
 )
 
@@ -569,19 +569,7 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-func clip(s string) string { return clipN(s, 80) }
-
-// clipN shortens s to at most max bytes and an ellipsis, on a rune boundary.
-func clipN(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clip(s string) string { return text.Clip(s, 80) }
 
 func firstLineOf(s string) string {
 	line, _, _ := strings.Cut(s, "\n")

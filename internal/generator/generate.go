@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
+	"github.com/planbus/planbus/internal/text"
 )
 
 // GenerationTimeout is the strict budget for producing one plan, not
@@ -272,7 +272,7 @@ func (h HTN) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 		if f := res.Failure; f != nil {
 			// Where the search got furthest: the task, and the method
 			// condition or operator that stopped it (htn.Failure).
-			msg += ": the search got furthest at " + truncate(f.String(), maxFailureText)
+			msg += ": the search got furthest at " + text.Clip(f.String(), maxFailureText)
 		}
 		if len(refused) > 0 {
 			var why []string
@@ -492,16 +492,4 @@ func SortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// truncate cuts s to at most n bytes, on a character boundary, marking
-// the cut with "…".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/request"
+	"github.com/planbus/planbus/internal/text"
 )
 
 // Cancelling (planbus.plan.cancel). A request that has no plan running
@@ -335,7 +336,7 @@ func (s *Service) queued(ctx context.Context, id string) (*request.Request, erro
 }
 
 // clipReason cuts a reason to what the schema allows.
-func clipReason(s string) string { return truncate(s, execution.MaxCancelReason) }
+func clipReason(s string) string { return text.Clip(s, execution.MaxCancelReason) }
 
 // rejectErr answers an endpoint request with the *request.Error err.
 func rejectErr(req micro.Request, err error) {

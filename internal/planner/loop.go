@@ -23,6 +23,7 @@ import (
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/telemetry"
+	"github.com/planbus/planbus/internal/text"
 	"github.com/planbus/planbus/internal/wire"
 )
 
@@ -316,7 +317,7 @@ func (s *Service) abandon(ctx context.Context, m jetstream.Msg, id string, r *re
 	}
 	if l.Status != loopDone {
 		s.finish(l, planbus.StatusFailed, &planbus.ErrorInfo{Code: planbus.CodeDeliveryLimit, Category: planbus.CategoryInternal,
-			Message: truncate(fmt.Sprintf("the planner gave up on the request after %d deliveries of %s: %v", deliveries, m.Subject(), cause), maxErrorMessage)})
+			Message: text.Clip(fmt.Sprintf("the planner gave up on the request after %d deliveries of %s: %v", deliveries, m.Subject(), cause), maxErrorMessage)})
 	}
 	if err == nil {
 		if _, serr := s.save(ctx, l, rev); serr != nil {

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
+	"github.com/planbus/planbus/internal/text"
 )
 
 // The loop state of a request (KV planbus-requests) and the messages the
@@ -158,24 +158,13 @@ func isTooLarge(err error) (*tooLargeError, bool) {
 	return tl, errors.As(err, &tl)
 }
 
-// truncate shortens s to at most n bytes and a mark, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // trimmed is e with its message cut to maxErrorMessage.
 func trimmed(e *planbus.ErrorInfo) *planbus.ErrorInfo {
 	if e == nil || len(e.Message) <= maxErrorMessage {
 		return e
 	}
 	c := *e
-	c.Message = truncate(c.Message, maxErrorMessage)
+	c.Message = text.Clip(c.Message, maxErrorMessage)
 	return &c
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/text"
 )
 
 // A guided session is the library's other use, beside plans the planner
@@ -323,13 +324,13 @@ func stepHint(s *Step) string {
 		for i, a := range shell.Argv {
 			args[i] = shellQuote(a)
 		}
-		return clipN(strings.Join(args, " "), 300)
+		return text.Clip(strings.Join(args, " "), 300)
 	}
 	in := string(inputOrEmpty(s.Input))
 	if in == "{}" {
 		return ""
 	}
-	return clipN(in, 300)
+	return text.Clip(in, 300)
 }
 
 // completedText says how a completed plan went.

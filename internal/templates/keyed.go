@@ -10,6 +10,7 @@ import (
 
 	"github.com/planbus/planbus/internal/gate"
 	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/text"
 	"github.com/planbus/planbus/schemas"
 )
 
@@ -191,7 +192,7 @@ func manualPrompt(i, n int, name, action string) string {
 	if action != "" {
 		p += ": " + action
 	}
-	return clipN(p, 900) + " (a step without a tool: approve it once it is done)"
+	return text.Clip(p, 900) + " (a step without a tool: approve it once it is done)"
 }
 
 // keyedOnFail maps a keyed step's on_fail: warn (the default) and block

@@ -3,7 +3,8 @@ package templates
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
+
+	"github.com/planbus/planbus/internal/text"
 )
 
 // decodeJSON reads one JSON value keeping numbers exact.
@@ -17,16 +18,4 @@ func decodeJSON(raw []byte) (any, error) {
 	return v, nil
 }
 
-func clip(s string) string { return clipN(s, 80) }
-
-// clipN shortens s to at most max bytes and an ellipsis, on a rune boundary.
-func clipN(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clip(s string) string { return text.Clip(s, 80) }

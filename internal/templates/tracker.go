@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/text"
 )
 
 // Errors of Tracker.Observe and Resume.
@@ -511,9 +512,9 @@ func (tr *Tracker) details(b *strings.Builder, s *Step) {
 		for i, a := range shell.Argv {
 			args[i] = shellQuote(a)
 		}
-		fmt.Fprintf(b, "  Run: %s\n", clipN(strings.Join(args, " "), 160))
+		fmt.Fprintf(b, "  Run: %s\n", text.Clip(strings.Join(args, " "), 160))
 	default:
-		fmt.Fprintf(b, "  Skill: %s %s\n", s.Skill, clipN(string(inputOrEmpty(s.Input)), 160))
+		fmt.Fprintf(b, "  Skill: %s %s\n", s.Skill, text.Clip(string(inputOrEmpty(s.Input)), 160))
 	}
 	if s.Verify != nil {
 		fmt.Fprintf(b, "  Verify: %s\n", s.Verify)
