@@ -101,6 +101,21 @@ type Config struct {
 	// (fsync). The zero value is DefaultSync. See docs/deploy.md for what
 	// each setting guarantees.
 	Sync Sync
+	// WriteBehind, when positive, has Declare create the stores that hold
+	// only what dispatchers derive from acknowledged messages (the tool
+	// calls of PLANBUS_TOOLS and the plan states of bucket planbus-plans)
+	// with their writes flushed behind (JetStream's async persist mode,
+	// single replica only), and is the longest such a write takes to
+	// reach the disk. Dispatchers then acknowledge the messages they
+	// derived something from only WriteBehind after the derived writes,
+	// so a crash loses nothing a message acknowledged: what is lost is
+	// derived again from the messages delivered again (see
+	// docs/architecture.md, "Writes behind"). The stores that hold what
+	// others are told is stored (plans, results, timers, execution
+	// results, requests) are flushed as Sync says. Zero: every store is
+	// flushed as Sync says; a store that exists keeps how it was created.
+	// Set by the embedded server's owner (Sync.WriteBehind).
+	WriteBehind time.Duration
 
 	// InProcess is the embedded server of this process, when there is
 	// one: Dial then connects to it through memory rather than a socket
@@ -167,14 +182,34 @@ func (s Sync) String() string {
 	return s.Interval.String()
 }
 
-// FlushInterval is the embedded server's flush interval: Interval, or two
-// minutes (nats-server's default) when it is zero; the server also uses it
-// for housekeeping flushes when Always is set.
+// FlushInterval is the embedded server's flush interval: Interval, or,
+// when Always is set, half of WriteBehind (the flushes of the stores
+// written behind), else two minutes (nats-server's default).
 func (s Sync) FlushInterval() time.Duration {
 	if s.Interval > 0 {
 		return s.Interval
 	}
+	if s.Always {
+		return s.WriteBehind() / 2
+	}
 	return 2 * time.Minute
+}
+
+// DefaultWriteBehind is how soon a write behind reaches the disk on an
+// embedded server flushing every write (Sync.Always): the server flushes
+// and syncs what was written behind every half of it, and a write waits
+// at most a few milliseconds in memory before it is written out.
+const DefaultWriteBehind = 2 * time.Second
+
+// WriteBehind is Config.WriteBehind for an embedded server with this
+// policy: DefaultWriteBehind when Always (the derived stores are written
+// behind, the others flushed each write), else zero (when every store is
+// flushed on an interval, nothing is gained).
+func (s Sync) WriteBehind() time.Duration {
+	if s.Always {
+		return DefaultWriteBehind
+	}
+	return 0
 }
 
 // Embedded reports whether the config asks for an embedded server.
@@ -243,6 +278,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConnectTimeout < 0 {
 		return bad("ConnectTimeout", "%s is negative", c.ConnectTimeout)
+	}
+	if c.WriteBehind < 0 {
+		return bad("WriteBehind", "%s is negative", c.WriteBehind)
 	}
 	if c.Role != "" {
 		if _, err := ParseRole(string(c.Role)); err != nil {

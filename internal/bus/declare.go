@@ -131,6 +131,9 @@ func (c *Conn) Declare(ctx context.Context) error {
 		}
 		sc.MaxMsgSize = c.Config.MaxPayload
 		sc.AllowDirect = true
+		if err := c.persistMode(ctx, &sc); err != nil {
+			return fmt.Errorf("bus: declare stream %s: %w", sc.Name, err)
+		}
 		err := c.retryTransient(ctx, sc.Name, func(ctx context.Context) error {
 			_, err := c.JS.CreateOrUpdateStream(ctx, sc)
 			if err != nil && sc.Name == StreamEvents {
@@ -155,8 +158,7 @@ func (c *Conn) Declare(ctx context.Context) error {
 		kc.Storage = jetstream.FileStorage
 		kc.MaxValueSize = c.Config.MaxPayload
 		err := c.retryTransient(ctx, kvStream(kc.Bucket), func(ctx context.Context) error {
-			_, err := c.JS.CreateOrUpdateKeyValue(ctx, kc)
-			return err
+			return c.declareBucket(ctx, kc)
 		})
 		if err != nil {
 			return fmt.Errorf("bus: declare bucket %s: %w", kc.Bucket, err)

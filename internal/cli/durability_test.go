@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
 )
 
@@ -131,4 +134,118 @@ func TestAcknowledgedResultsSurviveKillNineOfTheServer(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged results are missing after kill -9 of the server", missing, n)
 	}
 	t.Logf("%d results acknowledged before the kill, all read back after the restart", n)
+}
+
+// TestPlansRunningWhenTheServerIsKilledFinishAfterItsRestart runs fan-outs
+// and chains in planner serve (the embedded server, its dispatcher and
+// workers in one process), kills the process with SIGKILL while their
+// tools run, starts it again on the same store and waits for every plan:
+// each finishes, with every tool succeeded. At the default durability
+// the plan states and calls are written behind (bus.Config.WriteBehind):
+// what the kill lost of them is derived again from the results and timers
+// the dispatcher had not acknowledged yet.
+func TestPlansRunningWhenTheServerIsKilledFinishAfterItsRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills a real planner process; skipped with -short")
+	}
+	bins := map[string]string{"planner": buildPlanner(t)}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	url := "nats://" + addr
+	p := &procs{t: t, bins: bins, env: append(processEnv(t), "PLANBUS_LOG_LEVEL=error")}
+	t.Cleanup(p.stopAll)
+	serveArgs := []string{"serve", "--listen", addr, "--data-dir", filepath.Join(t.TempDir(), "store"), "--http", ""}
+	server := p.start("planner", serveArgs...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	conn, err := bus.Dial(ctx, bus.Config{URL: url}, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("%v\nplanner serve:\n%s", err, p.output(server))
+	}
+	defer conn.Close()
+	for {
+		if _, err := conn.NC.Request("$SRV.PING."+bus.ServicePlanner, nil, time.Second); err == nil {
+			break
+		}
+		select {
+		case <-p.exited(server):
+			t.Fatalf("planner serve exited:\n%s", p.output(server))
+		case <-ctx.Done():
+			t.Fatal("the planner never answered")
+		default:
+		}
+	}
+	c := newClient(t, conn)
+
+	// Four fan-outs of 60 sleeps and four chains of 30: the kill finds
+	// calls queued, running and finished, and states mid-way.
+	const fanout, chain = 60, 30
+	var docs []string
+	for range 4 {
+		tools := []string{`{"toolId":"root","skill":"echo","input":{}}`}
+		var join []string
+		for i := range fanout {
+			tools = append(tools, fmt.Sprintf(`{"toolId":"f%d","skill":"sleep","dependencies":["root"],"input":{"ms":20}}`, i))
+			join = append(join, fmt.Sprintf(`"f%d"`, i))
+		}
+		tools = append(tools, `{"toolId":"join","skill":"echo","dependencies":[`+strings.Join(join, ",")+`]}`)
+		docs = append(docs, `{"tools":[`+strings.Join(tools, ",")+`],"maxConcurrency":8}`)
+		tools = tools[:0]
+		for i := range chain {
+			deps := "[]"
+			if i > 0 {
+				deps = fmt.Sprintf(`["c%d"]`, i-1)
+			}
+			tools = append(tools, fmt.Sprintf(`{"toolId":"c%d","skill":"sleep","dependencies":%s,"input":{"ms":10}}`, i, deps))
+		}
+		docs = append(docs, `{"tools":[`+strings.Join(tools, ",")+`]}`)
+	}
+	var runs []*client.Run
+	for _, doc := range docs {
+		accepted, err := c.SubmitPlanJSON(ctx, []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, c.RunOf(accepted.RequestID))
+	}
+	// The kill comes once a third of the tools have a result.
+	results, err := conn.JS.Stream(ctx, bus.StreamResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 4 * (fanout + 2 + chain)
+	for {
+		info, err := results.Info(ctx)
+		if err == nil && info.State.Msgs >= uint64(total/3) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the tools did not run in time:\n%s", p.output(server))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	p.kill9(server)
+	server = p.start("planner", serveArgs...)
+
+	for i, run := range runs {
+		out, err := run.Wait(ctx)
+		if err != nil {
+			t.Fatalf("plan %d: %v\nplanner serve:\n%s", i, err, p.output(server))
+		}
+		if !out.Success {
+			t.Errorf("plan %d ended %s: %+v", i, out.Status, out.Error)
+			continue
+		}
+		for _, tool := range out.Execution.Tools {
+			if tool.State != planbus.ToolSucceeded {
+				t.Errorf("plan %d: tool %s %s", i, tool.ToolID, tool.State)
+			}
+		}
+	}
 }

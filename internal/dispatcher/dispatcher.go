@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
@@ -116,6 +117,12 @@ type Dispatcher struct {
 	parts partitions
 	// keeper keeps the tool queue's last block from emptying.
 	keeper keeper
+	// behind holds the acknowledgements of messages whose handling wrote
+	// plan states or calls the server writes behind (behind.go).
+	behind *acksBehind
+	// closed is closed when the connection is: the publishes a batch
+	// awaits will then never be acknowledged.
+	closed chan struct{}
 }
 
 type counters struct {
@@ -149,7 +156,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 		return nil, err
 	}
 	d := &Dispatcher{cfg: cfg, conn: conn, log: log.With().Str("component", "dispatcher").Str("dispatcher", cfg.ID).Logger(),
-		ready: make(chan struct{}), metrics: cfg.Metrics.Dispatcher()}
+		ready: make(chan struct{}), closed: make(chan struct{}), metrics: cfg.Metrics.Dispatcher()}
 	d.tracer = telemetry.Tracer(cfg.Tracer)
 	d.traced = telemetry.Records(d.tracer)
 	d.rejectLog = d.log.Sample(&zerolog.BurstSampler{Burst: rejectLogBurst, Period: rejectLogPeriod})
@@ -183,6 +190,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.results, err = d.conn.JS.Stream(ctx, bus.StreamResults); err != nil {
 		return fmt.Errorf("dispatcher: results stream: %w", err)
 	}
+	delay, err := d.writeBehind(ctx)
+	if err != nil {
+		return err
+	}
+	d.behind = newAcksBehind(delay, d.conn.Config.InProcess != nil)
+	if delay > 0 {
+		go d.behind.run()
+		defer d.behind.stop()
+	}
 	if d.skills, err = watchSkills(ctx, d.conn.JS); err != nil {
 		return err
 	}
@@ -198,6 +214,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.states, err = session.Open(ctx, d.conn.JS); err != nil {
 		return fmt.Errorf("dispatcher: %w", err)
 	}
+	statuses := d.conn.NC.StatusChanged(nats.CLOSED)
+	go func() {
+		<-statuses
+		close(d.closed)
+	}()
+	defer d.conn.NC.RemoveStatusListener(statuses)
 	var shardsDone, ackersDone sync.WaitGroup
 	for _, s := range d.shards {
 		shardsDone.Add(1)
@@ -251,7 +273,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.runBalance(ctx)
 	}()
 	defer func() { <-balanced }()
-	d.log.Info().Int("shards", d.cfg.Shards).Ints("partitions", d.Partitions()).Msg("dispatcher running")
+	d.log.Info().Int("shards", d.cfg.Shards).Ints("partitions", d.Partitions()).Dur("write_behind", delay).Msg("dispatcher running")
 	close(d.ready)
 	<-ctx.Done()
 	d.log.Info().Msg("dispatcher stopping")

@@ -288,13 +288,15 @@ func (d *Dispatcher) settle(pd pending) {
 				Msg("a publish failed; messages will be redelivered")
 		case <-ctx.Done():
 			d.log.Error().Str("plan_id", pd.planID).Msg("publishes not stored in time; messages will be redelivered")
+		case <-d.closed:
+			// The process is going: its messages are delivered again
+			// to whoever takes them.
+			return
 		}
 		d.handBack(d.log.With().Str("plan_id", pd.planID).Logger(), pd.ack, time.Second, errors.New("publishes not stored"))
 		return
 	}
-	for _, it := range pd.ack {
-		_ = it.msg.Ack()
-	}
+	d.behind.ack(pd.ack)
 	if pd.cancel {
 		d.cancel(pd.planID)
 	}

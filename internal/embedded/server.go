@@ -75,6 +75,10 @@ func Start(ctx context.Context, cfg bus.Config, log zerolog.Logger, extra ...Opt
 		}
 	}()
 	sync := cfg.Sync.FlushInterval()
+	if cfg.Sync.Always && cfg.WriteBehind > 0 {
+		// What is written behind is on disk within WriteBehind.
+		sync = cfg.WriteBehind / 2
+	}
 	opts := &server.Options{
 		ServerName:            "planbus",
 		Host:                  host,

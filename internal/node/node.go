@@ -156,7 +156,12 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Node, error) {
 			n.Seeds = seeds
 			opts = append(opts, embedded.Auth(seeds))
 		}
-		srv, err := embedded.Start(ctx, cfg.Bus, log, opts...)
+		if n.Bus.WriteBehind == 0 {
+			// Plan state and tool calls are derived again after a crash
+			// (bus.Config.WriteBehind).
+			n.Bus.WriteBehind = n.Bus.Defaults().Sync.WriteBehind()
+		}
+		srv, err := embedded.Start(ctx, n.Bus, log, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,9 @@ import (
 	"github.com/planbus/planbus/internal/embedded"
 )
 
+// WriteBehind is the write-behind of the servers the helpers start.
+const WriteBehind = 200 * time.Millisecond
+
 // Start runs an embedded server with every planbus stream and bucket
 // declared, and returns a config whose URL points at it.
 func Start(t testing.TB) bus.Config {
@@ -58,7 +61,11 @@ func startBare(t testing.TB, maxPayload int32, opts ...embedded.Option) bus.Conf
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), DuplicateWindow: time.Minute, MaxPayload: maxPayload}
+	// As a node's embedded server, plan states and calls are written
+	// behind (bus.Config.WriteBehind), here flushed every 100 ms so that
+	// a dispatcher stopping waits at most that for its acknowledgements.
+	cfg := bus.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), DuplicateWindow: time.Minute, MaxPayload: maxPayload,
+		WriteBehind: WriteBehind}
 	srv, err := embedded.Start(ctx, cfg, zerolog.Nop(), opts...)
 	if err != nil {
 		t.Fatalf("bustest: start server: %v", err)

@@ -1,0 +1,106 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
+)
+
+// delivered publishes n timers to a real server and returns them as
+// items delivered by a consumer with explicit acks, and the consumer.
+func delivered(t *testing.T, n int) ([]item, jetstream.Consumer, *bus.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := bustest.Dial(t, bustest.Start(t))
+	for i := range n {
+		if _, err := conn.JS.Publish(ctx, bus.TimerSubject(fmt.Sprintf("p%d", i)), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := conn.JS.CreateConsumer(ctx, bus.StreamTimers, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []item
+	for m := range batch.Messages() {
+		items = append(items, item{kind: kindTimer, msg: m})
+	}
+	if len(items) != n {
+		t.Fatalf("fetched %d messages, want %d", len(items), n)
+	}
+	return items, cons, conn
+}
+
+// ackPending is the consumer's count of messages delivered and not yet
+// acknowledged, once the server has received every ack sent before the
+// call (it may not have applied them all yet).
+func ackPending(t *testing.T, cons jetstream.Consumer, conn *bus.Conn) int {
+	t.Helper()
+	if err := conn.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.NumAckPending
+}
+
+func TestAcksAreHeldWhileWritesAreBehind(t *testing.T) {
+	items, cons, conn := delivered(t, 4)
+	a := newAcksBehind(time.Hour, true)
+	go a.run()
+	a.ack(items[:2])
+	a.ack(items[2:])
+	if n := ackPending(t, cons, conn); n != 4 {
+		t.Fatalf("%d messages awaiting their ack while the writes of their handling are behind, want 4", n)
+	}
+	// The server runs in this process: it flushes every store as it
+	// stops, with the dispatcher, so what is held is acknowledged at once.
+	a.stop()
+	allAcked(t, cons, conn)
+}
+
+// allAcked waits until the server has applied every ack.
+func allAcked(t *testing.T, cons jetstream.Consumer, conn *bus.Conn) {
+	t.Helper()
+	bustest.Eventually(t, 30*time.Second, "every message acknowledged", func() (bool, string) {
+		n := ackPending(t, cons, conn)
+		return n == 0, fmt.Sprintf("%d awaiting their ack", n)
+	})
+}
+
+func TestAcksAreSentOnceTheWritesAreOnDisk(t *testing.T) {
+	items, cons, conn := delivered(t, 3)
+	a := newAcksBehind(50*time.Millisecond, false)
+	go a.run()
+	defer a.stop()
+	a.ack(items)
+	allAcked(t, cons, conn)
+}
+
+func TestAStopWaitsForTheWritesOfAnotherProcessesServer(t *testing.T) {
+	items, cons, conn := delivered(t, 2)
+	a := newAcksBehind(300*time.Millisecond, false)
+	go a.run()
+	a.ack(items)
+	a.stop() // returns once they are acknowledged
+	allAcked(t, cons, conn)
+}
+
+func TestNothingIsHeldWhenNothingIsBehind(t *testing.T) {
+	items, cons, conn := delivered(t, 2)
+	newAcksBehind(0, false).ack(items)
+	allAcked(t, cons, conn)
+}
