@@ -2,9 +2,13 @@ package dispatcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus/internal/bus"
 )
@@ -18,6 +22,14 @@ import (
 // before republishes everything that state implies, process.go). The
 // acknowledgements wait in order, in acksBehind; nothing else waits for
 // them.
+//
+// The same wait saves most plans two flushed writes: the timer of a
+// plan's timeout (published when the plan starts, removed when it ends)
+// waits with the plan's acknowledgement, and is published only if the
+// plan is still running when the acknowledgement is sent. Until then the
+// plan message is not acknowledged, so should the dispatcher or the server
+// die, its delivery again republishes the timer with everything else its
+// state implies.
 
 // writeBehind reads how long the server may take to put the plan states
 // and tool calls on disk: the longer of the two stores' (bus.WriteBehindOf),
@@ -42,6 +54,10 @@ type acksBehind struct {
 	// dispatcher and flushes every store as it does: what is held is
 	// acknowledged at once when the dispatcher stops.
 	inProcess bool
+	// publish publishes a held timeout timer; handBack returns messages
+	// whose timer could not be published, to be handled again.
+	publish  func(*nats.Msg) (jetstream.PubAckFuture, error)
+	handBack func([]item, error)
 
 	mu      sync.Mutex
 	held    []heldAcks // in the order handed in, so by due time
@@ -50,29 +66,42 @@ type acksBehind struct {
 	done    chan struct{}
 }
 
+// heldAcks are the messages of a batch, and the timer of its plan's
+// timeout when the batch started the plan.
 type heldAcks struct {
 	due   time.Time
 	items []item
+	timer *nats.Msg
+	ent   *entry
 }
 
 func newAcksBehind(delay time.Duration, inProcess bool) *acksBehind {
 	return &acksBehind{delay: delay, inProcess: inProcess, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
+// defers reports whether a plan's timeout timer firing at fireAt can wait
+// for the acknowledgement of the batch that started the plan: there is a
+// wait, and the timer is not due before it ends.
+func (a *acksBehind) defers(fireAt, now time.Time) bool {
+	return a.delay > 0 && fireAt.After(now.Add(a.delay))
+}
+
 // ack acknowledges items now when nothing is written behind, else once
-// what their handling wrote is on disk.
-func (a *acksBehind) ack(items []item) {
+// what their handling wrote is on disk, publishing timer (the plan's
+// timeout, held back by send) first if the plan of ent still runs then.
+func (a *acksBehind) ack(items []item, timer *nats.Msg, ent *entry) {
 	if a.delay <= 0 {
 		ackAll(items)
 		return
 	}
+	h := heldAcks{due: time.Now().Add(a.delay), items: items, timer: timer, ent: ent}
 	a.mu.Lock()
 	if a.stopped {
 		a.mu.Unlock()
-		a.flushOnStop(items, time.Now().Add(a.delay))
+		a.release([]heldAcks{h}, true)
 		return
 	}
-	a.held = append(a.held, heldAcks{due: time.Now().Add(a.delay), items: items})
+	a.held = append(a.held, h)
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -91,25 +120,22 @@ func (a *acksBehind) run() {
 			held := a.held
 			a.held = nil
 			a.mu.Unlock()
-			for _, h := range held {
-				a.flushOnStop(h.items, h.due)
-			}
+			a.release(held, true)
 			return
 		}
 		now := time.Now()
-		var due []heldAcks
-		for len(a.held) > 0 && !a.held[0].due.After(now) {
-			due = append(due, a.held[0])
-			a.held = a.held[1:]
+		n := 0
+		for n < len(a.held) && !a.held[n].due.After(now) {
+			n++
 		}
+		due := a.held[:n:n]
+		a.held = a.held[n:]
 		wait := time.Hour
 		if len(a.held) > 0 {
 			wait = a.held[0].due.Sub(now)
 		}
 		a.mu.Unlock()
-		for _, h := range due {
-			ackAll(h.items)
-		}
+		a.release(due, false)
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
@@ -138,12 +164,45 @@ func (a *acksBehind) stop() {
 	<-a.done
 }
 
-// flushOnStop acknowledges items held until due, as the dispatcher stops.
-func (a *acksBehind) flushOnStop(items []item, due time.Time) {
-	if !a.inProcess {
-		time.Sleep(time.Until(due))
+// release publishes the timers of the batches whose plans still run, all
+// at once, and acknowledges each batch once its timer is stored (a batch
+// whose timer was not is handed back). stopping: the dispatcher stops, so
+// a batch not due yet is waited for unless the server is in this process.
+func (a *acksBehind) release(batches []heldAcks, stopping bool) {
+	if len(batches) == 0 {
+		return
 	}
-	ackAll(items)
+	if stopping && !a.inProcess {
+		time.Sleep(time.Until(batches[len(batches)-1].due))
+	}
+	futures := make([]jetstream.PubAckFuture, len(batches))
+	errs := make([]error, len(batches))
+	for i, h := range batches {
+		if h.timer != nil && !h.ent.ended.Load() {
+			futures[i], errs[i] = a.publish(h.timer)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for i, h := range batches {
+		if f := futures[i]; f != nil {
+			select {
+			case ack := <-f.Ok():
+				if !ack.Duplicate {
+					h.ent.timerSeq.Store(ack.Sequence)
+				}
+			case err := <-f.Err():
+				errs[i] = err
+			case <-ctx.Done():
+				errs[i] = errors.New("the timeout timer was not stored in time")
+			}
+		}
+		if errs[i] != nil {
+			a.handBack(h.items, fmt.Errorf("publish the plan's timeout timer: %w", errs[i]))
+			continue
+		}
+		ackAll(h.items)
+	}
 }
 
 // ackAll acknowledges items; one whose ack is lost is delivered again

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus/internal/bus"
@@ -61,8 +62,8 @@ func TestAcksAreHeldWhileWritesAreBehind(t *testing.T) {
 	items, cons, conn := delivered(t, 4)
 	a := newAcksBehind(time.Hour, true)
 	go a.run()
-	a.ack(items[:2])
-	a.ack(items[2:])
+	a.ack(items[:2], nil, nil)
+	a.ack(items[2:], nil, nil)
 	if n := ackPending(t, cons, conn); n != 4 {
 		t.Fatalf("%d messages awaiting their ack while the writes of their handling are behind, want 4", n)
 	}
@@ -86,7 +87,7 @@ func TestAcksAreSentOnceTheWritesAreOnDisk(t *testing.T) {
 	a := newAcksBehind(50*time.Millisecond, false)
 	go a.run()
 	defer a.stop()
-	a.ack(items)
+	a.ack(items, nil, nil)
 	allAcked(t, cons, conn)
 }
 
@@ -94,13 +95,63 @@ func TestAStopWaitsForTheWritesOfAnotherProcessesServer(t *testing.T) {
 	items, cons, conn := delivered(t, 2)
 	a := newAcksBehind(300*time.Millisecond, false)
 	go a.run()
-	a.ack(items)
+	a.ack(items, nil, nil)
 	a.stop() // returns once they are acknowledged
 	allAcked(t, cons, conn)
 }
 
 func TestNothingIsHeldWhenNothingIsBehind(t *testing.T) {
 	items, cons, conn := delivered(t, 2)
-	newAcksBehind(0, false).ack(items)
+	newAcksBehind(0, false).ack(items, nil, nil)
+	allAcked(t, cons, conn)
+}
+
+// timersOf lists the plans with a message in the timers stream.
+func timersOf(t *testing.T, conn *bus.Conn) map[string]bool {
+	t.Helper()
+	st, err := conn.JS.Stream(context.Background(), bus.StreamTimers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter(bus.SubjectTimersAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]bool{}
+	for subject := range info.State.Subjects {
+		plans[bus.PlanOfSubject(subject)] = true
+	}
+	return plans
+}
+
+func TestAPlansTimeoutTimerIsPublishedOnlyIfItRunsWhenItsAckIsSent(t *testing.T) {
+	items, cons, conn := delivered(t, 2)
+	a := newAcksBehind(time.Hour, true)
+	a.publish = func(m *nats.Msg) (jetstream.PubAckFuture, error) {
+		return conn.JS.PublishMsgAsync(m, jetstream.WithMsgID(m.Header.Get(jetstream.MsgIDHeader)))
+	}
+	a.handBack = func(_ []item, err error) { t.Errorf("handed back: %v", err) }
+	go a.run()
+	timer := func(planID string) *nats.Msg {
+		m := nats.NewMsg(bus.TimerSubject(planID))
+		m.Data = fmt.Appendf(nil, `{"planId":%q,"kind":"timeout","fireAt":1}`, planID)
+		m.Header.Set(jetstream.MsgIDHeader, planID+"/timeout")
+		return m
+	}
+	running, ended := &entry{}, &entry{}
+	ended.ended.Store(true)
+	a.ack(items[:1], timer("running"), running)
+	a.ack(items[1:], timer("ended"), ended)
+	if got := timersOf(t, conn); got["running"] || got["ended"] {
+		t.Fatalf("timers published before their plans' acks: %v", got)
+	}
+	a.stop()
+	got := timersOf(t, conn)
+	if !got["running"] || got["ended"] {
+		t.Fatalf("timers after the acks: %v, want the running plan's alone", got)
+	}
+	if running.timerSeq.Load() == 0 {
+		t.Error("the running plan's entry does not know its timer's sequence, to delete it when the plan ends")
+	}
 	allAcked(t, cons, conn)
 }

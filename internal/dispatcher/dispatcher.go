@@ -57,6 +57,9 @@ type entry struct {
 	// stateBuf holds the last state written, its storage reused for the
 	// next.
 	stateBuf []byte
+	// ended is set once the plan has ended in this entry's engine, for
+	// the goroutine that publishes held timeout timers (behind.go).
+	ended atomic.Bool
 }
 
 type shard struct {
@@ -80,6 +83,9 @@ type pending struct {
 	ent          *entry
 	futures      []jetstream.PubAckFuture
 	timeoutTimer int // index in futures of the plan's timeout timer, or -1
+	// timer is the plan's timeout timer when it waits with the batch's
+	// acknowledgement (behind.go), not published yet.
+	timer *nats.Msg
 	cancel, done bool
 	doneState    planbus.PlanState // the state the plan ended in, when done
 	ack          []item
@@ -195,6 +201,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return err
 	}
 	d.behind = newAcksBehind(delay, d.conn.Config.InProcess != nil)
+	d.behind.publish = func(m *nats.Msg) (jetstream.PubAckFuture, error) {
+		return d.conn.JS.PublishMsgAsync(m, jetstream.WithMsgID(m.Header.Get(jetstream.MsgIDHeader)))
+	}
+	d.behind.handBack = func(items []item, err error) {
+		d.log.Error().Err(err).Msg("messages will be redelivered")
+		d.handBack(d.log, items, time.Second, err)
+	}
 	if delay > 0 {
 		go d.behind.run()
 		defer d.behind.stop()

@@ -218,6 +218,12 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 	}
 	for _, tm := range fx.Timers {
 		body := tm.Message(p.PlanID)
+		if tm.Kind == execution.TimerPlanTimeout && d.behind.defers(tm.FireAt, time.Now()) {
+			// Published with the acknowledgement, if the plan still runs.
+			pd.timer = &nats.Msg{Subject: bus.TimerSubject(p.PlanID), Data: mustJSON(body), Header: nats.Header{}}
+			pd.timer.Header.Set(jetstream.MsgIDHeader, body.MsgID())
+			continue
+		}
 		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), body.MsgID(), nil); err != nil {
 			return pd, err
 		}
@@ -296,7 +302,7 @@ func (d *Dispatcher) settle(pd pending) {
 		d.handBack(d.log.With().Str("plan_id", pd.planID).Logger(), pd.ack, time.Second, errors.New("publishes not stored"))
 		return
 	}
-	d.behind.ack(pd.ack)
+	d.behind.ack(pd.ack, pd.timer, pd.ent)
 	if pd.cancel {
 		d.cancel(pd.planID)
 	}

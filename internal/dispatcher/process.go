@@ -217,6 +217,7 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 	s.acks <- pd
 	d.holdBack(log, ahead, "still ahead of its plan's state")
 	if ent.eng.Done() {
+		ent.ended.Store(true)
 		d.forget(s, planID)
 	}
 	return false, nil

@@ -108,6 +108,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	pd.ack = []item{it}
 	s.acks <- pd
 	if ent.eng.Done() {
+		ent.ended.Store(true)
 		d.forget(s, p.PlanID)
 	}
 }
