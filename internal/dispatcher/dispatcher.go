@@ -85,7 +85,7 @@ type pending struct {
 	timeoutTimer int // index in futures of the plan's timeout timer, or -1
 	// timer is the plan's timeout timer when it waits with the batch's
 	// acknowledgement (behind.go), not published yet.
-	timer *nats.Msg
+	timer        *nats.Msg
 	cancel, done bool
 	doneState    planbus.PlanState // the state the plan ended in, when done
 	ack          []item
