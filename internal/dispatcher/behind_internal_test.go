@@ -8,9 +8,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
+	"github.com/planbus/planbus/internal/execution"
+	"github.com/planbus/planbus/internal/plan"
+	"github.com/planbus/planbus/internal/token"
 )
 
 // delivered publishes n timers to a real server and returns them as
@@ -154,4 +158,42 @@ func TestAPlansTimeoutTimerIsPublishedOnlyIfItRunsWhenItsAckIsSent(t *testing.T)
 		t.Error("the running plan's entry does not know its timer's sequence, to delete it when the plan ends")
 	}
 	allAcked(t, cons, conn)
+}
+
+func TestCallsWithAStoredResultAreNotPublishedAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := bustest.Dial(t, bustest.Start(t))
+	key, err := token.Load(ctx, conn.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dispatcher{conn: conn, key: key, log: zerolog.Nop()}
+	p, err := plan.Decode([]byte(`{"planId":"redo","tools":[{"toolId":"A","skill":"echo"},{"toolId":"B","skill":"echo"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := execution.Start(p, time.Now(), 4, nil)
+	redo := func() []string {
+		fx := eng.Outstanding()
+		d.withoutStored(ctx, zerolog.Nop(), eng, &fx)
+		var ids []string
+		for _, r := range fx.Releases {
+			ids = append(ids, p.Tools[r.Index].ToolID)
+		}
+		return ids
+	}
+	if got := redo(); len(got) != 2 {
+		t.Fatalf("calls published again with no result stored: %v, want A and B", got)
+	}
+	// B's result is stored (not applied yet), and a forged one of A.
+	for _, r := range []struct{ tool, token string }{{"B", key.Result("redo", "B", 1)}, {"A", "forged"}} {
+		data := fmt.Appendf(nil, `{"planId":"redo","toolId":%q,"attempt":1,"state":"succeeded","token":%q}`, r.tool, r.token)
+		if _, err := conn.JS.Publish(ctx, bus.ResultSubject("redo"), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := redo(); len(got) != 1 || got[0] != "A" {
+		t.Fatalf("calls published again: %v, want A alone (B's result is stored; A's carries no token of its call)", got)
+	}
 }

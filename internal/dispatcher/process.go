@@ -176,6 +176,7 @@ func (d *Dispatcher) apply(ctx context.Context, s *shard, planID string, log zer
 		// This message may have been handled before by a dispatcher
 		// that died before finishing: redo what the state implies.
 		redo := ent.eng.Outstanding()
+		d.withoutStored(ctx, log, ent.eng, &redo)
 		if ev := log.Debug(); ev.Enabled() && len(redo.Releases) > 0 {
 			ev = ev.Int("calls", len(redo.Releases))
 			for i, r := range redo.Releases[:min(len(redo.Releases), 8)] {

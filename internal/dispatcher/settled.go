@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/wire"
 )
 
@@ -130,31 +133,65 @@ func (d *Dispatcher) toolIndex(ctx context.Context, planID, toolID string) (int,
 // resultStored looks through the plan's results in their stream for one
 // of the attempt, with its token.
 func (d *Dispatcher) resultStored(ctx context.Context, q planbus.SettledQuery) (bool, error) {
+	stored, err := d.storedAttempts(ctx, q.PlanID)
+	return stored[attempt{q.ToolID, q.Attempt}], err
+}
+
+// attempt names one attempt of a tool.
+type attempt struct {
+	toolID string
+	n      int
+}
+
+// storedAttempts reads the plan's results in their stream: the attempts
+// with a result carrying their token.
+func (d *Dispatcher) storedAttempts(ctx context.Context, planID string) (map[attempt]bool, error) {
 	cons, err := d.conn.JS.OrderedConsumer(ctx, bus.StreamResults, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.Partitioned(bus.SubjectResultsAll).Of(q.PlanID)},
+		FilterSubjects: []string{bus.Partitioned(bus.SubjectResultsAll).Of(planID)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return false, fmt.Errorf("read results: %w", err)
+		return nil, fmt.Errorf("read results: %w", err)
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return false, fmt.Errorf("read results: %w", err)
+		return nil, fmt.Errorf("read results: %w", err)
 	}
+	stored := map[attempt]bool{}
 	for left := info.NumPending; left > 0; left-- {
 		m, err := cons.Next(jetstream.FetchContext(ctx))
 		if err != nil {
-			return false, fmt.Errorf("read results: %w", err)
+			return nil, fmt.Errorf("read results: %w", err)
 		}
 		var id struct {
 			ToolID  string `json:"toolId"`
 			Attempt int    `json:"attempt"`
 			Token   string `json:"token"`
 		}
-		if wire.Lenient(m.Data(), &id) == nil && id.ToolID == q.ToolID && id.Attempt == q.Attempt &&
-			d.key.CheckResult(q.PlanID, id.ToolID, id.Attempt, id.Token) {
-			return true, nil
+		if wire.Lenient(m.Data(), &id) == nil && d.key.CheckResult(planID, id.ToolID, id.Attempt, id.Token) {
+			stored[attempt{id.ToolID, id.Attempt}] = true
 		}
 	}
-	return false, nil
+	return stored, nil
+}
+
+// withoutStored drops from what a state implies (Engine.Outstanding) the
+// calls whose result is already stored, not applied yet: that result is
+// on its way to the dispatchers, and a call published again could run
+// again on a worker that has no reason to ask first (a new message, if
+// the server no longer remembers the first one's id). If the results
+// cannot be read, every call is kept: a call may run twice, never none.
+func (d *Dispatcher) withoutStored(ctx context.Context, log zerolog.Logger, eng *execution.Engine, redo *execution.Effects) {
+	if len(redo.Releases) == 0 {
+		return
+	}
+	planID := eng.Plan().PlanID
+	stored, err := d.storedAttempts(ctx, planID)
+	if err != nil {
+		log.Warn().Err(err).Msg("cannot read the plan's stored results; publishing again every call its state shows running")
+		return
+	}
+	redo.Releases = slices.DeleteFunc(redo.Releases, func(r execution.Release) bool {
+		return stored[attempt{eng.Plan().Tools[r.Index].ToolID, r.Attempt}]
+	})
 }

@@ -88,6 +88,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 			return
 		}
 		fx = ent.eng.Outstanding()
+		d.withoutStored(ctx, log, ent.eng, &fx)
 		out = d.render(ent, &fx, now)
 	case err != nil:
 		d.fail(s, p.PlanID, log, []item{it}, failed("cannot store plan state", err))
