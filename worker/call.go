@@ -403,19 +403,21 @@ func (w *Worker) finish(log callLog, s *served, msg jetstream.Msg, res *planbus.
 	return true
 }
 
-// publishResult publishes a result to the results stream, retrying with
-// backoff for up to 30 s while the stream does not answer; a result too
+// publishResult publishes a result to the results stream (through the
+// worker's resultPublisher: in a batch with others that finish at the same
+// time, or on its own), retrying with backoff for up to 30 s while the
+// stream does not answer, each try bounded by publishTry; a result too
 // large for the server is not retried (nats.ErrMaxPayload).
 func (w *Worker) publishResult(planID string, data []byte, key string, h nats.Header) error {
+	if h == nil {
+		h = nats.Header{}
+	}
+	h.Set(jetstream.MsgIDHeader, key)
+	m := &nats.Msg{Subject: bus.ResultSubject(planID), Data: data, Header: h}
 	publish := func() error {
-		ctx, cancel := context.WithTimeout(w.callCtx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(w.callCtx, publishTry)
 		defer cancel()
-		var err error
-		if h == nil {
-			_, err = w.js.Publish(ctx, bus.ResultSubject(planID), data, jetstream.WithMsgID(key))
-		} else {
-			_, err = w.js.PublishMsg(ctx, &nats.Msg{Subject: bus.ResultSubject(planID), Data: data, Header: h}, jetstream.WithMsgID(key))
-		}
+		err := w.results.publish(ctx, m)
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return backoff.Permanent(err)
 		}

@@ -18,7 +18,10 @@
 // may run again only if its worker died before reporting it (at-least-once;
 // the idempotency key planId/toolId/attempt is the same for every
 // delivery). A call delivered more than MaxDeliver times is reported
-// failed with WORKER_CRASH without running.
+// failed with WORKER_CRASH without running. Results that finish while
+// many of the worker's are in flight are stored together, each still its
+// own message, as one atomic batch (nats-server 2.12+), which a server
+// synced always flushes to disk once.
 //
 // Calls carry a result token that the worker echoes and a cancel digest:
 // a cancel on planbus.cancel.<planId> whose token matches the digest stops

@@ -84,6 +84,12 @@ type Worker struct {
 	// while auth is off.
 	rejects *rate.Limiter
 
+	// results publishes the calls' results, several in one atomic batch
+	// when many finish at once (results.go); resultTuning adjusts it
+	// before Run makes it (tests).
+	results      *resultPublisher
+	resultTuning func(*resultPublisher)
+
 	calls      sync.WaitGroup
 	runners    sync.WaitGroup  // goroutines that run calls; they outlive pull until drained
 	keepers    sync.WaitGroup  // keepManifests' watchers
@@ -244,6 +250,10 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	defer func() { _ = sub.Unsubscribe() }()
 	w.callCtx, w.callCancel = context.WithCancelCause(context.Background())
 	defer w.callCancel(nil)
+	w.results = newResultPublisher(w.callCtx, w.nc, w.js, w.log, publisherHooks{})
+	if w.resultTuning != nil {
+		w.resultTuning(w.results)
+	}
 	svc, err := w.addService()
 	if err != nil {
 		return err

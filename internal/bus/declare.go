@@ -30,9 +30,13 @@ func (c Config) Streams() []jetstream.StreamConfig {
 		},
 		{
 			// Kept as long as plan state: a plan's state points at its results.
+			// Atomic batches: a worker stores the results that finish
+			// together in one (one flush of a store synced always; see
+			// worker/results.go).
 			Name: StreamResults, Description: "planbus: tool results",
 			Subjects: []string{SubjectResultsAll}, Retention: jetstream.LimitsPolicy,
 			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, SubjectTransform: c.partitioned(SubjectResultsAll),
+			AllowAtomicPublish: true,
 		},
 		{
 			Name: StreamTimers, Description: "planbus: dispatcher timers (retry backoff, plan timeouts)",

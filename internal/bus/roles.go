@@ -437,7 +437,9 @@ func workerGrants(g *Grants, skills []string) {
 	}
 	// Results of its calls, and tool.started events. A result needs the
 	// token of its call, so a worker cannot forge the result of a call
-	// it was not given.
+	// it was not given. Results in an atomic batch are the same messages
+	// with batch headers; the server answers the commit (and any message
+	// of the batch sent as a request) on the worker's inbox.
 	pub(SubjectResultsAll, eventsOf("tool"))
 	// Ask the dispatchers, for a call delivered again, whether its
 	// attempt already ended (with the call's token).

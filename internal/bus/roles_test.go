@@ -125,6 +125,15 @@ func jsPublish(subject string) func(context.Context, *env, *peer) error {
 	}
 }
 
+// batchOf: an atomic batch of one result on each subject (publishBatch),
+// committed by its stream.
+func batchOf(ackEach bool, subjects ...string) func(context.Context, *env, *peer) error {
+	return func(ctx context.Context, _ *env, p *peer) error {
+		_, err := publishBatch(ctx, p.nc, ackEach, subjects...)
+		return err
+	}
+}
+
 // subscribe: the peer receives what an admin publishes on sample.
 func subscribe(subject, sample string) func(context.Context, *env, *peer) error {
 	return func(ctx context.Context, e *env, p *peer) error {
@@ -426,6 +435,8 @@ func TestRolePermissions(t *testing.T) {
 		bus.RoleWorker: {
 			allow("pull, ack its skill's calls", consume(bus.StreamTools, bus.SkillConsumer("echo"), bus.ToolSubject("echo"), bus.ToolSubject("echo"))),
 			allow("publish a result", jsPublish(bus.ResultSubject("p1"))),
+			allow("publish results in an atomic batch", batchOf(false, bus.ResultSubject("p1"), bus.ResultSubject("p2"), bus.ResultSubject("p3"))),
+			allow("publish results in an atomic batch, each message acknowledged", batchOf(true, bus.ResultSubject("p1"), bus.ResultSubject("p2"))),
 			allow("publish a tool event", publish(bus.EventSubject("r1", "tool.started"))),
 			allow("register a manifest", kvPut(bus.BucketSkills, "echo")),
 			allow("receive cancels", subscribe(bus.SubjectCancelAll, bus.CancelSubject("p1"))),
@@ -588,6 +599,7 @@ func TestWorkerGroupPermissions(t *testing.T) {
 		allow("read the manifests advertised", kvGet(bus.BucketSkills, "shell")),
 		allow("answer its invocations", respond(bus.InvokeSubject("sleep"))),
 		allow("publish a result", jsPublish(bus.ResultSubject("p1"))),
+		allow("publish results in an atomic batch", batchOf(false, bus.ResultSubject("p1"), bus.ResultSubject("p2"))),
 		allow("publish a tool event", publish(bus.EventSubject("r1", "tool.started"))),
 		allow("receive cancels", subscribe(bus.SubjectCancelAll, bus.CancelSubject("p1"))),
 		allow("answer discovery", respond("$SRV.PING."+bus.ServiceToolworker)),
