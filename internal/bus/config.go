@@ -103,7 +103,8 @@ type Config struct {
 	Sync Sync
 	// WriteBehind, when positive, has Declare create the stores that hold
 	// only what dispatchers derive from acknowledged messages (the tool
-	// calls of PLANBUS_TOOLS and the plan states of bucket planbus-plans)
+	// calls of PLANBUS_TOOLS, the plan states of bucket planbus-plans and
+	// the execution results of PLANBUS_EXECUTIONS: WrittenBehind)
 	// with their writes flushed behind (JetStream's async persist mode,
 	// single replica only), and is the longest such a write takes to
 	// reach the disk. Dispatchers then acknowledge the messages they
@@ -111,8 +112,8 @@ type Config struct {
 	// so a crash loses nothing a message acknowledged: what is lost is
 	// derived again from the messages delivered again (see
 	// docs/architecture.md, "Writes behind"). The stores that hold what
-	// others are told is stored (plans, results, timers, execution
-	// results, requests) are flushed as Sync says. Zero: every store is
+	// others are told is stored (plans, results, timers, requests,
+	// outcomes) are flushed as Sync says. Zero: every store is
 	// flushed as Sync says; a store that exists keeps how it was created.
 	// Set by the embedded server's owner (Sync.WriteBehind).
 	WriteBehind time.Duration

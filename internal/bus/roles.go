@@ -280,8 +280,12 @@ func (r Role) Grants() Grants {
 		}
 		// Who else dispatches, to share the partitions.
 		pub("$SRV.PING." + ServiceDispatcher)
-		// A plan's engine is rebuilt from results read back by sequence.
+		// A plan's engine is rebuilt from results read back by sequence;
+		// a plan's results are read through an ordered consumer of its
+		// subject (whether an attempt's result is stored: the settled
+		// check, and the calls a state implies), deleted when read.
 		pub(reading(StreamResults)...)
+		pub(jsAPI("CONSUMER", "DELETE", StreamResults, "*"))
 		// A timer whose retry has happened is deleted from its stream; so
 		// is the keeper message a dispatcher has replaced in the tool
 		// queue (KeeperSubject).

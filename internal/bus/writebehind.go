@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,27 +13,31 @@ import (
 // costs a flush of its own, one after another, and a tool took three:
 // its call, the call's removal from the work queue when its worker
 // acknowledged it, and its result; the plan's state took a fourth, shared
-// by the results applied together. Two of them hold nothing anyone was
-// told is stored: a call and a plan state are what a dispatcher derived
-// from a plan, a result or a timer, and it can derive them again. So the
-// two stores of derived writes, PLANBUS_TOOLS and bucket planbus-plans,
-// are written behind (JetStream's async persist mode), and a dispatcher
-// acknowledges the messages it derived them from only once they are on
-// disk, WriteBehind later: a crash before that delivers those messages
-// again, and their handling writes again what was lost. What others are
-// told is stored (a plan accepted, a result, a timer or command, an
-// execution result, a request) is still flushed before it is
-// acknowledged.
+// by the results applied together, and its end a fifth, the execution
+// result. Of these only the result holds something a worker was told is
+// stored: a call, a plan state and an execution result are what a
+// dispatcher derived from a plan, a result or a timer, and it can derive
+// them again. So the stores of derived writes, PLANBUS_TOOLS, bucket
+// planbus-plans and PLANBUS_EXECUTIONS, are written behind (JetStream's
+// async persist mode), and a dispatcher acknowledges the messages it
+// derived them from only once they are on disk, WriteBehind later: a
+// crash before that delivers those messages again, and their handling
+// writes again what was lost. What others are told is stored (a plan
+// accepted, a result, a timer or command, a request, an outcome) is still
+// flushed before it is acknowledged.
 
 // MetaWriteBehind is the stream metadata key holding a written-behind
 // store's WriteBehind, as a Go duration: dispatchers read it to know how
 // long to hold their acknowledgements.
 const MetaWriteBehind = "planbus.write-behind"
 
-// writtenBehind reports whether a stream holds writes a dispatcher can
-// derive again: those are the streams written behind.
+// WrittenBehind are the streams that hold only writes a dispatcher can
+// derive again: the streams written behind.
+var WrittenBehind = []string{StreamTools, kvStream(BucketPlans), StreamExecutions}
+
+// writtenBehind reports whether stream is one of WrittenBehind.
 func writtenBehind(stream string) bool {
-	return stream == StreamTools || stream == kvStream(BucketPlans)
+	return slices.Contains(WrittenBehind, stream)
 }
 
 // persistMode sets how stream sc is persisted: as it was created when it

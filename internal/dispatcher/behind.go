@@ -13,7 +13,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 )
 
-// When the plan states and tool calls are written behind
+// When the plan states, tool calls and execution results are written behind
 // (bus.Config.WriteBehind), a write the server acknowledged reaches the
 // disk up to WriteBehind later. A message whose handling wrote them is
 // therefore acknowledged only then: until it is, a crash of the server
@@ -31,12 +31,13 @@ import (
 // die, its delivery again republishes the timer with everything else its
 // state implies.
 
-// writeBehind reads how long the server may take to put the plan states
-// and tool calls on disk: the longer of the two stores' (bus.WriteBehindOf),
-// zero when both flush every write before acknowledging it.
+// writeBehind reads how long the server may take to put what dispatchers
+// derive on disk: the longest of its stores' (bus.WrittenBehind,
+// bus.WriteBehindOf), zero when all flush every write before
+// acknowledging it.
 func (d *Dispatcher) writeBehind(ctx context.Context) (time.Duration, error) {
 	var behind time.Duration
-	for _, name := range []string{bus.StreamTools, "KV_" + bus.BucketPlans} {
+	for _, name := range bus.WrittenBehind {
 		st, err := d.conn.JS.Stream(ctx, name)
 		if err != nil {
 			return 0, fmt.Errorf("dispatcher: stream %s: %w", name, err)

@@ -196,7 +196,8 @@ func (d *Dispatcher) rejectCode(ctx context.Context, log zerolog.Logger, it item
 		_ = it.msg.NakWithDelay(bus.RetryDelay(bus.Deliveries(it.msg)))
 		return
 	}
-	_ = it.msg.Ack()
+	// The rejection may be written behind: acknowledged once on disk.
+	d.behind.ack([]item{it}, nil, nil)
 }
 
 // reusedResults reads the earlier results that tools of a replan take as
