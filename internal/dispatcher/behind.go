@@ -51,10 +51,9 @@ func (d *Dispatcher) writeBehind(ctx context.Context) (time.Duration, error) {
 // handling are on disk: each batch delay after it was handed in.
 type acksBehind struct {
 	delay time.Duration
-	// inProcess: the server runs in this process, so it stops with the
-	// dispatcher and flushes every store as it does: what is held is
-	// acknowledged at once when the dispatcher stops.
-	inProcess bool
+	// gone is closed when the connection is: a stop then waits for
+	// nothing (nil: never).
+	gone <-chan struct{}
 	// publish publishes a held timeout timer; handBack returns messages
 	// whose timer could not be published, to be handled again.
 	publish  func(*nats.Msg) (jetstream.PubAckFuture, error)
@@ -76,8 +75,8 @@ type heldAcks struct {
 	ent   *entry
 }
 
-func newAcksBehind(delay time.Duration, inProcess bool) *acksBehind {
-	return &acksBehind{delay: delay, inProcess: inProcess, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func newAcksBehind(delay time.Duration) *acksBehind {
+	return &acksBehind{delay: delay, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // defers reports whether a plan's timeout timer firing at fireAt can wait
@@ -151,9 +150,10 @@ func (a *acksBehind) run() {
 	}
 }
 
-// stop acknowledges what is held and returns when done: at once when the
-// server stops with this process, else each when it comes due. Only for a
-// run started.
+// stop acknowledges what is held, each when it comes due, and returns when
+// done: at most the write-behind later. Even a server that stops with this
+// process does not sync what it wrote behind as it stops (it leaves it to
+// the kernel). Only for a run started.
 func (a *acksBehind) stop() {
 	a.mu.Lock()
 	a.stopped = true
@@ -167,14 +167,19 @@ func (a *acksBehind) stop() {
 
 // release publishes the timers of the batches whose plans still run, all
 // at once, and acknowledges each batch once its timer is stored (a batch
-// whose timer was not is handed back). stopping: the dispatcher stops, so
-// a batch not due yet is waited for unless the server is in this process.
+// whose timer was not is handed back). stopping: the dispatcher stops, and
+// batches not due yet are waited for.
 func (a *acksBehind) release(batches []heldAcks, stopping bool) {
 	if len(batches) == 0 {
 		return
 	}
-	if stopping && !a.inProcess {
-		time.Sleep(time.Until(batches[len(batches)-1].due))
+	if wait := time.Until(batches[len(batches)-1].due); stopping && wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-a.gone:
+			t.Stop()
+		}
 	}
 	futures := make([]jetstream.PubAckFuture, len(batches))
 	errs := make([]error, len(batches))

@@ -200,7 +200,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.behind = newAcksBehind(delay, d.conn.Config.InProcess != nil)
+	d.behind = newAcksBehind(delay)
+	d.behind.gone = d.closed
 	d.behind.publish = func(m *nats.Msg) (jetstream.PubAckFuture, error) {
 		return d.conn.JS.PublishMsgAsync(m, jetstream.WithMsgID(m.Header.Get(jetstream.MsgIDHeader)))
 	}
