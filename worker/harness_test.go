@@ -68,6 +68,14 @@ func (e *env) startWorkerOn(nc *nats.Conn, cfg worker.Config, opts ...worker.Opt
 	if err != nil {
 		t.Fatalf("worker.New: %v", err)
 	}
+	return e.runWorker(w, nc)
+}
+
+// runWorker runs w, made on nc, and returns once it is ready. t.Cleanup
+// stops it.
+func (e *env) runWorker(w *worker.Worker, nc *nats.Conn) *running {
+	t := e.t
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{Worker: w, nc: nc, cancel: cancel, done: make(chan struct{})}
 	go func() {

@@ -432,35 +432,6 @@ func (e *env) tunedWorker(g *gate, n, minBatch int, tp *tap, opts ...func(*worke
 	return e.runWorker(w, nc)
 }
 
-// runWorker runs w, made on nc, and returns once it is ready. t.Cleanup
-// stops it.
-func (e *env) runWorker(w *worker.Worker, nc *nats.Conn) *running {
-	t := e.t
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{Worker: w, nc: nc, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		r.err = w.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-r.done:
-		case <-time.After(wait + 30*time.Second):
-			t.Errorf("worker %s: Run did not return after its context ended", w.ID())
-		}
-	})
-	select {
-	case <-w.Ready():
-	case <-r.done:
-		t.Fatalf("worker %s: Run returned before it was ready: %v", w.ID(), r.err)
-	case <-time.After(wait):
-		t.Fatalf("worker %s: not ready within %s", w.ID(), wait)
-	}
-	return r
-}
-
 // startCalls publishes a call of g's skill for each plan and waits until
 // every one runs.
 func (e *env) startCalls(g *gate, plans ...string) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,40 +31,10 @@ func TestAcknowledgedResultsSurviveKillNineOfTheServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills a real planner process; skipped with -short")
 	}
-	bins := map[string]string{"planner": buildPlanner(t)}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	url := "nats://" + addr
-	p := &procs{t: t, bins: bins, env: append(processEnv(t), "PLANBUS_LOG_LEVEL=error")}
-	t.Cleanup(p.stopAll)
-	serveArgs := []string{"serve", "--listen", addr, "--data-dir", filepath.Join(t.TempDir(), "store"), "--workers", "0", "--http", ""}
-	server := p.start("planner", serveArgs...)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dial := func() *bus.Conn {
-		conn, err := bus.Dial(ctx, bus.Config{URL: url}, zerolog.Nop())
-		if err != nil {
-			t.Fatalf("%v\nplanner serve:\n%s", err, p.output(server))
-		}
-		for {
-			if _, err := conn.NC.Request("$SRV.PING."+bus.ServicePlanner, nil, time.Second); err == nil {
-				return conn
-			}
-			select {
-			case <-p.exited(server):
-				t.Fatalf("planner serve exited:\n%s", p.output(server))
-			case <-ctx.Done():
-				t.Fatal("the planner never answered")
-			default:
-			}
-		}
-	}
-	conn := dial()
+	s := startServe(ctx, t, "--workers", "0")
+	conn := s.dial()
 
 	// Publishers send results until the server dies; each acknowledged
 	// one is noted with its stream sequence. The kill comes once enough
@@ -103,15 +74,15 @@ func TestAcknowledgedResultsSurviveKillNineOfTheServer(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the results were not acknowledged in time")
 	}
-	p.kill9(server)
+	s.kill9()
 	wg.Wait()
 	conn.Close()
 	mu.Lock()
 	n := len(acked)
 	mu.Unlock()
 
-	server = p.start("planner", serveArgs...)
-	conn = dial()
+	s.restart()
+	conn = s.dial()
 	defer conn.Close()
 	results, err := conn.JS.Stream(ctx, bus.StreamResults)
 	if err != nil {
@@ -148,38 +119,11 @@ func TestPlansRunningWhenTheServerIsKilledFinishAfterItsRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills a real planner process; skipped with -short")
 	}
-	bins := map[string]string{"planner": buildPlanner(t)}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	url := "nats://" + addr
-	p := &procs{t: t, bins: bins, env: append(processEnv(t), "PLANBUS_LOG_LEVEL=error")}
-	t.Cleanup(p.stopAll)
-	serveArgs := []string{"serve", "--listen", addr, "--data-dir", filepath.Join(t.TempDir(), "store"), "--http", ""}
-	server := p.start("planner", serveArgs...)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	conn, err := bus.Dial(ctx, bus.Config{URL: url}, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("%v\nplanner serve:\n%s", err, p.output(server))
-	}
+	s := startServe(ctx, t)
+	conn := s.dial()
 	defer conn.Close()
-	for {
-		if _, err := conn.NC.Request("$SRV.PING."+bus.ServicePlanner, nil, time.Second); err == nil {
-			break
-		}
-		select {
-		case <-p.exited(server):
-			t.Fatalf("planner serve exited:\n%s", p.output(server))
-		case <-ctx.Done():
-			t.Fatal("the planner never answered")
-		default:
-		}
-	}
 	c := newClient(t, conn)
 
 	// Four fan-outs of 60 sleeps and four chains of 30: the kill finds
@@ -226,17 +170,17 @@ func TestPlansRunningWhenTheServerIsKilledFinishAfterItsRestart(t *testing.T) {
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the tools did not run in time:\n%s", p.output(server))
+			t.Fatalf("the tools did not run in time:\n%s", s.output())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	p.kill9(server)
-	server = p.start("planner", serveArgs...)
+	s.kill9()
+	s.restart()
 
 	for i, run := range runs {
 		out, err := run.Wait(ctx)
 		if err != nil {
-			t.Fatalf("plan %d: %v\nplanner serve:\n%s", i, err, p.output(server))
+			t.Fatalf("plan %d: %v\nplanner serve:\n%s", i, err, s.output())
 		}
 		if !out.Success {
 			t.Errorf("plan %d ended %s: %+v", i, out.Status, out.Error)
@@ -246,6 +190,65 @@ func TestPlansRunningWhenTheServerIsKilledFinishAfterItsRestart(t *testing.T) {
 			if tool.State != planbus.ToolSucceeded {
 				t.Errorf("plan %d: tool %s %s", i, tool.ToolID, tool.State)
 			}
+		}
+	}
+}
+
+// served is a planner serve process on a store of its own, on a port of
+// its own, that a test kills and starts again.
+type served struct {
+	ctx    context.Context
+	t      *testing.T
+	p      *procs
+	args   []string
+	url    string
+	server *exec.Cmd
+}
+
+// startServe starts planner serve with extra flags.
+func startServe(ctx context.Context, t *testing.T, extra ...string) *served {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	p := &procs{t: t, bins: map[string]string{"planner": buildPlanner(t)}, env: append(processEnv(t), "PLANBUS_LOG_LEVEL=error")}
+	t.Cleanup(p.stopAll)
+	s := &served{ctx: ctx, t: t, p: p, url: "nats://" + addr,
+		args: append([]string{"serve", "--listen", addr, "--data-dir", filepath.Join(t.TempDir(), "store"), "--http", ""}, extra...)}
+	s.restart()
+	return s
+}
+
+// restart starts the process (again, on the same store).
+func (s *served) restart() { s.server = s.p.start("planner", s.args...) }
+
+// kill9 kills the process with SIGKILL.
+func (s *served) kill9() { s.p.kill9(s.server) }
+
+// output is what the process wrote.
+func (s *served) output() string { return s.p.output(s.server) }
+
+// dial connects once the planner answers.
+func (s *served) dial() *bus.Conn {
+	t := s.t
+	t.Helper()
+	conn, err := bus.Dial(s.ctx, bus.Config{URL: s.url}, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("%v\nplanner serve:\n%s", err, s.output())
+	}
+	for {
+		if _, err := conn.NC.Request("$SRV.PING."+bus.ServicePlanner, nil, time.Second); err == nil {
+			return conn
+		}
+		select {
+		case <-s.p.exited(s.server):
+			t.Fatalf("planner serve exited:\n%s", s.output())
+		case <-s.ctx.Done():
+			t.Fatal("the planner never answered")
+		default:
 		}
 	}
 }

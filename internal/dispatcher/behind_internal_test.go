@@ -91,7 +91,7 @@ func allAcked(t *testing.T, cons jetstream.Consumer, conn *bus.Conn) {
 
 func TestAcksAreSentOnceTheWritesAreOnDisk(t *testing.T) {
 	items, cons, conn := delivered(t, 3)
-	a := newAcksBehind(50*time.Millisecond)
+	a := newAcksBehind(50 * time.Millisecond)
 	go a.run()
 	defer a.stop()
 	a.ack(items, nil, nil)
@@ -100,7 +100,7 @@ func TestAcksAreSentOnceTheWritesAreOnDisk(t *testing.T) {
 
 func TestAStopWaitsForTheWritesOfAnotherProcessesServer(t *testing.T) {
 	items, cons, conn := delivered(t, 2)
-	a := newAcksBehind(300*time.Millisecond)
+	a := newAcksBehind(300 * time.Millisecond)
 	go a.run()
 	a.ack(items, nil, nil)
 	a.stop() // returns once they are acknowledged
