@@ -230,8 +230,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	statuses := d.conn.NC.StatusChanged(nats.CLOSED)
 	go func() {
-		<-statuses
-		close(d.closed)
+		// A status, not the channel closed by RemoveStatusListener as
+		// Run returns: the connection is closed.
+		if _, ok := <-statuses; ok {
+			close(d.closed)
+		}
 	}()
 	defer d.conn.NC.RemoveStatusListener(statuses)
 	var shardsDone, ackersDone sync.WaitGroup
