@@ -124,6 +124,14 @@ diagnose() {
   say "diagnostics for project $PROJECT"
   DC_TIMEOUT=20 dc ps >&2 || true
   DC_TIMEOUT=30 dc logs --no-color --tail=25 >&2 2>&1 || true
+  # The tool queue and its consumers, as the admin sees them: a call
+  # released and never delivered shows as a message pending or a consumer
+  # whose delivered sequence passed it. Needs the nats CLI and URLS.
+  if [ -n "${URLS:-}" ] && command -v nats >/dev/null 2>&1 && [ -f "$PLANBUS_AUTH_DIR/admin.nk" ]; then
+    local n=(nats --server "$URLS" --nkey "$PLANBUS_AUTH_DIR/admin.nk" --inbox-prefix _INBOX_admin --timeout 5s)
+    timeout 20 "${n[@]}" stream info PLANBUS_TOOLS >&2 2>&1 || true
+    timeout 30 "${n[@]}" consumer report PLANBUS_TOOLS >&2 2>&1 || true
+  fi
 }
 
 # planner NAME SECONDS ARGS...: runs `planner ARGS` in a one-off container of
