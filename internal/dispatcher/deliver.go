@@ -2,11 +2,9 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
@@ -43,11 +41,13 @@ func (d *Dispatcher) giveUp(log zerolog.Logger, it item, deliveries int, cause e
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	_, err := d.kv.Get(ctx, bus.StateKey(it.planID))
+	// Only the leader's "no state" is taken as never started: a replica
+	// just back from a partition may not have it yet.
+	v, _, err := bus.KVReadSure(d.conn.NC, d.kv)(ctx, bus.StateKey(it.planID))
 	switch {
-	case err == nil:
+	case err == nil && v != nil:
 		d.drop(log, it, why+"; the plan is running and its results and timers carry it on", cause)
-	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err == nil:
 		d.rejectCode(ctx, log, it, planbus.CodeDeliveryLimit, fmt.Errorf("the dispatchers %s of plan %s: %w", why, it.planID, cause))
 	default:
 		// Whether it started cannot be told now: ask again later, until

@@ -72,10 +72,13 @@ func (d *Dispatcher) onSettled(r micro.Request) {
 // stored state shows it ended or a later attempt, or the results stream
 // holds a result of it with its token.
 func (d *Dispatcher) settled(ctx context.Context, q planbus.SettledQuery) (bool, string, error) {
-	stored, _, err := d.readState(ctx, q.PlanID)
+	// Its state is stored before any call is published, so a plan with
+	// none has ended and expired; but only the leader can say it has
+	// none: a replica just back from a partition may not have the state
+	// of a plan started while it was away. An older state is harmless
+	// here: attempts only move on and plans only end.
+	stored, _, err := d.readStateSure(ctx, q.PlanID)
 	if errors.Is(err, errNoPlan) {
-		// Its state is stored before any call is published: a plan
-		// with none has ended and expired.
 		return true, "the plan has no state: it ended", nil
 	}
 	if err != nil {
@@ -110,7 +113,12 @@ func (d *Dispatcher) settled(ctx context.Context, q planbus.SettledQuery) (bool,
 
 // toolIndex is the position of a tool in the stored plan, or -1.
 func (d *Dispatcher) toolIndex(ctx context.Context, planID, toolID string) (int, error) {
-	pe, err := d.kv.Get(ctx, bus.PlanKey(planID))
+	// The state was found, so the plan is stored: on a replica that
+	// has no plan, the leader is asked.
+	doc, _, err := bus.KVReadSure(d.conn.NC, d.kv)(ctx, bus.PlanKey(planID))
+	if err == nil && doc == nil {
+		err = jetstream.ErrKeyNotFound
+	}
 	if err != nil {
 		return -1, fmt.Errorf("read plan: %w", err)
 	}
@@ -119,7 +127,7 @@ func (d *Dispatcher) toolIndex(ctx context.Context, planID, toolID string) (int,
 			ToolID string `json:"toolId"`
 		} `json:"tools"`
 	}
-	if err := wire.Lenient(pe.Value(), &ids); err != nil {
+	if err := wire.Lenient(doc, &ids); err != nil {
 		return -1, fmt.Errorf("stored plan %s: %w", planID, err)
 	}
 	for i, t := range ids.Tools {

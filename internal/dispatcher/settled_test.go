@@ -115,3 +115,83 @@ func TestSettledNeedsTheCallsToken(t *testing.T) {
 		t.Errorf("answer %s (code %q), want 403", m.Data, code)
 	}
 }
+
+// A replica that is behind (a node just back from a partition) answers a
+// direct get of a plan started while it was away with "no such key". The
+// settled check must not take that for a plan that ended: a chaos run
+// lost calls that way, each worker told "the plan has no state: it
+// ended" and dropping the call of a plan that had just started. Here the
+// replica behind is a mirror of the plans bucket that answers its direct
+// gets (mirror_direct) and holds only one unrelated key.
+func TestSettledIsNotMisledByAReplicaThatIsBehind(t *testing.T) {
+	h := start(t, opts{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js := h.conn.JS
+	manifest, _ := json.Marshal(planbus.SkillManifest{Name: "held", Description: "a call the test holds"})
+	skillsKV, err := js.KeyValue(ctx, bus.BucketSkills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := skillsKV.Put(ctx, "held", manifest); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, bus.StreamTools, jetstream.ConsumerConfig{
+		Durable: bus.SkillConsumer("held"), FilterSubject: bus.ToolSubject("held"), AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: time.Minute, MaxDeliver: bus.ConsumerMaxDeliver(5), MaxWaiting: 4096, MaxAckPending: 100000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.submit(`{"planId":"behind","tools":[{"toolId":"t","skill":"held"}]}`, time.Minute, nil)
+	m, err := cons.Next(jetstream.FetchMaxWait(30 * time.Second))
+	if err != nil {
+		t.Fatalf("the call: %v", err)
+	}
+	var tc planbus.ToolCall
+	if err := json.Unmarshal(m.Data(), &tc); err != nil {
+		t.Fatal(err)
+	}
+
+	// The replica behind: it has seen one key of the bucket and nothing
+	// of the plan, and answers direct gets of the bucket beside its
+	// stream (a queue group: either answers any read).
+	plans, err := js.KeyValue(ctx, bus.BucketPlans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plans.Put(ctx, "unrelated", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	kvStream := "KV_" + bus.BucketPlans
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BEHIND", MirrorDirect: true,
+		Mirror: &jetstream.StreamSource{Name: kvStream, FilterSubject: bus.KVSubject(bus.BucketPlans, "unrelated")}}); err != nil {
+		t.Fatal(err)
+	}
+	stateSubject := bus.KVSubject(bus.BucketPlans, bus.StateKey(tc.PlanID))
+	bustest.Eventually(t, 30*time.Second, "a direct get of the plan's state answered by the replica behind", func() (bool, string) {
+		r, err := h.conn.NC.Request("$JS.API.DIRECT.GET."+kvStream+"."+stateSubject, nil, 5*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		return r.Header.Get("Status") == "404", "status " + r.Header.Get("Status")
+	})
+
+	q, _ := json.Marshal(planbus.SettledQuery{PlanID: tc.PlanID, ToolID: tc.ToolID, Attempt: tc.Attempt, Token: tc.Token})
+	for i := range 40 {
+		r, err := h.conn.NC.Request(bus.SubjectCallSettled, q, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := r.Header.Get("Nats-Service-Error-Code"); code != "" {
+			t.Fatalf("answer %d: error %s %s", i, code, r.Header.Get("Nats-Service-Error"))
+		}
+		var reply planbus.SettledReply
+		if err := json.Unmarshal(r.Data, &reply); err != nil {
+			t.Fatalf("answer %d: %s: %v", i, r.Data, err)
+		}
+		if reply.Settled {
+			t.Fatalf("answer %d: settled (%s) for the running call of a running plan", i, reply.Why)
+		}
+	}
+}

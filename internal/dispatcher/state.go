@@ -98,9 +98,21 @@ func (d *Dispatcher) deleteKey(key string) {
 }
 
 // readState reads a plan's stored state, with its chunks; errNoPlan if it
-// has none.
+// has none. The read may come from a replica that is behind: a state
+// older than the last, or none for a plan started a moment ago (see
+// readStateSure).
 func (d *Dispatcher) readState(ctx context.Context, planID string) (*execution.Stored, uint64, error) {
-	s, rev, err := execution.ReadStored(ctx, bus.StateKey(planID), bus.KVRead(d.kv))
+	return d.readStateWith(ctx, planID, bus.KVRead(d.kv))
+}
+
+// readStateSure is readState whose errNoPlan is the stream leader's word,
+// not a replica's that may be behind: for answers that end something.
+func (d *Dispatcher) readStateSure(ctx context.Context, planID string) (*execution.Stored, uint64, error) {
+	return d.readStateWith(ctx, planID, bus.KVReadSure(d.conn.NC, d.kv))
+}
+
+func (d *Dispatcher) readStateWith(ctx context.Context, planID string, get execution.Getter) (*execution.Stored, uint64, error) {
+	s, rev, err := execution.ReadStored(ctx, bus.StateKey(planID), get)
 	if err == nil && s == nil {
 		err = errNoPlan
 	}

@@ -47,14 +47,14 @@ func (e *forbiddenError) Error() string {
 
 // ownerOf reads the owner recorded under key, "" for none.
 func (s *Service) ownerOf(ctx context.Context, key string) (string, error) {
-	e, err := s.requests.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", nil
-	}
+	// "No owner" lets anyone act: it is the leader's word, not that of
+	// a replica just back from a partition, which may not have the
+	// claim yet.
+	v, _, err := bus.KVReadSure(s.conn.NC, s.requests)(ctx, key)
 	if err != nil {
 		return "", fmt.Errorf("%w: owners: %v", errStoreUnavailable, err)
 	}
-	return string(e.Value()), nil
+	return string(v), nil
 }
 
 // mayAct refuses caller what key names unless it is caller's or no one's;
