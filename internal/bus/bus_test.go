@@ -171,6 +171,59 @@ func TestRetentionSetsStreamsAndBuckets(t *testing.T) {
 	}
 }
 
+// What costs the server memory for a while is capped: the events stream
+// by its bytes, the results' message ids by a window shorter than the
+// others' (a result stored twice is applied once), on a stream declared
+// before with the old limits too (issue 22: memory per retained plan).
+func TestMemoryBoundedStreamsAreCapped(t *testing.T) {
+	cfg := bustest.Start(t)
+	c := bustest.Dial(t, cfg)
+	ctx := context.Background()
+	// As an earlier version declared them.
+	for _, sc := range c.Config.Streams() {
+		switch sc.Name {
+		case bus.StreamEvents:
+			sc.MaxBytes = 256 << 20
+		case bus.StreamResults:
+			sc.Duplicates = 10 * time.Minute
+		default:
+			continue
+		}
+		if _, err := c.JS.UpdateStream(ctx, sc); err != nil {
+			t.Fatalf("update %s: %v", sc.Name, err)
+		}
+	}
+	c.Config.DuplicateWindow = 10 * time.Minute
+	if err := c.Declare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{bus.StreamResults: 2 * time.Minute, bus.StreamPlans: 10 * time.Minute,
+		bus.StreamTools: 10 * time.Minute, bus.StreamExecutions: 10 * time.Minute}
+	for name, w := range want {
+		s, err := c.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().Config.Duplicates; got != w {
+			t.Errorf("stream %s remembers message ids %s, want %s", name, got, w)
+		}
+	}
+	events, err := c.JS.Stream(ctx, bus.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := events.CachedInfo().Config.MaxBytes; got != 64<<20 {
+		t.Errorf("events stream capped at %d bytes, want 64 MiB", got)
+	}
+	// A window shorter than the results' cap is the results' too.
+	short := bus.Config{Retention: time.Minute}.Defaults()
+	for _, sc := range short.Streams() {
+		if sc.Name == bus.StreamResults && sc.Duplicates != time.Minute {
+			t.Errorf("with a 1m window the results remember ids %s, want 1m", sc.Duplicates)
+		}
+	}
+}
+
 // Plans, results and timers are stored under their plan's partition, on a
 // new stream and on one declared before streams were partitioned (and the
 // tool queue of that time gains per-message TTLs); a

@@ -35,7 +35,7 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			// worker/results.go).
 			Name: StreamResults, Description: "planbus: tool results",
 			Subjects: []string{SubjectResultsAll}, Retention: jetstream.LimitsPolicy,
-			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, SubjectTransform: c.partitioned(SubjectResultsAll),
+			MaxAge: c.Retention, Duplicates: c.resultsDuplicateWindow(), SubjectTransform: c.partitioned(SubjectResultsAll),
 			AllowAtomicPublish: true,
 		},
 		{
@@ -53,7 +53,7 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			// first, so they cost the store no disk writes.
 			Name: StreamEvents, Description: "planbus: progress events",
 			Subjects: EventSubjectsKept(c.KeepEvents), Retention: jetstream.LimitsPolicy,
-			MaxAge: short, MaxBytes: 256 << 20, Discard: jetstream.DiscardOld, Storage: jetstream.MemoryStorage,
+			MaxAge: short, MaxBytes: EventsMaxBytes, Discard: jetstream.DiscardOld, Storage: jetstream.MemoryStorage,
 		},
 		{
 			Name: StreamRequests, Description: "planbus: accepted plan requests",
@@ -71,6 +71,29 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
 		},
 	}
+}
+
+// EventsMaxBytes caps the events stream. The server's memory store holds
+// about 1.8 times the bytes it counts (a message's record, its subject,
+// the indexes), and a process's RSS is about twice its live heap: 64 MiB
+// counted is about 115 MB of heap, the events of some 15,000 five-tool
+// plans (an hour of them up to 4 plans a second; fewer minutes at higher
+// rates, the oldest dropped first). Events are for watching; what a plan
+// did stays in its state and execution result for the retention.
+const EventsMaxBytes = 64 << 20
+
+// ResultsDuplicateWindow is the most a result's message id is remembered
+// for (less when DuplicateWindow is). A result stored twice is harmless:
+// dispatchers apply one result per attempt, from the plan's state. The
+// window only spares them the second one of a publish tried again, which
+// comes within seconds, or of a call run again after its worker's ack
+// wait ran out. Ids cost the server about 170 bytes of memory each for
+// the window, five a five-tool plan here: at 300 plans a second, 10
+// minutes of them were 150 MB.
+const ResultsDuplicateWindow = 2 * time.Minute
+
+func (c Config) resultsDuplicateWindow() time.Duration {
+	return min(c.DuplicateWindow, ResultsDuplicateWindow)
 }
 
 // partitioned is the subject transform that splits the stream of
