@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin
 
-.PHONY: all build run test check links fmt vet staticcheck example fuzz bench bench-scale bench-soak soak test-loaded ci smoke images clean
+.PHONY: all build run test check links fmt vet staticcheck example fuzz bench bench-scale bench-soak bench-retain soak test-loaded ci smoke images clean
 
 all: check test
 
@@ -77,6 +77,17 @@ BENCH_SOAK ?= 10m
 BENCH_RATE ?= 200
 bench-soak:
 	$(GO) run ./cmd/planner bench --soak $(BENCH_SOAK) --rate $(BENCH_RATE) $(BENCH_FLAGS)
+
+# One node retaining RETAIN_PLANS five-tool plans (default 1,000,000) at
+# the default 24 h retention and --sync: a soak of RETAIN_PLANS/RETAIN_RATE
+# seconds, RSS sampled every minute, ending with what the process held
+# (docs/benchmarks.md, "A million retained plans"). About 45 minutes at the
+# default rate; BENCH_FLAGS adds flags (--memprofile FILE).
+RETAIN_PLANS ?= 1000000
+RETAIN_RATE  ?= 375
+bench-retain:
+	$(GO) build -o $(BIN)/ ./cmd/planner
+	$(BIN)/planner bench --soak $$(( $(RETAIN_PLANS) / $(RETAIN_RATE) ))s --rate $(RETAIN_RATE) --sample 1m $(BENCH_FLAGS)
 
 # The soak: SOAK_PLANS plans (diamonds, chains, retries, hard failures whose
 # side effects a ledger skill appends and fsyncs) on real processes while

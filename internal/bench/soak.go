@@ -173,6 +173,30 @@ func (r *SoakResult) PerPlanVerdict() string {
 		b/1024, what, r.Warmup(), n)
 }
 
+// RetainedVerdict says what the system held at the end of the soak: the
+// plans finished, whether all of them are still retained, the RSS then
+// and the most any sample read. "" without samples.
+func (r *SoakResult) RetainedVerdict() string {
+	if len(r.Samples) == 0 {
+		return ""
+	}
+	last := r.Samples[len(r.Samples)-1]
+	var peak int64
+	for _, s := range r.Samples {
+		peak = max(peak, s.TotalRSS())
+	}
+	kept := "all of them retained"
+	if r.Config.Retention > 0 && r.Config.Retention < last.At {
+		kept = fmt.Sprintf("those of the last %s retained", r.Config.Retention)
+	}
+	per := ""
+	if last.Finished > 0 {
+		per = fmt.Sprintf(" (%.2f KB a plan finished, everything the process holds included)", float64(last.TotalRSS())/float64(last.Finished)/1024)
+	}
+	return fmt.Sprintf("At the end %d plans had finished, %s: RSS %.1f MB%s; at most %.1f MB over the soak",
+		last.Finished, kept, float64(last.TotalRSS())/(1<<20), per, float64(peak)/(1<<20))
+}
+
 // soakState is what the result callbacks and the sampler share.
 type soakState struct {
 	mu        sync.Mutex
@@ -391,5 +415,8 @@ func ReportSoak(w io.Writer, r *SoakResult) {
 	fmt.Fprintf(w, "\n%d plans a second for %s: %s; %d plans lost.\n", r.Config.Rate, r.Config.Duration, r.Verdict(), r.Lost)
 	if pp := r.PerPlanVerdict(); pp != "" {
 		fmt.Fprintf(w, "%s.\n", pp)
+	}
+	if rv := r.RetainedVerdict(); rv != "" {
+		fmt.Fprintf(w, "%s.\n", rv)
 	}
 }

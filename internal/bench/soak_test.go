@@ -57,3 +57,25 @@ func TestPerPlanWantsTwoSamplesAndFinishedPlans(t *testing.T) {
 		t.Errorf("verdict %q, want none", v)
 	}
 }
+
+func TestRetainedVerdictSaysWhatTheEndHeld(t *testing.T) {
+	r := &SoakResult{Config: SoakConfig{Duration: 10 * time.Minute, Rate: 100}}
+	if v := r.RetainedVerdict(); v != "" {
+		t.Errorf("no samples, verdict %q", v)
+	}
+	r.Samples = []SoakSample{
+		{At: 0, RSS: []int64{50 << 20}},
+		{At: 5 * time.Minute, RSS: []int64{900 << 20, 100 << 20}, Finished: 30000},
+		{At: 11 * time.Minute, RSS: []int64{700 << 20, 100 << 20}, Finished: 60000, End: true},
+	}
+	v := r.RetainedVerdict()
+	for _, want := range []string{"60000 plans had finished, all of them retained", "RSS 800.0 MB", "13.65 KB a plan finished", "at most 1000.0 MB"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdict %q lacks %q", v, want)
+		}
+	}
+	r.Config.Retention = 2 * time.Minute
+	if v := r.RetainedVerdict(); !strings.Contains(v, "those of the last 2m0s retained") {
+		t.Errorf("verdict with a short retention: %q", v)
+	}
+}
