@@ -271,10 +271,30 @@ func storedResultsOn(ctx context.Context, url, nkey string) (map[ledgerKey]time.
 }
 
 // storedResults reads the whole results stream and returns, for each
-// attempt of a ledger call, when its first result was stored. Later
-// results of the same attempt carry the same message id, which JetStream
-// drops as a duplicate.
+// attempt of a ledger call, when its first result was stored (a result
+// published again after the results' duplicate window is stored again).
+// On a cluster whose node was just killed, a read can stall (the ordered
+// consumer's pulls reach a node that lost it): each message is waited for
+// at most storedReadWait, and a stalled read starts again on a new
+// consumer, until ctx ends.
 func storedResults(ctx context.Context, js jetstream.JetStream) (map[ledgerKey]time.Time, error) {
+	for {
+		stored, err := readStoredResults(ctx, js)
+		if err == nil || ctx.Err() != nil {
+			return stored, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// storedReadWait bounds the wait for one message of storedResults.
+const storedReadWait = 10 * time.Second
+
+func readStoredResults(ctx context.Context, js jetstream.JetStream) (map[ledgerKey]time.Time, error) {
 	cons, err := js.OrderedConsumer(ctx, bus.StreamResults, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return nil, fmt.Errorf("read results: %w", err)
@@ -283,14 +303,19 @@ func storedResults(ctx context.Context, js jetstream.JetStream) (map[ledgerKey]t
 	if err != nil {
 		return nil, fmt.Errorf("read results: %w", err)
 	}
+	next := func() (jetstream.Msg, error) {
+		nctx, cancel := context.WithTimeout(ctx, storedReadWait)
+		defer cancel()
+		return cons.Next(jetstream.FetchContext(nctx))
+	}
 	stored := map[ledgerKey]time.Time{}
 	for left := info.NumPending; left > 0; left-- {
-		m, err := cons.Next(jetstream.FetchContext(ctx))
+		m, err := next()
 		for tries := 0; errors.Is(err, nats.ErrNoResponders) && tries < 100; tries++ {
 			// On a cluster, a pull can reach a node before the new
 			// consumer is known there.
 			time.Sleep(50 * time.Millisecond)
-			m, err = cons.Next(jetstream.FetchContext(ctx))
+			m, err = next()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read results (%d left): %w", left, err)
