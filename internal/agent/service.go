@@ -150,22 +150,21 @@ func (s *Service) agentDomain(doc []byte) (*goap.Domain, error) {
 	return d, nil
 }
 
-// loadAgent reads a session's agent; nil if it has none.
+// loadAgent reads a session's agent; nil if it has none. "None" is the
+// stream leader's word: a replica just back from a partition may not have
+// an agent started while it was away, and its turns would be dropped.
 func (s *Service) loadAgent(ctx context.Context, sessionID string) (*agentDoc, uint64, error) {
 	ctx, cancel := storeOp(ctx)
 	defer cancel()
-	e, err := s.agents.store.Get(ctx, sessionID)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
+	v, rev, err := bus.KVReadSure(s.conn.NC, s.agents.store)(ctx, sessionID)
+	if err != nil || v == nil {
 		return nil, 0, err
 	}
 	var doc agentDoc
-	if err := json.Unmarshal(e.Value(), &doc); err != nil || doc.Request == nil {
+	if err := json.Unmarshal(v, &doc); err != nil || doc.Request == nil {
 		return nil, 0, fmt.Errorf("planner: agent of session %s: unreadable state (%v)", sessionID, err)
 	}
-	return &doc, e.Revision(), nil
+	return &doc, rev, nil
 }
 
 // saveAgent stores doc with compare-and-set on rev (0: create).

@@ -120,9 +120,7 @@ func TestSettledNeedsTheCallsToken(t *testing.T) {
 // direct get of a plan started while it was away with "no such key". The
 // settled check must not take that for a plan that ended: a chaos run
 // lost calls that way, each worker told "the plan has no state: it
-// ended" and dropping the call of a plan that had just started. Here the
-// replica behind is a mirror of the plans bucket that answers its direct
-// gets (mirror_direct) and holds only one unrelated key.
+// ended" and dropping the call of a plan that had just started.
 func TestSettledIsNotMisledByAReplicaThatIsBehind(t *testing.T) {
 	h := start(t, opts{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -153,29 +151,7 @@ func TestSettledIsNotMisledByAReplicaThatIsBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The replica behind: it has seen one key of the bucket and nothing
-	// of the plan, and answers direct gets of the bucket beside its
-	// stream (a queue group: either answers any read).
-	plans, err := js.KeyValue(ctx, bus.BucketPlans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := plans.Put(ctx, "unrelated", []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	kvStream := "KV_" + bus.BucketPlans
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BEHIND", MirrorDirect: true,
-		Mirror: &jetstream.StreamSource{Name: kvStream, FilterSubject: bus.KVSubject(bus.BucketPlans, "unrelated")}}); err != nil {
-		t.Fatal(err)
-	}
-	stateSubject := bus.KVSubject(bus.BucketPlans, bus.StateKey(tc.PlanID))
-	bustest.Eventually(t, 30*time.Second, "a direct get of the plan's state answered by the replica behind", func() (bool, string) {
-		r, err := h.conn.NC.Request("$JS.API.DIRECT.GET."+kvStream+"."+stateSubject, nil, 5*time.Second)
-		if err != nil {
-			return false, err.Error()
-		}
-		return r.Header.Get("Status") == "404", "status " + r.Header.Get("Status")
-	})
+	bustest.ReplicaBehind(t, h.conn, bus.BucketPlans)
 
 	q, _ := json.Marshal(planbus.SettledQuery{PlanID: tc.PlanID, ToolID: tc.ToolID, Attempt: tc.Attempt, Token: tc.Token})
 	for i := range 40 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/health"
 	"github.com/planbus/planbus/internal/metrics"
@@ -82,21 +83,33 @@ const (
 	loopDone       planbus.RequestStatus = "done"
 )
 
+// load reads a request's loop state; nil if it has none. "None" is the
+// stream leader's word: a replica just back from a partition may not have
+// the state of a request accepted while it was away, and a plan's
+// execution result taken for one submitted directly is dropped.
 func (s *Service) load(ctx context.Context, requestID string) (*loop, uint64, error) {
+	return s.loadWith(ctx, requestID, bus.KVReadSure(s.conn.NC, s.requests))
+}
+
+// loadAny is load that takes any replica's word for "none": for a new
+// request, whose state is then created (and a stale "none" meets the
+// state that exists).
+func (s *Service) loadAny(ctx context.Context, requestID string) (*loop, uint64, error) {
+	return s.loadWith(ctx, requestID, bus.KVRead(s.requests))
+}
+
+func (s *Service) loadWith(ctx context.Context, requestID string, get execution.Getter) (*loop, uint64, error) {
 	octx, cancel := storeOp(ctx)
 	defer cancel()
-	e, err := s.requests.Get(octx, requestID)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
+	v, rev, err := get(octx, requestID)
+	if err != nil || v == nil {
 		return nil, 0, err
 	}
 	var l loop
-	if err := json.Unmarshal(e.Value(), &l); err != nil {
+	if err := json.Unmarshal(v, &l); err != nil {
 		return nil, 0, fmt.Errorf("loop state of %s: %w", requestID, err)
 	}
-	return &l, e.Revision(), nil
+	return &l, rev, nil
 }
 
 // save stores the loop with compare-and-set. The holder of the request's
@@ -157,7 +170,7 @@ func (s *Service) onRequest(ctx context.Context, m jetstream.Msg) error {
 	ctx, span := s.tracer.Start(telemetry.Extract(ctx, m.Headers()), telemetry.SpanRequest, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(telemetry.AttrRequestID.String(r.RequestID), telemetry.AttrSessionID.String(r.SessionID), telemetry.AttrKind.String(r.Kind)))
 	defer span.End()
-	l, rev, err := s.load(ctx, r.RequestID)
+	l, rev, err := s.loadAny(ctx, r.RequestID)
 	if err == nil && l == nil {
 		l = &loop{Request: r, Status: loopGenerating, Disabled: []string{}, History: []planbus.Attempt{}, Trace: telemetry.Map(ctx)}
 		rev, err = s.save(ctx, l, 0)

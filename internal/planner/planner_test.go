@@ -716,3 +716,26 @@ func TestInputsWithReferencesAreCheckedWhenReleased(t *testing.T) {
 		t.Errorf("tool b: %+v, want it run and refused by the worker (INVALID_INPUT)", b)
 	}
 }
+
+// A request's plan that ends while a replica of the requests bucket is
+// behind (a node just back from a partition, which has not seen the
+// request's loop state) still ends its request: "no loop state" is taken
+// for a plan submitted directly only when the stream leader says so.
+// Before, the planner dropped such an execution result and the request
+// stayed executing for ever.
+func TestRequestsEndWhileAReplicaIsBehind(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	bustest.ReplicaBehind(t, h.conn, bus.BucketRequests)
+	for i := range 12 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		doc := fmt.Sprintf(`{"requestId":"behind-%d","kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","input":{"n":%d}}]}}`, i, i)
+		out, err := h.c.Run(ctx, []byte(doc), nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if !out.Success {
+			t.Fatalf("request %d: %s %+v", i, out.Status, out.Error)
+		}
+	}
+}
