@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,6 +165,77 @@ func TestAPlansTimeoutTimerIsPublishedOnlyIfItRunsWhenItsAckIsSent(t *testing.T)
 		t.Error("the running plan's entry does not know its timer's sequence, to delete it when the plan ends")
 	}
 	allAcked(t, cons, conn)
+}
+
+// lateAck is a publish whose acknowledgement never comes (a server too
+// busy to answer in time).
+type lateAck struct{ m *nats.Msg }
+
+func (f lateAck) Ok() <-chan *jetstream.PubAck { return nil }
+func (f lateAck) Err() <-chan error           { return nil }
+func (f lateAck) Msg() *nats.Msg              { return f.m }
+
+// A timer whose publish is not acknowledged within a round is published
+// again a round later, its batch held meanwhile: handing the batch back
+// would have its messages handled again, which a busy server can least
+// afford (a soak above the rate the node could take collapsed that way).
+func TestABatchWhoseTimerIsAcknowledgedLateIsHeldAgain(t *testing.T) {
+	items, cons, conn := delivered(t, 1)
+	a := newAcksBehind(20 * time.Millisecond)
+	a.timerWait = 50 * time.Millisecond
+	var published atomic.Int32
+	a.publish = func(m *nats.Msg) (jetstream.PubAckFuture, error) {
+		if published.Add(1) == 1 {
+			return lateAck{m}, nil
+		}
+		return conn.JS.PublishMsgAsync(m, jetstream.WithMsgID(m.Header.Get(jetstream.MsgIDHeader)))
+	}
+	a.handBack = func(_ []item, err error) { t.Errorf("handed back: %v", err) }
+	go a.run()
+	defer a.stop()
+	m := nats.NewMsg(bus.TimerSubject("slow"))
+	m.Data = []byte(`{"planId":"slow","kind":"timeout","fireAt":1}`)
+	m.Header.Set(jetstream.MsgIDHeader, "slow/timeout")
+	ent := &entry{}
+	a.ack(items, m, ent)
+	allAcked(t, cons, conn)
+	if n := published.Load(); n != 2 {
+		t.Errorf("the timer was published %d times, want 2 (once late, once acknowledged)", n)
+	}
+	if !timersOf(t, conn)["slow"] || ent.timerSeq.Load() == 0 {
+		t.Errorf("timer stored %v, its sequence known %d", timersOf(t, conn)["slow"], ent.timerSeq.Load())
+	}
+}
+
+// A timer that is never acknowledged hands its batch back after
+// timerWaits rounds: its messages are handled again.
+func TestABatchWhoseTimerIsNeverAcknowledgedIsHandedBack(t *testing.T) {
+	items, _, _ := delivered(t, 1)
+	a := newAcksBehind(5 * time.Millisecond)
+	a.timerWait = 10 * time.Millisecond
+	var published atomic.Int32
+	a.publish = func(m *nats.Msg) (jetstream.PubAckFuture, error) {
+		published.Add(1)
+		return lateAck{m}, nil
+	}
+	back := make(chan error, 1)
+	a.handBack = func(_ []item, err error) { back <- err }
+	go a.run()
+	defer a.stop()
+	m := nats.NewMsg(bus.TimerSubject("never"))
+	m.Header.Set(jetstream.MsgIDHeader, "never/timeout")
+	a.ack(items, m, &entry{})
+	select {
+	case err := <-back:
+		if n := published.Load(); n != timerWaits+1 {
+			t.Errorf("handed back after %d publishes, want %d", n, timerWaits+1)
+		}
+		if err == nil {
+			t.Error("handed back without a reason")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("never handed back")
+	}
 }
 
 func TestCallsWithAStoredResultAreNotPublishedAgain(t *testing.T) {

@@ -126,6 +126,10 @@ type Dispatcher struct {
 	// behind holds the acknowledgements of messages whose handling wrote
 	// plan states or calls the server writes behind (behind.go).
 	behind *acksBehind
+	// readers bounds the reads of a plan's stored results running at
+	// once (storedAttempts): each is a consumer of the results stream,
+	// which holds at most 1,000 by default.
+	readers chan struct{}
 	// closed is closed when the connection is: the publishes a batch
 	// awaits will then never be acknowledged.
 	closed chan struct{}
@@ -162,7 +166,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Dispatcher, error) {
 		return nil, err
 	}
 	d := &Dispatcher{cfg: cfg, conn: conn, log: log.With().Str("component", "dispatcher").Str("dispatcher", cfg.ID).Logger(),
-		ready: make(chan struct{}), closed: make(chan struct{}), metrics: cfg.Metrics.Dispatcher()}
+		ready: make(chan struct{}), closed: make(chan struct{}), readers: make(chan struct{}, maxReaders), metrics: cfg.Metrics.Dispatcher()}
 	d.tracer = telemetry.Tracer(cfg.Tracer)
 	d.traced = telemetry.Records(d.tracer)
 	d.rejectLog = d.log.Sample(&zerolog.BurstSampler{Burst: rejectLogBurst, Period: rejectLogPeriod})

@@ -151,9 +151,23 @@ type attempt struct {
 	n      int
 }
 
+// maxReaders is how many storedAttempts may read at once: a server behind
+// on its work redelivers many messages together, each of which reads its
+// plan's results (withoutStored), and a soak past the node's rate reached
+// the results stream's limit of 1,000 consumers.
+const maxReaders = 64
+
 // storedAttempts reads the plan's results in their stream: the attempts
 // with a result carrying their token.
 func (d *Dispatcher) storedAttempts(ctx context.Context, planID string) (map[attempt]bool, error) {
+	if d.readers != nil {
+		select {
+		case d.readers <- struct{}{}:
+			defer func() { <-d.readers }()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read results: waiting for one of %d readers: %w", maxReaders, ctx.Err())
+		}
+	}
 	cons, err := d.conn.JS.OrderedConsumer(ctx, bus.StreamResults, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{bus.Partitioned(bus.SubjectResultsAll).Of(planID)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
