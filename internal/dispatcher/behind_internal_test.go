@@ -172,8 +172,8 @@ func TestAPlansTimeoutTimerIsPublishedOnlyIfItRunsWhenItsAckIsSent(t *testing.T)
 type lateAck struct{ m *nats.Msg }
 
 func (f lateAck) Ok() <-chan *jetstream.PubAck { return nil }
-func (f lateAck) Err() <-chan error           { return nil }
-func (f lateAck) Msg() *nats.Msg              { return f.m }
+func (f lateAck) Err() <-chan error            { return nil }
+func (f lateAck) Msg() *nats.Msg               { return f.m }
 
 // A timer whose publish is not acknowledged within a round is published
 // again a round later, its batch held meanwhile: handing the batch back
