@@ -274,4 +274,17 @@ func TestCallsWithAStoredResultAreNotPublishedAgain(t *testing.T) {
 	if got := redo(); len(got) != 1 || got[0] != "A" {
 		t.Fatalf("calls published again: %v, want A alone (B's result is stored; A's carries no token of its call)", got)
 	}
+	// Each read's consumer is gone once read: a stream holds 1,000, and
+	// a server behind on its work has every redelivered message read.
+	st, err := conn.JS.Stream(ctx, bus.StreamResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Consumers != 0 {
+		t.Errorf("%d consumers left on the results stream after the reads, want 0", info.State.Consumers)
+	}
 }

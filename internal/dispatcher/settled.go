@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 
 	"github.com/planbus/planbus"
@@ -157,6 +158,10 @@ type attempt struct {
 // the results stream's limit of 1,000 consumers.
 const maxReaders = 64
 
+// readerIdle is how long the server keeps a reader's consumer it was not
+// told to delete.
+const readerIdle = 10 * time.Second
+
 // storedAttempts reads the plan's results in their stream: the attempts
 // with a result carrying their token.
 func (d *Dispatcher) storedAttempts(ctx context.Context, planID string) (map[attempt]bool, error) {
@@ -168,22 +173,31 @@ func (d *Dispatcher) storedAttempts(ctx context.Context, planID string) (map[att
 			return nil, fmt.Errorf("read results: waiting for one of %d readers: %w", maxReaders, ctx.Err())
 		}
 	}
-	cons, err := d.conn.JS.OrderedConsumer(ctx, bus.StreamResults, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.Partitioned(bus.SubjectResultsAll).Of(planID)},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	// An ephemeral consumer of the plan's subject, deleted once read (an
+	// ordered consumer would make a new one at its first pull, which
+	// the delete would miss).
+	cons, err := d.conn.JS.CreateConsumer(ctx, bus.StreamResults, jetstream.ConsumerConfig{
+		Name:          "settled-" + nuid.Next(),
+		FilterSubject: bus.Partitioned(bus.SubjectResultsAll).Of(planID),
+		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckNonePolicy,
+		MemoryStorage: true, Replicas: 1,
+		// Should the delete below not reach the server.
+		InactiveThreshold: readerIdle,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read results: %w", err)
 	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read results: %w", err)
-	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = d.conn.JS.DeleteConsumer(dctx, bus.StreamResults, cons.CachedInfo().Name)
+	}()
+	info := cons.CachedInfo()
 	stored := map[attempt]bool{}
 	for left := info.NumPending; left > 0; left-- {
 		m, err := cons.Next(jetstream.FetchContext(ctx))
 		if err != nil {
-			return nil, fmt.Errorf("read results: %w", err)
+			return nil, fmt.Errorf("read results (%d left): %w", left, err)
 		}
 		var id struct {
 			ToolID  string `json:"toolId"`

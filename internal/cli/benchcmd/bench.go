@@ -119,7 +119,7 @@ func (b *benchFlags) register(f *cli.Flags) {
 	f.Duration(&b.warmUp, "warm-up", "", 0,
 		"what the --soak's verdict leaves out, if longer than its own warm-up: e.g. the 10-minute duplicate window and the time the events stream takes to reach its cap, to measure what grows with the retention alone")
 	f.Duration(&b.drain, "drain", "", time.Minute, "after --soak, how long to wait for the plans still running")
-	f.String(&b.cpuprofile, "cpuprofile", "", "", "write a CPU profile of the measured runs to this file (the bench process only)")
+	f.String(&b.cpuprofile, "cpuprofile", "", "", "write a CPU profile of the measured runs (or of the whole --soak) to this file (the bench process only)")
 	f.String(&b.memprofile, "memprofile", "", "", "write a heap profile to this file at the end (after a --soak, before its system stops: what it still holds)")
 }
 
@@ -337,6 +337,19 @@ func (m *benchMeters) addProcs(procs *bench.Procs) {
 func runSoak(ctx context.Context, sys *bench.System, b *benchFlags, bc bus.Config, m benchMeters, io cli.IO) int {
 	fmt.Fprintf(io.Stderr, "planner bench: soak of %s at %d plans/s; %d dispatchers, %d workers %s, GOMAXPROCS %d, sync %s\n",
 		b.soak, b.rate, b.dispatchers, b.workers, m.where, runtime.GOMAXPROCS(0), bc.Sync)
+	if b.cpuprofile != "" {
+		// The whole soak, a system that fell behind included.
+		profile, err := os.Create(b.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(io.Stderr, "planner bench:", err)
+			return cli.ExitUsage
+		}
+		defer profile.Close()
+		if err := pprof.StartCPUProfile(profile); err != nil {
+			return benchFailed(ctx, io, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := sys.Soak(ctx, bench.SoakConfig{Duration: b.soak, Rate: b.rate, Sample: b.sample, Drain: b.drain,
 		PlanTimeout: min(10*time.Minute, bc.Retention-time.Minute), WarmUp: max(b.warmUp, soakWarmUp(b.soak, bc.Retention)), Retention: bc.Defaults().Retention,
 		RSS: m.rss, Names: m.names, Progress: io.Stderr})
