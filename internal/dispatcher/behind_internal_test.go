@@ -132,6 +132,14 @@ func timersOf(t *testing.T, conn *bus.Conn) map[string]bool {
 	return plans
 }
 
+// timer is the timeout timer of plan planID, as send holds it back.
+func timer(planID string) *nats.Msg {
+	m := nats.NewMsg(bus.TimerSubject(planID))
+	m.Data = fmt.Appendf(nil, `{"planId":%q,"kind":"timeout","fireAt":1}`, planID)
+	m.Header.Set(jetstream.MsgIDHeader, planID+"/timeout")
+	return m
+}
+
 func TestAPlansTimeoutTimerIsPublishedOnlyIfItRunsWhenItsAckIsSent(t *testing.T) {
 	items, cons, conn := delivered(t, 2)
 	a := newAcksBehind(time.Hour)
@@ -142,12 +150,6 @@ func TestAPlansTimeoutTimerIsPublishedOnlyIfItRunsWhenItsAckIsSent(t *testing.T)
 	}
 	a.handBack = func(_ []item, err error) { t.Errorf("handed back: %v", err) }
 	go a.run()
-	timer := func(planID string) *nats.Msg {
-		m := nats.NewMsg(bus.TimerSubject(planID))
-		m.Data = fmt.Appendf(nil, `{"planId":%q,"kind":"timeout","fireAt":1}`, planID)
-		m.Header.Set(jetstream.MsgIDHeader, planID+"/timeout")
-		return m
-	}
 	running, ended := &entry{}, &entry{}
 	ended.ended.Store(true)
 	a.ack(items[:1], timer("running"), running)
@@ -193,11 +195,8 @@ func TestABatchWhoseTimerIsAcknowledgedLateIsHeldAgain(t *testing.T) {
 	a.handBack = func(_ []item, err error) { t.Errorf("handed back: %v", err) }
 	go a.run()
 	defer a.stop()
-	m := nats.NewMsg(bus.TimerSubject("slow"))
-	m.Data = []byte(`{"planId":"slow","kind":"timeout","fireAt":1}`)
-	m.Header.Set(jetstream.MsgIDHeader, "slow/timeout")
 	ent := &entry{}
-	a.ack(items, m, ent)
+	a.ack(items, timer("slow"), ent)
 	allAcked(t, cons, conn)
 	if n := published.Load(); n != 2 {
 		t.Errorf("the timer was published %d times, want 2 (once late, once acknowledged)", n)
@@ -222,9 +221,7 @@ func TestABatchWhoseTimerIsNeverAcknowledgedIsHandedBack(t *testing.T) {
 	a.handBack = func(_ []item, err error) { back <- err }
 	go a.run()
 	defer a.stop()
-	m := nats.NewMsg(bus.TimerSubject("never"))
-	m.Header.Set(jetstream.MsgIDHeader, "never/timeout")
-	a.ack(items, m, &entry{})
+	a.ack(items, timer("never"), &entry{})
 	select {
 	case err := <-back:
 		if n := published.Load(); n != timerWaits+1 {

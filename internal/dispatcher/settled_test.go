@@ -27,30 +27,7 @@ func TestACallDeliveredAgainAfterItsResultIsNotRunAgain(t *testing.T) {
 	js := h.conn.JS
 	// The first worker of skill once is the test: it advertises the skill,
 	// takes the call, stores its result and never acknowledges the call.
-	manifest, _ := json.Marshal(planbus.SkillManifest{Name: "once", Description: "appends to a ledger: must run once"})
-	skillsKV, err := js.KeyValue(ctx, bus.BucketSkills)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := skillsKV.Put(ctx, "once", manifest); err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, bus.StreamTools, jetstream.ConsumerConfig{
-		Durable: bus.SkillConsumer("once"), FilterSubject: bus.ToolSubject("once"), AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: time.Second, MaxDeliver: bus.ConsumerMaxDeliver(5), MaxWaiting: 4096, MaxAckPending: 100000, // as a worker makes it
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := h.submit(`{"planId":"ledger","tools":[{"toolId":"append","skill":"once"}]}`, time.Minute, nil)
-	m, err := cons.Next(jetstream.FetchMaxWait(30 * time.Second))
-	if err != nil {
-		t.Fatalf("the call: %v", err)
-	}
-	var tc planbus.ToolCall
-	if err := json.Unmarshal(m.Data(), &tc); err != nil {
-		t.Fatal(err)
-	}
+	tc, done, cons := heldCall(t, h, "once", `{"planId":"ledger","tools":[{"toolId":"append","skill":"once"}]}`, time.Second)
 	res, _ := json.Marshal(planbus.ToolResult{PlanID: tc.PlanID, RequestID: tc.RequestID, ToolID: tc.ToolID, Skill: "once",
 		Attempt: tc.Attempt, State: planbus.ToolSucceeded, Output: json.RawMessage(`{"appended":1}`), Token: tc.Token,
 		WorkerID: "test", StartedAt: time.Now(), FinishedAt: time.Now()})
@@ -123,34 +100,7 @@ func TestSettledNeedsTheCallsToken(t *testing.T) {
 // ended" and dropping the call of a plan that had just started.
 func TestSettledIsNotMisledByAReplicaThatIsBehind(t *testing.T) {
 	h := start(t, opts{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	js := h.conn.JS
-	manifest, _ := json.Marshal(planbus.SkillManifest{Name: "held", Description: "a call the test holds"})
-	skillsKV, err := js.KeyValue(ctx, bus.BucketSkills)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := skillsKV.Put(ctx, "held", manifest); err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, bus.StreamTools, jetstream.ConsumerConfig{
-		Durable: bus.SkillConsumer("held"), FilterSubject: bus.ToolSubject("held"), AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: time.Minute, MaxDeliver: bus.ConsumerMaxDeliver(5), MaxWaiting: 4096, MaxAckPending: 100000,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.submit(`{"planId":"behind","tools":[{"toolId":"t","skill":"held"}]}`, time.Minute, nil)
-	m, err := cons.Next(jetstream.FetchMaxWait(30 * time.Second))
-	if err != nil {
-		t.Fatalf("the call: %v", err)
-	}
-	var tc planbus.ToolCall
-	if err := json.Unmarshal(m.Data(), &tc); err != nil {
-		t.Fatal(err)
-	}
-
+	tc, _, _ := heldCall(t, h, "held", `{"planId":"behind","tools":[{"toolId":"t","skill":"held"}]}`, time.Minute)
 	bustest.ReplicaBehind(t, h.conn, bus.BucketPlans)
 
 	q, _ := json.Marshal(planbus.SettledQuery{PlanID: tc.PlanID, ToolID: tc.ToolID, Attempt: tc.Attempt, Token: tc.Token})
@@ -170,4 +120,40 @@ func TestSettledIsNotMisledByAReplicaThatIsBehind(t *testing.T) {
 			t.Fatalf("answer %d: settled (%s) for the running call of a running plan", i, reply.Why)
 		}
 	}
+}
+
+// heldCall advertises skill with the test as its only worker, submits
+// plan (one tool of skill) and takes its call without acknowledging it,
+// the consumer's AckWait ackWait: the test holds the call. It returns the
+// call, the plan's outcome to come and the skill's consumer.
+func heldCall(t *testing.T, h *harness, skill, plan string, ackWait time.Duration) (planbus.ToolCall, <-chan *planbus.ExecutionResult, jetstream.Consumer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js := h.conn.JS
+	manifest, _ := json.Marshal(planbus.SkillManifest{Name: skill, Description: "calls the test holds"})
+	skillsKV, err := js.KeyValue(ctx, bus.BucketSkills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := skillsKV.Put(ctx, skill, manifest); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, bus.StreamTools, jetstream.ConsumerConfig{
+		Durable: bus.SkillConsumer(skill), FilterSubject: bus.ToolSubject(skill), AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: ackWait, MaxDeliver: bus.ConsumerMaxDeliver(5), MaxWaiting: 4096, MaxAckPending: 100000, // as a worker makes it
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := h.submit(plan, time.Minute, nil)
+	m, err := cons.Next(jetstream.FetchMaxWait(30 * time.Second))
+	if err != nil {
+		t.Fatalf("the call: %v", err)
+	}
+	var tc planbus.ToolCall
+	if err := json.Unmarshal(m.Data(), &tc); err != nil {
+		t.Fatal(err)
+	}
+	return tc, done, cons
 }
