@@ -262,8 +262,11 @@ func (a *agent) store() {
 	}
 }
 
+// event records an event of the turn, at the turn's time (the time its
+// cooldowns and waits count from), not when it is published after the
+// turn is stored.
 func (a *agent) event(typ planbus.EventType, goal, msg string) {
-	a.fx.events = append(a.fx.events, planbus.Event{Type: typ, Goal: goal, Message: msg})
+	a.fx.events = append(a.fx.events, planbus.Event{Type: typ, Time: a.now, Goal: goal, Message: msg})
 }
 
 func (a *agent) goal() string {

@@ -34,6 +34,9 @@ func TestAgentTakesTheNextGoalAfterSuccess(t *testing.T) {
 	if o.Status != planbus.StatusSucceeded || o.Attempts != 3 {
 		t.Errorf("outcome %s after %d plans, want succeeded after 3", o.Status, o.Attempts)
 	}
+	// The last event may reach this connection after the outcome, which
+	// is read from its stream on another.
+	ev.wait(t, planbus.EventAgentIdle, "")
 	var order []string
 	for _, e := range ev.snapshot() {
 		if doc, _ := json.Marshal(e); schemas.Validate(schemas.Event, doc) != nil {

@@ -454,7 +454,10 @@ func (s *Service) agentEnsure(ctx context.Context, doc *agentDoc) error {
 }
 
 func (s *Service) agentEvent(doc *agentDoc, ev planbus.Event) {
-	ev.Time, ev.RequestID, ev.SessionID = time.Now(), doc.ID(), doc.SessionID()
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	ev.RequestID, ev.SessionID = doc.ID(), doc.SessionID()
 	if doc.Step != nil && ev.PlanID == "" {
 		ev.PlanID = doc.Step.PlanID
 	}
