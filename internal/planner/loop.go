@@ -221,7 +221,14 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 		}
 	}
 	defer s.lock(head.RequestID)()
-	l, rev, err := s.load(ctx, head.RequestID)
+	// A plan submitted directly is its own request (its planId is its
+	// requestId; a planner's plans are <requestId>-<attempt>): it has no
+	// loop state, and any replica's word for that will do.
+	load := s.load
+	if head.PlanID == head.RequestID {
+		load = s.loadAny
+	}
+	l, rev, err := load(ctx, head.RequestID)
 	if err != nil {
 		return fmt.Errorf("request %s: loop state: %w", head.RequestID, err)
 	}
@@ -255,6 +262,7 @@ func (s *Service) onExecution(ctx context.Context, m jetstream.Msg) error {
 // executionHead is what the planner reads first of an execution result.
 type executionHead struct {
 	RequestID string          `json:"requestId"`
+	PlanID    string          `json:"planId"`
 	Metadata  json.RawMessage `json:"metadata"`
 }
 
