@@ -82,8 +82,9 @@ bench-soak:
 # the default 24 h retention and --sync: a soak of RETAIN_PLANS/RETAIN_RATE
 # seconds, RSS sampled every minute, ending with what the process held
 # (docs/benchmarks.md, "A million retained plans"), under the soft memory
-# limit planner serve sets. About 45 minutes at the default rate;
-# BENCH_FLAGS adds flags (--memprofile FILE).
+# limit planner serve sets. About 45 minutes at the default rate, which a
+# 2-core node at --sync always holds only with BENCH_FLAGS=--partitions 1
+# (docs/deploy.md, Known issues); BENCH_FLAGS adds flags (--memprofile FILE).
 RETAIN_PLANS ?= 1000000
 RETAIN_RATE  ?= 375
 bench-retain:
