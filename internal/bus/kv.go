@@ -75,7 +75,7 @@ func kvLeaderGet(ctx context.Context, nc *nats.Conn, bucket, key string) ([]byte
 		return nil, 0, fmt.Errorf("%s %s from its leader: %w", bucket, key, err)
 	}
 	switch {
-	case resp.Error != nil && resp.Error.ErrCode == errCodeNoMessage:
+	case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
 		return nil, 0, nil
 	case resp.Error != nil:
 		return nil, 0, fmt.Errorf("%s %s from its leader: %s (%d)", bucket, key, resp.Error.Description, resp.Error.ErrCode)
@@ -93,6 +93,3 @@ func kvLeaderGet(ctx context.Context, nc *nats.Conn, bucket, key string) ([]byte
 	}
 	return resp.Message.Data, resp.Message.Seq, nil
 }
-
-// errCodeNoMessage is JetStream's "no message found".
-const errCodeNoMessage = 10037

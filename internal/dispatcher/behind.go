@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -263,15 +261,16 @@ func (a *acksBehind) holdAgain(batches []heldAcks) {
 	if len(batches) == 0 {
 		return
 	}
-	due := time.Now().Add(a.delay)
 	a.mu.Lock()
 	stopped := a.stopped
 	if !stopped {
-		i := sort.Search(len(a.held), func(i int) bool { return a.held[i].due.After(due) })
+		// Every batch held was handed in before now, under this lock, so
+		// is due before these: they go last, in order of due time.
+		due := time.Now().Add(a.delay)
 		for k := range batches {
 			batches[k].due = due
 		}
-		a.held = slices.Insert(a.held, i, batches...)
+		a.held = append(a.held, batches...)
 	}
 	a.mu.Unlock()
 	if stopped {
