@@ -102,7 +102,8 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		// A call delivered again while this worker still runs or reports
 		// it (its heartbeat came late) runs once: the first delivery's
 		// ack settles both.
-		switch w.hold(meta.Sequence.Stream) {
+		k := callKey{tc.PlanID, tc.ToolID, tc.Attempt, tc.Token}
+		switch w.hold(k) {
 		case holdRunning:
 			clog.Debug("delivered again while it runs here; not running it twice", slog.Uint64("deliveries", meta.NumDelivered))
 			_ = msg.InProgress()
@@ -112,7 +113,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 			_ = msg.Ack()
 			return
 		}
-		defer func() { w.unhold(meta.Sequence.Stream, settled) }()
+		defer func() { w.unhold(k, settled) }()
 	}
 	s.stats.Received.Add(1)
 

@@ -20,6 +20,18 @@ const (
 	holdSettled        // this worker acknowledged it a moment ago
 )
 
+// callKey is what a worker knows a call by across its deliveries: its
+// plan, tool, attempt and token, as the dispatcher made them. Not its stream sequence: a server that crashed can come back with
+// a stream's sequences rolled back, and give a new call the sequence of
+// one acknowledged a moment before the crash (nats-server 2.15, kill -9
+// in the soak: the new call was taken for a delivery again of the old one
+// and acknowledged without running).
+type callKey struct {
+	planID, toolID string
+	attempt        int
+	token          string
+}
+
 // settledMemory is how long a worker remembers the calls it acknowledged,
 // and settledMax how many at most: a delivery already on its way when the
 // ack went out arrives within moments.
@@ -205,28 +217,28 @@ func (w *Worker) track(c *call) bool {
 	return true
 }
 
-// hold records that the call of stream sequence seq is this worker's to
-// run and report, unless it already runs here or was settled here lately.
-func (w *Worker) hold(seq uint64) int {
+// hold records that call k is this worker's to run and report, unless it
+// already runs here or was settled here lately.
+func (w *Worker) hold(k callKey) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.held[seq]; ok {
+	if _, ok := w.held[k]; ok {
 		return holdRunning
 	}
-	if w.settled.has(seq, time.Now()) {
+	if w.settled.has(k, time.Now()) {
 		return holdSettled
 	}
-	w.held[seq] = struct{}{}
+	w.held[k] = struct{}{}
 	return holdTaken
 }
 
 // unhold ends hold; settled records that the call was acknowledged.
-func (w *Worker) unhold(seq uint64, settled bool) {
+func (w *Worker) unhold(k callKey, settled bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.held, seq)
+	delete(w.held, k)
 	if settled {
-		w.settled.put(seq, time.Now())
+		w.settled.put(k, time.Now())
 	}
 }
 

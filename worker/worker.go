@@ -64,13 +64,12 @@ type Worker struct {
 	mu       sync.Mutex
 	inflight map[string]map[*call]struct{} // by plan id
 	running  int                           // calls in inflight
-	// held are the stream sequences of the calls this worker runs or
-	// reports: a delivery of one of them again (its heartbeat came late)
-	// is not run a second time. settled are those it acknowledged lately:
-	// a delivery that was on its way when the ack went out is acknowledged
-	// again, not run.
-	held    map[uint64]struct{}
-	settled recent[uint64]
+	// held are the calls this worker runs or reports: a delivery of one
+	// of them again (its heartbeat came late) is not run a second time.
+	// settled are those it acknowledged lately: a delivery that was on its
+	// way when the ack went out is acknowledged again, not run.
+	held    map[callKey]struct{}
+	settled recent[callKey]
 	// reconnects is the connection's reconnect count seen last, and
 	// reconnectedAt when it was seen to change (mayHaveRunBefore).
 	reconnects    uint64
@@ -175,8 +174,8 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		cfg:            cfg,
 		ackWaitGiven:   given.AckWait != 0,
 		ackWaitRefresh: ackWaitRefresh,
-		held:           map[uint64]struct{}{},
-		settled:        newRecent[uint64](settledMemory, settledMax),
+		held:           map[callKey]struct{}{},
+		settled:        newRecent[callKey](settledMemory, settledMax),
 		nc:             nc,
 		js:             js,
 		log:            log.With(slog.String("component", "toolworker"), slog.String("worker", cfg.ID)),

@@ -1118,3 +1118,51 @@ func TestHandlerGetsTheCallsMetadata(t *testing.T) {
 		t.Errorf("ctx's deadline %v away, want at most the call's 30s", deadline)
 	}
 }
+
+// A server that crashed can come back with a stream's sequences rolled
+// back (nats-server's file store, after a kill -9: a call acknowledged a
+// moment before the crash and the first call stored after it had the same
+// sequence), so the sequence of a call delivered again is not what a
+// worker knows it by: a new call with the sequence of one this worker
+// settled runs. The rollback is made here by creating the stream again
+// from the sequence of the settled call.
+func TestACallWithTheSequenceOfOneSettledBeforeRuns(t *testing.T) {
+	e := newEnv(t)
+	var runs atomic.Int64
+	e.startWorker(worker.Config{Skills: []skill.Skill{counting("count", &runs)}})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	e.publish(newCall("p1", "t", "count", `{}`))
+	if res, _ := e.result("p1"); res.State != planbus.ToolSucceeded {
+		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
+	}
+	e.waitSettled("count")
+
+	st, err := e.conn.JS.Stream(ctx, bus.StreamTools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := e.conn.JS.Consumer(ctx, bus.StreamTools, bus.SkillConsumer("count"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settledSeq := cons.CachedInfo().AckFloor.Stream
+	scfg, ccfg := st.CachedInfo().Config, cons.CachedInfo().Config
+	if err := e.conn.JS.DeleteStream(ctx, bus.StreamTools); err != nil {
+		t.Fatal(err)
+	}
+	scfg.FirstSeq = settledSeq
+	if _, err := e.conn.JS.CreateStream(ctx, scfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.conn.JS.CreateConsumer(ctx, bus.StreamTools, ccfg); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(newCall("p2", "t", "count", `{}`))
+	if res, _ := e.result("p2"); res.State != planbus.ToolSucceeded {
+		t.Fatalf("result %s %+v, want succeeded", res.State, res.Error)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("%d runs, want 2", n)
+	}
+}

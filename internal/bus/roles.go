@@ -286,11 +286,11 @@ func (r Role) Grants() Grants {
 		// check, and the calls a state implies), deleted when read.
 		pub(reading(StreamResults)...)
 		pub(jsAPI("CONSUMER", "DELETE", StreamResults, "*"))
-		// A timer whose retry has happened is deleted from its stream; so
-		// is the keeper message a dispatcher has replaced in the tool
-		// queue (KeeperSubject).
-		pub(jsAPI("STREAM", "INFO", StreamTimers), jsAPI("STREAM", "MSG", "DELETE", StreamTimers))
-		pub(jsAPI("STREAM", "INFO", StreamTools), jsAPI("STREAM", "MSG", "DELETE", StreamTools))
+		// The timers of an ended plan are purged from their stream (by
+		// the plan's subject); so are the keeper messages a dispatcher's
+		// newest one replaces in the tool queue (KeeperSubject).
+		pub(jsAPI("STREAM", "INFO", StreamTimers), jsAPI("STREAM", "PURGE", StreamTimers))
+		pub(jsAPI("STREAM", "INFO", StreamTools), jsAPI("STREAM", "PURGE", StreamTools))
 		// Effects: tool calls, durable timers, execution results
 		// (JetStream publishes), cancels of a finished plan's running
 		// calls and every plan.*, tool.* and skill.* event.

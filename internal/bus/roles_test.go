@@ -257,6 +257,32 @@ func deleteMsg(stream, subject string) func(context.Context, *env, *peer) error 
 	}
 }
 
+// purgeSubject: the peer publishes on subject and purges filter (which
+// the stored subject matches) from the stream, and what it stored is gone.
+func purgeSubject(stream, subject, filter string) func(context.Context, *env, *peer) error {
+	return func(ctx context.Context, _ *env, p *peer) error {
+		ack, err := p.js.Publish(ctx, subject, []byte(`{}`))
+		if err != nil {
+			return err
+		}
+		s, err := p.js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(filter)); err != nil {
+			return err
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return err
+		}
+		if len(info.State.Subjects) > 0 {
+			return fmt.Errorf("after the purge of %s the stream holds %v (the message published was %d)", filter, info.State.Subjects, ack.Sequence)
+		}
+		return nil
+	}
+}
+
 // createConsumer: the peer creates (or updates) a durable pull consumer.
 func createConsumer(stream, durable, filter string) func(context.Context, *env, *peer) error {
 	return func(ctx context.Context, _ *env, p *peer) error {
@@ -469,8 +495,11 @@ func TestRolePermissions(t *testing.T) {
 			allow("consume results stored before partitions", createConsumer(bus.StreamResults, bus.ConsumerDispatcherResults,
 				bus.Partitioned(bus.SubjectResultsAll).Published())),
 			allow("find the other dispatchers", publish("$SRV.PING."+bus.ServiceDispatcher)),
-			allow("delete a timer", deleteMsg(bus.StreamTimers, bus.TimerSubject("p1"))),
-			allow("keep a message in the tool queue and delete it", deleteMsg(bus.StreamTools, bus.KeeperSubject)),
+			allow("purge an ended plan's timers", purgeSubject(bus.StreamTimers, bus.TimerSubject("p1"),
+				bus.Partitioned(bus.SubjectTimersAll).Of("p1"))),
+			allow("keep a message in the tool queue and purge the ones before", purgeSubject(bus.StreamTools, bus.KeeperSubject, bus.KeeperSubject)),
+			deny("delete a message by its sequence (a server back from a crash may have given it to another)",
+				"$JS.API.STREAM.MSG.DELETE.PLANBUS_TOOLS", deleteMsg(bus.StreamTools, bus.KeeperSubject)),
 			deny("consume the results of every partition at once", "$JS.API.CONSUMER.CREATE.PLANBUS_RESULTS.all.planbus.results.>",
 				createConsumer(bus.StreamResults, "all", bus.SubjectResultsAll)),
 			allow("read a result by sequence", bySequence(bus.StreamResults, bus.ResultSubject("p2"))),

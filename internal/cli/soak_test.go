@@ -37,6 +37,7 @@ var (
 	soakLedgerWorker = flag.Bool("soak.ledger-worker", false, "TestSoakLedgerWorker: serve the ledger skill until killed")
 	soakAckWait      = flag.Duration("soak.ack-wait", 0, "TestSoakLedgerWorker: the ack wait of the ledger skill's consumer (0: the consumer's, else 30s)")
 	soakPlan         = flag.String("soak.plan", "", "TestSoakLedgerCount: the plan whose side effects to count")
+	soakLogLevel     = flag.String("soak.log-level", "info", "TestSoak: the log level of the system's processes, whose lines of a plan that went wrong the test prints")
 )
 
 // soakShape is one kind of plan the soak submits, with the outcome it
@@ -152,7 +153,7 @@ func TestSoak(t *testing.T) {
 	addr := l.Addr().String()
 	_ = l.Close()
 	url := "nats://" + addr
-	env := append(processEnv(t), "PLANBUS_LOG_LEVEL=info")
+	env := append(processEnv(t), "PLANBUS_LOG_LEVEL="+*soakLogLevel)
 	p := &procs{t: t, bins: bins, env: env}
 	t.Cleanup(p.stopAll)
 
@@ -261,7 +262,7 @@ func TestSoak(t *testing.T) {
 	}()
 
 	// Both server kills happen before the counting ends.
-	ld := &soakLoad{t: t, conn: conn, n: n, rate: *soakRate, shapes: soakShapes}
+	ld := &soakLoad{t: t, conn: conn, n: n, rate: *soakRate, shapes: soakShapes, logs: func(planID string) string { return p.grep(planID) }}
 	ld.submit(ctx, &submitted)
 	select {
 	case <-serverKillsOver:
@@ -321,6 +322,10 @@ type soakLoad struct {
 	n      int
 	rate   float64
 	shapes []soakShape
+
+	// logs, when set, is what the system's processes logged of a plan,
+	// for a failure's diagnosis.
+	logs func(planID string) string
 
 	start    time.Time
 	sent     []soakSent
@@ -445,7 +450,9 @@ func (ld *soakLoad) count(ledger string, stored map[ledgerKey]time.Time, killed 
 		} else {
 			failed++
 		}
-		if o.Success != s.shape.success {
+		// A plan of the soak has five minutes: one that times out lost a
+		// call, even where the plan was to fail anyway.
+		if o.Success != s.shape.success || o.Error != nil && o.Error.Code == planbus.CodePlanTimeout {
 			wrong++
 			t.Errorf("request %s (%s): outcome %s, want success %v: %+v\n%s", s.id, s.shape.name, o.Status, s.shape.success, o.Error, ld.diagnose(s.id))
 		}
@@ -498,6 +505,9 @@ func (ld *soakLoad) diagnose(requestID string) string {
 	}
 	get(bus.BucketRequests, requestID)
 	get(bus.BucketPlans, bus.StateKey(requestID+"-1"))
+	if ld.logs != nil {
+		fmt.Fprintf(&b, "  what the processes logged of it:\n%s", ld.logs(requestID+"-1"))
+	}
 	if st, err := ld.conn.JS.Stream(ctx, bus.StreamEvents); err == nil {
 		for seq := uint64(1); ; {
 			m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(bus.EventsOfRequest(requestID)))

@@ -83,10 +83,14 @@ func TestCancelCommandBeforeItsPlanWaitsForIt(t *testing.T) {
 
 // The timeout timer of a plan that ends first is removed from the timers
 // work queue by acknowledging the delivery that postponed it, not by a
-// delete through the JetStream API.
+// delete or purge through the JetStream API.
 func TestAnEndedPlansTimeoutTimerIsAcknowledged(t *testing.T) {
 	h := start(t, opts{})
 	deletes, err := h.conn.NC.SubscribeSync("$JS.API.STREAM.MSG.DELETE." + bus.StreamTimers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	purges, err := h.conn.NC.SubscribeSync("$JS.API.STREAM.PURGE." + bus.StreamTimers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +139,8 @@ func TestAnEndedPlansTimeoutTimerIsAcknowledged(t *testing.T) {
 	}
 	if m, err := deletes.NextMsg(300 * time.Millisecond); err == nil {
 		t.Errorf("a timer was deleted through the API: %s", m.Data)
+	}
+	if m, err := purges.NextMsg(100 * time.Millisecond); err == nil {
+		t.Errorf("a timer was purged through the API: %s", m.Data)
 	}
 }

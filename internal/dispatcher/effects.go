@@ -311,13 +311,17 @@ func (d *Dispatcher) settle(pd pending) {
 		d.metrics.PlanEnded(pd.doneState)
 		// The timeout timer of an ended plan would only be ignored when it
 		// fires; remove it rather than keep it pending: acknowledged if
-		// this dispatcher postponed it (timeouts.go), else deleted. (After
-		// a failover its sequence is unknown here and it fires as a no-op.)
+		// this dispatcher postponed it (timeouts.go), else purged with the
+		// plan's other timers. (After a failover it is not known here to
+		// be stored, and it fires as a no-op.) Purged by the plan's
+		// subject, not deleted by its sequence: a server that crashed can
+		// come back with the stream's sequences rolled back, the timer's
+		// then another plan's.
 		if reply, ok := d.timeouts.take(pd.planID, time.Now()); ok {
 			_ = d.conn.NC.Publish(reply, ackBody)
-		} else if seq := pd.ent.timerSeq.Load(); seq > 0 {
-			if err := d.timers.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-				d.log.Debug().Err(err).Str("plan_id", pd.planID).Msg("cannot delete the timeout timer of an ended plan")
+		} else if pd.ent.timerSeq.Load() > 0 {
+			if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(bus.Partitioned(bus.SubjectTimersAll).Of(pd.planID))); err != nil {
+				d.log.Debug().Err(err).Str("plan_id", pd.planID).Msg("cannot purge the timers of an ended plan")
 			}
 		}
 	}

@@ -32,13 +32,15 @@ type keeper struct {
 	mu    sync.Mutex
 	bytes int
 	last  time.Time
-	seq   uint64 // the stream sequence of the keeper message stored last
 }
 
 // keep accounts for n bytes of calls just published and publishes a
-// keeper message when one is due. It does not wait for the
-// acknowledgement: a keeper message lost costs a block's churn, nothing
-// else.
+// keeper message when one is due; once it is stored, the keeper messages
+// before it (every dispatcher's) are purged. By subject, not by sequence:
+// a server that crashed can come back with the queue's sequences rolled
+// back, and the sequence of a keeper message stored before the crash be a
+// call's after it. It does not wait for the acknowledgement: a keeper
+// message lost costs a block's churn, nothing else.
 func (d *Dispatcher) keep(n int) {
 	k := &d.keeper
 	k.mu.Lock()
@@ -58,16 +60,10 @@ func (d *Dispatcher) keep(n int) {
 	}
 	go func() {
 		select {
-		case ack := <-f.Ok():
-			k.mu.Lock()
-			prev := k.seq
-			k.seq = max(k.seq, ack.Sequence)
-			k.mu.Unlock()
-			if prev != 0 && prev < ack.Sequence {
-				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-				defer cancel()
-				_ = d.tools.DeleteMsg(ctx, prev) // gone already (its TTL) is as good
-			}
+		case <-f.Ok():
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			defer cancel()
+			_ = d.tools.Purge(ctx, jetstream.WithPurgeSubject(bus.KeeperSubject), jetstream.WithPurgeKeep(1))
 		case <-f.Err():
 		}
 	}()

@@ -167,7 +167,7 @@ func TestDispatcherKeepsAMessageInTheToolQueue(t *testing.T) {
 	}
 
 	// Releasing more than keepEvery bytes of calls replaces the keeper
-	// message: the one before is deleted, so one stays.
+	// message: the ones before are purged, so one stays.
 	big := `{"blob":"` + strings.Repeat("x", 100<<10) + `"}`
 	tools = tools[:0]
 	for i := range 6 {
@@ -193,6 +193,6 @@ func TestDispatcherKeepsAMessageInTheToolQueue(t *testing.T) {
 			t.Fatalf("after 600 KB of calls the tool queue holds %v and the last keeper message is %d (the first %d); want one, a new one",
 				info.State.Subjects, m2.Sequence, m.Sequence)
 		}
-		time.Sleep(20 * time.Millisecond) // the old one is deleted after the new one's acknowledgement
+		time.Sleep(20 * time.Millisecond) // the old one is purged after the new one's acknowledgement
 	}
 }
