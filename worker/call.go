@@ -103,9 +103,9 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		// it (its heartbeat came late) runs once: the first delivery's
 		// ack settles both.
 		k := callKey{tc.PlanID, tc.ToolID, tc.Attempt, tc.Token}
-		switch w.hold(k) {
+		switch w.hold(k, msg) {
 		case holdRunning:
-			clog.Debug("delivered again while it runs here; not running it twice", slog.Uint64("deliveries", meta.NumDelivered))
+			clog.Debug("delivered again while it runs here; not running it twice, settled with the run", slog.Uint64("deliveries", meta.NumDelivered))
 			_ = msg.InProgress()
 			return
 		case holdSettled:

@@ -218,27 +218,40 @@ func (w *Worker) track(c *call) bool {
 }
 
 // hold records that call k is this worker's to run and report, unless it
-// already runs here or was settled here lately.
-func (w *Worker) hold(k callKey) int {
+// already runs here or was settled here lately. A delivery of a call that
+// runs here (its heartbeat came late, or the dispatcher published it
+// again as a new message) waits for the run: unhold settles it with it.
+func (w *Worker) hold(k callKey, msg jetstream.Msg) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.held[k]; ok {
+	if again, ok := w.held[k]; ok {
+		w.held[k] = append(again, msg)
 		return holdRunning
 	}
 	if w.settled.has(k, time.Now()) {
 		return holdSettled
 	}
-	w.held[k] = struct{}{}
+	w.held[k] = nil
 	return holdTaken
 }
 
-// unhold ends hold; settled records that the call was acknowledged.
+// unhold ends hold; settled records that the call was acknowledged, and
+// the deliveries that waited for the run are acknowledged too (else
+// handed back).
 func (w *Worker) unhold(k callKey, settled bool) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	again := w.held[k]
 	delete(w.held, k)
 	if settled {
 		w.settled.put(k, time.Now())
+	}
+	w.mu.Unlock()
+	for _, m := range again {
+		if settled {
+			_ = m.Ack()
+		} else {
+			_ = m.Nak()
+		}
 	}
 }
 

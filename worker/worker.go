@@ -64,11 +64,13 @@ type Worker struct {
 	mu       sync.Mutex
 	inflight map[string]map[*call]struct{} // by plan id
 	running  int                           // calls in inflight
-	// held are the calls this worker runs or reports: a delivery of one
-	// of them again (its heartbeat came late) is not run a second time.
-	// settled are those it acknowledged lately: a delivery that was on its
-	// way when the ack went out is acknowledged again, not run.
-	held    map[callKey]struct{}
+	// held are the calls this worker runs or reports, each with the
+	// deliveries of it that came meanwhile: a delivery of one of them
+	// again (its heartbeat came late, or the call was published again) is
+	// not run a second time but settled with the run. settled are those it
+	// acknowledged lately: a delivery that was on its way when the ack
+	// went out is acknowledged again, not run.
+	held    map[callKey][]jetstream.Msg
 	settled recent[callKey]
 	// reconnects is the connection's reconnect count seen last, and
 	// reconnectedAt when it was seen to change (mayHaveRunBefore).
@@ -174,7 +176,7 @@ func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 		cfg:            cfg,
 		ackWaitGiven:   given.AckWait != 0,
 		ackWaitRefresh: ackWaitRefresh,
-		held:           map[callKey]struct{}{},
+		held:           map[callKey][]jetstream.Msg{},
 		settled:        newRecent[callKey](settledMemory, settledMax),
 		nc:             nc,
 		js:             js,

@@ -324,13 +324,13 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 		if wait := it.timer.FireAt.Sub(now); wait > 0 {
 			// Not due: JetStream holds it and delivers it again when it is.
 			if it.timer.Kind == execution.TimerPlanTimeout {
-				d.timeouts.hold(it.planID, m.Reply(), it.timer.FireAt, now)
+				d.timeouts.hold(it.planID, m.Reply(), d.conn.NC.Stats().Reconnects, it.timer.FireAt, now)
 			}
 			_ = m.NakWithDelay(wait)
 			return
 		}
 		if it.timer.Kind == execution.TimerPlanTimeout {
-			d.timeouts.take(it.planID, now)
+			d.timeouts.take(it.planID, 0, now)
 		}
 	}
 	h := fnv.New32a()

@@ -311,15 +311,16 @@ func (d *Dispatcher) settle(pd pending) {
 		d.metrics.PlanEnded(pd.doneState)
 		// The timeout timer of an ended plan would only be ignored when it
 		// fires; remove it rather than keep it pending: acknowledged if
-		// this dispatcher postponed it (timeouts.go), else purged with the
-		// plan's other timers. (After a failover it is not known here to
-		// be stored, and it fires as a no-op.) Purged by the plan's
-		// subject, not deleted by its sequence: a server that crashed can
-		// come back with the stream's sequences rolled back, the timer's
-		// then another plan's.
-		if reply, ok := d.timeouts.take(pd.planID, time.Now()); ok {
+		// this dispatcher postponed it (timeouts.go) on the connection it
+		// has now, else purged with the plan's other timers. (After a
+		// failover it is not known here to be stored, and it fires as a
+		// no-op.) Purged by the plan's subject, not deleted by its
+		// sequence: a server that crashed can come back with the stream's
+		// sequences rolled back, the timer's then another plan's.
+		reply, ok, held := d.timeouts.take(pd.planID, d.conn.NC.Stats().Reconnects, time.Now())
+		if ok {
 			_ = d.conn.NC.Publish(reply, ackBody)
-		} else if pd.ent.timerSeq.Load() > 0 {
+		} else if held || pd.ent.timerSeq.Load() > 0 {
 			if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(bus.Partitioned(bus.SubjectTimersAll).Of(pd.planID))); err != nil {
 				d.log.Debug().Err(err).Str("plan_id", pd.planID).Msg("cannot purge the timers of an ended plan")
 			}

@@ -14,6 +14,13 @@ import (
 // request the server decodes, carries out and answers, a few per cent of
 // the CPU a short plan costs. A lost ack changes nothing: the timer fires
 // at its time and is ignored, its plan having ended.
+//
+// An ack subject names the delivery's stream sequence, and a server that
+// crashed can come back with the stream's sequences rolled back, giving
+// that sequence to another plan's timer: so a timer held before the
+// connection was lost (its generation, the connection's reconnect count,
+// is not the connection's now) is not acknowledged but purged by its
+// plan's subject (settle).
 type timeouts struct {
 	mu sync.Mutex
 	m  map[string]heldTimeout
@@ -24,9 +31,11 @@ type timeouts struct {
 // ackBody acknowledges a JetStream message.
 var ackBody = []byte("+ACK")
 
-// heldTimeout is the ack subject of a postponed timeout timer.
+// heldTimeout is the ack subject of a postponed timeout timer, and the
+// generation of the connection it came on.
 type heldTimeout struct {
 	reply  string
+	gen    uint64
 	fireAt time.Time
 }
 
@@ -36,8 +45,9 @@ type heldTimeout struct {
 // end before their timer's first delivery is postponed, go this way).
 const sweepEvery = time.Minute
 
-// hold records the ack subject of plan planID's postponed timeout timer.
-func (t *timeouts) hold(planID, reply string, fireAt, now time.Time) {
+// hold records the ack subject of plan planID's postponed timeout timer,
+// delivered on generation gen of the connection.
+func (t *timeouts) hold(planID, reply string, gen uint64, fireAt, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
@@ -51,15 +61,16 @@ func (t *timeouts) hold(planID, reply string, fireAt, now time.Time) {
 		}
 		t.swept = now
 	}
-	t.m[planID] = heldTimeout{reply: reply, fireAt: fireAt}
+	t.m[planID] = heldTimeout{reply: reply, gen: gen, fireAt: fireAt}
 }
 
-// take returns and forgets the ack subject of plan planID's timeout timer,
-// if it is held and not yet due.
-func (t *timeouts) take(planID string, now time.Time) (string, bool) {
+// take forgets plan planID's timeout timer and returns its ack subject,
+// ok if it was held, is not yet due and came on generation gen of the
+// connection; held reports whether it was held at all.
+func (t *timeouts) take(planID string, gen uint64, now time.Time) (reply string, ok, held bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h, ok := t.m[planID]
+	h, held := t.m[planID]
 	delete(t.m, planID)
-	return h.reply, ok && h.fireAt.After(now)
+	return h.reply, held && h.gen == gen && h.fireAt.After(now), held
 }
