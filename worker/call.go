@@ -100,8 +100,8 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 	if merr == nil {
 		clog.seq, clog.stored = meta.Sequence.Stream, meta.Timestamp
 		// A call delivered again while this worker still runs or reports
-		// it (its heartbeat came late) runs once: the first delivery's
-		// ack settles both.
+		// it (its heartbeat came late, or it was published again as a new
+		// message) runs once: the run settles every delivery.
 		k := callKey{tc.PlanID, tc.ToolID, tc.Attempt, tc.Token}
 		switch w.hold(k, msg) {
 		case holdRunning:

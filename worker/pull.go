@@ -21,10 +21,11 @@ const (
 )
 
 // callKey is what a worker knows a call by across its deliveries: its
-// plan, tool, attempt and token, as the dispatcher made them. Not its stream sequence: a server that crashed can come back with
-// a stream's sequences rolled back, and give a new call the sequence of
-// one acknowledged a moment before the crash (nats-server 2.15, kill -9
-// in the soak: the new call was taken for a delivery again of the old one
+// plan, tool, attempt and token, as the dispatcher made them. Not its
+// stream sequence: a server that crashed can come back with a stream's
+// sequences rolled back, and give a new call the sequence of one
+// acknowledged a moment before the crash (nats-server 2.15, kill -9 in
+// the soak: the new call was taken for a delivery again of the old one
 // and acknowledged without running).
 type callKey struct {
 	planID, toolID string
@@ -190,6 +191,11 @@ func (w *Worker) heartbeats(done <-chan struct{}, consumers []jetstream.Consumer
 				for c := range calls {
 					msgs = append(msgs, c.msg)
 				}
+			}
+			// Deliveries that wait for a run here (hold) too: the call
+			// published again must not go to another worker meanwhile.
+			for _, again := range w.held {
+				msgs = append(msgs, again...)
 			}
 			w.mu.Unlock()
 			for _, m := range msgs {
