@@ -241,9 +241,9 @@ func consume(stream, durable, filter, sample string) func(context.Context, *env,
 	}
 }
 
-// deleteMsg: the peer publishes on subject and deletes what it stored
-// from the stream.
-func deleteMsg(stream, subject string) func(context.Context, *env, *peer) error {
+// storeThen: the peer publishes on subject and then does what then does
+// with the stream and what was stored.
+func storeThen(stream, subject string, then func(context.Context, jetstream.Stream, *jetstream.PubAck) error) func(context.Context, *env, *peer) error {
 	return func(ctx context.Context, _ *env, p *peer) error {
 		ack, err := p.js.Publish(ctx, subject, []byte(`{}`))
 		if err != nil {
@@ -253,22 +253,22 @@ func deleteMsg(stream, subject string) func(context.Context, *env, *peer) error 
 		if err != nil {
 			return err
 		}
-		return s.DeleteMsg(ctx, ack.Sequence)
+		return then(ctx, s, ack)
 	}
+}
+
+// deleteMsg: the peer publishes on subject and deletes what it stored
+// from the stream.
+func deleteMsg(stream, subject string) func(context.Context, *env, *peer) error {
+	return storeThen(stream, subject, func(ctx context.Context, s jetstream.Stream, ack *jetstream.PubAck) error {
+		return s.DeleteMsg(ctx, ack.Sequence)
+	})
 }
 
 // purgeSubject: the peer publishes on subject and purges filter (which
 // the stored subject matches) from the stream, and what it stored is gone.
 func purgeSubject(stream, subject, filter string) func(context.Context, *env, *peer) error {
-	return func(ctx context.Context, _ *env, p *peer) error {
-		ack, err := p.js.Publish(ctx, subject, []byte(`{}`))
-		if err != nil {
-			return err
-		}
-		s, err := p.js.Stream(ctx, stream)
-		if err != nil {
-			return err
-		}
+	return storeThen(stream, subject, func(ctx context.Context, s jetstream.Stream, ack *jetstream.PubAck) error {
 		if err := s.Purge(ctx, jetstream.WithPurgeSubject(filter)); err != nil {
 			return err
 		}
@@ -280,7 +280,7 @@ func purgeSubject(stream, subject, filter string) func(context.Context, *env, *p
 			return fmt.Errorf("after the purge of %s the stream holds %v (the message published was %d)", filter, info.State.Subjects, ack.Sequence)
 		}
 		return nil
-	}
+	})
 }
 
 // createConsumer: the peer creates (or updates) a durable pull consumer.
