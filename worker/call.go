@@ -102,7 +102,7 @@ func (w *Worker) handle(s *served, msg jetstream.Msg) {
 		// A call delivered again while this worker still runs or reports
 		// it (its heartbeat came late, or it was published again as a new
 		// message) runs once: the run settles every delivery.
-		k := callKey{tc.PlanID, tc.ToolID, tc.Attempt, tc.Token}
+		k := keyOf(&tc)
 		switch w.hold(k, msg) {
 		case holdRunning:
 			clog.Debug("delivered again while it runs here; not running it twice, settled with the run", slog.Uint64("deliveries", meta.NumDelivered))
