@@ -330,7 +330,7 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 			return
 		}
 		if it.timer.Kind == execution.TimerPlanTimeout {
-			d.timeouts.take(it.planID, 0, now)
+			d.timeouts.forget(it.planID)
 		}
 	}
 	h := fnv.New32a()

@@ -176,8 +176,9 @@ func (d *Dispatcher) storedAttempts(ctx context.Context, planID string) (map[att
 	// An ephemeral consumer of the plan's subject, deleted once read (an
 	// ordered consumer would make a new one at its first pull, which
 	// the delete would miss).
+	name := "settled-" + nuid.Next()
 	cons, err := d.conn.JS.CreateConsumer(ctx, bus.StreamResults, jetstream.ConsumerConfig{
-		Name:          "settled-" + nuid.Next(),
+		Name:          name,
 		FilterSubject: bus.Partitioned(bus.SubjectResultsAll).Of(planID),
 		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckNonePolicy,
 		MemoryStorage: true, Replicas: 1,
@@ -190,7 +191,7 @@ func (d *Dispatcher) storedAttempts(ctx context.Context, planID string) (map[att
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = d.conn.JS.DeleteConsumer(dctx, bus.StreamResults, cons.CachedInfo().Name)
+		_ = d.conn.JS.DeleteConsumer(dctx, bus.StreamResults, name)
 	}()
 	info := cons.CachedInfo()
 	stored := map[attempt]bool{}

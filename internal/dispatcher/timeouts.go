@@ -74,3 +74,11 @@ func (t *timeouts) take(planID string, gen uint64, now time.Time) (reply string,
 	delete(t.m, planID)
 	return h.reply, held && h.gen == gen && h.fireAt.After(now), held
 }
+
+// forget drops plan planID's timeout timer, if held: it came due, and its
+// delivery is spent.
+func (t *timeouts) forget(planID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, planID)
+}

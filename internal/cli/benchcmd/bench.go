@@ -337,19 +337,16 @@ func (m *benchMeters) addProcs(procs *bench.Procs) {
 func runSoak(ctx context.Context, sys *bench.System, b *benchFlags, bc bus.Config, m benchMeters, io cli.IO) int {
 	fmt.Fprintf(io.Stderr, "planner bench: soak of %s at %d plans/s; %d dispatchers, %d workers %s, GOMAXPROCS %d, sync %s\n",
 		b.soak, b.rate, b.dispatchers, b.workers, m.where, runtime.GOMAXPROCS(0), bc.Sync)
-	if b.cpuprofile != "" {
-		// The whole soak, a system that fell behind included.
-		profile, err := os.Create(b.cpuprofile)
-		if err != nil {
-			fmt.Fprintln(io.Stderr, "planner bench:", err)
-			return cli.ExitUsage
-		}
-		defer profile.Close()
-		if err := pprof.StartCPUProfile(profile); err != nil {
-			return benchFailed(ctx, io, err)
-		}
-		defer pprof.StopCPUProfile()
+	// The whole soak, a system that fell behind included.
+	profile, code := createProfile(b.cpuprofile, io)
+	if code != cli.ExitOK {
+		return code
 	}
+	defer profile.Close()
+	if err := startCPUProfile(profile); err != nil {
+		return benchFailed(ctx, io, err)
+	}
+	defer pprof.StopCPUProfile()
 	res, err := sys.Soak(ctx, bench.SoakConfig{Duration: b.soak, Rate: b.rate, Sample: b.sample, Drain: b.drain,
 		PlanTimeout: min(10*time.Minute, bc.Retention-time.Minute), WarmUp: max(b.warmUp, soakWarmUp(b.soak, bc.Retention)), Retention: bc.Defaults().Retention,
 		RSS: m.rss, Names: m.names, Progress: io.Stderr})
@@ -378,25 +375,19 @@ func runWorkloads(ctx context.Context, n *node.Node, conn *bus.Conn, sys *bench.
 		len(loads), b.runs, b.dispatchers, b.workers, m.where, runtime.GOMAXPROCS(0), bc.Sync)
 	// The profile's file is made before anything is measured, so a bad
 	// path costs no bench; the profile covers the workloads only.
-	var profile *os.File
-	if b.cpuprofile != "" {
-		var err error
-		if profile, err = os.Create(b.cpuprofile); err != nil {
-			fmt.Fprintln(io.Stderr, "planner bench:", err)
-			return cli.ExitUsage
-		}
-		defer profile.Close()
+	profile, code := createProfile(b.cpuprofile, io)
+	if code != cli.ExitOK {
+		return code
 	}
+	defer profile.Close()
 	var out benchOutcome
 	if b.busFloor {
 		out.measureFloor(ctx, io, n, b, m.cpu, log)
 	}
-	if profile != nil {
-		if err := pprof.StartCPUProfile(profile); err != nil {
-			return benchFailed(ctx, io, err)
-		}
-		defer pprof.StopCPUProfile()
+	if err := startCPUProfile(profile); err != nil {
+		return benchFailed(ctx, io, err)
 	}
+	defer pprof.StopCPUProfile()
 	opts := bench.Options{Runs: b.runs, Progress: io.Stderr, CPU: m.cpu, Conflicts: bench.Conflicts(conn.NC, b.dispatchers)}
 	engineOpts := bench.Options{Runs: b.runs, Progress: io.Stderr, Decoded: true}
 	out.measureAll(ctx, io, loads, sys.Run, opts, engineOpts)
@@ -608,6 +599,30 @@ func soakWarmUp(soak, retention time.Duration) time.Duration {
 		return w
 	}
 	return 0
+}
+
+// createProfile creates the file of --cpuprofile at path (nil, and
+// ExitOK, when path is empty); a path that cannot be created is a usage
+// error, said on io.Stderr.
+func createProfile(path string, io cli.IO) (*os.File, int) {
+	if path == "" {
+		return nil, cli.ExitOK
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(io.Stderr, "planner bench:", err)
+		return nil, cli.ExitUsage
+	}
+	return f, cli.ExitOK
+}
+
+// startCPUProfile starts a CPU profile into f, if there is one (stopping
+// none that was not started is a no-op: pprof.StopCPUProfile).
+func startCPUProfile(f *os.File) error {
+	if f == nil {
+		return nil
+	}
+	return pprof.StartCPUProfile(f)
 }
 
 // writeHeapProfile writes the heap profile of what is live now to path
