@@ -307,6 +307,11 @@ func TestUnavailablePlannerIsNotABadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	// The server has the subscription before the commands ask (else: no
+	// responders, seen once with the CPU busy).
+	if err := conn.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	file := filepath.Join(bustest.RepoRoot(t), "examples", "requests", "taxi.json")
 	for _, verb := range []string{"submit", "run"} {
 		o := runPlanner(t, verb, "--nats-url", cfg.URL, file)
