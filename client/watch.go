@@ -25,7 +25,17 @@ func (c *Client) flush(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, c.opt.requestTimeout)
 		defer cancel()
 	}
-	return c.nc.FlushWithContext(ctx)
+	for {
+		// A flush in flight when the connection drops is ended with
+		// nats.ErrConnectionClosed although nats.go reconnects: it is
+		// sent again, and answered once the connection is back, after
+		// the subscriptions are renewed. Only a closed connection, or the
+		// context, ends it.
+		err := c.nc.FlushWithContext(ctx)
+		if !errors.Is(err, nats.ErrConnectionClosed) || c.nc.IsClosed() {
+			return err
+		}
+	}
 }
 
 // Await waits for a request's outcome. It returns at once for a request
