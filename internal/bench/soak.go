@@ -34,6 +34,11 @@ type SoakConfig struct {
 	// system, named by Names in the same order; required.
 	RSS   func() ([]int64, error)
 	Names []string
+	// LiveHeap, if set, reads the live Go heap of the process that runs
+	// the server (what its last collection kept): beside RSS, it tells
+	// what a retained plan holds from what the collector's room and the
+	// allocator's free pages add.
+	LiveHeap func() int64
 	// Progress, if set, gets each sample as it is taken.
 	Progress io.Writer
 	// WarmUp, if longer than the first tenth of the soak, is what the
@@ -54,6 +59,7 @@ type SoakConfig struct {
 type SoakSample struct {
 	At          time.Duration // since the soak started
 	RSS         []int64       // bytes, a process each (SoakConfig.Names)
+	LiveHeap    int64         // bytes, the server's process (SoakConfig.LiveHeap); 0 unread
 	Submitted   int           // plans submitted so far
 	Finished    int           // plans finished so far (succeeded or not)
 	Failed      int           // plans that ended unsuccessful so far
@@ -131,6 +137,21 @@ func (r *SoakResult) Verdict() string {
 // is still kept, so this is what a retained plan costs. ok is false
 // with fewer than two such samples or no plan finished between them.
 func (r *SoakResult) PerPlan() (bytes float64, samples int, ok bool) {
+	return r.slope(SoakSample.TotalRSS)
+}
+
+// PerPlanLive is PerPlan of the live heap (SoakConfig.LiveHeap); ok is
+// false when it was not read.
+func (r *SoakResult) PerPlanLive() (bytes float64, samples int, ok bool) {
+	if r.Config.LiveHeap == nil {
+		return 0, 0, false
+	}
+	return r.slope(func(s SoakSample) int64 { return s.LiveHeap })
+}
+
+// slope is the least-squares slope of y against the plans finished over
+// the samples at or after the warm-up.
+func (r *SoakResult) slope(y func(SoakSample) int64) (bytes float64, samples int, ok bool) {
 	var n, sx, sy float64
 	for _, s := range r.Samples {
 		if s.At < r.Warmup() {
@@ -138,7 +159,7 @@ func (r *SoakResult) PerPlan() (bytes float64, samples int, ok bool) {
 		}
 		n++
 		sx += float64(s.Finished)
-		sy += float64(s.TotalRSS())
+		sy += float64(y(s))
 	}
 	if n < 2 {
 		return 0, int(n), false
@@ -151,7 +172,7 @@ func (r *SoakResult) PerPlan() (bytes float64, samples int, ok bool) {
 		}
 		dx := float64(s.Finished) - mx
 		sxx += dx * dx
-		sxy += dx * (float64(s.TotalRSS()) - my)
+		sxy += dx * (float64(y(s)) - my)
 	}
 	if sxx == 0 {
 		return 0, int(n), false
@@ -169,8 +190,12 @@ func (r *SoakResult) PerPlanVerdict() string {
 	if r.Config.Retention > 0 && r.Config.Retention < r.Config.Duration {
 		what = fmt.Sprintf("per plan finished (plans expired after the retention %s, so not a retained plan's cost)", r.Config.Retention)
 	}
-	return fmt.Sprintf("%.2f KB of RSS %s: the slope of RSS over plans finished after the warm-up (%s, %d samples)",
+	v := fmt.Sprintf("%.2f KB of RSS %s: the slope of RSS over plans finished after the warm-up (%s, %d samples)",
 		b/1024, what, r.Warmup(), n)
+	if l, _, ok := r.PerPlanLive(); ok {
+		v += fmt.Sprintf("; %.2f KB of it live heap (what the server's process keeps after a collection; the rest is the collector's room and free pages)", l/1024)
+	}
+	return v
 }
 
 // RetainedVerdict says what the system held at the end of the soak: the
@@ -257,6 +282,9 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 		st.latencies = nil
 		smp := SoakSample{At: time.Since(start), RSS: rss, Submitted: st.submitted, Finished: st.finished, Failed: st.failed}
 		st.mu.Unlock()
+		if cfg.LiveHeap != nil {
+			smp.LiveHeap = cfg.LiveHeap()
+		}
 		if len(lat) > 0 {
 			pc := percentiles(lat)
 			smp.P50, smp.P99 = pc[0], pc[1]
@@ -268,8 +296,12 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 		smp.PlansPerSec = float64(smp.Finished-prevDone) / (smp.At - prevAt).Seconds()
 		res.Samples = append(res.Samples, smp)
 		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "  soak %s: RSS %.1f MB, %d submitted, %d finished, %d failed, %.0f plans/s\n",
-				smp.At.Round(time.Second), float64(smp.TotalRSS())/(1<<20), smp.Submitted, smp.Finished, smp.Failed, smp.PlansPerSec)
+			live := ""
+			if cfg.LiveHeap != nil {
+				live = fmt.Sprintf(" (live heap %.1f MB)", float64(smp.LiveHeap)/(1<<20))
+			}
+			fmt.Fprintf(cfg.Progress, "  soak %s: RSS %.1f MB%s, %d submitted, %d finished, %d failed, %.0f plans/s\n",
+				smp.At.Round(time.Second), float64(smp.TotalRSS())/(1<<20), live, smp.Submitted, smp.Finished, smp.Failed, smp.PlansPerSec)
 		}
 		return nil
 	}
@@ -386,11 +418,18 @@ func ReportSoak(w io.Writer, r *SoakResult) {
 	if len(r.Config.Names) > 1 {
 		fmt.Fprintf(w, "RSS total MB | ")
 	}
+	live := r.Config.LiveHeap != nil
+	if live {
+		fmt.Fprintf(w, "live heap MB | ")
+	}
 	fmt.Fprintf(w, "submitted | finished | failed | plans/s | latency p50 / p99 |\n|---|")
 	for range r.Config.Names {
 		fmt.Fprintf(w, "---|")
 	}
 	if len(r.Config.Names) > 1 {
+		fmt.Fprintf(w, "---|")
+	}
+	if live {
 		fmt.Fprintf(w, "---|")
 	}
 	fmt.Fprintf(w, "---|---|---|---|---|\n")
@@ -405,6 +444,9 @@ func ReportSoak(w io.Writer, r *SoakResult) {
 		}
 		if len(r.Config.Names) > 1 {
 			fmt.Fprintf(w, "%.1f | ", float64(s.TotalRSS())/(1<<20))
+		}
+		if live {
+			fmt.Fprintf(w, "%.1f | ", float64(s.LiveHeap)/(1<<20))
 		}
 		lat := ""
 		if s.P50 > 0 {

@@ -79,3 +79,33 @@ func TestRetainedVerdictSaysWhatTheEndHeld(t *testing.T) {
 		t.Errorf("verdict with a short retention: %q", v)
 	}
 }
+
+// With the live heap read, the verdict gives its slope beside RSS's.
+func TestPerPlanLiveBesideRSS(t *testing.T) {
+	const kb = 1024
+	r := &SoakResult{Config: SoakConfig{Duration: 10 * time.Minute, Retention: 24 * time.Hour}}
+	for i := 0; i <= 10; i++ {
+		finished := i * 6000
+		r.Samples = append(r.Samples, SoakSample{At: time.Duration(i) * time.Minute, Finished: finished,
+			RSS: []int64{int64(50<<20) + int64(finished)*5*kb}, LiveHeap: int64(20<<20) + int64(finished)*kb})
+	}
+	if _, _, ok := r.PerPlanLive(); ok {
+		t.Error("a live-heap slope without a LiveHeap reader")
+	}
+	if v := r.PerPlanVerdict(); strings.Contains(v, "live heap") {
+		t.Errorf("verdict names a live heap it did not read: %q", v)
+	}
+	r.Config.LiveHeap = func() int64 { return 0 }
+	b, _, ok := r.PerPlanLive()
+	if !ok || math.Abs(b-kb) > 1 {
+		t.Errorf("PerPlanLive = %.0f bytes (ok %v), want %d", b, ok, kb)
+	}
+	if v := r.PerPlanVerdict(); !strings.HasPrefix(v, "5.00 KB of RSS") || !strings.Contains(v, "1.00 KB of it live heap") {
+		t.Errorf("verdict %q", v)
+	}
+	var out strings.Builder
+	ReportSoak(&out, r)
+	if !strings.Contains(out.String(), "| live heap MB |") || !strings.Contains(out.String(), "| 20.0 |") {
+		t.Errorf("report has no live heap column:\n%s", out.String())
+	}
+}

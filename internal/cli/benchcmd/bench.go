@@ -349,7 +349,7 @@ func runSoak(ctx context.Context, sys *bench.System, b *benchFlags, bc bus.Confi
 	defer pprof.StopCPUProfile()
 	res, err := sys.Soak(ctx, bench.SoakConfig{Duration: b.soak, Rate: b.rate, Sample: b.sample, Drain: b.drain,
 		PlanTimeout: min(10*time.Minute, bc.Retention-time.Minute), WarmUp: max(b.warmUp, soakWarmUp(b.soak, bc.Retention)), Retention: bc.Defaults().Retention,
-		RSS: m.rss, Names: m.names, Progress: io.Stderr})
+		RSS: m.rss, Names: m.names, LiveHeap: bench.LiveHeap, Progress: io.Stderr})
 	if res != nil {
 		bench.ReportSoak(io.Stdout, res)
 		// What the system holds is worth a profile even when plans
