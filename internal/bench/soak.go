@@ -39,6 +39,10 @@ type SoakConfig struct {
 	// what a retained plan holds from what the collector's room and the
 	// allocator's free pages add.
 	LiveHeap func() int64
+	// AtWarmUp, if set, is called once, when the first sample at or after
+	// the warm-up (SoakResult.Warmup) has been taken: a heap profile then
+	// and one at the end show what the plans retained after it hold.
+	AtWarmUp func()
 	// Progress, if set, gets each sample as it is taken.
 	Progress io.Writer
 	// WarmUp, if longer than the first tenth of the soak, is what the
@@ -272,6 +276,7 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 	start := time.Now()
 	pending := map[string]bool{}
 	var pendingMu sync.Mutex
+	warm := false
 	sample := func() error {
 		rss, err := cfg.RSS()
 		if err != nil {
@@ -295,6 +300,10 @@ func (s *System) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 		}
 		smp.PlansPerSec = float64(smp.Finished-prevDone) / (smp.At - prevAt).Seconds()
 		res.Samples = append(res.Samples, smp)
+		if cfg.AtWarmUp != nil && !warm && smp.At >= res.Warmup() {
+			warm = true
+			cfg.AtWarmUp()
+		}
 		if cfg.Progress != nil {
 			live := ""
 			if cfg.LiveHeap != nil {

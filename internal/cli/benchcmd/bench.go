@@ -120,7 +120,7 @@ func (b *benchFlags) register(f *cli.Flags) {
 		"what the --soak's verdict leaves out, if longer than its own warm-up: e.g. the 10-minute duplicate window and the time the events stream takes to reach its cap, to measure what grows with the retention alone")
 	f.Duration(&b.drain, "drain", "", time.Minute, "after --soak, how long to wait for the plans still running")
 	f.String(&b.cpuprofile, "cpuprofile", "", "", "write a CPU profile of the measured runs (or of the whole --soak) to this file (the bench process only)")
-	f.String(&b.memprofile, "memprofile", "", "", "write a heap profile to this file at the end (after a --soak, before its system stops: what it still holds)")
+	f.String(&b.memprofile, "memprofile", "", "", "write a heap profile to this file at the end (after a --soak, before its system stops: what it still holds; with --soak also FILE.warm-up, at the end of the warm-up, for pprof -base)")
 }
 
 func (b *benchFlags) validate() error {
@@ -347,9 +347,17 @@ func runSoak(ctx context.Context, sys *bench.System, b *benchFlags, bc bus.Confi
 		return benchFailed(ctx, io, err)
 	}
 	defer pprof.StopCPUProfile()
+	var atWarmUp func()
+	if b.memprofile != "" {
+		atWarmUp = func() {
+			if err := writeHeapProfile(b.memprofile + ".warm-up"); err != nil {
+				fmt.Fprintln(io.Stderr, "planner bench: --memprofile at the warm-up's end:", err)
+			}
+		}
+	}
 	res, err := sys.Soak(ctx, bench.SoakConfig{Duration: b.soak, Rate: b.rate, Sample: b.sample, Drain: b.drain,
 		PlanTimeout: min(10*time.Minute, bc.Retention-time.Minute), WarmUp: max(b.warmUp, soakWarmUp(b.soak, bc.Retention)), Retention: bc.Defaults().Retention,
-		RSS: m.rss, Names: m.names, LiveHeap: bench.LiveHeap, Progress: io.Stderr})
+		RSS: m.rss, Names: m.names, LiveHeap: bench.LiveHeap, Progress: io.Stderr, AtWarmUp: atWarmUp})
 	if res != nil {
 		bench.ReportSoak(io.Stdout, res)
 		// What the system holds is worth a profile even when plans

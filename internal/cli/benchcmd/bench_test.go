@@ -94,11 +94,13 @@ func checkBenchTables(t *testing.T, stdout string) {
 
 // A short soak samples RSS and ends with a verdict; no speed is asserted.
 func TestBenchSoak(t *testing.T) {
-	o := runBench(t, "--soak", "5s", "--rate", "20", "--sample", "1s", "--sync", "1s")
+	profile := filepath.Join(t.TempDir(), "heap")
+	o := runBench(t, "--soak", "5s", "--rate", "20", "--sample", "1s", "--sync", "1s", "--memprofile", profile)
 	if o.code != cli.ExitOK {
 		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
 	}
-	rows := regexp.MustCompile(`(?m)^\| [0-9]+s( \(end\))? \| [0-9.]+ \| [0-9]+ \| [0-9]+ \| 0 \|`).FindAllString(o.stdout, -1)
+	// t, RSS, live heap, submitted, finished, failed.
+	rows := regexp.MustCompile(`(?m)^\| [0-9]+s( \(end\))? \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| [0-9]+ \| 0 \|`).FindAllString(o.stdout, -1)
 	if len(rows) < 3 {
 		t.Errorf("%d sample rows, want at least 3:\n%s", len(rows), o.stdout)
 	}
@@ -107,6 +109,15 @@ func TestBenchSoak(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^-?[0-9.]+ KB of RSS per retained plan: the slope of RSS over plans finished after the warm-up`).MatchString(o.stdout) {
 		t.Errorf("no KB of RSS per retained plan:\n%s", o.stdout)
+	}
+	if !regexp.MustCompile(`; -?[0-9.]+ KB of it live heap`).MatchString(o.stdout) {
+		t.Errorf("no KB of live heap per retained plan:\n%s", o.stdout)
+	}
+	// A heap profile at the warm-up's end and one at the end.
+	for _, f := range []string{profile + ".warm-up", profile} {
+		if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+			t.Errorf("heap profile %s: %v", f, err)
+		}
 	}
 }
 
