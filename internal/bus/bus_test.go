@@ -295,6 +295,9 @@ func TestPlanStreamsArePartitionedByPlan(t *testing.T) {
 			if err != nil || last.Sequence != ack.Sequence {
 				t.Fatalf("the last message of plan %s on %s: %v, %v; want sequence %d", id, stream, last, err, ack.Sequence)
 			}
+			if in := bus.Partitioned(all+".>").In(id, 4); in != m.Subject {
+				t.Fatalf("plan %s on %s: In gives %s, stored as %s", id, stream, in, m.Subject)
+			}
 		}
 		if seen[part] == nil {
 			seen[part] = map[string]bool{}

@@ -229,6 +229,16 @@ func (all Partitioned) Partitions() string { return all.prefix() + "*.*" }
 // published on planbus.results.<planId>.)
 func (all Partitioned) Of(planID string) string { return all.prefix() + "*." + planID }
 
+// In is the subject plan id's messages are stored under in a stream of n
+// partitions: planbus.results.<k>.<planId>. A literal subject, where Of
+// has a wildcard: the server finds the messages of a literal subject
+// from its index of subjects, and those of a wildcard filter by reading
+// every message in between once a stream holds more than 64K subjects,
+// which a day of retained plans does.
+func (all Partitioned) In(planID string, n int) string {
+	return all.prefix() + strconv.Itoa(PartitionOf(planID, n)) + "." + planID
+}
+
 // PartitionOf is the partition of n that a plan's messages are stored
 // in: the server's partition transform, FNV-1a of the plan id modulo n.
 func PartitionOf(planID string, n int) int {

@@ -175,11 +175,18 @@ func (d *Dispatcher) storedAttempts(ctx context.Context, planID string) (map[att
 	}
 	// An ephemeral consumer of the plan's subject, deleted once read (an
 	// ordered consumer would make a new one at its first pull, which
-	// the delete would miss).
+	// the delete would miss). The subject is the literal one of the
+	// plan's partition: with a wildcard (planbus.results.*.<planId>) the
+	// server reads every message between two of the plan's once the
+	// stream holds more than 64K subjects, and a node past its rate, whose
+	// redeliveries each read their plan's results, slowed to a few plans
+	// a second. Results stored before the number of partitions changed
+	// are not found: their calls are published again (de-duplicated
+	// within the duplicate window), at least once as ever.
 	name := "settled-" + nuid.Next()
 	cons, err := d.conn.JS.CreateConsumer(ctx, bus.StreamResults, jetstream.ConsumerConfig{
 		Name:          name,
-		FilterSubject: bus.Partitioned(bus.SubjectResultsAll).Of(planID),
+		FilterSubject: bus.Partitioned(bus.SubjectResultsAll).In(planID, d.conn.Config.Defaults().Partitions),
 		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckNonePolicy,
 		MemoryStorage: true, Replicas: 1,
 		// Should the delete below not reach the server.
