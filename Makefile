@@ -80,7 +80,9 @@ bench-soak:
 
 # One node retaining RETAIN_PLANS five-tool plans (default 1,000,000) at
 # the default 24 h retention and --sync: a soak of RETAIN_PLANS/RETAIN_RATE
-# seconds, RSS sampled every minute, ending with what the process held
+# seconds, RSS and the live heap sampled every minute, their slopes per
+# plan taken after 11 minutes (past the 10-minute duplicate window), ending
+# with what the process held
 # (docs/benchmarks.md, "A million retained plans"), under the soft memory
 # limit planner serve sets. About 45 minutes at the default rate, which a
 # 2-core node at --sync always holds only with BENCH_FLAGS=--partitions 1
@@ -89,7 +91,7 @@ RETAIN_PLANS ?= 1000000
 RETAIN_RATE  ?= 375
 bench-retain:
 	$(GO) build -o $(BIN)/ ./cmd/planner
-	$(BIN)/planner bench --soak $$(( $(RETAIN_PLANS) / $(RETAIN_RATE) ))s --rate $(RETAIN_RATE) --sample 1m --serve-memory-limit $(BENCH_FLAGS)
+	$(BIN)/planner bench --soak $$(( $(RETAIN_PLANS) / $(RETAIN_RATE) ))s --rate $(RETAIN_RATE) --sample 1m --warm-up 11m --serve-memory-limit $(BENCH_FLAGS)
 
 # The soak: SOAK_PLANS plans (diamonds, chains, retries, hard failures whose
 # side effects a ledger skill appends and fsyncs) on real processes while
