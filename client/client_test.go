@@ -13,6 +13,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/skills"
@@ -24,6 +25,18 @@ const wait = time.Minute
 // start runs a planbus node on a test server and returns a client of it.
 func start(t *testing.T, opts ...client.Option) *client.Client {
 	t.Helper()
+	cfg := startNode(t)
+	c, err := client.New(bustest.Dial(t, cfg).NC, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// startNode runs a planbus node (a dispatcher, a planner, two workers of
+// the built-in skills) on a test server and returns the server's config.
+func startNode(t *testing.T) bus.Config {
+	t.Helper()
 	cfg := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -33,11 +46,7 @@ func start(t *testing.T, opts ...client.Option) *client.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Stop)
-	c, err := client.New(bustest.Dial(t, cfg).NC, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return cfg
 }
 
 // events collects events, safe for concurrent use.

@@ -14,16 +14,12 @@ import (
 
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus/bustest"
-	"github.com/planbus/planbus/internal/node"
-	"github.com/planbus/planbus/internal/skills"
-	"github.com/planbus/planbus/worker"
 )
 
 // cutter is a TCP proxy on 127.0.0.1 in front of a NATS server that can
 // hold what clients send and then cut every connection, so that a test
 // can drop a connection at a chosen point of the protocol.
 type cutter struct {
-	t      *testing.T
 	ln     net.Listener
 	target string
 
@@ -40,7 +36,7 @@ func newCutter(t *testing.T, target string) *cutter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutter{t: t, ln: ln, target: strings.TrimPrefix(target, "nats://"), pinged: make(chan struct{})}
+	p := &cutter{ln: ln, target: strings.TrimPrefix(target, "nats://"), pinged: make(chan struct{})}
 	t.Cleanup(func() {
 		_ = ln.Close()
 		p.cut()
@@ -123,15 +119,9 @@ func (p *cutter) cut() {
 // reconnects) does not end the wait: the client reconnects and returns
 // the outcome.
 func TestAwaitOutlivesAConnectionDroppedMidFlush(t *testing.T) {
-	cfg := bustest.Start(t)
+	cfg := startNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	n, err := node.Start(ctx, node.Config{Bus: cfg, Workers: 1,
-		Worker: worker.Config{Skills: skills.Builtins(skills.BuiltinConfig{}), DrainTimeout: time.Second}}, bustest.Log())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Stop)
 	direct, err := client.New(bustest.Dial(t, cfg).NC)
 	if err != nil {
 		t.Fatal(err)
