@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	rtmetrics "runtime/metrics"
 	"slices"
 	"time"
 
@@ -228,15 +227,4 @@ func (r *Result) Percentile(p float64) time.Duration {
 	s := sorted(r.Latencies)
 	i := int(float64(len(s)-1) * p / 100)
 	return s[i]
-}
-
-// LiveHeap is this process's live Go heap: what its last collection
-// kept (runtime/metrics' /gc/heap/live:bytes).
-func LiveHeap() int64 {
-	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	rtmetrics.Read(s)
-	if s[0].Value.Kind() != rtmetrics.KindUint64 {
-		return 0
-	}
-	return int64(s[0].Value.Uint64())
 }

@@ -357,7 +357,7 @@ func runSoak(ctx context.Context, sys *bench.System, b *benchFlags, bc bus.Confi
 	}
 	res, err := sys.Soak(ctx, bench.SoakConfig{Duration: b.soak, Rate: b.rate, Sample: b.sample, Drain: b.drain,
 		PlanTimeout: min(10*time.Minute, bc.Retention-time.Minute), WarmUp: max(b.warmUp, soakWarmUp(b.soak, bc.Retention)), Retention: bc.Defaults().Retention,
-		RSS: m.rss, Names: m.names, LiveHeap: bench.LiveHeap, Progress: io.Stderr, AtWarmUp: atWarmUp})
+		RSS: m.rss, Names: m.names, LiveHeap: memlimit.Live, Progress: io.Stderr, AtWarmUp: atWarmUp})
 	if res != nil {
 		bench.ReportSoak(io.Stdout, res)
 		// What the system holds is worth a profile even when plans

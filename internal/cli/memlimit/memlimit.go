@@ -31,13 +31,10 @@ const Headroom = 128 << 20
 // room Go's default (GOGC=100) gives it; with nothing but generations
 // running, the limit stays near base.
 func Follow(ctx context.Context, base int64, generations func() int64, interval time.Duration) {
-	sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		rtmetrics.Read(sample)
-		live := int64(sample[0].Value.Uint64())
-		debug.SetMemoryLimit(For(base, live, generations()))
+		debug.SetMemoryLimit(For(base, Live(), generations()))
 		select {
 		case <-ctx.Done():
 			return
@@ -50,4 +47,15 @@ func Follow(ctx context.Context, base int64, generations func() int64, interval 
 // generations'.
 func For(base, live, generations int64) int64 {
 	return base + 2*max(0, live-generations)
+}
+
+// Live is this process's live heap: what its last collection kept
+// (runtime/metrics' /gc/heap/live:bytes).
+func Live() int64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(s)
+	if s[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }
