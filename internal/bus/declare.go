@@ -39,9 +39,12 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			AllowAtomicPublish: true,
 		},
 		{
+			// Message schedules: running plans' timeouts wait as schedules
+			// (TimeoutScheduleSubject), which need roll-ups.
 			Name: StreamTimers, Description: "planbus: dispatcher timers (retry backoff, plan timeouts)",
 			Subjects: []string{SubjectTimersAll}, Retention: jetstream.WorkQueuePolicy,
 			MaxAge: c.Retention, Duplicates: c.DuplicateWindow, SubjectTransform: c.partitioned(SubjectTimersAll),
+			AllowMsgSchedules: true, AllowRollup: true,
 		},
 		{
 			Name: StreamExecutions, Description: "planbus: execution results",

@@ -18,7 +18,9 @@ const (
 	SubjectToolsAll = "planbus.tools.>"
 	// planbus.results.<planId>: tool results (stream RESULTS).
 	SubjectResultsAll = "planbus.results.>"
-	// planbus.timers.<planId>: durable timers of the dispatchers (stream TIMERS).
+	// planbus.timers.<planId>: durable timers of the dispatchers (stream
+	// TIMERS); planbus.timers.scheduled.<planId>.timeout: a running plan's
+	// timeout as a message schedule (TimeoutScheduleSubject).
 	SubjectTimersAll = "planbus.timers.>"
 	// planbus.executions.<planId>: execution results, one per plan (stream EXECUTIONS).
 	SubjectExecutionsAll = "planbus.executions.>"
@@ -272,6 +274,16 @@ func ResultSubject(planID string) string { return "planbus.results." + planID }
 
 // TimerSubject carries the timers of one plan.
 func TimerSubject(planID string) string { return "planbus.timers." + planID }
+
+// TimeoutScheduleSubject is where the timeout of running plan planID waits
+// until it is due: a message schedule (Nats-Schedule "@at <time>") of the
+// TIMERS stream, which the server publishes on TimerSubject(planID) at its
+// time and then removes. Five tokens: neither the stream's partition
+// transform (three) nor any dispatcher's consumer (three, four) takes it,
+// so it is no delivery anyone holds while it waits.
+func TimeoutScheduleSubject(planID string) string {
+	return "planbus.timers.scheduled." + planID + ".timeout"
+}
 
 // ExecutionSubject is where a plan's execution result is published.
 func ExecutionSubject(planID string) string { return "planbus.executions." + planID }

@@ -29,7 +29,10 @@ import (
 // plan is still running when the acknowledgement is sent. Until then the
 // plan message is not acknowledged, so should the dispatcher or the server
 // die, its delivery again republishes the timer with everything else its
-// state implies.
+// state implies. When nothing is written behind (every write flushed), the
+// batch that starts a plan still waits, for Config.TimeoutGrace (1 s by
+// default), and no other: most plans end within it and never store their
+// timeout (a schedule written and later purged, and the purge's request).
 
 // writeBehind reads how long the server may take to put what dispatchers
 // derive on disk: the longest of its stores' (bus.WrittenBehind,
@@ -48,9 +51,11 @@ func (d *Dispatcher) writeBehind(ctx context.Context) (time.Duration, error) {
 }
 
 // acksBehind holds acknowledgements until the writes of the messages'
-// handling are on disk: each batch delay after it was handed in.
+// handling are on disk: each batch delay after it was handed in. With no
+// delay, it holds the batches that start a plan, for grace.
 type acksBehind struct {
 	delay time.Duration
+	grace time.Duration
 	// gone is closed when the connection is: a stop then waits for
 	// nothing (nil: never).
 	gone <-chan struct{}
@@ -93,22 +98,37 @@ func newAcksBehind(delay time.Duration) *acksBehind {
 	return &acksBehind{delay: delay, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
+// hold is how long the batch that starts a plan waits: the write-behind,
+// or without one the grace. Every batch held waits as long, so those held
+// are in order of due time.
+func (a *acksBehind) hold() time.Duration {
+	if a.delay > 0 {
+		return a.delay
+	}
+	return a.grace
+}
+
+// holds reports whether anything is ever held.
+func (a *acksBehind) holds() bool { return a.hold() > 0 }
+
 // defers reports whether a plan's timeout timer firing at fireAt can wait
 // for the acknowledgement of the batch that started the plan: there is a
 // wait, and the timer is not due before it ends.
 func (a *acksBehind) defers(fireAt, now time.Time) bool {
-	return a.delay > 0 && fireAt.After(now.Add(a.delay))
+	wait := a.hold()
+	return wait > 0 && fireAt.After(now.Add(wait))
 }
 
-// ack acknowledges items now when nothing is written behind, else once
-// what their handling wrote is on disk, publishing timer (the plan's
-// timeout, held back by send) first if the plan of ent still runs then.
+// ack acknowledges items now when nothing is written behind (and timer,
+// the plan's timeout held back by send, is nil), else once what their
+// handling wrote is on disk (or the grace is over), publishing timer
+// first if the plan of ent still runs then.
 func (a *acksBehind) ack(items []item, timer *nats.Msg, ent *entry) {
-	if a.delay <= 0 {
+	if a.delay <= 0 && timer == nil {
 		ackAll(items)
 		return
 	}
-	h := heldAcks{due: time.Now().Add(a.delay), items: items, timer: timer, ent: ent}
+	h := heldAcks{due: time.Now().Add(a.hold()), items: items, timer: timer, ent: ent}
 	a.mu.Lock()
 	if a.stopped {
 		a.mu.Unlock()
@@ -164,10 +184,11 @@ func (a *acksBehind) run() {
 	}
 }
 
-// stop acknowledges what is held, each when it comes due, and returns when
-// done: at most the write-behind later. Even a server that stops with this
-// process does not sync what it wrote behind as it stops (it leaves it to
-// the kernel). Only for a run started.
+// stop acknowledges what is held, each when it comes due (what waits only
+// for the grace, at once), and returns when done: at most the write-behind
+// later. Even a server that stops with this process does not sync what it
+// wrote behind as it stops (it leaves it to the kernel). Only for a run
+// started.
 func (a *acksBehind) stop() {
 	a.mu.Lock()
 	a.stopped = true
@@ -187,7 +208,9 @@ func (a *acksBehind) release(batches []heldAcks, stopping bool) {
 	if len(batches) == 0 {
 		return
 	}
-	if wait := time.Until(batches[len(batches)-1].due); stopping && wait > 0 {
+	// Stopping, what is written behind is waited for; a grace is not (the
+	// plans still running store their timeouts now).
+	if wait := time.Until(batches[len(batches)-1].due); stopping && a.delay > 0 && wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -232,11 +255,7 @@ func (a *acksBehind) release(batches []heldAcks, stopping bool) {
 			}
 			switch {
 			case ack != nil:
-				// A publish tried again is acknowledged as a duplicate,
-				// with the sequence of the timer stored.
-				if !ack.Duplicate || h.waits > 0 {
-					h.ent.timerSeq.Store(ack.Sequence)
-				}
+				h.ent.scheduled.Store(true)
 			case errs[i] == nil && h.waits < timerWaits:
 				h.waits++
 				again = append(again, h)
@@ -266,7 +285,7 @@ func (a *acksBehind) holdAgain(batches []heldAcks) {
 	if !stopped {
 		// Every batch held was handed in before now, under this lock, so
 		// is due before these: they go last, in order of due time.
-		due := time.Now().Add(a.delay)
+		due := time.Now().Add(a.hold())
 		for k := range batches {
 			batches[k].due = due
 		}

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,17 +128,18 @@ func timersOf(t *testing.T, conn *bus.Conn) map[string]bool {
 	}
 	plans := map[string]bool{}
 	for subject := range info.State.Subjects {
+		if id, ok := strings.CutPrefix(subject, "planbus.timers.scheduled."); ok {
+			plans[strings.TrimSuffix(id, ".timeout")] = true
+			continue
+		}
 		plans[bus.PlanOfSubject(subject)] = true
 	}
 	return plans
 }
 
-// timer is the timeout timer of plan planID, as send holds it back.
+// timer is the timeout schedule of plan planID, as send holds it back.
 func timer(planID string) *nats.Msg {
-	m := nats.NewMsg(bus.TimerSubject(planID))
-	m.Data = fmt.Appendf(nil, `{"planId":%q,"kind":"timeout","fireAt":1}`, planID)
-	m.Header.Set(jetstream.MsgIDHeader, planID+"/timeout")
-	return m
+	return timeoutSchedule(execution.TimerMessage{PlanID: planID, Kind: execution.TimerPlanTimeout, FireAt: time.Now().Add(time.Hour).UnixMilli()})
 }
 
 func TestAPlansTimeoutTimerIsPublishedOnlyIfItRunsWhenItsAckIsSent(t *testing.T) {
@@ -163,8 +165,8 @@ func TestAPlansTimeoutTimerIsPublishedOnlyIfItRunsWhenItsAckIsSent(t *testing.T)
 	if !got["running"] || got["ended"] {
 		t.Fatalf("timers after the acks: %v, want the running plan's alone", got)
 	}
-	if running.timerSeq.Load() == 0 {
-		t.Error("the running plan's entry does not know its timer's sequence, to delete it when the plan ends")
+	if !running.scheduled.Load() {
+		t.Error("the running plan's entry does not know its timeout is scheduled, to purge it when the plan ends")
 	}
 	allAcked(t, cons, conn)
 }
@@ -201,8 +203,8 @@ func TestABatchWhoseTimerIsAcknowledgedLateIsHeldAgain(t *testing.T) {
 	if n := published.Load(); n != 2 {
 		t.Errorf("the timer was published %d times, want 2 (once late, once acknowledged)", n)
 	}
-	if !timersOf(t, conn)["slow"] || ent.timerSeq.Load() == 0 {
-		t.Errorf("timer stored %v, its sequence known %d", timersOf(t, conn)["slow"], ent.timerSeq.Load())
+	if !timersOf(t, conn)["slow"] || !ent.scheduled.Load() {
+		t.Errorf("timer stored %v, known to be %v", timersOf(t, conn)["slow"], ent.scheduled.Load())
 	}
 }
 

@@ -3,6 +3,8 @@ package dispatcher_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/execution"
 )
 
@@ -81,10 +84,14 @@ func TestCancelCommandBeforeItsPlanWaitsForIt(t *testing.T) {
 	}
 }
 
-// The timeout timer of a plan that ends first is removed from the timers
-// work queue by acknowledging the delivery that postponed it, not by a
-// delete or purge through the JetStream API.
-func TestAnEndedPlansTimeoutTimerIsAcknowledged(t *testing.T) {
+// A running plan's timeout timer waits in the TIMERS stream as a message
+// schedule, which the server turns into a timer on the plan's subject when
+// it is due: not as a delivery its consumer holds unacknowledged until
+// then. Held deliveries cost the server on every acknowledgement of the
+// consumer (tens of thousands of them, at a rate above what a node could
+// take, brought it down). When the plan ends first, the schedule is
+// removed by its literal subject.
+func TestARunningPlansTimeoutWaitsAsAScheduleNotADelivery(t *testing.T) {
 	h := start(t, opts{})
 	deletes, err := h.conn.NC.SubscribeSync("$JS.API.STREAM.MSG.DELETE." + bus.StreamTimers)
 	if err != nil {
@@ -95,52 +102,105 @@ func TestAnEndedPlansTimeoutTimerIsAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := &eventLog{}
-	res := h.submit(`{"planId":"acked","tools":[{"toolId":"A","skill":"probe","approval":{"prompt":"go?"}}]}`, time.Minute, events.add)
+	res := h.submit(`{"planId":"waits","tools":[{"toolId":"A","skill":"probe","approval":{"prompt":"go?"}}]}`, time.Minute, events.add)
 	events.waitEvent(t, planbus.EventToolWaiting, "A")
-	// Wait until the timeout timer (due in a minute) has been delivered,
-	// and so postponed, before letting the plan end.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cons, err := h.conn.JS.Consumer(ctx, bus.StreamTimers, consumerOf(bus.ConsumerDispatcherTimers, "acked"))
+	st, err := h.conn.JS.Stream(ctx, bus.StreamTimers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	timers := func() *jetstream.ConsumerInfo {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info
-	}
-	for timers().Delivered.Stream < 1 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the timeout timer was never delivered")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	h.publishDecision("acked", 0, true, "")
-	if r := <-res; r == nil || !r.Success {
-		t.Fatalf("result %+v", r)
-	}
+	var sched *jetstream.RawStreamMsg
 	for {
-		s, err := h.conn.JS.Stream(ctx, bus.StreamTimers)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.CachedInfo().State.Msgs == 0 && timers().NumAckPending == 0 {
+		if sched, err = st.GetLastMsgForSubject(ctx, bus.TimeoutScheduleSubject("waits")); err == nil {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the ended plan's timers stay: %+v", s.CachedInfo().State)
+			t.Fatalf("the running plan's timeout was never scheduled: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if got := sched.Header.Get(jetstream.ScheduleTargetHeader); got != bus.TimerSubject("waits") {
+		t.Errorf("the schedule targets %q, want %q", got, bus.TimerSubject("waits"))
+	}
+	at, ok := strings.CutPrefix(sched.Header.Get(jetstream.ScheduleHeader), "@at ")
+	due, perr := time.Parse(time.RFC3339Nano, at)
+	if !ok || perr != nil || time.Until(due) < 30*time.Second {
+		t.Errorf("the schedule is %q, want @at the plan's timeout, a minute from its start", sched.Header.Get(jetstream.ScheduleHeader))
+	}
+	cons, err := h.conn.JS.Consumer(ctx, bus.StreamTimers, consumerOf(bus.ConsumerDispatcherTimers, "waits"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Delivered.Stream != 0 || info.NumAckPending != 0 {
+		t.Errorf("the timers consumer delivered %d and holds %d unacknowledged: a timer not due was delivered",
+			info.Delivered.Stream, info.NumAckPending)
+	}
+	h.publishDecision("waits", 0, true, "")
+	if r := <-res; r == nil || !r.Success {
+		t.Fatalf("result %+v", r)
+	}
+	for {
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the ended plan's timers stay: %+v", info.State)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	if m, err := deletes.NextMsg(300 * time.Millisecond); err == nil {
-		t.Errorf("a timer was deleted through the API: %s", m.Data)
+		t.Errorf("a timer was deleted by its sequence, which a restarted server may have given to another: %s", m.Data)
 	}
-	if m, err := purges.NextMsg(100 * time.Millisecond); err == nil {
-		t.Errorf("a timer was purged through the API: %s", m.Data)
+	m, err := purges.NextMsg(time.Second)
+	if err != nil {
+		t.Fatal("no purge of the schedule was seen")
+	}
+	var req struct {
+		Filter string `json:"filter"`
+	}
+	if err := json.Unmarshal(m.Data, &req); err != nil || req.Filter != bus.TimeoutScheduleSubject("waits") {
+		t.Errorf("purged %s, want the plan's schedule by its literal subject", m.Data)
+	}
+}
+
+// A plan that ends within the dispatcher's grace (a second by default)
+// never stores its timeout: its message's acknowledgement waited that
+// long, and by then the plan had ended, so there was nothing to schedule
+// (and nothing to purge).
+func TestAPlanThatEndsWithinTheGraceStoresNoTimeout(t *testing.T) {
+	h := start(t, opts{})
+	if r, _ := h.run(`{"planId":"quick","tools":[{"toolId":"A","skill":"probe"}]}`, time.Minute); r == nil || !r.Success {
+		t.Fatalf("result %+v", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := h.conn.JS.Consumer(ctx, bus.StreamPlans, consumerOf(bus.ConsumerDispatcherPlans, "quick"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, 30*time.Second, "the plan message acknowledged", func() (bool, string) {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.AckFloor.Stream >= 1 && info.NumAckPending == 0, fmt.Sprintf("ack floor %d, %d pending", info.AckFloor.Stream, info.NumAckPending)
+	})
+	st, err := h.conn.JS.Stream(ctx, bus.StreamTimers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.CachedInfo().State.LastSeq; n != 0 {
+		t.Errorf("the timers stream stored %d messages for a plan that ended within the grace", n)
 	}
 }

@@ -37,6 +37,13 @@ type Config struct {
 	// MaxBatch is the most messages one shard applies in one state write.
 	// Default 256.
 	MaxBatch int
+	// TimeoutGrace is how long a plan runs before its timeout is stored,
+	// when the store flushes every write (--sync always; with a
+	// write-behind the plan waits that instead): the acknowledgement of
+	// the plan's message waits as long, so a plan that ends sooner never
+	// stores one (a flushed schedule, its purge and the purge's removal).
+	// Default 1s; negative: stored as the plan starts.
+	TimeoutGrace time.Duration
 	// CacheSize is how many running plans' engines are kept in memory.
 	// Default 10000.
 	CacheSize int
@@ -101,6 +108,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CacheSize == 0 {
 		c.CacheSize = 10000
+	}
+	if c.TimeoutGrace == 0 {
+		c.TimeoutGrace = time.Second
 	}
 	if c.Version == "" {
 		c.Version = "0.0.0-dev"

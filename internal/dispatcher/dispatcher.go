@@ -46,11 +46,10 @@ type item struct {
 type entry struct {
 	eng *execution.Engine
 	rev uint64
-	// timerSeq is the TIMERS stream sequence of the plan's timeout timer,
-	// when this process published it: it is deleted when the plan ends, so
-	// it does not wait in the consumer until it is due. The shard's acker
-	// sets it.
-	timerSeq atomic.Uint64
+	// scheduled is set once this process has stored the plan's timeout
+	// schedule: it is purged when the plan ends (timeouts.go). The
+	// shard's acker sets it.
+	scheduled atomic.Bool
 	// cancelDigest is what the plan's calls carry: the digest of its
 	// cancel token. Set when the first call is rendered.
 	cancelDigest string
@@ -98,9 +97,8 @@ type Dispatcher struct {
 	log    zerolog.Logger
 	kv     jetstream.KeyValue
 	timers jetstream.Stream
-	// timeouts holds the ack subjects of running plans' postponed
-	// timeout timers (timeouts.go).
-	timeouts timeouts
+	// purged receives the answers to unschedule's purges (timeouts.go).
+	purged *nats.Subscription
 	tools    jetstream.Stream
 	results  jetstream.Stream
 	shards   []*shard
@@ -157,6 +155,9 @@ type counters struct {
 	// Dropped counts messages given up at their delivery limit, and
 	// invalid timers.
 	Dropped atomic.Int64
+	// IntakeWaits counts plans that waited to be started while their
+	// shard was behind (intake.go).
+	IntakeWaits atomic.Int64
 }
 
 // New checks the config and prepares a dispatcher on conn.
@@ -200,11 +201,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.results, err = d.conn.JS.Stream(ctx, bus.StreamResults); err != nil {
 		return fmt.Errorf("dispatcher: results stream: %w", err)
 	}
+	if d.purged, err = d.subscribePurged(); err != nil {
+		return fmt.Errorf("dispatcher: subscribe: %w", err)
+	}
+	defer func() { _ = d.purged.Unsubscribe() }()
 	delay, err := d.writeBehind(ctx)
 	if err != nil {
 		return err
 	}
 	d.behind = newAcksBehind(delay)
+	d.behind.grace = max(d.cfg.TimeoutGrace, 0)
 	d.behind.gone = d.closed
 	d.behind.publish = func(m *nats.Msg) (jetstream.PubAckFuture, error) {
 		return d.conn.JS.PublishMsgAsync(m, jetstream.WithMsgID(m.Header.Get(jetstream.MsgIDHeader)))
@@ -213,7 +219,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.log.Error().Err(err).Msg("messages will be redelivered")
 		d.handBack(d.log, items, time.Second, err)
 	}
-	if delay > 0 {
+	if d.behind.holds() {
 		go d.behind.run()
 		defer d.behind.stop()
 	}
@@ -320,22 +326,21 @@ func (d *Dispatcher) route(k kind, m jetstream.Msg) {
 			return
 		}
 		it.timer = tm.Timer()
-		now := time.Now()
-		if wait := it.timer.FireAt.Sub(now); wait > 0 {
-			// Not due: JetStream holds it and delivers it again when it is.
-			if it.timer.Kind == execution.TimerPlanTimeout {
-				d.timeouts.hold(it.planID, m.Reply(), d.conn.NC.Stats().Reconnects, it.timer.FireAt, now)
-			}
+		if wait := time.Until(it.timer.FireAt); wait > 0 {
+			// Not due (a retry's backoff; a timeout whose schedule fired
+			// by a clock ahead of this one): JetStream holds it and
+			// delivers it again when it is.
 			_ = m.NakWithDelay(wait)
 			return
-		}
-		if it.timer.Kind == execution.TimerPlanTimeout {
-			d.timeouts.forget(it.planID)
 		}
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(it.planID))
-	d.shards[h.Sum32()%uint32(len(d.shards))].in <- it
+	s := d.shards[h.Sum32()%uint32(len(d.shards))]
+	if k == kindPlan {
+		d.awaitRoom(s, m)
+	}
+	s.in <- it
 }
 
 func (d *Dispatcher) runShard(s *shard) {

@@ -218,18 +218,22 @@ func (d *Dispatcher) send(ent *entry, fx execution.Effects, out rendered) (pendi
 	}
 	for _, tm := range fx.Timers {
 		body := tm.Message(p.PlanID)
-		if tm.Kind == execution.TimerPlanTimeout && d.behind.defers(tm.FireAt, time.Now()) {
-			// Published with the acknowledgement, if the plan still runs.
-			pd.timer = &nats.Msg{Subject: bus.TimerSubject(p.PlanID), Data: mustJSON(body), Header: nats.Header{}}
-			pd.timer.Header.Set(jetstream.MsgIDHeader, body.MsgID())
+		if tm.Kind != execution.TimerPlanTimeout {
+			if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), body.MsgID(), nil); err != nil {
+				return pd, err
+			}
 			continue
 		}
-		if err := pub(bus.TimerSubject(p.PlanID), mustJSON(body), body.MsgID(), nil); err != nil {
+		m := timeoutSchedule(body)
+		if d.behind.defers(tm.FireAt, time.Now()) {
+			// Published with the acknowledgement, if the plan still runs.
+			pd.timer = m
+			continue
+		}
+		if err := pub(m.Subject, m.Data, body.MsgID(), m.Header); err != nil {
 			return pd, err
 		}
-		if tm.Kind == execution.TimerPlanTimeout {
-			pd.timeoutTimer = len(pd.futures) - 1
-		}
+		pd.timeoutTimer = len(pd.futures) - 1
 	}
 	if out.done != nil {
 		// A traced plan's execution result carries the plan span's context.
@@ -276,16 +280,15 @@ func (d *Dispatcher) settle(pd pending) {
 	defer cancel()
 	for k, f := range pd.futures {
 		select {
-		case ack := <-f.Ok():
-			if k == pd.timeoutTimer && !ack.Duplicate {
-				pd.ent.timerSeq.Store(ack.Sequence)
+		case <-f.Ok():
+			if k == pd.timeoutTimer {
+				pd.ent.scheduled.Store(true)
 			}
 			continue
 		case err := <-f.Err():
-			ack, err := d.republishInProcess(ctx, f.Msg(), err)
-			if err == nil {
-				if k == pd.timeoutTimer && !ack.Duplicate {
-					pd.ent.timerSeq.Store(ack.Sequence)
+			if _, err = d.republishInProcess(ctx, f.Msg(), err); err == nil {
+				if k == pd.timeoutTimer {
+					pd.ent.scheduled.Store(true)
 				}
 				continue
 			}
@@ -309,21 +312,12 @@ func (d *Dispatcher) settle(pd pending) {
 	if pd.done {
 		d.stats.PlansEnded.Add(1)
 		d.metrics.PlanEnded(pd.doneState)
-		// The timeout timer of an ended plan would only be ignored when it
-		// fires; remove it rather than keep it pending: acknowledged if
-		// this dispatcher postponed it (timeouts.go) on the connection it
-		// has now, else purged with the plan's other timers. (After a
-		// failover it is not known here to be stored, and it fires as a
-		// no-op.) Purged by the plan's subject, not deleted by its
-		// sequence: a server that crashed can come back with the stream's
-		// sequences rolled back, the timer's then another plan's.
-		reply, ok, held := d.timeouts.take(pd.planID, d.conn.NC.Stats().Reconnects, time.Now())
-		if ok {
-			_ = d.conn.NC.Publish(reply, ackBody)
-		} else if held || pd.ent.timerSeq.Load() > 0 {
-			if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(bus.Partitioned(bus.SubjectTimersAll).Of(pd.planID))); err != nil {
-				d.log.Debug().Err(err).Str("plan_id", pd.planID).Msg("cannot purge the timers of an ended plan")
-			}
+		// The timeout of an ended plan would only be ignored when it
+		// fires; its schedule is purged rather than kept (timeouts.go).
+		// (After a failover it is not known here to be stored, and it
+		// fires as a no-op.)
+		if pd.ent.scheduled.Load() {
+			d.unschedule(pd.planID)
 		}
 	}
 }

@@ -50,12 +50,16 @@ type source struct {
 	all     bus.Partitioned
 	kind    kind
 	maxAck  int
+	// batch is how many messages a pull asks for. Plans ask for few: a
+	// plan waits in the client's buffer while the dispatcher is behind
+	// (intake.go), its ack wait running.
+	batch int
 }
 
 var sources = []source{
-	{bus.StreamPlans, bus.ConsumerDispatcherPlans, bus.SubjectPlansAll, kindPlan, 1000},
-	{bus.StreamResults, bus.ConsumerDispatcherResults, bus.SubjectResultsAll, kindResult, 20000},
-	{bus.StreamTimers, bus.ConsumerDispatcherTimers, bus.SubjectTimersAll, kindTimer, 200000},
+	{bus.StreamPlans, bus.ConsumerDispatcherPlans, bus.SubjectPlansAll, kindPlan, 1000, 64},
+	{bus.StreamResults, bus.ConsumerDispatcherResults, bus.SubjectResultsAll, kindResult, 20000, 512},
+	{bus.StreamTimers, bus.ConsumerDispatcherTimers, bus.SubjectTimersAll, kindTimer, 200000, 512},
 }
 
 // partitions are the partitions a dispatcher consumes.
@@ -91,7 +95,7 @@ func (d *Dispatcher) Partitions() []int {
 func (d *Dispatcher) consume(ctx context.Context, src source, durable, filter string) (jetstream.ConsumeContext, error) {
 	return d.conn.ConsumeShared(ctx, bus.Shared{Stream: src.stream, Durable: durable, Filter: filter,
 		Description: "planbus: dispatchers' (see docs/architecture.md, partitions)", AckWait: d.cfg.AckWait,
-		DeliveryLimit: d.cfg.DeliveryLimit, MaxAckPending: src.maxAck, Batch: 512},
+		DeliveryLimit: d.cfg.DeliveryLimit, MaxAckPending: src.maxAck, Batch: src.batch},
 		func(m jetstream.Msg) { d.route(src.kind, m) },
 		func(err error) {
 			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {

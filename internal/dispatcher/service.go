@@ -56,8 +56,9 @@ func (d *Dispatcher) Stats() map[string]int64 {
 		"plansStarted": d.stats.PlansStarted.Load(), "plansRejected": d.stats.PlansRejected.Load(),
 		"plansEnded": d.stats.PlansEnded.Load(), "results": d.stats.Results.Load(), "timers": d.stats.Timers.Load(),
 		"toolsReleased": d.stats.Released.Load(), "casConflicts": d.stats.Conflicts.Load(), "batches": d.stats.Batches.Load(), "resultsReadBack": d.stats.ReadBack.Load(),
-		"results_rejected": d.stats.ResultsRejected.Load(),
-		"messagesDropped":  d.stats.Dropped.Load(),
-		"callsSettled":     d.stats.SettledAnswered.Load(),
+		"results_rejected":   d.stats.ResultsRejected.Load(),
+		"messagesDropped":    d.stats.Dropped.Load(),
+		"callsSettled":       d.stats.SettledAnswered.Load(),
+		"plansWaitedToStart": d.stats.IntakeWaits.Load(),
 	}
 }

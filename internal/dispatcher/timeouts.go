@@ -1,84 +1,66 @@
 package dispatcher
 
 import (
-	"sync"
+	"encoding/json"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
 )
 
-// timeouts are the timeout timers of running plans as they wait in their
-// consumer: a timer that is not due is postponed (route) until it is, and
-// when its plan ends first the dispatcher acknowledges it through the ack
-// subject of that delivery, which removes it from the work queue. An ack
-// is one message; deleting the timer through the JetStream API, which a
-// dispatcher that never saw the delivery still does (settle), is a
-// request the server decodes, carries out and answers, a few per cent of
-// the CPU a short plan costs. A lost ack changes nothing: the timer fires
-// at its time and is ignored, its plan having ended.
+// A running plan's timeout waits in the TIMERS stream as a message
+// schedule (bus.TimeoutScheduleSubject): the server keeps it in its
+// index of schedules and, when it is due, publishes the timer on the
+// plan's timers subject, where the dispatchers' consumers take it like
+// any timer that is due. A timer that is not due is otherwise delivered
+// and postponed (route), and held by its consumer as an unacknowledged
+// delivery until it is: the server walks and writes out those held
+// deliveries as the consumer's acknowledgements go, so tens of thousands
+// of running plans' timeouts (a node behind its rate) made every
+// acknowledgement dearer until the node fell to a few plans a second.
+// Retry timers, due in seconds, are still postponed that way.
 //
-// An ack subject names the delivery's stream sequence, and a server that
-// crashed can come back with the stream's sequences rolled back, giving
-// that sequence to another plan's timer: so a timer held before the
-// connection was lost (its generation, the connection's reconnect count,
-// is not the connection's now) is not acknowledged but purged by its
-// plan's subject (settle).
-type timeouts struct {
-	mu sync.Mutex
-	m  map[string]heldTimeout
-	// swept is when entries past their time were last dropped.
-	swept time.Time
+// When the plan ends first, the schedule is purged by its literal subject,
+// without waiting for the server's answer (unschedule). Should the purge
+// be lost, or the plan end on another dispatcher, the timer fires at its
+// time as one of an ended plan, which is ignored.
+
+// timeoutSchedule is the message that has the server publish timer tm, a
+// plan's timeout, on the plan's timers subject when it is due.
+func timeoutSchedule(tm execution.TimerMessage) *nats.Msg {
+	m := &nats.Msg{Subject: bus.TimeoutScheduleSubject(tm.PlanID), Data: mustJSON(tm), Header: nats.Header{}}
+	// Milliseconds: the server reads the time as RFC 3339, fractions
+	// included, where nats.go's WithScheduleAt would cut them to the
+	// second and have the timer come early.
+	m.Header.Set(jetstream.ScheduleHeader, "@at "+time.UnixMilli(tm.FireAt).UTC().Format(time.RFC3339Nano))
+	m.Header.Set(jetstream.ScheduleTargetHeader, bus.TimerSubject(tm.PlanID))
+	m.Header.Set(jetstream.MsgIDHeader, tm.MsgID())
+	return m
 }
 
-// ackBody acknowledges a JetStream message.
-var ackBody = []byte("+ACK")
+// purgeSubject is the JetStream API request that purges a stream.
+const purgeTimers = "$JS.API.STREAM.PURGE." + bus.StreamTimers
 
-// heldTimeout is the ack subject of a postponed timeout timer, and the
-// generation of the connection it came on.
-type heldTimeout struct {
-	reply  string
-	gen    uint64
-	fireAt time.Time
+// unschedule purges the timeout schedule of plan planID, which has ended.
+// The answer comes to d.purged, which logs a failure.
+func (d *Dispatcher) unschedule(planID string) {
+	req, _ := json.Marshal(struct {
+		Filter string `json:"filter"`
+	}{bus.TimeoutScheduleSubject(planID)})
+	_ = d.conn.NC.PublishRequest(purgeTimers, d.purged.Subject, req)
 }
 
-// sweepEvery is how often hold drops entries past their time: a timer
-// that came due was redelivered, and its entry is of no more use
-// (entries of plans that end elsewhere, after a partition moved, or that
-// end before their timer's first delivery is postponed, go this way).
-const sweepEvery = time.Minute
-
-// hold records the ack subject of plan planID's postponed timeout timer,
-// delivered on generation gen of the connection.
-func (t *timeouts) hold(planID, reply string, gen uint64, fireAt, now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.m == nil {
-		t.m = map[string]heldTimeout{}
-	}
-	if now.Sub(t.swept) >= sweepEvery {
-		for id, h := range t.m {
-			if h.fireAt.Before(now) {
-				delete(t.m, id)
-			}
+// subscribePurged subscribes to the answers of unschedule's purges.
+func (d *Dispatcher) subscribePurged() (*nats.Subscription, error) {
+	return d.conn.NC.Subscribe(d.conn.NC.NewInbox(), func(m *nats.Msg) {
+		var resp struct {
+			Error *jetstream.APIError `json:"error"`
 		}
-		t.swept = now
-	}
-	t.m[planID] = heldTimeout{reply: reply, gen: gen, fireAt: fireAt}
-}
-
-// take forgets plan planID's timeout timer and returns its ack subject,
-// ok if it was held, is not yet due and came on generation gen of the
-// connection; held reports whether it was held at all.
-func (t *timeouts) take(planID string, gen uint64, now time.Time) (reply string, ok, held bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	h, held := t.m[planID]
-	delete(t.m, planID)
-	return h.reply, held && h.gen == gen && h.fireAt.After(now), held
-}
-
-// forget drops plan planID's timeout timer, if held: it came due, and its
-// delivery is spent.
-func (t *timeouts) forget(planID string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.m, planID)
+		if err := json.Unmarshal(m.Data, &resp); err == nil && resp.Error != nil {
+			d.log.Debug().Err(resp.Error).Msg("cannot purge an ended plan's timeout schedule; it fires as a no-op")
+		}
+	})
 }
