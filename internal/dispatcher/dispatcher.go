@@ -98,16 +98,16 @@ type Dispatcher struct {
 	kv     jetstream.KeyValue
 	timers jetstream.Stream
 	// purged receives the answers to unschedule's purges (timeouts.go).
-	purged *nats.Subscription
-	tools    jetstream.Stream
-	results  jetstream.Stream
-	shards   []*shard
-	skills   *skillSet
-	health   *health.Book
-	states   *session.Store
-	stats    counters
-	metrics  *metrics.Dispatcher
-	ready    chan struct{}
+	purged  *nats.Subscription
+	tools   jetstream.Stream
+	results jetstream.Stream
+	shards  []*shard
+	skills  *skillSet
+	health  *health.Book
+	states  *session.Store
+	stats   counters
+	metrics *metrics.Dispatcher
+	ready   chan struct{}
 	// key signs calls and checks results; loaded in Run.
 	key *token.Key
 	// rejectLog logs dropped results, a few per period: forged results can
