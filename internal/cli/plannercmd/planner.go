@@ -28,6 +28,7 @@ Commands:
   reset SESSION  make a session's skills healthy again (--state: clear its state too)
   agent ...    start, stop or show a session's GOAP agent (planner agent -h)
   guide MSG    play one turn of a guided session; print the plan's context
+  mcp          serve planbus's tools to MCP agents (stdio, or HTTP with --listen)
   ui           serve the web view of a running system
   bench        run the DAG benchmark workloads
   htn          plan with an InductorHtn domain, printing what the reference prints
@@ -36,7 +37,7 @@ Commands:
 
 Without --nats-url, run and serve start an embedded NATS JetStream server
 with the planner service, a dispatcher and tool workers in-process; submit,
-watch, cancel, approve, ls, status, skills, reset, guide and ui work on a
+watch, cancel, approve, ls, status, skills, reset, guide, mcp and ui work on a
 running system and need --nats-url. serve also serves the web view on ` + DefaultHTTP + ` (--http).
 'planner <command> -h' shows the flags of a command.`
 
@@ -78,6 +79,8 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 		return plannerReset(ctx, args[1:], io)
 	case "guide":
 		return plannerGuide(ctx, args[1:], io)
+	case "mcp":
+		return plannerMCP(ctx, args[1:], io)
 	case "ui":
 		return plannerUI(ctx, args[1:], io)
 	case "htn":
