@@ -574,7 +574,7 @@ func (s *Service) generate(ctx context.Context, l *loop) (*plan.Plan, error) {
 		defer release()
 	}
 	// The generation's time budget starts once it runs, not while it waits.
-	gctx, cancel := context.WithTimeout(ctx, generator.GenerationTimeout)
+	gctx, cancel := context.WithTimeout(ctx, generator.Budget(r.Kind, s.cfg.LLM.Budget))
 	defer cancel()
 	p, err := g.Generate(gctx, in)
 	var ge *generator.Error

@@ -36,6 +36,9 @@ type Config struct {
 	DomainsDir string
 	// Templates is the plan template library of kind template requests.
 	Templates *templates.Library
+	// LLM is the language model of kind llm requests: none when its URL
+	// is empty.
+	LLM LLMConfig
 	// FallbackTemplates are the texts of fallback outcomes, one chosen per
 	// request; {input} is replaced by the request's input. Default:
 	// DefaultFallbackTemplates.
@@ -193,6 +196,20 @@ type Service struct {
 	tracer       trace.Tracer
 }
 
+// LLMConfig is the OpenAI-compatible Chat Completions endpoint kind llm
+// requests are planned with (generator.LLM).
+type LLMConfig struct {
+	// URL is the API's base URL (http://127.0.0.1:11434/v1 for Ollama).
+	URL string
+	// Model is asked when a request names none.
+	Model string
+	// APIKey is sent as a bearer token (PLANBUS_LLM_API_KEY); empty: none.
+	APIKey string
+	// Budget bounds one generation, repair included. Default 5s
+	// (generator.DefaultLLMBudget).
+	Budget time.Duration
+}
+
 // New prepares a planner service on conn.
 func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 	cfg = cfg.withDefaults()
@@ -213,6 +230,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 		request.KindHTN:      generator.HTN{Domains: cfg.DomainsDir},
 		request.KindGOAP:     s.goap,
 		request.KindTemplate: generator.Template{Library: cfg.Templates},
+		request.KindLLM:      generator.LLM{URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey},
 	}
 	s.guide = guide.New(conn, guide.Config{Templates: cfg.Templates, Tracer: s.tracer, Claim: s.claimSession, Reject: rejectErr}, s.log)
 	s.agents = agent.New(conn, agentHost{s}, agent.Config{ID: cfg.ID, Domains: s.goap, Tracer: s.tracer}, s.log)

@@ -20,6 +20,7 @@ const (
 	KindHTN      = "htn"
 	KindGOAP     = "goap"
 	KindTemplate = "template"
+	KindLLM      = "llm"
 )
 
 // DefaultMaxAttempts is a request's maxAttempts when it gives none (kind
@@ -38,6 +39,7 @@ type Request struct {
 	HTN          *HTNRequest      `json:"htn,omitempty"`
 	GOAP         *GOAPRequest     `json:"goap,omitempty"`
 	Template     *TemplateRequest `json:"template,omitempty"`
+	LLM          *LLMRequest      `json:"llm,omitempty"`
 	PlanDefaults *PlanDefaults    `json:"planDefaults,omitempty"`
 	Metadata     json.RawMessage  `json:"metadata,omitempty"`
 	// Reuse false makes every replan run all its tools again; by default
@@ -80,6 +82,13 @@ type TemplateRequest struct {
 	Text     string            `json:"text,omitempty"`
 	Vars     map[string]string `json:"vars,omitempty"`
 	MinScore int               `json:"minScore,omitempty"`
+}
+
+// LLMRequest is the goal a language model plans for, and optionally the
+// model to ask (else the planner's --llm-model).
+type LLMRequest struct {
+	Goal  string `json:"goal"`
+	Model string `json:"model,omitempty"`
 }
 
 // PlanDefaults apply to generated plans.

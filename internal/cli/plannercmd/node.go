@@ -2,6 +2,7 @@ package plannercmd
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -47,13 +48,24 @@ type plannerFlags struct {
 	genMaxMemory  int64
 	genConc       int
 	memoryLimit   int64
+	llm           planner.LLMConfig
+	// env reads the environment: the LLM's API key is taken from it, not
+	// from a flag (argv is readable by every user of the machine).
+	env func(string) string
 }
+
+// llmKeyEnv holds the API key of --llm-url.
+const llmKeyEnv = "PLANBUS_LLM_API_KEY"
 
 func (p *plannerFlags) register(f *cli.Flags) {
 	f.Duration(&p.ackWait, "planner-ack-wait", "PLANBUS_PLANNER_ACK_WAIT", 30*time.Second, "how soon another planner takes over the requests of a dead one")
 	f.String(&p.domains, "domains", "PLANBUS_DOMAINS", "", "directory of HTN (<name>.htn) and GOAP (<name>.goap.json) domains that requests may name")
 	f.String(&p.templates, "templates", "PLANBUS_TEMPLATES", "", "plan template library (JSON) for requests of kind template")
 	f.String(&p.fallback, "fallback-file", "PLANBUS_FALLBACK_FILE", "", "fallback texts, one per line, {input} standing for the request's input (default: three built-in texts)")
+	f.String(&p.llm.URL, "llm-url", "PLANBUS_LLM_URL", "", "OpenAI-compatible Chat Completions base URL for requests of kind llm, such as http://127.0.0.1:11434/v1 (Ollama); the key from $"+llmKeyEnv)
+	f.String(&p.llm.Model, "llm-model", "PLANBUS_LLM_MODEL", "", "with --llm-url: the model asked when a request names none")
+	f.Duration(&p.llm.Budget, "llm-budget", "PLANBUS_LLM_BUDGET", generator.DefaultLLMBudget, "with --llm-url: the time one LLM generation may take, its repair included")
+	p.env = f.Env
 	f.Size(&p.htnMaxMemory, "htn-max-memory", "PLANBUS_HTN_MAX_MEMORY", generator.DefaultHTNMaxMemory,
 		"most memory one HTN generation may hold (requests may ask for less in htn.budget.memory)")
 	f.Size(&p.goapMaxMemory, "goap-max-memory", "PLANBUS_GOAP_MAX_MEMORY", generator.DefaultGOAPMaxMemory,
@@ -100,6 +112,19 @@ func (p *plannerFlags) config() (planner.Config, error) {
 			p.genMaxMemory, p.htnMaxMemory, p.goapMaxMemory)
 	case p.genConc < 0:
 		return cfg, fmt.Errorf("--gen-concurrency %d: want 0 (the CPU count) or more", p.genConc)
+	}
+	if p.llm.URL != "" {
+		u, err := url.Parse(p.llm.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cfg, fmt.Errorf("--llm-url %q: want an http or https URL, such as http://127.0.0.1:11434/v1", p.llm.URL)
+		}
+		if p.llm.Budget <= 0 {
+			return cfg, fmt.Errorf("--llm-budget %s: want more than 0", p.llm.Budget)
+		}
+		cfg.LLM = p.llm
+		if p.env != nil {
+			cfg.LLM.APIKey = p.env(llmKeyEnv)
+		}
 	}
 	if p.domains != "" {
 		if st, err := os.Stat(p.domains); err != nil || !st.IsDir() {
