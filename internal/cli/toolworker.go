@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/planbus/planbus/internal/llm"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -30,6 +32,22 @@ type WorkerFlags struct {
 	httpPrivate  bool
 	simulate     string
 	id           string
+	// LLM is the model of the llm skill, served when its URL is set
+	// (RegisterLLM; planner serve passes its planner's).
+	LLM    llm.Endpoint
+	llmKey func() string
+}
+
+// LLMKeyEnv holds the API key of --llm-url, for the planner and the llm
+// skill: never a flag, which other users of the machine could read.
+const LLMKeyEnv = "PLANBUS_LLM_API_KEY"
+
+// RegisterLLM adds the llm skill's flags to f: the toolworker command's
+// (planner serve's workers take the planner's --llm-url).
+func (w *WorkerFlags) RegisterLLM(f *Flags) {
+	f.String(&w.LLM.URL, "llm-url", "PLANBUS_LLM_URL", "", "serve the llm skill (one chat completion a call) with the model at this OpenAI-compatible base URL, such as http://127.0.0.1:11434/v1; the key from $"+LLMKeyEnv)
+	f.String(&w.LLM.Model, "llm-model", "PLANBUS_LLM_MODEL", "", "with --llm-url: the model a call that names none asks")
+	w.llmKey = func() string { return f.Env(LLMKeyEnv) }
 }
 
 // Register adds the flags to f.
@@ -89,6 +107,18 @@ func (w *WorkerFlags) Config() (worker.Config, error) {
 			chosen[i] = sk // a simulated skill stands in for the built-in of that name
 		} else {
 			chosen = append(chosen, sk)
+		}
+	}
+	if w.LLM.URL != "" {
+		if u, err := url.Parse(w.LLM.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return worker.Config{}, fmt.Errorf("--llm-url %q: want an http or https URL, such as http://127.0.0.1:11434/v1", w.LLM.URL)
+		}
+		ep := w.LLM
+		if ep.APIKey == "" && w.llmKey != nil {
+			ep.APIKey = w.llmKey()
+		}
+		if !slices.ContainsFunc(chosen, func(s skill.Skill) bool { return s.Manifest.Name == "llm" }) {
+			chosen = append(chosen, skills.LLM(ep))
 		}
 	}
 	if len(chosen) == 0 {

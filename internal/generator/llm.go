@@ -3,20 +3,18 @@ package generator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/llm"
 	"github.com/planbus/planbus/internal/plan"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/schemas"
@@ -37,14 +35,7 @@ const DefaultLLMBudget = GenerationTimeout
 // loop may try again. The whole exchange runs within ctx: the planner's
 // LLM budget.
 type LLM struct {
-	// URL is the API's base URL, such as http://127.0.0.1:11434/v1 (Ollama).
-	URL string
-	// Model is the model asked when a request names none.
-	Model string
-	// APIKey is sent as the bearer token; empty sends none.
-	APIKey string
-	// HTTPClient makes the requests; nil uses http.DefaultClient.
-	HTTPClient *http.Client
+	llm.Endpoint
 }
 
 // llmSystem is the instruction every generation starts with; the plan
@@ -58,21 +49,6 @@ output lists it in dependencies and takes it with {"$ref": "<toolId>"} or
 Leave planId out: planbus sets it. The plan's JSON Schema:
 `
 
-func (l LLM) client() openai.Client {
-	opts := []option.RequestOption{option.WithBaseURL(l.URL), option.WithMaxRetries(0)}
-	if l.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(l.APIKey))
-	} else {
-		// The SDK reads OPENAI_API_KEY when no key is given; planbus takes
-		// its key from PLANBUS_LLM_API_KEY only.
-		opts = append(opts, option.WithAPIKey(""))
-	}
-	if l.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(l.HTTPClient))
-	}
-	return openai.NewClient(opts...)
-}
-
 func (l LLM) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	if l.URL == "" {
 		return nil, &Error{Code: planbus.CodeUnsupportedKind, Category: planbus.CategoryInvalidInput,
@@ -85,6 +61,10 @@ func (l LLM) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	model := req.Model
 	if model == "" {
 		model = l.Model
+	}
+	if model == "" {
+		return nil, &Error{Code: planbus.CodeUnsupportedKind, Category: planbus.CategoryInvalidInput,
+			Message: "no model to ask: give llm.model in the request, or start the planner with --llm-model"}
 	}
 	schema, err := bundledPlanSchema()
 	if err != nil {
@@ -101,7 +81,7 @@ func (l LLM) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	format := openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
 		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "plan", Description: openai.String("a planbus plan"), Schema: schema}}}
-	c := l.client()
+	c := l.Client()
 	var problem string
 	for try := 0; try < 2; try++ {
 		resp, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, Messages: messages, ResponseFormat: format})
@@ -128,20 +108,11 @@ func (l LLM) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 // callError classifies a failed completion: out of budget, or the API
 // unreachable or refusing.
 func (l LLM) callError(ctx context.Context, err error) error {
-	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Code: planbus.CodeGenerationTimeout, Category: planbus.CategoryTimeout,
-			Message: fmt.Sprintf("the model at %s did not answer within the generation budget", l.URL)}
+	cat, msg := l.Classify(ctx, err, planbus.CodePlannerUnavailable)
+	if cat == planbus.CategoryTimeout {
+		return &Error{Code: planbus.CodeGenerationTimeout, Category: cat, Message: msg + " (the generation budget)"}
 	}
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		cat := planbus.CategoryNetwork
-		if apiErr.StatusCode >= 400 && apiErr.StatusCode < 500 && apiErr.StatusCode != http.StatusTooManyRequests {
-			cat = planbus.CategoryPermanent
-		}
-		return &Error{Code: planbus.CodePlannerUnavailable, Category: cat,
-			Message: fmt.Sprintf("the model at %s refused: %d %s", l.URL, apiErr.StatusCode, strings.TrimSpace(apiErr.Message))}
-	}
-	return &Error{Code: planbus.CodePlannerUnavailable, Category: planbus.CategoryNetwork, Message: fmt.Sprintf("the model at %s: %v", l.URL, err)}
+	return &Error{Code: planbus.CodePlannerUnavailable, Category: cat, Message: msg}
 }
 
 // checkAnswer decodes a model's answer as a plan, and says what is wrong

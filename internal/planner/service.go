@@ -20,6 +20,7 @@ import (
 	"github.com/planbus/planbus/internal/generator"
 	"github.com/planbus/planbus/internal/guide"
 	"github.com/planbus/planbus/internal/health"
+	"github.com/planbus/planbus/internal/llm"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/request"
 	"github.com/planbus/planbus/internal/session"
@@ -230,7 +231,7 @@ func New(conn *bus.Conn, cfg Config, log zerolog.Logger) (*Service, error) {
 		request.KindHTN:      generator.HTN{Domains: cfg.DomainsDir},
 		request.KindGOAP:     s.goap,
 		request.KindTemplate: generator.Template{Library: cfg.Templates},
-		request.KindLLM:      generator.LLM{URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey},
+		request.KindLLM:      generator.LLM{Endpoint: llm.Endpoint{URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey}},
 	}
 	s.guide = guide.New(conn, guide.Config{Templates: cfg.Templates, Tracer: s.tracer, Claim: s.claimSession, Reject: rejectErr}, s.log)
 	s.agents = agent.New(conn, agentHost{s}, agent.Config{ID: cfg.ID, Domains: s.goap, Tracer: s.tracer}, s.log)

@@ -12,6 +12,7 @@ import (
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/cli/memlimit"
 	"github.com/planbus/planbus/internal/generator"
+	"github.com/planbus/planbus/internal/llm"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/node"
 	"github.com/planbus/planbus/internal/planner"
@@ -55,7 +56,7 @@ type plannerFlags struct {
 }
 
 // llmKeyEnv holds the API key of --llm-url.
-const llmKeyEnv = "PLANBUS_LLM_API_KEY"
+const llmKeyEnv = cli.LLMKeyEnv
 
 func (p *plannerFlags) register(f *cli.Flags) {
 	f.Duration(&p.ackWait, "planner-ack-wait", "PLANBUS_PLANNER_ACK_WAIT", 30*time.Second, "how soon another planner takes over the requests of a dead one")
@@ -155,6 +156,11 @@ func (p *plannerFlags) config() (planner.Config, error) {
 }
 
 func (n *nodeFlags) config(bc bus.Config, auth bool) (node.Config, error) {
+	// The workers of the node serve the llm skill with the planner's model.
+	n.worker.LLM = llm.Endpoint{URL: n.plan.llm.URL, Model: n.plan.llm.Model}
+	if n.plan.env != nil && n.plan.llm.URL != "" {
+		n.worker.LLM.APIKey = n.plan.env(llmKeyEnv)
+	}
 	wc, err := n.worker.Config()
 	if err != nil {
 		return node.Config{}, err

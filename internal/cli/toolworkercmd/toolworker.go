@@ -29,6 +29,7 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 	f := cli.NewFlags("toolworker", io.Stderr, io.Env, toolworkerUsage)
 	c.Register(f, cli.Connects)
 	wf.Register(f)
+	wf.RegisterLLM(f)
 	mf.Register(f)
 	if err := f.Parse(args); err != nil {
 		return cli.UsageErr(io.Stderr, err)
