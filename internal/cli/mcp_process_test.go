@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -212,35 +210,13 @@ func TestPlannerMCPOverHTTP(t *testing.T) {
 	const token = "s3cret-token-for-the-test"
 	cmd := exec.Command(bin, "mcp", "--nats-url", url, "--listen", "127.0.0.1:0")
 	cmd.Env = append(processEnv(t), "PLANBUS_MCP_TOKEN="+token)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	up := make(chan string, 1)
-	var log bustest.SyncBuffer
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = log.Write([]byte(line + "\n"))
-			if i := strings.Index(line, "url=http://"); i >= 0 && strings.Contains(line, "serving MCP") {
-				up <- strings.Fields(line[i+len("url="):])[0]
-			}
+	endpoint, log := startWatched(t, cmd, "planner mcp --listen", func(line string) (string, bool) {
+		i := strings.Index(line, "url=http://")
+		if i < 0 || !strings.Contains(line, "serving MCP") {
+			return "", false
 		}
-	}()
-	var endpoint string
-	select {
-	case endpoint = <-up:
-	case <-time.After(wait):
-		t.Fatalf("planner mcp --listen did not come up; stderr:\n%s", log.String())
-	}
+		return strings.Fields(line[i+len("url="):])[0], true
+	})
 
 	// Without the token: refused before any MCP.
 	if _, err := mcp.NewClient(&mcp.Implementation{Name: "no-token", Version: "0"}, nil).Connect(ctx,

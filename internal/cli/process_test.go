@@ -192,6 +192,22 @@ func startServeProcess(t *testing.T, bin, dir string, args ...string) *serveProc
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Dir, cmd.Env = dir, processEnv(t)
+	url, _ := startWatched(t, cmd, "planner serve", func(line string) (string, bool) {
+		i := strings.Index(line, "url=nats://")
+		if i < 0 || !strings.Contains(line, "node up") {
+			return "", false
+		}
+		return strings.Fields(line[i+len("url="):])[0], true
+	})
+	return &serveProcess{cmd: cmd, url: url}
+}
+
+// startWatched starts cmd, has it stopped when the test ends (SIGTERM,
+// then a kill after 30 s), and waits until match finds what it looks for
+// in a line of its stderr: it returns that, and the stderr the process
+// writes, kept as it goes on. what names the process in a failure.
+func startWatched(t *testing.T, cmd *exec.Cmd, what string, match func(line string) (string, bool)) (string, *bustest.SyncBuffer) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -210,23 +226,26 @@ func startServeProcess(t *testing.T, bin, dir string, args ...string) *serveProc
 			<-done
 		}
 	})
-	up := make(chan string, 1)
-	var log bustest.SyncBuffer
+	found := make(chan string, 1)
+	log := &bustest.SyncBuffer{}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
 			_, _ = log.Write([]byte(line + "\n"))
-			if i := strings.Index(line, "url=nats://"); i >= 0 && strings.Contains(line, "node up") {
-				up <- strings.Fields(line[i+len("url="):])[0]
+			if v, ok := match(line); ok {
+				select {
+				case found <- v:
+				default:
+				}
 			}
 		}
 	}()
 	select {
-	case url := <-up:
-		return &serveProcess{cmd: cmd, url: url}
+	case v := <-found:
+		return v, log
 	case <-time.After(wait):
-		t.Fatalf("planner serve did not come up within %s; stderr:\n%s", wait, log.String())
+		t.Fatalf("%s did not come up within %s; stderr:\n%s", what, wait, log.String())
 	}
-	return nil
+	return "", nil
 }
