@@ -224,6 +224,42 @@ var bundledPlanSchema = sync.OnceValues(func() (map[string]any, error) {
 		}
 	}
 	rewrite(p)
+	// reuseFrom is the planner's own (a replan's reuse): not the model's.
+	if tool, ok := defs["tool"].(map[string]any); ok {
+		if props, ok := tool["properties"].(map[string]any); ok {
+			delete(props, "reuseFrom")
+		}
+	}
+	// Only the definitions the plan reaches: a small model's context is
+	// short (Ollama's default is 2,048 tokens).
+	used := map[string]bool{}
+	var reach func(v any)
+	reach = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok {
+				if name, ok := strings.CutPrefix(ref, "#/$defs/"); ok && !used[name] {
+					used[name] = true
+					reach(defs[name])
+				}
+			}
+			for k, c := range x {
+				if k != "$defs" {
+					reach(c)
+				}
+			}
+		case []any:
+			for _, c := range x {
+				reach(c)
+			}
+		}
+	}
+	reach(p)
+	for name := range defs {
+		if !used[name] {
+			delete(defs, name)
+		}
+	}
 	return p, nil
 })
 
