@@ -17,8 +17,10 @@ Sends FILE ('-' for stdin) to the planner and does not wait for it to run:
 a plan request ({"kind": "plan" | "external" | "htn" | "goap" |
 "template", ...}) or a bare Plan JSON, which goes as a request of kind plan
 and runs as <requestId>-1 (its requestId being the plan's requestId, else
-its planId, else a new one). Prints the requestId on stdout. Exits 0 when
-the planner accepted it, 2 when FILE is not valid or the planner refused
+its planId, else a new one). Prints the requestId on stdout; a request
+whose id was accepted before runs nothing new, and stderr says
+"duplicate:" (the first one's outcome is the request's). Exits 0 when the
+planner accepted it (a duplicate included), 2 when FILE is not valid or the planner refused
 it (the reason on stderr), 1 when the planner could not be reached or
 could not store it just then (UNAVAILABLE: send it again). Follow it with
 'planner watch ID', stop it with 'planner cancel ID'.`
@@ -79,5 +81,9 @@ func plannerSubmit(ctx context.Context, args []string, io cli.IO) int {
 		return cli.CtxExit(ctx, cli.ExitFailed)
 	}
 	fmt.Fprintln(io.Stdout, acc.RequestID)
+	if acc.Duplicate {
+		fmt.Fprintf(io.Stderr, "planner submit: duplicate: request %s was accepted before under this id; nothing new runs, and its outcome is the first one's (planner watch %s)\n",
+			acc.RequestID, acc.RequestID)
+	}
 	return cli.ExitOK
 }

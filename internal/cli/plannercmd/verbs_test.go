@@ -269,3 +269,22 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// A request submitted again under its id runs nothing new: submit prints
+// the id again and says on stderr that it is a duplicate.
+func TestSubmitSaysDuplicate(t *testing.T) {
+	url, _ := startSystem(t)
+	file := filepath.Join(t.TempDir(), "req.json")
+	doc := `{"kind":"plan","requestId":"dup-1","plan":{"tools":[{"toolId":"a","skill":"echo","input":{}}]}}`
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := runPlanner(t, "submit", "--nats-url", url, file)
+	if first.code != cli.ExitOK || strings.TrimSpace(first.stdout) != "dup-1" || strings.Contains(first.stderr, "duplicate") {
+		t.Fatalf("first submit: exit %d, stdout %q, stderr %q", first.code, first.stdout, first.stderr)
+	}
+	again := runPlanner(t, "submit", "--nats-url", url, file)
+	if again.code != cli.ExitOK || strings.TrimSpace(again.stdout) != "dup-1" || !strings.Contains(again.stderr, "duplicate: request dup-1 was accepted before") {
+		t.Fatalf("second submit: exit %d, stdout %q, stderr %q; want the id and a duplicate: line", again.code, again.stdout, again.stderr)
+	}
+}
