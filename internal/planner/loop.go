@@ -739,7 +739,7 @@ func (s *Service) finish(l *loop, status planbus.RequestStatus, errInfo *planbus
 		Fallback: status == planbus.StatusFallback, Attempts: len(l.History), PlanID: l.PlanID, DisabledSkills: l.Disabled,
 		Error: errInfo, History: l.History, Execution: l.Last, FinishedAt: time.Now().UTC()}
 	if o.Fallback {
-		o.Narrative = s.narrate(r, errInfo)
+		o.Narrative = s.narrate(r, errInfo, l.Last)
 		o.Tools = []json.RawMessage{}
 	}
 	// The outcome holds the last execution: the state need not keep it twice.
@@ -752,14 +752,22 @@ func (s *Service) finish(l *loop, status planbus.RequestStatus, errInfo *planbus
 // narrate fills a fallback text (Config.FallbackTemplates), chosen by
 // the request id so the same request always gets the same text. The texts
 // answer a request's input; a request without one (a plan, a goal) gets
-// what went wrong instead, which a story about its empty input would hide.
-func (s *Service) narrate(r *request.Request, errInfo *planbus.ErrorInfo) string {
+// what went wrong instead, which a story about its empty input would hide,
+// and what its last plan did when it ran some tools before it ended
+// (last): "no plan could run" would read as if nothing had.
+func (s *Service) narrate(r *request.Request, errInfo *planbus.ErrorInfo, last *planbus.ExecutionResult) string {
 	input := strings.TrimSpace(string(r.Input))
 	var str string
 	if json.Unmarshal(r.Input, &str) == nil {
 		input = str
 	}
 	if input == "" {
+		if ran := whatRan(last); ran != "" {
+			if errInfo != nil {
+				return ran + ": " + errInfo.Message
+			}
+			return ran + ", and the attempts are used up."
+		}
 		if errInfo == nil {
 			return "No plan for this request could run, and the attempts are used up."
 		}
@@ -769,6 +777,32 @@ func (s *Service) narrate(r *request.Request, errInfo *planbus.ErrorInfo) string
 	_, _ = h.Write([]byte(r.RequestID))
 	t := s.cfg.FallbackTemplates[h.Sum32()%uint32(len(s.cfg.FallbackTemplates))]
 	return strings.ReplaceAll(t, "{input}", input)
+}
+
+// whatRan says what the last plan did before it ended, when any of its
+// tools succeeded: "Plan r-2 ran 17 of its 20 tools to success, then
+// timed out"; "" when none did.
+func whatRan(last *planbus.ExecutionResult) string {
+	if last == nil {
+		return ""
+	}
+	done := 0
+	for _, t := range last.Tools {
+		if t.State == planbus.ToolSucceeded {
+			done++
+		}
+	}
+	if done == 0 {
+		return ""
+	}
+	ended := "failed"
+	switch last.State {
+	case planbus.PlanTimeout:
+		ended = "timed out"
+	case planbus.PlanCancelled:
+		ended = "was cancelled"
+	}
+	return fmt.Sprintf("Plan %s ran %d of its %d tools to success, then %s", last.PlanID, done, len(last.Tools), ended)
 }
 
 func (s *Service) publishOutcome(ctx context.Context, o *planbus.Outcome) error {

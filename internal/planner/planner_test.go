@@ -739,3 +739,19 @@ func TestRequestsEndWhileAReplicaIsBehind(t *testing.T) {
 		}
 	}
 }
+
+// A request whose plan ran some tools and then timed out ends in a
+// fallback that says what ran, not that no plan could run.
+func TestFallbackSaysWhatRan(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	out, _ := h.request(`{"kind":"plan","requestId":"ran-some","plan":{"timeoutMs":1500,"tools":[
+		{"toolId":"a","skill":"echo","input":{}},
+		{"toolId":"b","skill":"echo","dependencies":["a"],"input":{}},
+		{"toolId":"c","skill":"sleep","dependencies":["b"],"input":{"ms":60000}}]}}`)
+	if out.Status != planbus.StatusFallback {
+		t.Fatalf("outcome %s, want fallback", out.Status)
+	}
+	if want := "Plan ran-some-1 ran 2 of its 3 tools to success, then timed out: "; !strings.HasPrefix(out.Narrative, want) {
+		t.Errorf("narrative %q, want it to start %q", out.Narrative, want)
+	}
+}
