@@ -148,14 +148,35 @@ func llmPrompt(goal string, in Input) (string, error) {
 		InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	}
+	// The last plan's tools as they ended, without their outputs: what
+	// failed and why is what a replan needs, and outputs (up to a MiB
+	// each) would crowd a small model's context out.
+	type toolEnd struct {
+		ToolID string             `json:"toolId"`
+		Skill  string             `json:"skill"`
+		State  planbus.ToolState  `json:"state"`
+		Error  *planbus.ErrorInfo `json:"error,omitempty"`
+	}
+	type lastPlan struct {
+		PlanID string             `json:"planId"`
+		State  planbus.PlanState  `json:"state"`
+		Error  *planbus.ErrorInfo `json:"error,omitempty"`
+		Tools  []toolEnd          `json:"tools"`
+	}
 	q := struct {
-		Goal          string                   `json:"goal"`
-		Input         json.RawMessage          `json:"input,omitempty"`
-		State         map[string]any           `json:"state"`
-		Skills        []skill                  `json:"skills"`
-		Attempt       int                      `json:"attempt"`
-		LastExecution *planbus.ExecutionResult `json:"lastExecution,omitempty"`
-	}{Goal: goal, Input: in.Request.Input, State: in.Session, Skills: []skill{}, Attempt: in.Attempt, LastExecution: in.LastExecution}
+		Goal     string          `json:"goal"`
+		Input    json.RawMessage `json:"input,omitempty"`
+		State    map[string]any  `json:"state"`
+		Skills   []skill         `json:"skills"`
+		Attempt  int             `json:"attempt"`
+		LastPlan *lastPlan       `json:"lastPlan,omitempty"`
+	}{Goal: goal, Input: in.Request.Input, State: in.Session, Skills: []skill{}, Attempt: in.Attempt}
+	if e := in.LastExecution; e != nil {
+		q.LastPlan = &lastPlan{PlanID: e.PlanID, State: e.State, Error: e.Error, Tools: []toolEnd{}}
+		for _, t := range e.Tools {
+			q.LastPlan.Tools = append(q.LastPlan.Tools, toolEnd{ToolID: t.ToolID, Skill: t.Skill, State: t.State, Error: t.Error})
+		}
+	}
 	if q.State == nil {
 		q.State = map[string]any{}
 	}

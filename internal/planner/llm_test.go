@@ -153,6 +153,10 @@ func TestLLMReplanLeavesOutDisabledSkills(t *testing.T) {
 	if len(calls) != 2 || !strings.Contains(calls[0].Messages[1].Content, `"name": "fail"`) || strings.Contains(calls[1].Messages[1].Content, `"name": "fail"`) {
 		t.Fatalf("%d calls; the replan must not offer the skill that failed", len(calls))
 	}
+	replan := calls[1].Messages[1].Content
+	if !strings.Contains(replan, `"lastPlan"`) || !strings.Contains(replan, `"toolId": "try"`) || !strings.Contains(replan, `"state": "failed"`) {
+		t.Errorf("the replan's prompt does not say how the last plan ended: %.800s", replan)
+	}
 	if llm.auth[0] != "" {
 		t.Errorf("Authorization %q sent with no API key configured", llm.auth[0])
 	}
