@@ -7,8 +7,10 @@ import "encoding/json"
 // planbus-skills; dispatchers take a skill's default timeout and retries
 // from it, and planners its parameters and operators.
 type SkillManifest struct {
-	// Name is the skill's name: 1 to 64 letters, digits, '_' or '-'. It
-	// becomes a subject token (planbus.tools.<name>) and a consumer name.
+	// Name is the skill's name: 1 to 64 letters, digits, '_' or '-',
+	// optionally in a namespace, NAMESPACE.NAME (as an MCP server's tools
+	// are served). It becomes subject tokens (planbus.tools.<name>) and,
+	// the dot written '~', a consumer name.
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Version     string `json:"version,omitempty"`

@@ -21,7 +21,7 @@ func TestValidatePlan(t *testing.T) {
 			"timeoutMs":500,"retryPolicy":{"maxAttempts":2,"backoffMs":10}}],"metadata":{"k":"v"}}`, ""},
 		{"missing skill", `{"tools":[{"toolId":"A"}]}`, "at /tools/0: missing property 'skill'"},
 		{"typo field", `{"tools":[{"toolId":"A","skill":"echo","dependecies":[]}]}`, "at /tools/0: additional properties 'dependecies' not allowed"},
-		{"bad skill name", `{"tools":[{"toolId":"A","skill":"a.b"}]}`, "at /tools/0/skill:"},
+		{"bad skill name", `{"tools":[{"toolId":"A","skill":"a.b.c"}]}`, "at /tools/0/skill:"},
 		{"bad plan id", `{"planId":"p 1","tools":[]}`, "at /planId:"},
 		{"zero attempts", `{"tools":[{"toolId":"A","skill":"echo","retryPolicy":{"maxAttempts":0}}]}`, "at /tools/0/retryPolicy/maxAttempts: minimum"},
 		{"input not object", `{"tools":[{"toolId":"A","skill":"echo","input":[1]}]}`, "at /tools/0/input: got array, want object"},

@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
@@ -39,7 +40,8 @@ func (w *Worker) addService() (micro.Service, error) {
 	}
 	for _, s := range w.skills {
 		m := s.skill.Manifest
-		err := svc.AddEndpoint(m.Name, w.invokeHandler(s),
+		// An endpoint's name has no dot: a namespaced skill's has "__".
+		err := svc.AddEndpoint(strings.ReplaceAll(m.Name, ".", "__"), w.invokeHandler(s),
 			micro.WithEndpointSubject(bus.InvokeSubject(m.Name)),
 			micro.WithEndpointMetadata(map[string]string{"description": m.Description, "stream_subject": bus.ToolSubject(m.Name)}))
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/planbus/planbus/internal/wire"
 )
 
 // ErrSeed is matched by every error about a role's seed file.
@@ -150,8 +152,8 @@ func CheckWorkerGroup(name string, skills []string) ([]string, error) {
 	seen := map[string]bool{}
 	var list []string
 	for _, sk := range skills {
-		if !validName(sk, 64) {
-			return nil, fmt.Errorf("%w: worker group %s: skill %q: want 1 to 64 letters, digits, '_' or '-'", ErrSeed, name, sk)
+		if !wire.IsSkill(sk) {
+			return nil, fmt.Errorf("%w: worker group %s: skill %q: want 1 to 64 letters, digits, '_' or '-', optionally after a namespace and a dot", ErrSeed, name, sk)
 		}
 		if !seen[sk] {
 			seen[sk] = true
@@ -219,8 +221,8 @@ func readGroups(dir string) ([]WorkerGroup, error) {
 			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			if !validName(line, 64) {
-				return nil, fmt.Errorf("%w: %s: skill %q: want 1 to 64 letters, digits, '_' or '-'", ErrSeed, f, line)
+			if !wire.IsSkill(line) {
+				return nil, fmt.Errorf("%w: %s: skill %q: want 1 to 64 letters, digits, '_' or '-', optionally after a namespace and a dot", ErrSeed, f, line)
 			}
 			g.Skills = append(g.Skills, line)
 		}

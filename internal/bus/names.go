@@ -322,7 +322,11 @@ func InvokeSubject(skill string) string { return "planbus.invoke." + skill }
 func CancelSubject(planID string) string { return "planbus.cancel." + planID }
 
 // SkillConsumer is the durable consumer all workers of a skill share.
-func SkillConsumer(skill string) string { return consumerSkillPrefix + skill }
+func SkillConsumer(skill string) string {
+	// A consumer's name has no dot; '~' is in no skill name, so namespaced
+	// names stay apart from the others.
+	return consumerSkillPrefix + strings.ReplaceAll(skill, ".", "~")
+}
 
 // RequestSubject is where an accepted request waits for a planner.
 func RequestSubject(requestID string) string { return "planbus.requests." + requestID }

@@ -168,12 +168,12 @@ func FuzzNamePattern(f *testing.F) {
 		f.Add(s)
 	}
 	patterns := []struct {
-		p  namePattern
+		p  interface{ MatchString(string) bool }
 		re *regexp.Regexp
 	}{
 		{idPattern, regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)},
 		{toolIDPattern, regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)},
-		{skillPattern, regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)},
+		{skillPattern, regexp.MustCompile(`^([A-Za-z0-9_-]{1,64}\.)?[A-Za-z0-9_-]{1,64}$`)},
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, c := range patterns {

@@ -18,6 +18,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/wire"
 )
 
 // Ids as the schemas have them (schemas/common.schema.json):
@@ -25,8 +26,14 @@ import (
 var (
 	idPattern     = namePattern{max: 128}
 	toolIDPattern = namePattern{max: 128, extra: ".:"}
-	skillPattern  = namePattern{max: 64}
+	skillPattern  = skillName{}
 )
+
+// skillName matches a skill name, namespaced or not (wire.IsSkill).
+type skillName struct{}
+
+// MatchString reports whether s is a skill name.
+func (skillName) MatchString(s string) bool { return wire.IsSkill(s) }
 
 // namePattern matches 1 to max characters, each an ASCII letter or digit,
 // '_', '-' or one of extra. It does a regular expression's work without

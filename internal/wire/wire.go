@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -174,8 +175,14 @@ func IsID(s string) bool { return match(s, 1, 128, "_-") }
 func IsToolID(s string) bool { return match(s, 1, 128, "_.:-") }
 
 // IsSkill reports whether s matches the skill pattern,
-// ^[A-Za-z0-9_-]{1,64}$.
-func IsSkill(s string) bool { return match(s, 1, 64, "_-") }
+// ^([A-Za-z0-9_-]{1,64}\.)?[A-Za-z0-9_-]{1,64}$: a name, optionally in a
+// namespace (NAME.TOOL).
+func IsSkill(s string) bool {
+	if ns, name, dotted := strings.Cut(s, "."); dotted {
+		return match(ns, 1, 64, "_-") && match(name, 1, 64, "_-")
+	}
+	return match(s, 1, 64, "_-")
+}
 
 // IsToken reports whether s has the shape of a result token or a cancel
 // digest: ^[A-Za-z0-9_-]{43}$.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -243,4 +244,19 @@ func alternate(b *testing.B, baseline, current func()) (base, cur float64) {
 	}
 	median := func(xs []float64) float64 { slices.Sort(xs); return xs[len(xs)/2] }
 	return median(bs), median(cs)
+}
+
+// IsSkill is the schema's skill pattern: a name, optionally in a
+// namespace (NAME.TOOL), each part 1 to 64 of [A-Za-z0-9_-].
+func FuzzIsSkillIsThePattern(f *testing.F) {
+	for _, s := range []string{"echo", "demo.echo", "demo.", ".echo", "a.b.c", "demo..x", strings.Repeat("a", 64) + "." + strings.Repeat("b", 64),
+		strings.Repeat("a", 65), "sp ace", "ü", "x.y-z_1", ""} {
+		f.Add(s)
+	}
+	re := regexp.MustCompile(`^([A-Za-z0-9_-]{1,64}\.)?[A-Za-z0-9_-]{1,64}$`)
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := IsSkill(s), re.MatchString(s); got != want {
+			t.Fatalf("IsSkill(%q) = %v, the pattern says %v", s, got, want)
+		}
+	})
 }
