@@ -92,11 +92,10 @@ type pending struct {
 
 // Dispatcher executes plans. Create it with New and start it with Run.
 type Dispatcher struct {
-	cfg    Config
-	conn   *bus.Conn
-	log    zerolog.Logger
-	kv     jetstream.KeyValue
-	timers jetstream.Stream
+	cfg  Config
+	conn *bus.Conn
+	log  zerolog.Logger
+	kv   jetstream.KeyValue
 	// purged receives the answers to unschedule's purges (timeouts.go).
 	purged  *nats.Subscription
 	tools   jetstream.Stream
@@ -191,9 +190,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	if d.kv, err = d.conn.JS.KeyValue(ctx, bus.BucketPlans); err != nil {
 		return fmt.Errorf("dispatcher: plans bucket: %w", err)
-	}
-	if d.timers, err = d.conn.JS.Stream(ctx, bus.StreamTimers); err != nil {
-		return fmt.Errorf("dispatcher: timers stream: %w", err)
 	}
 	if d.tools, err = d.conn.JS.Stream(ctx, bus.StreamTools); err != nil {
 		return fmt.Errorf("dispatcher: tools stream: %w", err)

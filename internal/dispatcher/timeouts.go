@@ -41,7 +41,7 @@ func timeoutSchedule(tm execution.TimerMessage) *nats.Msg {
 	return m
 }
 
-// purgeSubject is the JetStream API request that purges a stream.
+// purgeTimers is the JetStream API request that purges the timers stream.
 const purgeTimers = "$JS.API.STREAM.PURGE." + bus.StreamTimers
 
 // unschedule purges the timeout schedule of plan planID, which has ended.

@@ -108,7 +108,7 @@ func (l LLM) Generate(ctx context.Context, in Input) (*plan.Plan, error) {
 // callError classifies a failed completion: out of budget, or the API
 // unreachable or refusing.
 func (l LLM) callError(ctx context.Context, err error) error {
-	cat, msg := l.Classify(ctx, err, planbus.CodePlannerUnavailable)
+	cat, msg := l.Classify(ctx, err)
 	if cat == planbus.CategoryTimeout {
 		return &Error{Code: planbus.CodeGenerationTimeout, Category: cat, Message: msg + " (the generation budget)"}
 	}
@@ -284,19 +284,15 @@ var bundledPlanSchema = sync.OnceValues(func() (map[string]any, error) {
 	return p, nil
 })
 
-// llmBudget is the budget of an LLM generation: b, or DefaultLLMBudget.
-func llmBudget(b time.Duration) time.Duration {
-	if b > 0 {
-		return b
+// Budget is the generation budget of a request of kind: the LLM's
+// (DefaultLLMBudget when llm is 0) for kind llm, GenerationTimeout for
+// every other.
+func Budget(kind string, llm time.Duration) time.Duration {
+	switch {
+	case kind != request.KindLLM:
+		return GenerationTimeout
+	case llm > 0:
+		return llm
 	}
 	return DefaultLLMBudget
-}
-
-// Budget is the generation budget of a request of kind: the LLM's for
-// kind llm, GenerationTimeout for every other.
-func Budget(kind string, llm time.Duration) time.Duration {
-	if kind == request.KindLLM {
-		return llmBudget(llm)
-	}
-	return GenerationTimeout
 }

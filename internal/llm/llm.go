@@ -48,8 +48,8 @@ func (e Endpoint) Client() openai.Client {
 
 // Classify says what a failed completion means: out of time (ctx ended),
 // refused by the API (a 4xx other than 429: permanent), or unreachable or
-// overloaded (network). code names the failure for planbus.
-func (e Endpoint) Classify(ctx context.Context, err error, code planbus.Code) (planbus.Category, string) {
+// overloaded (network), and says so in a message.
+func (e Endpoint) Classify(ctx context.Context, err error) (planbus.Category, string) {
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 		return planbus.CategoryTimeout, fmt.Sprintf("the model at %s did not answer in time", e.URL)
 	}

@@ -38,6 +38,7 @@ type LLMOutput struct {
 // schema asked for fails with OUTPUT_INVALID (transient: a retry may do
 // better).
 func LLM(ep llm.Endpoint) skill.Skill {
+	c := ep.Client()
 	s := skill.Func("llm", "One chat completion from the worker's language model: a prompt in, its answer out (optionally as JSON satisfying a schema).",
 		func(ctx context.Context, in LLMInput) (LLMOutput, error) {
 			model := in.Model
@@ -57,10 +58,9 @@ func LLM(ep llm.Endpoint) skill.Skill {
 				params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
 					JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Schema: in.Schema}}}
 			}
-			c := ep.Client()
 			resp, err := c.Chat.Completions.New(ctx, params)
 			if err != nil {
-				cat, msg := ep.Classify(ctx, err, planbus.CodeToolFailed)
+				cat, msg := ep.Classify(ctx, err)
 				return LLMOutput{}, skill.Failf(planbus.CodeToolFailed, cat, "%s", msg)
 			}
 			if len(resp.Choices) == 0 {
