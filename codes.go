@@ -188,6 +188,14 @@ const (
 	// CodeSimulatedFailure: a simulated skill (toolworker --simulate)
 	// failed as configured.
 	CodeSimulatedFailure Code = "SIMULATED_FAILURE"
+	// CodeMCPToolError: a tool of an MCP server (toolworker --mcp)
+	// answered with isError; the message is its text (category
+	// permanent: the server ran the tool and said no).
+	CodeMCPToolError Code = "MCP_TOOL_ERROR"
+	// CodeMCPUnavailable: the MCP server could not be reached, or its
+	// process died during the call (category network: the call is retried
+	// by its policy while the worker restarts the server).
+	CodeMCPUnavailable Code = "MCP_UNAVAILABLE"
 )
 
 // CodeHTTPStatus is the code of the http skill's error for a response of

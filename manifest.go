@@ -36,6 +36,12 @@ type SkillManifest struct {
 	// Operators are the HTN operators this skill performs; empty means the
 	// operator with the skill's own name.
 	Operators []string `json:"operators,omitempty"`
+	// ReadOnly says the skill changes nothing outside it, and Idempotent
+	// that calling it again with the same input has no further effect:
+	// hints for planners and people (an MCP server's tool annotations
+	// readOnlyHint and idempotentHint become them).
+	ReadOnly   bool `json:"readOnly,omitempty"`
+	Idempotent bool `json:"idempotent,omitempty"`
 }
 
 // RetryPolicy says how often a tool is tried and how long to wait between

@@ -7,6 +7,8 @@
 //   - shout: a text in capitals
 //   - refuse: always a tool error (isError) with the reason given
 //   - wait: waits the milliseconds given, or until the call is cancelled
+//     (read-only, idempotent); it says on stderr that it waits, with its
+//     process id
 //
 // Run it under an MCP client, for example:
 //
@@ -79,8 +81,12 @@ func NewServer() *mcp.Server {
 		func(_ context.Context, _ *mcp.CallToolRequest, in RefuseInput) (*mcp.CallToolResult, any, error) {
 			return nil, nil, fmt.Errorf("refused: %s", in.Reason)
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "wait", Description: "Waits the milliseconds given."},
+	mcp.AddTool(s, &mcp.Tool{Name: "wait", Description: "Waits the milliseconds given.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, WaitOutput, error) {
+			// stdout is the protocol's; what a person (or a test) should
+			// see goes to stderr, which a planbus worker shows in its log.
+			log.Printf("pid %d: waiting %d ms", os.Getpid(), in.Ms)
 			start := time.Now()
 			select {
 			case <-time.After(time.Duration(in.Ms) * time.Millisecond):

@@ -101,6 +101,31 @@ func (f *Flags) Size(p *int64, name, env string, def int64, usage string) {
 	f.Var((*sizeValue)(p), name, usage+envNote(env))
 }
 
+// Strings registers a flag that may be given many times; each adds a
+// value to *p.
+func (f *Flags) Strings(p *[]string, name, usage string) {
+	f.Var((*stringsValue)(p), name, usage)
+}
+
+// stringsValue is a flag.Value of the values of a repeated flag.
+type stringsValue []string
+
+func (v *stringsValue) Set(s string) error { *v = append(*v, s); return nil }
+
+func (v *stringsValue) String() string {
+	if v == nil {
+		return ""
+	}
+	return strings.Join(*v, " ")
+}
+
+// Given tells whether the flag name was given on the command line.
+func (f *Flags) Given(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
 // sizeValue is a flag.Value of bytes.
 type sizeValue int64
 

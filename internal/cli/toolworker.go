@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/planbus/planbus/internal/llm"
+	"github.com/planbus/planbus/internal/mcpskills"
 	"github.com/planbus/planbus/internal/skills"
 	"github.com/planbus/planbus/skill"
 	"github.com/planbus/planbus/worker"
@@ -36,6 +37,44 @@ type WorkerFlags struct {
 	// (RegisterLLM; planner serve passes its planner's).
 	LLM    llm.Endpoint
 	llmKey func() string
+	// mcp are the --mcp values (RegisterMCP); env reads the tokens of
+	// MCP servers on HTTP.
+	mcp []string
+	env func(string) string
+	// builtinsChosen: --skills (or $PLANBUS_SKILLS) was given, so an
+	// --mcp worker serves the built-ins it names besides.
+	builtinsChosen func() bool
+}
+
+// MCPTokenEnvPrefix begins the variable that holds the bearer token of
+// an MCP server on HTTP (--mcp NAME=https://…): PLANBUS_MCP_TOKEN_NAME,
+// the name in capitals with '-' as '_'.
+const MCPTokenEnvPrefix = "PLANBUS_MCP_TOKEN_"
+
+// RegisterMCP adds --mcp to f: the toolworker command's.
+func (w *WorkerFlags) RegisterMCP(f *Flags) {
+	f.Strings(&w.mcp, "mcp", "serve the tools of an MCP server as skills NAME.TOOL: NAME=COMMAND [ARGS] (a process on stdio, restarted if it dies; the command split at spaces) or NAME=https://HOST/PATH (streamable HTTP; a bearer token from $"+MCPTokenEnvPrefix+"NAME); repeat for more servers. With --mcp, built-in skills are served only when --skills names them")
+	w.env = f.Env
+	w.builtinsChosen = func() bool { return f.Given("skills") || f.Env("PLANBUS_SKILLS") != "" }
+}
+
+// MCPServers are the servers --mcp names. Its errors name the flag.
+func (w *WorkerFlags) MCPServers() ([]mcpskills.Spec, error) {
+	var specs []mcpskills.Spec
+	for _, v := range w.mcp {
+		spec, err := mcpskills.ParseSpec(v)
+		if err != nil {
+			return nil, fmt.Errorf("--mcp %w", err)
+		}
+		if slices.ContainsFunc(specs, func(s mcpskills.Spec) bool { return s.Name == spec.Name }) {
+			return nil, fmt.Errorf("--mcp: the name %q is given twice", spec.Name)
+		}
+		if spec.URL != "" && w.env != nil {
+			spec.Token = w.env(MCPTokenEnvPrefix + strings.ToUpper(strings.ReplaceAll(spec.Name, "-", "_")))
+		}
+		specs = append(specs, spec)
+	}
+	return specs, nil
 }
 
 // LLMKeyEnv holds the API key of --llm-url, for the planner and the llm
@@ -91,7 +130,11 @@ func (w *WorkerFlags) Config() (worker.Config, error) {
 	for _, s := range all {
 		names = append(names, s.Manifest.Name)
 	}
-	for _, name := range SplitList(w.skills) {
+	builtins := SplitList(w.skills)
+	if len(w.mcp) > 0 && w.builtinsChosen != nil && !w.builtinsChosen() {
+		builtins = nil // an MCP worker serves its servers' tools alone
+	}
+	for _, name := range builtins {
 		i := slices.IndexFunc(all, func(s skill.Skill) bool { return s.Manifest.Name == name })
 		if i < 0 {
 			return worker.Config{}, fmt.Errorf("--skills: unknown skill %q (built-in skills: %v)", name, names)
@@ -121,7 +164,7 @@ func (w *WorkerFlags) Config() (worker.Config, error) {
 			chosen = append(chosen, skills.LLM(ep))
 		}
 	}
-	if len(chosen) == 0 {
+	if len(chosen) == 0 && len(w.mcp) == 0 {
 		return worker.Config{}, fmt.Errorf("--skills: no skills given")
 	}
 	return worker.Config{ID: w.id, Skills: chosen, Concurrency: w.concurrency, AckWait: w.ackWait,

@@ -63,3 +63,76 @@ func TestShellFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestMCPFlags(t *testing.T) {
+	parse := func(t *testing.T, env map[string]string, args ...string) (*WorkerFlags, error) {
+		t.Helper()
+		var wf WorkerFlags
+		f := NewFlags("toolworker", &strings.Builder{}, func(k string) string { return env[k] }, "")
+		wf.Register(f)
+		wf.RegisterMCP(f)
+		return &wf, f.Parse(args)
+	}
+	skillNames := func(t *testing.T, wf *WorkerFlags) string {
+		t.Helper()
+		cfg, err := wf.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range cfg.Skills {
+			names = append(names, s.Manifest.Name)
+		}
+		return strings.Join(names, ",")
+	}
+	t.Run("servers", func(t *testing.T) {
+		wf, err := parse(t, map[string]string{"PLANBUS_MCP_TOKEN_GIT_HUB": "tok"}, "--mcp", "demo=./mcp-server -v", "--mcp", "git-hub=https://example.com/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs, err := wf.MCPServers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(specs) != 2 || specs[0].Name != "demo" || strings.Join(specs[0].Command, " ") != "./mcp-server -v" ||
+			specs[1].URL != "https://example.com/mcp" || specs[1].Token != "tok" || specs[0].Token != "" {
+			t.Errorf("specs %+v", specs)
+		}
+		if names := skillNames(t, wf); names != "" {
+			t.Errorf("an --mcp worker without --skills serves the built-ins %s", names)
+		}
+	})
+	t.Run("with --skills", func(t *testing.T) {
+		wf, err := parse(t, nil, "--mcp", "demo=./x", "--skills", "echo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := skillNames(t, wf); names != "echo" {
+			t.Errorf("skills %s, want echo", names)
+		}
+		wf, err = parse(t, map[string]string{"PLANBUS_SKILLS": "sleep"}, "--mcp", "demo=./x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := skillNames(t, wf); names != "sleep" {
+			t.Errorf("skills %s, want sleep ($PLANBUS_SKILLS)", names)
+		}
+	})
+	for args, want := range map[string]string{
+		"demo":              `--mcp "demo": want NAME=COMMAND`,
+		"demo=./a demo=./b": `--mcp: the name "demo" is given twice`,
+		"a.b=./x":           `the name "a.b" must be`,
+	} {
+		var flags []string
+		for _, a := range strings.Fields(args) {
+			flags = append(flags, "--mcp", a)
+		}
+		wf, err := parse(t, nil, flags...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wf.MCPServers(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", args, err, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/cli"
 	"github.com/planbus/planbus/internal/logbridge"
+	"github.com/planbus/planbus/internal/mcpskills"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/worker"
 )
@@ -30,6 +31,7 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 	c.Register(f, cli.Connects)
 	wf.Register(f)
 	wf.RegisterLLM(f)
+	wf.RegisterMCP(f)
 	mf.Register(f)
 	if err := f.Parse(args); err != nil {
 		return cli.UsageErr(io.Stderr, err)
@@ -45,8 +47,21 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 	if err != nil {
 		return cli.UsageErr(io.Stderr, err)
 	}
+	specs, err := wf.MCPServers()
+	if err != nil {
+		return cli.UsageErr(io.Stderr, err)
+	}
 	if c.Bus.URL == "" {
 		return cli.UsageErr(io.Stderr, fmt.Errorf("toolworker: --nats-url (or $NATS_URL) is required; `planner serve` runs workers on an embedded server"))
+	}
+	for _, spec := range specs {
+		srv, err := mcpskills.Open(ctx, spec, mcpskills.Options{Log: logbridge.Slog(log), Stderr: mcpskills.PrefixLines(io.Stderr, "mcp "+spec.Name+": "), Version: cli.Version()})
+		if err != nil {
+			fmt.Fprintf(io.Stderr, "toolworker: --mcp: %v\n", err)
+			return cli.ExitFailed
+		}
+		defer func() { _ = srv.Close() }()
+		cfg.Skills = append(cfg.Skills, srv.Skills()...)
 	}
 	reg := metrics.New()
 	ms, err := mf.Start(reg, log)
