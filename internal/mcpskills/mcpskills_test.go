@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/skill"
 )
 
@@ -206,7 +208,19 @@ func TestALostServerIsConnectedAgain(t *testing.T) {
 	if err := <-errs; !errors.As(err, &se) || se.Code != planbus.CodeMCPUnavailable || se.Category != planbus.CategoryNetwork {
 		t.Fatalf("the call in flight: %v; want MCP_UNAVAILABLE (network)", err)
 	}
-	// ...and the next one finds the server back.
+	// ...the worker starts the server again (a call made before it has
+	// seen the loss fails as the one in flight did, and is retried by
+	// its policy)...
+	bustest.Eventually(t, time.Minute, "the server started again", func() (bool, string) {
+		ts.mu.Lock()
+		started := ts.started
+		ts.mu.Unlock()
+		s.mu.Lock()
+		up := s.cs != nil
+		s.mu.Unlock()
+		return started == 2 && up, fmt.Sprintf("started %d times, connected %v", started, up)
+	})
+	// ...and the next call finds it back.
 	res, err := call(t, wait, `{"ms":1}`)
 	if err != nil || string(res.Output) != `{"waited":1}` {
 		t.Fatalf("after the loss: %s, %v", res.Output, err)
