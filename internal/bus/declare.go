@@ -73,6 +73,15 @@ func (c Config) Streams() []jetstream.StreamConfig {
 			Subjects: []string{SubjectAgentsAll}, Retention: jetstream.WorkQueuePolicy,
 			MaxAge: c.Retention, Duplicates: c.DuplicateWindow,
 		},
+		{
+			// Schedules are message schedules (ScheduleSubject) the server
+			// fires into the same stream (ScheduleTickSubject), kept until
+			// removed: no age; the last ticks of each are kept.
+			Name: StreamSchedules, Description: "planbus: schedules of requests, and their ticks",
+			Subjects: []string{SubjectSchedulesAll}, Retention: jetstream.LimitsPolicy,
+			MaxMsgsPerSubject: ScheduleTicksKept, Duplicates: c.DuplicateWindow,
+			AllowMsgSchedules: true, AllowRollup: true,
+		},
 	}
 }
 

@@ -35,6 +35,13 @@ const (
 	// planbus.agents.<sessionId>: wake-ups of a session's GOAP agent, due
 	// now or at a time (stream AGENTS); planners only.
 	SubjectAgentsAll = "planbus.agents.>"
+	// planbus.schedules.def.<name>: a schedule as a message schedule
+	// whose ticks the server stores on planbus.schedules.tick.<name>;
+	// planbus.schedules.paused.<name>: a paused one (stream SCHEDULES).
+	SubjectSchedulesAll = "planbus.schedules.>"
+	// SubjectScheduleTicks is every schedule's ticks, which the planners
+	// turn into requests.
+	SubjectScheduleTicks = "planbus.schedules.tick.>"
 	// SubjectSessionReset is the planner's endpoint that restarts a session.
 	SubjectSessionReset = "planbus.session.reset"
 	// SubjectSkills is the planner's endpoint that lists skills and their health.
@@ -85,6 +92,19 @@ const (
 	// SubjectGuideTurn is the planner's endpoint for one turn of a guided
 	// session (planbus.GuideTurn).
 	SubjectGuideTurn = "planbus.guide.turn"
+	// SubjectSchedules is planbus.schedule.<verb>, the schedule
+	// endpoints: SubjectScheduleAdd, SubjectScheduleList,
+	// SubjectScheduleRemove, SubjectSchedulePause, SubjectScheduleResume.
+	SubjectSchedules = "planbus.schedule.*"
+	// SubjectScheduleAdd adds a schedule (planbus.ScheduleSpec).
+	SubjectScheduleAdd = "planbus.schedule.add"
+	// SubjectScheduleList lists the schedules (planbus.ScheduleList).
+	SubjectScheduleList = "planbus.schedule.list"
+	// SubjectScheduleRemove, SubjectSchedulePause and
+	// SubjectScheduleResume act on one schedule (planbus.ScheduleName).
+	SubjectScheduleRemove = "planbus.schedule.rm"
+	SubjectSchedulePause  = "planbus.schedule.pause"
+	SubjectScheduleResume = "planbus.schedule.resume"
 )
 
 // Named clients (planner auth add-client NAME) call the endpoints on
@@ -128,7 +148,7 @@ func OwnerOfSubject(subject string) string {
 // subscribe to them; nobody else may.
 func ClientEndpoints() []string {
 	return []string{SubjectPlanRequest, SubjectSessionReset, SubjectSkills, SubjectPlanCancel, SubjectPlanList,
-		SubjectPlanStatus, SubjectAgents, SubjectGuideTurn, SubjectPlanApprove}
+		SubjectPlanStatus, SubjectAgents, SubjectGuideTurn, SubjectPlanApprove, SubjectSchedules}
 }
 
 // Streams.
@@ -142,6 +162,7 @@ const (
 	StreamRequests   = "PLANBUS_REQUESTS"
 	StreamOutcomes   = "PLANBUS_OUTCOMES"
 	StreamAgents     = "PLANBUS_AGENTS"
+	StreamSchedules  = "PLANBUS_SCHEDULES"
 )
 
 // Durable consumers. Every dispatcher shares the dispatcher ones; every
@@ -160,6 +181,9 @@ const (
 	// (the stream of the planbus-sessions bucket), which an agent of the
 	// session perceives.
 	ConsumerPlannerAgents   = "planner-agents"
+	// ConsumerPlannerSchedules: the planners' shared consumer of
+	// schedules' ticks.
+	ConsumerPlannerSchedules = "planner-schedules"
 	ConsumerPlannerSessions = "planner-sessions"
 	consumerSkillPrefix     = "skill-"
 )
@@ -327,6 +351,20 @@ func SkillConsumer(skill string) string {
 	// names stay apart from the others.
 	return consumerSkillPrefix + strings.ReplaceAll(skill, ".", "~")
 }
+
+// ScheduleSubject holds schedule name while it runs: a message schedule
+// of the SCHEDULES stream.
+func ScheduleSubject(name string) string { return "planbus.schedules.def." + name }
+
+// SchedulePausedSubject holds schedule name while it is paused.
+func SchedulePausedSubject(name string) string { return "planbus.schedules.paused." + name }
+
+// ScheduleTickSubject is where the server stores schedule name's ticks.
+func ScheduleTickSubject(name string) string { return "planbus.schedules.tick." + name }
+
+// ScheduleTicksKept is how many of a schedule's last ticks its stream
+// keeps (what planner schedule ls shows of them).
+const ScheduleTicksKept = 100
 
 // RequestSubject is where an accepted request waits for a planner.
 func RequestSubject(requestID string) string { return "planbus.requests." + requestID }

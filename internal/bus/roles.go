@@ -229,6 +229,13 @@ func (r Role) Grants() Grants {
 		pub(reading(kvStream(BucketAgents))...)
 		pub(writing(BucketAgents))
 		pub(eventsOf("agent"))
+		// Schedules: planbus.schedule.* writes, pauses and purges them
+		// in their stream and reads it; the shared planner-schedules
+		// turns their ticks into requests.
+		pub(SubjectSchedulesAll)
+		pub(reading(StreamSchedules)...)
+		pub(jsAPI("STREAM", "PURGE", StreamSchedules))
+		pub(consuming(StreamSchedules, ConsumerPlannerSchedules, SubjectScheduleTicks)...)
 		// planbus.plan.cancel: the planner hands the dispatchers a
 		// cancelled request's plan as a durable command on
 		// planbus.timers.<planId> (kind cancel), which waits in the TIMERS

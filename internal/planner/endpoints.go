@@ -261,6 +261,11 @@ func (s *Service) addService() (micro.Service, error) {
 		{"agent-status", bus.SubjectAgentStatus, s.agents.HandleStatus},
 		{"guide", bus.SubjectGuideTurn, s.guide.HandleTurn},
 		{"approve", bus.SubjectPlanApprove, s.handleApprove},
+		{"schedule-add", bus.SubjectScheduleAdd, s.handleScheduleAdd},
+		{"schedule-list", bus.SubjectScheduleList, s.handleScheduleList},
+		{"schedule-rm", bus.SubjectScheduleRemove, s.handleScheduleRemove},
+		{"schedule-pause", bus.SubjectSchedulePause, s.handleSchedulePause},
+		{"schedule-resume", bus.SubjectScheduleResume, s.handleScheduleResume},
 	} {
 		if err := add(e.name, e.subject, e.h); err != nil {
 			return nil, err

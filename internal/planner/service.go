@@ -176,6 +176,7 @@ type Service struct {
 	requests     jetstream.KeyValue
 	plans        jetstream.KeyValue // read only: which request a plan is of, and whether it runs
 	accepted     jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
+	schedules    jetstream.Stream   // PLANBUS_SCHEDULES (schedules.go)
 	outcomes     jetstream.Stream   // PLANBUS_OUTCOMES, read by subject: is an id taken
 	manifests    jetstream.KeyValue
 	guide        *guide.Service // guided sessions (internal/guide)
@@ -287,6 +288,8 @@ func (s *Service) Run(ctx context.Context) error {
 		// Changes of session states from the consumer's creation on: what
 		// agents perceive (internal/agent).
 		{bus.SessionsStream, bus.ConsumerPlannerSessions, bus.SessionChanges, 1024, handler{s.agents.OnSessionChange, s.agents.Abandon}, jetstream.DeliverNewPolicy},
+		// Schedules' ticks (schedules.go), each submitted once.
+		{bus.StreamSchedules, bus.ConsumerPlannerSchedules, bus.SubjectScheduleTicks, 64, handler{s.onTick, s.abandonTick}, jetstream.DeliverAllPolicy},
 	} {
 		h := src.handle
 		cc, err := s.conn.ConsumeShared(ctx, bus.Shared{Stream: src.stream, Durable: src.durable, Filter: src.filter,
@@ -334,6 +337,9 @@ func (s *Service) open(ctx context.Context) error {
 	}
 	if s.accepted, err = s.conn.JS.Stream(ctx, bus.StreamRequests); err != nil {
 		return fmt.Errorf("planner: requests stream: %w", err)
+	}
+	if s.schedules, err = s.conn.JS.Stream(ctx, bus.StreamSchedules); err != nil {
+		return fmt.Errorf("planner: schedules stream: %w", err)
 	}
 	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
 		return fmt.Errorf("planner: skills bucket: %w", err)

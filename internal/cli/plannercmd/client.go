@@ -3,8 +3,10 @@ package plannercmd
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
@@ -113,6 +115,17 @@ type answerVerb struct {
 // registers the verb's own. ok is false, with the exit code, when the
 // command line is not usable.
 func parseAnswerVerb(name, usage string, args []string, io cli.IO, own func(f *cli.Flags)) (v *answerVerb, code int, ok bool) {
+	return parseVerb(name, usage, args, io, own, false)
+}
+
+// parseAnswerVerbAnyOrder is parseAnswerVerb for a verb whose flags may
+// come before, between or after its arguments (planner schedule add NAME
+// --cron EXPR FILE).
+func parseAnswerVerbAnyOrder(name, usage string, args []string, io cli.IO, own func(f *cli.Flags)) (v *answerVerb, code int, ok bool) {
+	return parseVerb(name, usage, args, io, own, true)
+}
+
+func parseVerb(name, usage string, args []string, io cli.IO, own func(f *cli.Flags), anyOrder bool) (v *answerVerb, code int, ok bool) {
 	v = &answerVerb{name: name}
 	v.f = cli.NewFlags(name, io.Stderr, io.Env, usage)
 	v.c.Register(v.f, cli.AsClient)
@@ -121,6 +134,9 @@ func parseAnswerVerb(name, usage string, args []string, io cli.IO, own func(f *c
 		own(v.f)
 	}
 	v.f.Bool(&v.asJSON, "json", "", false, "print the planner's answer as JSON")
+	if anyOrder {
+		args = flagsFirst(v.f.FlagSet, args)
+	}
 	v.log, code, ok = clientFlags(v.f, &v.c, args, io, name)
 	return v, code, ok
 }
@@ -170,3 +186,38 @@ func clientOn(conn *bus.Conn, opts ...client.Option) (*client.Client, error) {
 // common are the flags every command has (cli.Common), with what the
 // planner's commands do with them: connect as a client, or start a node.
 type common struct{ cli.Common }
+
+// flagsFirst moves the flags of args (as fs defines them: a flag that is
+// not boolean takes the next argument unless written name=value) before
+// the other arguments, which keep their order after "--".
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		fl := fs.Lookup(name)
+		if fl == nil {
+			continue // Parse reports it
+		}
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(append(flags, "--"), rest...)
+}

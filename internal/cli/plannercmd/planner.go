@@ -23,6 +23,7 @@ Commands:
   cancel ID    cancel a request or a plan
   approve ID TOOL  approve (or --reject) a tool waiting for approval
   ls           list recent requests
+  schedule ... add, list, remove, pause or resume schedules of requests (planner schedule -h)
   status ID    show a plan's or a request's state, or a session's agent, in a running system
   skills       list the skills workers advertise and their health in a session
   reset SESSION  make a session's skills healthy again (--state: clear its state too)
@@ -37,7 +38,7 @@ Commands:
 
 Without --nats-url, run and serve start an embedded NATS JetStream server
 with the planner service, a dispatcher and tool workers in-process; submit,
-watch, cancel, approve, ls, status, skills, reset, guide, mcp and ui work on a
+watch, cancel, approve, ls, schedule, status, skills, reset, guide, mcp and ui work on a
 running system and need --nats-url. serve also serves the web view on ` + DefaultHTTP + ` (--http).
 'planner <command> -h' shows the flags of a command.`
 
@@ -69,6 +70,8 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 		return plannerWatch(ctx, args[1:], io)
 	case "cancel":
 		return plannerCancel(ctx, args[1:], io)
+	case "schedule":
+		return plannerSchedule(ctx, args[1:], io)
 	case "approve":
 		return plannerApprove(ctx, args[1:], io)
 	case "ls":
