@@ -180,12 +180,12 @@ const (
 	// ConsumerPlannerSessions takes every change of a session's state
 	// (the stream of the planbus-sessions bucket), which an agent of the
 	// session perceives.
-	ConsumerPlannerAgents   = "planner-agents"
+	ConsumerPlannerAgents = "planner-agents"
 	// ConsumerPlannerSchedules: the planners' shared consumer of
 	// schedules' ticks.
 	ConsumerPlannerSchedules = "planner-schedules"
-	ConsumerPlannerSessions = "planner-sessions"
-	consumerSkillPrefix     = "skill-"
+	ConsumerPlannerSessions  = "planner-sessions"
+	consumerSkillPrefix      = "skill-"
 )
 
 // KV buckets.
