@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/node"
 )
 
@@ -145,5 +147,59 @@ func TestNamedClientsCannotTouchEachOthersWork(t *testing.T) {
 	}
 	if _, err := asAlice.Inspector().ResetSession(ctx, "alice-s", false); err != nil {
 		t.Errorf("an admin resets alice's session on her subject: %v", err)
+	}
+}
+
+// A schedule a named client adds is its own, and its ticks run as its
+// requests, on a server with authorization (every role within its
+// grants): bob neither lists nor pauses it, nor does the shared client
+// role remove it; alice does.
+func TestANamedClientsScheduleIsItsOwn(t *testing.T) {
+	dataDir := t.TempDir()
+	for _, name := range []string{"alice", "bob"} {
+		if err := bus.AddClient(filepath.Join(dataDir, "auth"), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := startAuthNode(t, dataDir, zerolog.Nop())
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, alice := dialClient(t, ctx, n, "alice")
+	_, bob := dialClient(t, ctx, n, "bob")
+	shared, err := n.DialAs(ctx, bus.RoleClient, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+
+	tick := []byte(`{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo","input":{"n":1}}]}}`)
+	if _, err := alice.AddSchedule(ctx, planbus.ScheduleSpec{Name: "alices", Cron: "@every 1s", Request: tick}); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	bustest.Eventually(t, wait, "a tick of alice's schedule", func() (bool, string) {
+		list, err := alice.Schedules(ctx)
+		if err != nil || len(list) != 1 {
+			return false, fmt.Sprintf("%+v, %v", list, err)
+		}
+		last = list[0].LastRequestID
+		return last != "", "no tick yet"
+	})
+	out, err := alice.Await(ctx, last)
+	if err != nil || !out.Success {
+		t.Fatalf("the tick's request %s: %+v, %v", last, out, err)
+	}
+	_, err = bob.Cancel(ctx, last, "")
+	wantForbidden(t, "bob cancels a request of alice's schedule", err, "alice")
+
+	if list, err := bob.Schedules(ctx); err != nil || len(list) != 0 {
+		t.Errorf("bob lists %+v, %v; want none of alice's", list, err)
+	}
+	_, err = bob.PauseSchedule(ctx, "alices")
+	wantForbidden(t, "bob pauses alice's schedule", err, "alice")
+	_, err = newClient(t, shared).RemoveSchedule(ctx, "alices")
+	wantForbidden(t, "the shared client role removes alice's schedule", err, "alice")
+	if _, err := alice.RemoveSchedule(ctx, "alices"); err != nil {
+		t.Errorf("alice removes her schedule: %v", err)
 	}
 }

@@ -96,10 +96,11 @@ func (s *Service) scheduleVerb(req micro.Request, verb string) {
 func (s *Service) respondSchedule(req micro.Request, sc *planbus.Schedule, err error, verb string) {
 	var rf *refusal
 	var re *request.Error
+	var fe *forbiddenError
 	switch {
 	case errors.As(err, &rf):
 		request.RejectCode(req, rf.code, rf.field, rf.msg)
-	case errors.As(err, &re):
+	case errors.As(err, &re), errors.As(err, &fe):
 		rejectErr(req, err)
 	case err != nil:
 		s.log.Warn().Err(err).Str("verb", verb).Msg("schedule")
@@ -239,8 +240,8 @@ func (s *Service) changeSchedule(ctx context.Context, name, verb, caller string)
 	if sc == nil {
 		return nil, &refusal{planbus.CodeNotFound, "/name", fmt.Sprintf("no schedule %s (planner schedule ls lists them)", name)}
 	}
-	if caller != "" && sc.Owner != caller {
-		return nil, &refusal{planbus.CodeForbidden, "/name", fmt.Sprintf("schedule %s is not yours", name)}
+	if !mayUseSchedule(sc, caller) {
+		return nil, &forbiddenError{field: "/name", what: "schedule " + name, owner: sc.Owner, caller: caller}
 	}
 	purge := func(subject string) error {
 		ctx, cancel := storeOp(ctx)
@@ -277,8 +278,14 @@ func (s *Service) changeSchedule(ctx context.Context, name, verb, caller string)
 	return sc, nil
 }
 
-// listSchedules lists the schedules the caller may see (a named client
-// its own), with their last ticks.
+// mayUseSchedule: a schedule a named client added is that client's alone,
+// as its requests are; one of the shared client role is everyone's.
+func mayUseSchedule(sc *planbus.Schedule, caller string) bool {
+	return sc.Owner == "" || sc.Owner == caller
+}
+
+// listSchedules lists the schedules the caller may see, with their last
+// ticks.
 func (s *Service) listSchedules(ctx context.Context, caller string) (*planbus.ScheduleList, error) {
 	sctx, cancel := storeOp(ctx)
 	defer cancel()
@@ -307,7 +314,7 @@ func (s *Service) listSchedules(ctx context.Context, caller string) (*planbus.Sc
 		if err != nil {
 			return nil, err
 		}
-		if sc == nil || (caller != "" && sc.Owner != caller) {
+		if sc == nil || !mayUseSchedule(sc, caller) {
 			continue
 		}
 		if n := ticks[name]; n > 0 {
