@@ -76,14 +76,27 @@ type ListRequest struct {
 	SessionID string `json:"sessionId,omitempty"`
 	// Limit is the most requests listed: default 50, at most 1,000.
 	Limit int `json:"limit,omitempty"`
+	// Since and Until keep the requests accepted in that time range.
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	// Kind keeps the requests of this kind (plan, htn, goap, ...).
+	Kind string `json:"kind,omitempty"`
+	// Text keeps the requests whose id, description, goal or input text contains it,
+	// ignoring case; at most 256 characters.
+	Text string `json:"text,omitempty"`
+	// Before pages on: only requests accepted before this cursor, a
+	// ListReply's Next.
+	Before uint64 `json:"before,omitempty"`
 }
 
 // ListReply lists requests, the most recently accepted first.
 type ListReply struct {
 	Requests []RequestSummary `json:"requests"`
 	// More: older requests were not looked at, because Limit were found
-	// or the planner looks at most at 10,000 requests a call.
-	More bool `json:"more,omitempty"`
+	// or the planner looks at most at 10,000 requests a call; Next, given
+	// as the next call's Before, goes on from there.
+	More bool   `json:"more,omitempty"`
+	Next uint64 `json:"next,omitempty"`
 }
 
 // RequestSummary is one line of a ListReply.

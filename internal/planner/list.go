@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -52,6 +53,36 @@ type listedLoop struct {
 	Updated time.Time `json:"updatedAt"`
 }
 
+// mentions tells whether a request's id, or a description, goal or input
+// text of it (at its top or one level down: a plan's description, an llm
+// request's goal), contains text, which is in lower case.
+func mentions(doc []byte, id, text string) bool {
+	if strings.Contains(strings.ToLower(id), text) {
+		return true
+	}
+	var top map[string]any
+	if json.Unmarshal(doc, &top) != nil {
+		return false
+	}
+	var look func(m map[string]any, depth int) bool
+	look = func(m map[string]any, depth int) bool {
+		for k, v := range m {
+			switch v := v.(type) {
+			case string:
+				if (k == "description" || k == "goal" || k == "input") && strings.Contains(strings.ToLower(v), text) {
+					return true
+				}
+			case map[string]any:
+				if depth == 0 && look(v, 1) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return look(top, 0)
+}
+
 // list answers q, the most recently accepted requests first.
 func (s *Service) list(ctx context.Context, q *planbus.ListRequest) (*planbus.ListReply, error) {
 	info, err := s.accepted.Info(ctx)
@@ -61,9 +92,13 @@ func (s *Service) list(ctx context.Context, q *planbus.ListRequest) (*planbus.Li
 	out := &planbus.ListReply{Requests: []planbus.RequestSummary{}}
 	seen := map[string]bool{}
 	seq, first := info.State.LastSeq, info.State.FirstSeq
+	if q.Before > 0 && q.Before-1 < seq {
+		seq = q.Before - 1
+	}
+	text := strings.ToLower(q.Text)
 	for scanned := 0; seq >= first && seq > 0; seq, scanned = seq-1, scanned+1 {
 		if scanned == maxListScan || len(out.Requests) == q.Limit {
-			out.More = true
+			out.More, out.Next = true, seq+1
 			break
 		}
 		m, err := s.accepted.GetMsg(ctx, seq)
@@ -78,7 +113,16 @@ func (s *Service) list(ctx context.Context, q *planbus.ListRequest) (*planbus.Li
 			SessionID string `json:"sessionId"`
 			Kind      string `json:"kind"`
 		}
+		if !q.Since.IsZero() && m.Time.Before(q.Since) {
+			break // accepted in order: the rest are older
+		}
+		if !q.Until.IsZero() && m.Time.After(q.Until) {
+			continue
+		}
 		if json.Unmarshal(m.Data, &r) != nil || r.RequestID == "" || seen[r.RequestID] {
+			continue
+		}
+		if (q.Kind != "" && r.Kind != q.Kind) || (text != "" && !mentions(m.Data, r.RequestID, text)) {
 			continue
 		}
 		seen[r.RequestID] = true

@@ -54,7 +54,7 @@ func DecodeList(doc []byte) (*planbus.ListRequest, error) {
 		doc = []byte(`{}`)
 	}
 	if err := schemas.Validate(schemas.ListRequest, doc); err != nil {
-		return nil, SchemaError(err, `want {"status": "...", "sessionId": "...", "limit": n}, each optional`)
+		return nil, SchemaError(err, `want {"status", "sessionId", "limit", "since", "until", "kind", "text", "before"}, each optional`)
 	}
 	if err := json.Unmarshal(doc, &q); err != nil {
 		return nil, &Error{Msg: err.Error()}

@@ -157,6 +157,32 @@ func TestSubmitThenWatchReproducesRun(t *testing.T) {
 	if o := runPlanner(t, "ls", "--nats-url", url, "--status", "sideways"); o.code != cli.ExitUsage || !strings.Contains(o.stderr, "--status") {
 		t.Errorf("ls --status sideways: exit %d, stderr %q", o.code, o.stderr)
 	}
+	// The filters of the issue's example, and a page that stops at its
+	// limit says how to go on.
+	// diamond.json's description says "in parallel": its submitted
+	// request is found by it (what run sent straight to the dispatchers
+	// is not a request).
+	found := runPlanner(t, "ls", "--nats-url", url, "--since", "1h", "--text", "PARALLEL", "--kind", "plan")
+	lines = strings.Split(strings.TrimSpace(found.stdout), "\n")
+	if found.code != cli.ExitOK || len(lines) != 2 || !strings.Contains(lines[1], " succeeded ") {
+		t.Errorf("ls --since 1h --text PARALLEL --kind plan: exit %d\n%s%s", found.code, found.stdout, found.stderr)
+	}
+	if o := runPlanner(t, "ls", "--nats-url", url, "--since", "1h", "--text", "PARALLEL", "--kind", "htn"); o.code != cli.ExitOK || strings.Count(o.stdout, "\n") != 1 {
+		t.Errorf("ls --text PARALLEL --kind htn: exit %d\n%s", o.code, o.stdout)
+	}
+	// A page that stops at its limit says how to go on.
+	first := runPlanner(t, "ls", "--nats-url", url, "--limit", "1")
+	lines = strings.Split(strings.TrimSpace(first.stdout), "\n")
+	if first.code != cli.ExitOK || len(lines) != 3 || !strings.HasPrefix(lines[2], "(more: the next page is planner ls --before ") {
+		t.Fatalf("ls --limit 1: exit %d\n%s%s", first.code, first.stdout, first.stderr)
+	}
+	next := strings.Fields(lines[2])[8]
+	page := runPlanner(t, "ls", "--nats-url", url, "--before", next, "--json")
+	var rest planbus.ListReply
+	if err := json.Unmarshal([]byte(page.stdout), &rest); err != nil || len(rest.Requests) != 1 || rest.More ||
+		strings.Contains(first.stdout, rest.Requests[0].RequestID) {
+		t.Errorf("the next page (--before %s): %s%s", next, page.stdout, page.stderr)
+	}
 }
 
 // planner cancel ends a running plan of a 30 s sleep in well under its
@@ -251,6 +277,14 @@ func TestClientVerbsRefuseBadInput(t *testing.T) {
 		{[]string{"cancel", "--nats-url", url}, "want one request or plan id"},
 		{[]string{"ls", "--nats-url", url, "extra"}, "takes no arguments"},
 		{[]string{"ls", "--nats-url", url, "--limit", "0"}, "--limit"},
+		{[]string{"ls", "--nats-url", url, "--since", "yesterday"}, `--since "yesterday": want a duration back from now`},
+		{[]string{"ls", "--nats-url", url, "--until", "-1h"}, `--until "-1h"`},
+		{[]string{"ls", "--nats-url", url, "--kind", "Plan!"}, "--kind"},
+		{[]string{"ls", "--nats-url", url, "--text", strings.Repeat("x", 300)}, "--text"},
+		{[]string{"schedule", "add", "x", "--nats-url", url}, "want NAME --cron EXPR FILE"},
+		{[]string{"schedule", "add", "x", writeFile(t, "p.json", `{"tools":[]}`), "--cron", "@hourly", "--nats-url", url}, "at /tools"},
+		{[]string{"schedule", "rm", "--nats-url", url}, "want one schedule NAME"},
+		{[]string{"schedule", "sideways"}, `unknown verb "sideways"`},
 	} {
 		o := runPlanner(t, tc.args...)
 		if o.code != cli.ExitUsage || !strings.Contains(o.stderr, tc.want) {
