@@ -87,6 +87,9 @@ type ListRequest struct {
 	// Before pages on: only requests accepted before this cursor, a
 	// ListReply's Next.
 	Before uint64 `json:"before,omitempty"`
+	// Waiting keeps the requests whose running plan has a tool waiting
+	// for approval.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // ListReply lists requests, the most recently accepted first.
@@ -111,6 +114,8 @@ type RequestSummary struct {
 	PlanID     string    `json:"planId,omitempty"`
 	AcceptedAt time.Time `json:"acceptedAt"`
 	UpdatedAt  time.Time `json:"updatedAt,omitzero"`
+	// Waiting are the tools of the running plan waiting for approval.
+	Waiting []string `json:"waiting,omitempty"`
 }
 
 // ApproveRequest is the body of a request to planbus.plan.approve

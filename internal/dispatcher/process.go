@@ -459,6 +459,9 @@ func (d *Dispatcher) load(ctx context.Context, s *shard, planID string) (*entry,
 		return nil, err
 	}
 	eng, err := execution.Restore(p, st, d.timeoutFactor)
+	if err == nil {
+		eng.SetMaxLife(d.maxLife())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (d *Dispatcher) startPlan(ctx context.Context, s *shard, log zerolog.Logger
 	// rejected, naming its size and the limit.
 	stored := mustJSON(p)
 	now := time.Now()
-	eng, fx := execution.StartReusing(p, now, d.cfg.DefaultMaxConcurrency, d.timeoutFactor, reused)
+	eng, fx := execution.StartWithin(p, now, d.cfg.DefaultMaxConcurrency, d.timeoutFactor, reused, d.maxLife())
 	eng.State().Trace = d.traceStart(it.msg.Headers())
 	eng.State().ChunkBy(d.cfg.StateChunkTools)
 	ent := &entry{eng: eng}
@@ -261,6 +261,12 @@ func (d *Dispatcher) reusedResult(ctx context.Context, p *plan.Plan, ref *plan.R
 // and state must be kept: the plan's last writes (its timeout handled,
 // its execution result) come just after the timeout.
 const retentionMargin = time.Minute
+
+// maxLife is the longest a plan may run, its approvals' waits included:
+// the retention less the margin.
+func (d *Dispatcher) maxLife() time.Duration {
+	return d.conn.Config.Defaults().Retention - retentionMargin
+}
 
 // checkRetention refuses a plan that could outlive its own state: the
 // store keeps a plan, its state and its results for the retention after

@@ -3,6 +3,7 @@ package execution
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,9 +180,12 @@ func TestRejection(t *testing.T) {
 	})
 }
 
-// A tool waiting for approval counts against the plan's timeout: when it
-// passes, the tool is skipped (plan_timeout). A decision that arrives
-// before the tool waits is ahead of the state; one for no tool is past.
+// The plan's clock stands while a tool waits for approval: a person may
+// take longer than the plan's timeout. The timeout that comes meanwhile
+// changes nothing; the decision moves the deadline on by the time waited
+// (kept across a restore), and the plan times out at the new deadline. A
+// decision that arrives before the tool waits is ahead of the state; one
+// for no tool is past.
 func TestWaitingToolsAndThePlanTimeout(t *testing.T) {
 	e, _ := Start(mustPlan(t, `{"timeoutMs":1000,"tools":[{"toolId":"A","skill":"s"},
 		{"toolId":"B","skill":"s","dependencies":["A"],"approval":{"prompt":"go?"}}]}`), t0, 8, nil)
@@ -194,15 +198,59 @@ func TestWaitingToolsAndThePlanTimeout(t *testing.T) {
 	if fx := e.OnTimer(approve(1), t0); fx.Changed {
 		t.Error("an approval before the tool waits changed the state")
 	}
-	e.OnResult(ok("A", 1), t0)
-	fx := e.OnTimer(Timer{Kind: TimerPlanTimeout}, t0.Add(time.Second))
+	e.OnResult(ok("A", 1), t0.Add(200*time.Millisecond)) // B waits from +200ms
+	if fx := e.OnTimer(Timer{Kind: TimerPlanTimeout}, t0.Add(time.Second)); fx.Done != nil || fx.Changed {
+		t.Fatalf("the timeout while B waits: %+v, want nothing", fx)
+	}
+	if out := e.Outstanding(); len(out.Timers) != 0 {
+		t.Errorf("outstanding timers while the clock stands: %+v", out.Timers)
+	}
+	e = roundTrip(t, e, nil)
+	fx := e.OnTimer(approve(1), t0.Add(5200*time.Millisecond)) // waited 5 s
+	want := t0.Add(6 * time.Second)
+	if len(fx.Timers) != 1 || fx.Timers[0].Kind != TimerPlanTimeout || !fx.Timers[0].FireAt.Equal(want) {
+		t.Fatalf("timers after the approval %+v, want the timeout at +6s", fx.Timers)
+	}
+	if fx := e.OnTimer(Timer{Kind: TimerPlanTimeout}, t0.Add(5900*time.Millisecond)); fx.Done != nil {
+		t.Fatalf("the plan timed out at +5.9s, before its moved deadline")
+	}
+	fx = e.OnTimer(Timer{Kind: TimerPlanTimeout}, want)
 	if fx.Done == nil || fx.Done.State != planbus.PlanTimeout {
 		t.Fatalf("result %+v, want timeout", fx.Done)
 	}
-	if b := fx.Done.Tools[1]; b.State != planbus.ToolSkipped || b.Reason != planbus.ReasonPlanTimeout {
-		t.Errorf("B %s/%s, want skipped/plan_timeout", b.State, b.Reason)
+	if b := fx.Done.Tools[1]; b.State != planbus.ToolCancelled || b.Reason != planbus.ReasonPlanTimeout {
+		t.Errorf("B %s/%s, want cancelled/plan_timeout", b.State, b.Reason)
 	}
-	if !fx.Done.CanReplan {
-		t.Error("a plan that timed out waiting cannot be replanned")
+}
+
+// The plan's clock stands for approvals only within its life
+// (StartWithin, the store's retention less a margin): the timer set when
+// the clock stops fires at the end of it and times the plan out though a
+// tool still waits, so no plan outlives its own state.
+func TestApprovalWaitsWithinThePlansLife(t *testing.T) {
+	e, fx := StartWithin(mustPlan(t, `{"timeoutMs":1000,"tools":[{"toolId":"A","skill":"s","approval":{"prompt":"go?"}}]}`),
+		t0, 8, nil, nil, 10*time.Second)
+	end := t0.Add(10 * time.Second)
+	var timeouts []Timer
+	for _, tm := range fx.Timers {
+		if tm.Kind == TimerPlanTimeout {
+			timeouts = append(timeouts, tm)
+		}
+	}
+	if len(timeouts) != 1 || !timeouts[0].FireAt.Equal(end) {
+		t.Fatalf("plan timeouts at the start %+v, want one, at the end of the plan's life (+10s)", timeouts)
+	}
+	if out := e.Outstanding(); len(out.Timers) != 1 || !out.Timers[0].FireAt.Equal(end) {
+		t.Errorf("outstanding %+v, want the timeout at +10s", out.Timers)
+	}
+	if fx := e.OnTimer(Timer{Kind: TimerPlanTimeout}, t0.Add(time.Second)); fx.Done != nil {
+		t.Fatal("the plan's own timeout ended it while A waits")
+	}
+	fx = e.OnTimer(Timer{Kind: TimerPlanTimeout}, end)
+	if fx.Done == nil || fx.Done.State != planbus.PlanTimeout || !strings.Contains(fx.Done.Error.Message, "waited for approval") {
+		t.Fatalf("at the end of its life: %+v, want a timeout saying it waited for approval", fx.Done)
+	}
+	if a := fx.Done.Tools[0]; a.State != planbus.ToolSkipped {
+		t.Errorf("A %s, want skipped", a.State)
 	}
 }

@@ -143,7 +143,7 @@ func (st *State) Write(head, id string, buf []byte) (*StateWrite, error) {
 		}
 	}
 	h := Stored{PlanID: st.PlanID, RequestID: st.RequestID, SessionID: st.SessionID, Status: st.Status,
-		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
+		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, WaitingSince: st.WaitingSince, FinishedAt: st.FinishedAt,
 		Error: st.Error, Trace: st.Trace, ChunkTools: c.size, Chunks: w.ids}
 	b, err := h.appendHead(buf[:0])
 	if err != nil {

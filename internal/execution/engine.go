@@ -139,6 +139,23 @@ type Engine struct {
 	// popped counts the tracker's pops, scanned the ready tools hold has
 	// looked at: together they say which ready tools are new to it.
 	popped, scanned int
+	// maxLife bounds a plan's life whatever its approvals wait (SetMaxLife).
+	maxLife time.Duration
+}
+
+// SetMaxLife bounds how long the plan may run from its start, however
+// long its approval steps wait (the plan's clock stands while one waits):
+// past it the plan times out even while a tool waits. The dispatcher sets
+// it to what the store keeps a plan's messages for, so that no plan
+// outlives its own state. 0 (the default) sets no bound.
+func (e *Engine) SetMaxLife(d time.Duration) { e.maxLife = d }
+
+// lifeEnd is the plan's latest end (Unix ms), or 0 for none.
+func (e *Engine) lifeEnd() int64 {
+	if e.maxLife <= 0 {
+		return 0
+	}
+	return e.st.StartedAt + e.maxLife.Milliseconds()
 }
 
 // Reused is an earlier result a tool takes as its own instead of running
@@ -166,6 +183,12 @@ func Start(p *plan.Plan, now time.Time, defaultMaxConcurrency int, timeouts Time
 // dependency that runs again may give another output); otherwise the tool
 // runs.
 func StartReusing(p *plan.Plan, now time.Time, defaultMaxConcurrency int, timeouts TimeoutFactor, reused map[int]Reused) (*Engine, Effects) {
+	return StartWithin(p, now, defaultMaxConcurrency, timeouts, reused, 0)
+}
+
+// StartWithin is StartReusing with the plan's longest life, approvals'
+// waits included (SetMaxLife).
+func StartWithin(p *plan.Plan, now time.Time, defaultMaxConcurrency int, timeouts TimeoutFactor, reused map[int]Reused, maxLife time.Duration) (*Engine, Effects) {
 	mc := p.MaxConcurrency
 	if mc <= 0 {
 		mc = max(defaultMaxConcurrency, 1)
@@ -181,7 +204,7 @@ func StartReusing(p *plan.Plan, now time.Time, defaultMaxConcurrency int, timeou
 	for i, t := range p.Tools {
 		st.Tools[i] = ToolState{ID: t.ToolID, State: planbus.ToolPending}
 	}
-	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph()), timeouts: timeouts}
+	e := &Engine{plan: p, g: p.Graph(), st: st, tracker: dag.NewTracker(p.Graph()), timeouts: timeouts, maxLife: maxLife}
 	e.begin(now)
 	e.fx.Changed = true
 	e.event(planbus.Event{Type: planbus.EventPlanStarted, Tools: len(p.Tools),
@@ -284,6 +307,23 @@ func (e *Engine) begin(now time.Time) { e.now, e.fx = now, Effects{} }
 func (e *Engine) end() Effects {
 	fx := e.fx
 	e.fx = Effects{}
+	// One plan timeout at most, the last asked for: a clock that stopped
+	// or ran again in the same call replaces the one set before it.
+	last := -1
+	for i, t := range fx.Timers {
+		if t.Kind == TimerPlanTimeout {
+			last = i
+		}
+	}
+	if last >= 0 {
+		keep := fx.Timers[:0]
+		for i, t := range fx.Timers {
+			if t.Kind != TimerPlanTimeout || i == last {
+				keep = append(keep, t)
+			}
+		}
+		fx.Timers = keep
+	}
 	return fx
 }
 
@@ -362,6 +402,12 @@ func (e *Engine) hold() {
 			e.st.touch(i)
 			ts.State = planbus.ToolWaitingApproval
 			e.fx.Changed = true
+			if e.st.WaitingSince == 0 {
+				e.st.WaitingSince = e.ms() // the plan's clock stops
+				if end := e.lifeEnd(); end != 0 {
+					e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(end)})
+				}
+			}
 			e.toolEvent(planbus.EventToolWaiting, i, planbus.Event{Message: e.plan.Tools[i].Approval.Prompt})
 		}
 	}
@@ -575,6 +621,17 @@ func (e *Engine) OnTimer(t Timer, now time.Time) Effects {
 			e.release(t.Index, t.Attempt)
 		}
 	case TimerPlanTimeout:
+		end := e.lifeEnd()
+		if e.st.WaitingSince != 0 && (end == 0 || now.UnixMilli() < end) {
+			// The clock stands while a tool waits for approval: a new
+			// timeout is set when it runs again.
+			return e.end()
+		}
+		if e.st.WaitingSince != 0 {
+			e.finish(planbus.PlanTimeout, &planbus.ErrorInfo{Code: planbus.CodePlanTimeout, Category: planbus.CategoryTimeout,
+				Message: fmt.Sprintf("plan waited for approval until its state would expire (%s after it started)", e.maxLife)}, planbus.ReasonPlanTimeout)
+			return e.end()
+		}
 		if now.UnixMilli() < e.st.Deadline {
 			return e.end()
 		}
@@ -603,6 +660,7 @@ func (e *Engine) approve(i int, reason string) {
 	e.fx.Changed = true
 	e.approved = append(e.approved, i)
 	e.toolEvent(planbus.EventToolApproved, i, planbus.Event{Message: text.Clip(strings.TrimSpace(reason), MaxCancelReason)})
+	e.clockRuns()
 	e.fill()
 }
 
@@ -622,6 +680,7 @@ func (e *Engine) reject(i int, reason string) {
 	e.leave(i, planbus.ToolFailed)
 	e.toolEvent(planbus.EventToolRejected, i, planbus.Event{Error: errInfo, Message: text.Clip(reason, MaxCancelReason)})
 	e.failed(i, errInfo, fmt.Sprintf("required tool %q (skill %s) was %s", t.ToolID, t.Skill, msg))
+	e.clockRuns()
 }
 
 // MaxCancelReason bounds the reason a cancel carries into the plan's
@@ -703,7 +762,12 @@ func (e *Engine) Outstanding() Effects {
 		fx.Done = e.Result()
 		return fx
 	}
-	fx.Timers = append(fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(e.st.Deadline)})
+	switch {
+	case e.st.WaitingSince == 0:
+		fx.Timers = append(fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(e.st.Deadline)})
+	case e.lifeEnd() != 0:
+		fx.Timers = append(fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(e.lifeEnd())})
+	}
 	for i, ts := range e.st.Tools {
 		switch ts.State {
 		case planbus.ToolRunning:
@@ -850,4 +914,26 @@ func (e *Engine) TimerVerdict(t Timer) Verdict {
 		return Applies
 	}
 	return Ahead // the failure that set this retry is not in this state yet
+}
+
+// clockRuns starts the plan's clock again once no tool waits for
+// approval: the deadline moves on by the time it stood, and a timeout is
+// set for it (the one set before, if it fires, finds the plan not due).
+func (e *Engine) clockRuns() {
+	if e.st.WaitingSince == 0 || e.Done() {
+		return
+	}
+	for i := range e.st.Tools {
+		if e.st.Tools[i].State == planbus.ToolWaitingApproval {
+			return
+		}
+	}
+	now := e.ms()
+	e.st.Deadline += max(now-e.st.WaitingSince, 0)
+	if end := e.lifeEnd(); end != 0 {
+		e.st.Deadline = min(e.st.Deadline, end)
+	}
+	e.st.WaitingSince = 0
+	e.fx.Changed = true
+	e.fx.Timers = append(e.fx.Timers, Timer{Kind: TimerPlanTimeout, FireAt: time.UnixMilli(e.st.Deadline)})
 }

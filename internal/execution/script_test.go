@@ -129,6 +129,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			fx.Merge(next)
 		}
 	case "approve", "reject":
+		at()
 		kind := TimerApprove
 		if d.Cmd == "reject" {
 			kind = TimerReject

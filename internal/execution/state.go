@@ -9,16 +9,21 @@ import (
 // State is a plan's execution state, as stored in KV. Times are Unix
 // milliseconds.
 type State struct {
-	PlanID         string             `json:"planId"`
-	RequestID      string             `json:"requestId"`
-	SessionID      string             `json:"sessionId,omitempty"`
-	Status         planbus.PlanState  `json:"status"`
-	MaxConcurrency int                `json:"maxConcurrency"`
-	StartedAt      int64              `json:"startedAt"`
-	Deadline       int64              `json:"deadline"`
-	FinishedAt     int64              `json:"finishedAt,omitempty"`
-	Error          *planbus.ErrorInfo `json:"error,omitempty"`
-	Tools          []ToolState        `json:"tools"`
+	PlanID         string            `json:"planId"`
+	RequestID      string            `json:"requestId"`
+	SessionID      string            `json:"sessionId,omitempty"`
+	Status         planbus.PlanState `json:"status"`
+	MaxConcurrency int               `json:"maxConcurrency"`
+	StartedAt      int64             `json:"startedAt"`
+	Deadline       int64             `json:"deadline"`
+	// WaitingSince is when the plan's clock stopped: a tool began to wait
+	// for approval and none waited before. While one waits, the plan's
+	// timeout does not run; when the last is decided the deadline moves on
+	// by the time waited. 0 while none waits.
+	WaitingSince int64              `json:"waitingSince,omitempty"`
+	FinishedAt   int64              `json:"finishedAt,omitempty"`
+	Error        *planbus.ErrorInfo `json:"error,omitempty"`
+	Tools        []ToolState        `json:"tools"`
 	// GateSteps is the part of the plan's verification budget its gates
 	// have used (see Engine: GateBudget).
 	GateSteps int64 `json:"gateSteps,omitempty"`

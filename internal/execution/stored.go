@@ -22,6 +22,7 @@ type Stored struct {
 	MaxConcurrency int                `json:"maxConcurrency"`
 	StartedAt      int64              `json:"startedAt"`
 	Deadline       int64              `json:"deadline"`
+	WaitingSince   int64              `json:"waitingSince,omitempty"`
 	FinishedAt     int64              `json:"finishedAt,omitempty"`
 	Error          *planbus.ErrorInfo `json:"error,omitempty"`
 	// GateSteps is State.GateSteps.
@@ -64,7 +65,7 @@ type StoredTool struct {
 // Store returns the stored form of st.
 func (st *State) Store() *Stored {
 	s := &Stored{PlanID: st.PlanID, RequestID: st.RequestID, SessionID: st.SessionID, Status: st.Status,
-		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
+		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, WaitingSince: st.WaitingSince, FinishedAt: st.FinishedAt,
 		Error: st.Error, GateSteps: st.GateSteps, Tools: make([]StoredTool, len(st.Tools)), Trace: st.Trace}
 	for i := range st.Tools {
 		s.Tools[i] = st.Tools[i].stored()
@@ -104,7 +105,7 @@ func Load(p *plan.Plan, s *Stored, result func(seq uint64) (*planbus.ToolResult,
 		return nil, fmt.Errorf("execution: plan %s: state has %d tools, plan has %d", p.PlanID, len(s.Tools), len(p.Tools))
 	}
 	st := &State{PlanID: s.PlanID, RequestID: s.RequestID, SessionID: s.SessionID, Status: s.Status,
-		MaxConcurrency: s.MaxConcurrency, StartedAt: s.StartedAt, Deadline: s.Deadline, FinishedAt: s.FinishedAt,
+		MaxConcurrency: s.MaxConcurrency, StartedAt: s.StartedAt, Deadline: s.Deadline, WaitingSince: s.WaitingSince, FinishedAt: s.FinishedAt,
 		Error: s.Error, GateSteps: s.GateSteps, Tools: make([]ToolState, len(s.Tools)), Trace: s.Trace}
 	if s.ChunkTools > 0 {
 		st.chunks = chunks{size: s.ChunkTools, ids: slices.Clone(s.Chunks), dirty: make([]bool, len(s.Chunks))}

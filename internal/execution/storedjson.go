@@ -61,7 +61,7 @@ func (s *Stored) MarshalJSON() ([]byte, error) {
 // intermediate copy and its garbage cost more than the encoding.
 func (st *State) AppendStored(b []byte) ([]byte, error) {
 	head := Stored{PlanID: st.PlanID, RequestID: st.RequestID, SessionID: st.SessionID, Status: st.Status,
-		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, FinishedAt: st.FinishedAt,
+		MaxConcurrency: st.MaxConcurrency, StartedAt: st.StartedAt, Deadline: st.Deadline, WaitingSince: st.WaitingSince, FinishedAt: st.FinishedAt,
 		Error: st.Error, GateSteps: st.GateSteps, Trace: st.Trace}
 	b, err := head.appendHead(b)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/client"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/dispatcher"
 	"github.com/planbus/planbus/internal/planner"
 )
@@ -158,5 +160,43 @@ func TestApprovalSurvivesADispatcherRestart(t *testing.T) {
 	}
 	if got := cnt.of("rs"); !maps.Equal(got, map[string]int{"build": 1, "deploy": 1, "notify": 1}) {
 		t.Errorf("executions %v", got)
+	}
+}
+
+// An approval waits past the plan's timeout (here 1 s for the default
+// 60 s, and the decision after 2.5 s for 90 s): the plan's clock stands
+// while a tool waits for approval. planner ls --waiting lists the request
+// meanwhile, with the tool, and not once it is decided.
+func TestApprovalWaitsPastThePlansTimeout(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := h.submit(`{"requestId":"slow-person","kind":"plan","plan":{"timeoutMs":1000,"tools":[
+		{"toolId":"build","skill":"echo"},
+		{"toolId":"deploy","skill":"echo","dependencies":["build"],"approval":{"prompt":"Deploy?"}}]}}`)
+	all := h.watchEvents(id)
+	all.waitFor(t, planbus.EventToolWaiting, "deploy")
+	waitingSince := time.Now()
+	list, err := h.c.Inspector().List(ctx, planbus.ListRequest{Waiting: true})
+	if err != nil || len(list.Requests) != 1 || list.Requests[0].RequestID != id || !slices.Equal(list.Requests[0].Waiting, []string{"deploy"}) {
+		t.Fatalf("ls --waiting: %+v, %v; want %s waiting on deploy", list, err, id)
+	}
+	// The plan's own timeout passes, and more.
+	bustest.Eventually(t, time.Minute, "two and a half plan timeouts", func() (bool, string) {
+		return time.Since(waitingSince) > 2500*time.Millisecond, "waiting"
+	})
+	if evs := all.of(planbus.EventPlanTimeout); len(evs) != 0 {
+		t.Fatalf("the plan timed out while a person was asked: %+v", evs)
+	}
+	if _, err := h.decide(true, id, "deploy", "finally"); err != nil {
+		t.Fatal(err)
+	}
+	out := h.await(id)
+	if !out.Success {
+		t.Fatalf("outcome %s (%+v), want success", out.Status, out.Execution)
+	}
+	list, err = h.c.Inspector().List(ctx, planbus.ListRequest{Waiting: true})
+	if err != nil || len(list.Requests) != 0 {
+		t.Errorf("ls --waiting after the decision: %+v, %v; want none", list, err)
 	}
 }

@@ -154,6 +154,20 @@ func (s *Service) list(ctx context.Context, q *planbus.ListRequest) (*planbus.Li
 		if q.Status != "" && sum.Status != q.Status {
 			continue
 		}
+		if sum.Status == planbus.RequestExecuting && sum.PlanID != "" {
+			tools, st, err := s.storedPlan(ctx, sum.PlanID)
+			if err != nil {
+				return nil, err
+			}
+			for i := range min(len(tools), len(st.Tools)) {
+				if st.Status == planbus.PlanRunning && st.Tools[i].State == planbus.ToolWaitingApproval {
+					sum.Waiting = append(sum.Waiting, tools[i].ToolID)
+				}
+			}
+		}
+		if q.Waiting && len(sum.Waiting) == 0 {
+			continue
+		}
 		out.Requests = append(out.Requests, sum)
 	}
 	return out, nil

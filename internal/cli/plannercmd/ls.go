@@ -22,7 +22,8 @@ executing or cancelling while a request runs, then how it ended:
 succeeded, failed, fallback or cancelled. --json prints the planner's
 answer as one JSON document, {"requests": [...], "more": bool, "next": n}.
 
-Filters combine: --status, --session, --kind, --text (in a request's id,
+Filters combine: --status, --waiting (a tool waits for approval),
+--session, --kind, --text (in a request's id,
 description, goal or input text, ignoring case), and the time it was accepted: --since
 and --until take a duration back from now (1h, 30m) or a time (RFC 3339,
 2026-11-29T08:00:00Z). A listing that stops at --limit (or after looking
@@ -44,6 +45,7 @@ func plannerLs(ctx context.Context, args []string, io cli.IO) int {
 	f.String(&until, "until", "", "", "only requests accepted until then: a duration back from now or a time (RFC 3339)")
 	f.String(&q.Kind, "kind", "", "", "only requests of this kind (plan, htn, goap, template, external, llm)")
 	f.String(&q.Text, "text", "", "", "only requests whose id, description, goal or input text contains this text (ignoring case)")
+	f.Bool(&q.Waiting, "waiting", "", false, "only requests with a tool waiting for approval (planner approve ID TOOL decides)")
 	var before int64
 	f.Int64Var(&before, "before", 0, "list the page before this cursor (what a listing that stops prints)")
 	f.Bool(&asJSON, "json", "", false, "print JSON")
@@ -129,7 +131,11 @@ func printList(w io.Writer, reply *planbus.ListReply, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tATTEMPTS\tAGE")
 	for _, r := range reply.Requests {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.RequestID, r.Kind, r.Status, r.Attempts, age(now.Sub(r.AcceptedAt)))
+		status := string(r.Status)
+		if len(r.Waiting) > 0 {
+			status += ", waiting for approval: " + strings.Join(r.Waiting, ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.RequestID, r.Kind, status, r.Attempts, age(now.Sub(r.AcceptedAt)))
 	}
 	_ = tw.Flush()
 }
