@@ -22,7 +22,19 @@ type ScheduleSpec struct {
 	// Request is the plan request (schemas/plan-request.schema.json)
 	// sent at each tick; its requestId is replaced by the tick's.
 	Request json.RawMessage `json:"request"`
+	// Missed says what becomes of ticks due while the system was down:
+	// MissedSkip (the default) skips them, MissedCatchUp submits one of
+	// them when a planner starts, as NAME-missed-<its due time, Unix
+	// seconds>, once whatever the number of planners.
+	Missed string `json:"missed,omitempty"`
 }
+
+// What a schedule does with ticks missed while the system was down
+// (ScheduleSpec.Missed).
+const (
+	MissedSkip    = "skip"
+	MissedCatchUp = "catchup"
+)
 
 // Schedule is a schedule as the planners keep and list it.
 type Schedule struct {
@@ -31,8 +43,10 @@ type Schedule struct {
 	// role); its ticks' requests are that client's.
 	Owner     string    `json:"owner,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
-	// Paused: it does not tick until resumed.
-	Paused bool `json:"paused,omitempty"`
+	// Paused: it does not tick until resumed; ResumedAt is when it was
+	// last resumed (what it skipped while paused was not missed).
+	Paused    bool      `json:"paused,omitempty"`
+	ResumedAt time.Time `json:"resumedAt,omitzero"`
 	// LastTick and LastRequestID are its latest tick and the request it
 	// made; Ticks counts the ticks its stream keeps (at most the last
 	// 100). Listing only.

@@ -18,7 +18,9 @@ import (
 // A schedule added with `planner schedule add` keeps ticking after a
 // restart of everything (`planner serve` stopped, and started again on
 // its data directory): the ticks after the restart are submitted and
-// run, and `planner schedule ls` counts them on from before.
+// run, and `planner schedule ls` counts them on from before. Of the ticks
+// due while everything was down, a schedule that skips (the default) makes
+// no request, and one added with --missed catchup makes one.
 func TestAScheduleSurvivesARestartOfEverything(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; skipped with -short")
@@ -44,10 +46,23 @@ func TestAScheduleSurvivesARestartOfEverything(t *testing.T) {
 		t.Helper()
 		out, stderr, err := planner(url, "schedule", "ls", "--json")
 		var list planbus.ScheduleList
-		if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Schedules) != 1 {
+		if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Schedules) != 2 || list.Schedules[1].Name != "tick" {
 			t.Fatalf("planner schedule ls --json: %v %q %s", err, out, stderr)
 		}
-		return list.Schedules[0]
+		return list.Schedules[1]
+	}
+	listed := func(url, text string) []string {
+		t.Helper()
+		out, stderr, err := planner(url, "ls", "--json", "--text", text)
+		var list planbus.ListReply
+		if err != nil || json.Unmarshal([]byte(out), &list) != nil {
+			t.Fatalf("planner ls --text %s: %v %q %s", text, err, out, stderr)
+		}
+		var ids []string
+		for _, r := range list.Requests {
+			ids = append(ids, r.RequestID)
+		}
+		return ids
 	}
 
 	serve := startServeProcess(t, bin, root, "--data-dir", data, "--workers", "1", "--http", "")
@@ -55,6 +70,10 @@ func TestAScheduleSurvivesARestartOfEverything(t *testing.T) {
 	out, stderr, err := planner(serve.url, "schedule", "add", "tick", planFile, "--cron", "@every 1s")
 	if err != nil || !strings.Contains(out, "schedule tick added: @every 1s") {
 		t.Fatalf("schedule add: %v\n%s%s", err, out, stderr)
+	}
+	out, stderr, err = planner(serve.url, "schedule", "add", "catchup", "--missed", "catchup", "--cron", "@every 1s", planFile)
+	if err != nil {
+		t.Fatalf("schedule add --missed catchup: %v\n%s%s", err, out, stderr)
 	}
 	var before planbus.Schedule
 	bustest.Eventually(t, wait, "two ticks", func() (bool, string) {
@@ -76,6 +95,9 @@ func TestAScheduleSurvivesARestartOfEverything(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("planner serve did not stop")
 	}
+	// Everything stays down for a few ticks.
+	down := time.Now()
+	bustest.Eventually(t, wait, "three seconds down", func() (bool, string) { return time.Since(down) > 3*time.Second, "" })
 	again := startServeProcess(t, bin, root, "--data-dir", data, "--workers", "1", "--http", "")
 	var after planbus.Schedule
 	bustest.Eventually(t, wait, "ticks after the restart", func() (bool, string) {
@@ -84,6 +106,12 @@ func TestAScheduleSurvivesARestartOfEverything(t *testing.T) {
 	})
 	if after.Paused || after.Cron != "@every 1s" || !after.CreatedAt.Equal(before.CreatedAt) {
 		t.Errorf("after the restart: %+v, before: %+v", after, before)
+	}
+	if ids := listed(again.url, "tick-missed"); len(ids) != 0 {
+		t.Errorf("the schedule that skips made %v of its missed ticks", ids)
+	}
+	if ids := listed(again.url, "catchup-missed"); len(ids) != 1 {
+		t.Errorf("the schedule that catches up made %v of its missed ticks, want one request", ids)
 	}
 	// The last tick's request ran.
 	out, stderr, err = planner(again.url, "watch", after.LastRequestID)

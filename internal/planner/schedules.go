@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/robfig/cron/v3"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
@@ -32,7 +33,9 @@ import (
 // acknowledging it) is the same request, accepted once. A paused schedule
 // is the same message without the schedule headers, on
 // planbus.schedules.paused.<name>. A tick the server missed while it was
-// down is skipped: after a restart the schedule fires at its next time.
+// down is skipped (after a restart the schedule fires at its next time),
+// unless the schedule catches up (missed "catchup"): then a starting
+// planner submits the latest missed one (catchUp).
 
 // scheduleName is what a schedule's name must be: a subject token, and a
 // request id's beginning.
@@ -144,6 +147,15 @@ func decodeScheduleSpec(doc []byte) (*planbus.ScheduleSpec, error) {
 		if _, err := time.LoadLocation(spec.TimeZone); err != nil || strings.ContainsAny(spec.TimeZone, "\r\n") {
 			return nil, &request.Error{Field: "/timeZone", Msg: fmt.Sprintf("time zone %q: want an IANA name such as Europe/Lisbon", spec.TimeZone)}
 		}
+	}
+	switch spec.Missed {
+	case "", planbus.MissedSkip:
+	case planbus.MissedCatchUp:
+		if _, err := cronSchedule(&spec); err != nil {
+			return nil, &request.Error{Field: "/cron", Msg: fmt.Sprintf("missed %q needs a pattern planbus can read to find the ticks it missed: %v", spec.Missed, err)}
+		}
+	default:
+		return nil, &request.Error{Field: "/missed", Msg: fmt.Sprintf("missed %q: want skip or catchup", spec.Missed)}
 	}
 	if r := bytes.TrimSpace(spec.Request); len(r) == 0 || string(r) == "null" {
 		return nil, &request.Error{Field: "/request", Msg: "the request to send at each tick is missing"}
@@ -260,6 +272,9 @@ func (s *Service) changeSchedule(ctx context.Context, name, verb, caller string)
 			return sc, nil // already so
 		}
 		sc.Paused = verb == "pause"
+		if !sc.Paused {
+			sc.ResumedAt = time.Now().UTC()
+		}
 		// The new message first, then the old one's subject purged: a
 		// planner that dies between leaves both, and the next pause or
 		// resume (or rm) settles it.
@@ -390,4 +405,122 @@ func (s *Service) abandonTick(_ context.Context, m jetstream.Msg, deliveries int
 	s.log.Error().AnErr("cause", cause).Str("subject", m.Subject()).Int("deliveries", deliveries).Msg("a schedule's tick could not be submitted: dropped")
 	s.stats.Dropped.Add(1)
 	return m.Term()
+}
+
+// cronParser reads the patterns the server's message schedules take:
+// six fields with seconds, the @ descriptors, @every.
+var cronParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// cronSchedule is spec's pattern, to find the ticks it missed.
+func cronSchedule(spec *planbus.ScheduleSpec) (cron.Schedule, error) {
+	pattern := spec.Cron
+	if spec.TimeZone != "" {
+		pattern = "CRON_TZ=" + spec.TimeZone + " " + pattern
+	}
+	return cronParser.Parse(pattern)
+}
+
+// catchUpSlack is how late a tick may be before it is taken as missed;
+// catchUpWindow how recent the end of a gap in the ticks must be for a
+// starting planner to catch it up (older gaps were a planner's to catch
+// when it started then).
+const (
+	catchUpSlack  = time.Second
+	catchUpWindow = 10 * time.Minute
+)
+
+// tickTimes are the times of schedule name's kept ticks, oldest first.
+func (s *Service) tickTimes(ctx context.Context, name string) ([]time.Time, error) {
+	ctx, cancel := storeOp(ctx)
+	defer cancel()
+	info, err := s.schedules.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var times []time.Time
+	seq := info.State.FirstSeq
+	for range bus.ScheduleTicksKept * 2 {
+		m, err := s.schedules.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(bus.ScheduleTickSubject(name)))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		times, seq = append(times, m.Time), m.Sequence+1
+	}
+	return times, nil
+}
+
+// missedTick finds, in a schedule's kept ticks and now, the latest gap
+// where ticks were due and none came (the system was down), and returns
+// the last tick due in it; zero if there is none, or it ended longer
+// than catchUpWindow ago.
+func missedTick(sched cron.Schedule, created time.Time, ticks []time.Time, now time.Time) time.Time {
+	var missed time.Time
+	prev := created
+	for _, at := range append(ticks, now) {
+		due := sched.Next(prev)
+		if !due.IsZero() && due.Before(at.Add(-catchUpSlack)) && now.Sub(at) < catchUpWindow {
+			for next := sched.Next(due); !next.IsZero() && next.Before(at.Add(-catchUpSlack)); next = sched.Next(next) {
+				due = next
+			}
+			missed = due
+		}
+		prev = at
+	}
+	return missed
+}
+
+// catchUp submits, for each running schedule that catches up, the
+// latest tick it missed while the system was down (missedTick). Its
+// request id names the tick's due time, so every planner that starts
+// submits the same request, accepted once. Run calls it as a planner
+// starts.
+func (s *Service) catchUp(ctx context.Context, now time.Time) {
+	list, err := s.listSchedules(ctx, "")
+	if err != nil {
+		s.log.Warn().Err(err).Msg("cannot look for missed ticks of schedules")
+		return
+	}
+	for i := range list.Schedules {
+		sc := &list.Schedules[i]
+		if sc.Paused || sc.Missed != planbus.MissedCatchUp {
+			continue
+		}
+		sched, err := cronSchedule(&sc.ScheduleSpec)
+		if err != nil {
+			continue
+		}
+		ticks, err := s.tickTimes(ctx, sc.Name)
+		if err != nil {
+			s.log.Warn().Err(err).Str("schedule", sc.Name).Msg("cannot read a schedule's ticks")
+			continue
+		}
+		since := sc.CreatedAt
+		if sc.ResumedAt.After(since) {
+			// Ticks skipped while it was paused were not missed.
+			since = sc.ResumedAt
+			ticks = slices.DeleteFunc(ticks, func(at time.Time) bool { return at.Before(since) })
+		}
+		due := missedTick(sched, since, ticks, now)
+		if due.IsZero() {
+			continue
+		}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(sc.Request, &fields) != nil {
+			continue
+		}
+		id := fmt.Sprintf("%s-missed-%d", sc.Name, due.Unix())
+		fields["requestId"], _ = json.Marshal(id)
+		doc, _ := json.Marshal(fields)
+		_, again, err := s.accept(ctx, doc, sc.Owner)
+		if err != nil {
+			s.log.Warn().Err(err).Str("schedule", sc.Name).Str("requestId", id).Msg("cannot submit a missed tick")
+			continue
+		}
+		if again == nil {
+			s.log.Info().Str("schedule", sc.Name).Str("requestId", id).Time("due", due).Msg("schedule caught up a missed tick")
+		}
+	}
 }

@@ -319,6 +319,13 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.log.Info().Str("domains", s.cfg.DomainsDir).Msg("planner running")
 	close(s.ready)
+	s.work.Add(1)
+	go func() {
+		defer s.work.Done()
+		cctx, cancel := context.WithTimeout(ctx, handleTimeout)
+		defer cancel()
+		s.catchUp(cctx, time.Now())
+	}()
 	<-ctx.Done()
 	return nil
 }

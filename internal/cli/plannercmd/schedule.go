@@ -31,7 +31,9 @@ as the request NAME-<the tick's sequence>. EXPR is six cron fields with
 seconds ("0 30 2 * * *": 02:30:00 every day, in --tz, default UTC),
 @hourly, @daily, @weekly, @monthly, @yearly, or @every DURATION (1s or
 more). A tick due while the server was down is skipped: the schedule fires
-at its next time.
+at its next time, unless the schedule was added with --missed catchup: then
+a planner that starts submits the latest tick missed, once, as
+NAME-missed-<its due time in Unix seconds>.
 
 Exits 0 on success, 1 when the planner could not be reached or has no
 schedule of that name, 2 on bad usage or a schedule the planner refused.`
@@ -57,10 +59,11 @@ func plannerSchedule(ctx context.Context, args []string, io cli.IO) int {
 }
 
 func scheduleAdd(ctx context.Context, args []string, io cli.IO) int {
-	var cron, tz string
+	var cron, tz, missed string
 	v, code, ok := parseAnswerVerbAnyOrder("planner schedule add", scheduleUsage, args, io, func(f *cli.Flags) {
 		f.String(&cron, "cron", "", "", `when it ticks: six cron fields with seconds ("0 30 2 * * *"), @hourly, @daily, or @every 10m (required)`)
 		f.String(&tz, "tz", "", "", "the IANA time zone of --cron, such as Europe/Lisbon (default UTC)")
+		f.String(&missed, "missed", "", planbus.MissedSkip, "ticks due while the system was down: skip them, or catchup (a starting planner submits the latest one)")
 	})
 	if !ok {
 		return code
@@ -96,7 +99,7 @@ func scheduleAdd(ctx context.Context, args []string, io cli.IO) int {
 		return cli.CtxExit(ctx, cli.ExitFailed)
 	}
 	defer closeConn()
-	sc, err := cl.AddSchedule(ctx, planbus.ScheduleSpec{Name: name, Cron: cron, TimeZone: tz, Request: doc})
+	sc, err := cl.AddSchedule(ctx, planbus.ScheduleSpec{Name: name, Cron: cron, TimeZone: tz, Request: doc, Missed: missed})
 	if code, failed := scheduleFailed(ctx, v, io, err); failed {
 		return code
 	}
@@ -156,6 +159,9 @@ func scheduleList(ctx context.Context, args []string, io cli.IO) int {
 			}
 			if !sc.LastTick.IsZero() {
 				last = sc.LastTick.Local().Format(time.DateTime)
+			}
+			if sc.Missed == planbus.MissedCatchUp {
+				state += ", catches up"
 			}
 			fmt.Fprintf(tw, "%s\t%s%s\t%s\t%d\t%s\t%s\n", sc.Name, sc.Cron, zoneNote(sc.TimeZone), state, sc.Ticks, last, orDash(sc.LastRequestID))
 		}
