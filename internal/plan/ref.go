@@ -193,3 +193,62 @@ func InputHasRefs(input json.RawMessage) bool {
 	refs, err := findRefs(input)
 	return err != nil || len(refs) > 0
 }
+
+// InlineRefs returns input with every reference to a tool outputs has
+// replaced by the value it names (null where it names nothing); the
+// references to other tools stay as they are. A rerun of a plan's
+// unfinished tools keeps the finished ones' outputs this way.
+func InlineRefs(input json.RawMessage, outputs map[string]json.RawMessage) (json.RawMessage, error) {
+	if len(input) == 0 || !InputHasRefs(input) {
+		return input, nil
+	}
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
+		return nil, err
+	}
+	v, err := inline(v, outputs)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+func inline(v any, outputs map[string]json.RawMessage) (any, error) {
+	if s, ok := asRef(v); ok {
+		tool, ptr, err := parseRef(s)
+		if err != nil {
+			return nil, err
+		}
+		out, ok := outputs[tool]
+		if !ok {
+			return v, nil
+		}
+		if len(out) == 0 {
+			return nil, nil
+		}
+		var o any
+		if err := json.Unmarshal(out, &o); err != nil {
+			return nil, fmt.Errorf("output of %q is not JSON: %w", tool, err)
+		}
+		return lookup(o, ptr), nil
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			r, err := inline(e, outputs)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = r
+		}
+	case []any:
+		for i, e := range x {
+			r, err := inline(e, outputs)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = r
+		}
+	}
+	return v, nil
+}

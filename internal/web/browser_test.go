@@ -116,6 +116,28 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("D's panel has no %q:\n%s", want, panel)
 		}
 	}
+	// The diamond's request, run again from its page: a new request,
+	// opened in its place, that succeeds.
+	err = chromedp.Do(step(t, bctx),
+		chromedp.Navigate(s.srv.URL+"/requests/web-diamond"),
+		chromedp.WaitVisible(css(`#rerun button`)),
+		chromedp.Click(css(`#rerun button`)),
+		chromedp.WaitVisible(css(`p.notice`)),
+	)
+	if err != nil {
+		t.Fatalf("rerun from the request's page: %v\n%s", err, where(bctx))
+	}
+	rerunURL, err := chromedp.Run(bctx, chromedp.Location())
+	if err != nil || !strings.Contains(rerunURL, "/requests/") || strings.Contains(rerunURL, "/requests/web-diamond") {
+		t.Fatalf("after the rerun the browser is at %q (%v), want the new request's page", rerunURL, err)
+	}
+	if err := settle(step(t, bctx), chromedp.WaitVisible(css(`#facts[data-status="succeeded"]`))); err != nil {
+		t.Fatalf("the rerun did not succeed: %v\n%s\nlog:\n%s", err, where(bctx), s.logs.String())
+	}
+	if n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('#rerun-failed').length`)); err != nil || n != 0 {
+		t.Errorf("a request that succeeded offers to rerun what did not succeed (%d, %v)", n, err)
+	}
+
 	if *updateScreenshot {
 		png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 		if err != nil {

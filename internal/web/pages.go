@@ -252,6 +252,34 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, back+"?notice="+url.QueryEscape(reply.Message), http.StatusSeeOther)
 }
 
+// rerun runs a request again under a new id (client.Rerun), whole or,
+// with failedOnly, only what did not succeed, and opens the new request.
+func (s *Server) rerun(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if !s.checkCSRF(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	if !idPattern.MatchString(id) {
+		s.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a request or plan id", id))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
+	defer cancel()
+	failedOnly := r.PostFormValue("failedOnly") == "1"
+	acc, err := s.cl.Rerun(ctx, id, client.RerunOptions{FailedOnly: failedOnly})
+	if err != nil {
+		s.failure(w, r, err)
+		return
+	}
+	s.log.Info().Str("request_id", id).Str("rerun", acc.RequestID).Bool("failed_only", failedOnly).Msg("rerun asked from the web view")
+	what := "A rerun of " + id
+	if failedOnly {
+		what = "A rerun of what did not succeed in " + id
+	}
+	http.Redirect(w, r, "/requests/"+acc.RequestID+"?notice="+url.QueryEscape(what), http.StatusSeeOther)
+}
+
 // planData reads what the view knows of a plan.
 func (s *Server) planData(ctx context.Context, planID string, withEvents bool) (*planModel, error) {
 	def, err := s.src.plan(ctx, planID)

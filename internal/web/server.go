@@ -177,6 +177,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /requests", s.requestsPage)
 	m.HandleFunc("GET /requests/{id}", s.requestPage)
 	m.HandleFunc("POST /requests/{id}/cancel", s.cancel)
+	m.HandleFunc("POST /requests/{id}/rerun", s.rerun)
 	m.HandleFunc("GET /events", s.changes)
 	m.HandleFunc("GET /plans/{id}", s.planPage)
 	m.HandleFunc("GET /plans/{id}/events", s.planEvents)

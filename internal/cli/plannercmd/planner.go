@@ -21,6 +21,7 @@ Commands:
   submit FILE  send a plan or a request to a running system; print its requestId
   watch ID     follow a request (running or ended) to its end, as run shows it
   cancel ID    cancel a request or a plan
+  rerun ID     run a request again under a new id (--failed-only: only what did not succeed)
   approve ID TOOL  approve (or --reject) a tool waiting for approval
   ls           list recent requests
   schedule ... add, list, remove, pause or resume schedules of requests (planner schedule -h)
@@ -38,7 +39,7 @@ Commands:
 
 Without --nats-url, run and serve start an embedded NATS JetStream server
 with the planner service, a dispatcher and tool workers in-process; submit,
-watch, cancel, approve, ls, schedule, status, skills, reset, guide, mcp and ui work on a
+watch, cancel, rerun, approve, ls, schedule, status, skills, reset, guide, mcp and ui work on a
 running system and need --nats-url. serve also serves the web view on ` + DefaultHTTP + ` (--http).
 'planner <command> -h' shows the flags of a command.`
 
@@ -70,6 +71,8 @@ func Run(ctx context.Context, args []string, io cli.IO) int {
 		return plannerWatch(ctx, args[1:], io)
 	case "cancel":
 		return plannerCancel(ctx, args[1:], io)
+	case "rerun":
+		return plannerRerun(ctx, args[1:], io)
 	case "schedule":
 		return plannerSchedule(ctx, args[1:], io)
 	case "approve":

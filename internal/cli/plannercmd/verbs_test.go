@@ -285,6 +285,8 @@ func TestClientVerbsRefuseBadInput(t *testing.T) {
 		{[]string{"schedule", "add", "x", writeFile(t, "p.json", `{"tools":[]}`), "--cron", "@hourly", "--nats-url", url}, "at /tools"},
 		{[]string{"schedule", "rm", "--nats-url", url}, "want one schedule NAME"},
 		{[]string{"schedule", "sideways"}, `unknown verb "sideways"`},
+		{[]string{"rerun", "--nats-url", url}, "want one request or plan id"},
+		{[]string{"rerun", "--nats-url", url, "x", "--id", "a.b"}, `--id "a.b"`},
 	} {
 		o := runPlanner(t, tc.args...)
 		if o.code != cli.ExitUsage || !strings.Contains(o.stderr, tc.want) {
