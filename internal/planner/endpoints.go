@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -232,6 +233,7 @@ func (s *Service) addService() (micro.Service, error) {
 	// and on every named client's (bus.ClientSubject), where the subject
 	// says who asks.
 	add := func(name, subject string, h micro.HandlerFunc) error {
+		h = s.recovering(name, h)
 		if err := svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject)); err != nil {
 			return err
 		}
@@ -272,6 +274,20 @@ func (s *Service) addService() (micro.Service, error) {
 		}
 	}
 	return svc, nil
+}
+
+// recovering answers a request whose handler panicked with UNAVAILABLE
+// and logs the bug, instead of taking the planner down.
+func (s *Service) recovering(name string, h micro.HandlerFunc) micro.HandlerFunc {
+	return func(req micro.Request) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Str("endpoint", name).Msg("planner bug")
+				request.RejectCode(req, planbus.CodeUnavailable, "", fmt.Sprintf("the planner failed on this request (a bug, logged): %v", r))
+			}
+		}()
+		h(req)
+	}
 }
 
 func (s *Service) handleRequest(req micro.Request) { s.respondAccept(req, req.Data()) }

@@ -159,7 +159,7 @@ func (s *Service) list(ctx context.Context, q *planbus.ListRequest) (*planbus.Li
 			if err != nil {
 				return nil, err
 			}
-			for i := range min(len(tools), len(st.Tools)) {
+			for i := 0; st != nil && i < min(len(tools), len(st.Tools)); i++ { // no state: the plan has not started
 				if st.Status == planbus.PlanRunning && st.Tools[i].State == planbus.ToolWaitingApproval {
 					sum.Waiting = append(sum.Waiting, tools[i].ToolID)
 				}

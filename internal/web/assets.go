@@ -26,7 +26,7 @@ var assets embed.FS
 // would pay for them at start.
 var pages = sync.OnceValue(func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"requests", "request", "plan", "tool", "skills", "system", "submit", "login", "error", "agent"} {
+	for _, name := range []string{"requests", "request", "plan", "tool", "skills", "system", "submit", "login", "error", "agent", "schedules"} {
 		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
 	}
 	out["requests-table"] = out["requests"]

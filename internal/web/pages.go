@@ -157,6 +157,27 @@ func listQuery(r *http.Request) (q planbus.ListRequest, kind string, err error) 
 		}
 		q.Limit = n
 	}
+	q.Kind = kind
+	if q.Text = strings.TrimSpace(v.Get("text")); len(q.Text) > 256 {
+		return q, kind, fmt.Errorf("text: at most 256 characters")
+	}
+	if since := strings.TrimSpace(v.Get("since")); since != "" {
+		if d, err := time.ParseDuration(since); err == nil && d > 0 {
+			q.Since = time.Now().Add(-d)
+		} else if at, err := time.Parse(time.RFC3339, since); err == nil {
+			q.Since = at
+		} else {
+			return q, kind, fmt.Errorf("since %q: want a duration back from now (1h) or a time (RFC 3339)", since)
+		}
+	}
+	q.Waiting = v.Get("waiting") == "1"
+	if b := v.Get("before"); b != "" {
+		n, err := strconv.ParseUint(b, 10, 64)
+		if err != nil || n == 0 {
+			return q, kind, fmt.Errorf("before %q: want a cursor of an earlier page", b)
+		}
+		q.Before = n
+	}
 	return q, kind, nil
 }
 
@@ -176,14 +197,20 @@ func (s *Server) requestsPage(w http.ResponseWriter, r *http.Request) {
 		s.failure(w, r, err)
 		return
 	}
-	rows := reply.Requests[:0:0]
-	for _, req := range reply.Requests {
-		if kind == "" || req.Kind == kind {
-			rows = append(rows, req)
-		}
+	title := "Requests"
+	if q.Waiting {
+		title = "Waiting for approval"
 	}
-	data := map[string]any{"Title": "Requests", "Requests": rows, "More": reply.More, "Now": time.Now(),
-		"Status": q.Status, "Session": q.SessionID, "Kind": kind, "Limit": q.Limit,
+	older := ""
+	if reply.More {
+		next := r.URL.Query()
+		next.Set("before", strconv.FormatUint(reply.Next, 10))
+		next.Del("partial")
+		older = "/requests?" + next.Encode()
+	}
+	data := map[string]any{"Title": title, "Requests": reply.Requests, "More": reply.More, "Older": older, "Now": time.Now(),
+		"Status": q.Status, "Session": q.SessionID, "Kind": kind, "Limit": q.Limit, "Text": q.Text,
+		"Since": r.URL.Query().Get("since"), "Waiting": q.Waiting, "Paged": q.Before > 0,
 		"Statuses": requestStatuses, "Kinds": requestKinds}
 	if r.URL.Query().Get("partial") == "1" {
 		s.fragment(w, r, "requests-table", data)

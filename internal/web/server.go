@@ -185,6 +185,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /plans/{id}/tools/{tool}/approve", s.decide(true))
 	m.HandleFunc("POST /plans/{id}/tools/{tool}/reject", s.decide(false))
 	m.HandleFunc("GET /skills", s.skillsPage)
+	m.HandleFunc("GET /schedules", s.schedulesPage)
+	m.HandleFunc("POST /schedules/{name}/{verb}", s.scheduleVerb)
 	m.HandleFunc("GET /agents/{session}", s.agentPage)
 	m.HandleFunc("GET /system", s.systemPage)
 	m.HandleFunc("GET /submit", s.submitPage)

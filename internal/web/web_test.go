@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/bus/bustest"
 	"github.com/planbus/planbus/internal/web"
 )
 
@@ -407,4 +409,62 @@ func TestClientApprovals(t *testing.T) {
 	if err != nil || !out.Success {
 		t.Fatalf("after approval: %v %+v, want the plan to succeed", err, out)
 	}
+}
+
+// The page of what waits for approval links to the waiting tool; the
+// requests page filters by text and time and pages on; the schedules page
+// lists a schedule and pauses, resumes and removes it.
+func TestWaitingSchedulesAndFilters(t *testing.T) {
+	s := start(t, web.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.cl.SubmitPlanJSON(ctx, []byte(`{"planId": "gate", "description": "ship the deploy", "tools": [
+		{"toolId": "deploy", "skill": "echo", "approval": {"prompt": "Deploy?"}}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"other-1", "other-2"} {
+		if _, err := s.cl.SubmitPlanJSON(ctx, []byte(`{"planId": "`+id+`", "description": "nightly report", "tools": [{"toolId": "a", "skill": "echo"}]}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bustest.Eventually(t, time.Minute, "gate waits for approval", func() (bool, string) {
+		p := s.get(t, "/requests?waiting=1")
+		return strings.Contains(p.body, `href="/plans/gate-1/tools/deploy"`), p.body
+	})
+	s.get(t, "/requests?waiting=1").must(t, "what waits", http.StatusOK, "Waiting for approval", `data-request="gate"`)
+	if p := s.get(t, "/requests?waiting=1"); strings.Contains(p.body, `data-request="other-1"`) {
+		t.Errorf("a request that does not wait is listed among those that do")
+	}
+	found := s.get(t, "/requests?text=DEPLOY&since=1h")
+	found.must(t, "text filter", http.StatusOK, `data-request="gate"`)
+	if strings.Contains(found.body, `data-request="other-`) {
+		t.Errorf("the text filter let the nightly reports through")
+	}
+	s.get(t, "/requests?since=yesterday").must(t, "a bad since", http.StatusBadRequest, "since")
+	first := s.get(t, "/requests?limit=1")
+	first.must(t, "one a page", http.StatusOK, `id="older"`)
+	m := regexp.MustCompile(`<a href="(/requests\?[^"]*before=\d+[^"]*)">Older requests`).FindStringSubmatch(first.body)
+	if m == nil {
+		t.Fatalf("no link to older requests:\n%s", first.body)
+	}
+	older := s.get(t, html.UnescapeString(m[1]))
+	older.must(t, "the older page", http.StatusOK)
+	rows := regexp.MustCompile(`<tr data-request="([^"]+)"`)
+	firstRows, olderRows := rows.FindAllStringSubmatch(first.body, -1), rows.FindAllStringSubmatch(older.body, -1)
+	if len(firstRows) != 1 || len(olderRows) != 1 || firstRows[0][1] == olderRows[0][1] {
+		t.Errorf("pages of one: %v then %v; want one request each, not the same", firstRows, olderRows)
+	}
+
+	if _, err := s.cl.AddSchedule(ctx, planbus.ScheduleSpec{Name: "nightly", Cron: "0 0 2 * * *", TimeZone: "Europe/Lisbon",
+		Request: []byte(`{"kind":"plan","plan":{"tools":[{"toolId":"a","skill":"echo"}]}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	list := s.get(t, "/schedules")
+	list.must(t, "schedules", http.StatusOK, `data-schedule="nightly" data-paused="false"`, "0 0 2 * * *", "Europe/Lisbon", `action="/schedules/nightly/pause"`)
+	s.post(t, "/schedules/nightly/pause", url.Values{"csrf": {"forged"}}).must(t, "pause with a forged token", http.StatusForbidden)
+	s.post(t, "/schedules/nightly/pause", url.Values{"csrf": {list.csrf(t)}}).must(t, "pause", http.StatusSeeOther)
+	s.get(t, "/schedules").must(t, "paused", http.StatusOK, `data-paused="true"`, `action="/schedules/nightly/resume"`)
+	s.post(t, "/schedules/nightly/sideways", url.Values{"csrf": {list.csrf(t)}}).must(t, "an unknown action", http.StatusNotFound)
+	s.post(t, "/schedules/nightly/rm", url.Values{"csrf": {list.csrf(t)}}).must(t, "remove", http.StatusSeeOther)
+	s.get(t, "/schedules").must(t, "removed", http.StatusOK, "No schedules")
 }
