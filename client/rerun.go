@@ -43,9 +43,13 @@ func (c *Client) Rerun(ctx context.Context, id string, o RerunOptions) (*planbus
 	if newID == "" {
 		newID = NewID()
 	}
-	req, err := c.acceptedRequest(ctx, id)
+	accepted, err := c.acceptedRequest(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	var req []byte
+	if accepted != nil {
+		req = accepted.Data
 	}
 	var doc []byte
 	switch {
@@ -129,9 +133,9 @@ func withRerun(fields map[string]any, requestID, of string, failedOnly bool) ([]
 	return json.Marshal(fields)
 }
 
-// acceptedRequest is request id's document as the planner accepted it,
+// acceptedRequest is request id's message as the planner accepted it,
 // or nil if there is none.
-func (c *Client) acceptedRequest(ctx context.Context, id string) ([]byte, error) {
+func (c *Client) acceptedRequest(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
 	st, err := c.stream(ctx, bus.StreamRequests)
 	if err != nil {
 		return nil, err
@@ -143,7 +147,7 @@ func (c *Client) acceptedRequest(ctx context.Context, id string) ([]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("client: request %s: %w", id, err)
 	}
-	return m.Data, nil
+	return m, nil
 }
 
 // remainingPlan is the part of ended plan planID that did not succeed, as

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
@@ -165,16 +164,9 @@ func (c *Client) requestStatus(ctx context.Context, id string) (*RequestStatus, 
 // queued finds a request in the REQUESTS stream that has no loop state
 // yet.
 func (c *Client) queued(ctx context.Context, id string) (*RequestStatus, error) {
-	st, err := c.stream(ctx, bus.StreamRequests)
-	if err != nil {
+	m, err := c.acceptedRequest(ctx, id)
+	if m == nil || err != nil {
 		return nil, err
-	}
-	m, err := st.GetLastMsgForSubject(ctx, bus.RequestSubject(id))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("client: request %s: %w", id, err)
 	}
 	var r struct {
 		SessionID string          `json:"sessionId"`

@@ -119,13 +119,26 @@ func (p *Plan) resolveInput(i int, input json.RawMessage, refs []ref, outputs Ou
 }
 
 func resolve(v any, outputs Outputs) (any, error) {
+	return substitute(v, func(tool string) (json.RawMessage, bool) {
+		out, _ := outputs(tool)
+		return out, true // none: null
+	})
+}
+
+// substitute replaces each reference in v whose tool output says to
+// (replace) by the value it names in that output, null where the output
+// is empty or names nothing.
+func substitute(v any, output func(tool string) (out json.RawMessage, replace bool)) (any, error) {
 	if s, ok := asRef(v); ok {
 		tool, ptr, err := parseRef(s)
 		if err != nil {
 			return nil, err
 		}
-		out, ok := outputs(tool)
-		if !ok || len(out) == 0 {
+		out, replace := output(tool)
+		switch {
+		case !replace:
+			return v, nil
+		case len(out) == 0:
 			return nil, nil
 		}
 		var o any
@@ -137,7 +150,7 @@ func resolve(v any, outputs Outputs) (any, error) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			r, err := resolve(e, outputs)
+			r, err := substitute(e, output)
 			if err != nil {
 				return nil, err
 			}
@@ -145,7 +158,7 @@ func resolve(v any, outputs Outputs) (any, error) {
 		}
 	case []any:
 		for i, e := range x {
-			r, err := resolve(e, outputs)
+			r, err := substitute(e, output)
 			if err != nil {
 				return nil, err
 			}
@@ -206,49 +219,12 @@ func InlineRefs(input json.RawMessage, outputs map[string]json.RawMessage) (json
 	if err := json.Unmarshal(input, &v); err != nil {
 		return nil, err
 	}
-	v, err := inline(v, outputs)
+	v, err := substitute(v, func(tool string) (json.RawMessage, bool) {
+		out, ok := outputs[tool]
+		return out, ok
+	})
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(v)
-}
-
-func inline(v any, outputs map[string]json.RawMessage) (any, error) {
-	if s, ok := asRef(v); ok {
-		tool, ptr, err := parseRef(s)
-		if err != nil {
-			return nil, err
-		}
-		out, ok := outputs[tool]
-		if !ok {
-			return v, nil
-		}
-		if len(out) == 0 {
-			return nil, nil
-		}
-		var o any
-		if err := json.Unmarshal(out, &o); err != nil {
-			return nil, fmt.Errorf("output of %q is not JSON: %w", tool, err)
-		}
-		return lookup(o, ptr), nil
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			r, err := inline(e, outputs)
-			if err != nil {
-				return nil, err
-			}
-			x[k] = r
-		}
-	case []any:
-		for i, e := range x {
-			r, err := inline(e, outputs)
-			if err != nil {
-				return nil, err
-			}
-			x[i] = r
-		}
-	}
-	return v, nil
 }
