@@ -3,6 +3,8 @@ package templates
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -281,6 +283,9 @@ func (tr *Tracker) Context(note string) string {
 		}
 	}
 	b.WriteByte('\n')
+	if active {
+		tr.toFill(&b, tr.running(cur))
+	}
 	if note != "" {
 		b.WriteString(note + "\n")
 	}
@@ -345,4 +350,29 @@ func (tr *Tracker) completedText() string {
 		return fmt.Sprintf("Plan completed: %d of %d steps passed.", n, n)
 	}
 	return fmt.Sprintf("Plan completed: %d of %d steps passed, %d failed and skipped.", n-failed, n, failed)
+}
+
+// toFill says which placeholders of step s the request left unfilled
+// (<name>, a variable neither the message nor a default gave) and what
+// each stands for, so that the agent knows what to put there.
+func (tr *Tracker) toFill(b *strings.Builder, s *Step) {
+	text := s.Action + " " + string(s.Input) + " " + stepHint(s)
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(tr.in.Template.Vars)) {
+		if _, given := tr.in.Vars[name]; !given && strings.Contains(text, "<"+name+">") {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	b.WriteString("TO FILL IN: the request did not give these; put the values in place of the placeholders above:\n")
+	for _, name := range names {
+		what := tr.in.Template.Vars[name].Description
+		if what == "" {
+			what = "a value for " + name
+		}
+		fmt.Fprintf(b, "  <%s>: %s\n", name, what)
+	}
+	b.WriteByte('\n')
 }

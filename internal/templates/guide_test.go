@@ -229,9 +229,18 @@ Step 3 of 5: Apply the fix [PENDING]
 Step 4 of 5: Test the fix [PENDING]
 Step 5 of 5: Check for regressions [PENDING]
 
+TO FILL IN: the request did not give these; put the values in place of the placeholders above:
+  <test>: the failing test, as go test -run takes it
+
 INSTRUCTION: Execute Step 1 now. Do not skip ahead. Verify the result before proceeding.`
 	if r.Transition != planbus.GuideActivated || r.Context != want {
 		t.Errorf("%s, context:\n%s\nwant:\n%s", r.Transition, r.Context, want)
+	}
+	// A message that names the test fills the placeholder in, and
+	// nothing is left to fill.
+	_, replies = play(t, starter(t), []turn{say("bugfix", "fix the bug: TestParseEmpty fails in ./parser")})
+	if c := replies[0].Context; !strings.Contains(c, "Run TestParseEmpty;") || !strings.Contains(c, "-run TestParseEmpty ./parser") || strings.Contains(c, "TO FILL IN") {
+		t.Errorf("with the test named, context:\n%s", c)
 	}
 	if r.Message != "Plan activated: Bug fix (Go) (5 steps)" {
 		t.Errorf("message %q", r.Message)
