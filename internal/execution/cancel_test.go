@@ -105,8 +105,8 @@ func TestCancelTimerMessage(t *testing.T) {
 	if len(msg) > len("cancelled on request: ")+MaxCancelReason+len("…") || !strings.HasSuffix(msg, "é…") {
 		t.Errorf("message of %d bytes ending %q: want the reason cut to %d bytes on a rune boundary", len(msg), msg[len(msg)-8:], MaxCancelReason)
 	}
-	for _, tm := range []Timer{{Kind: TimerRetry, Index: 2, Attempt: 3}, {Kind: TimerPlanTimeout}} {
-		if id := tm.Message("p").MsgID(); id != map[string]string{TimerRetry: "p/retry/2/3", TimerPlanTimeout: "p/timeout"}[tm.Kind] {
+	for _, tm := range []Timer{{Kind: TimerRetry, Index: 2, Attempt: 3}, {Kind: TimerPlanTimeout, FireAt: time.UnixMilli(1500)}} {
+		if id := tm.Message("p").MsgID(); id != map[string]string{TimerRetry: "p/retry/2/3", TimerPlanTimeout: "p/timeout/1500"}[tm.Kind] {
 			t.Errorf("%s timer id %s", tm.Kind, id)
 		}
 	}

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Dedupe keeps one release per call and one timer per message id, the
-// first, and everything else as it was: a call released by a timer and
-// again by Outstanding is published once.
+// Dedupe keeps one release per call, one timer per message id, the
+// first, and the last plan timeout (an approval moves the deadline), and
+// everything else as it was: a call released by a timer and again by
+// Outstanding is published once.
 func TestDedupe(t *testing.T) {
 	t0 := time.UnixMilli(1_000)
 	fx := Effects{
@@ -25,7 +26,8 @@ func TestDedupe(t *testing.T) {
 			t.Errorf("release %d: %+v, want %+v", i, fx.Releases[i], wantR[i])
 		}
 	}
-	if len(fx.Timers) != 3 || fx.Timers[0].FireAt != t0 || fx.Timers[2].Attempt != 4 {
-		t.Errorf("timers %+v, want the timeout once (the first), and both retries", fx.Timers)
+	if len(fx.Timers) != 3 || fx.Timers[0].Kind != TimerRetry || fx.Timers[1].Kind != TimerPlanTimeout ||
+		!fx.Timers[1].FireAt.Equal(t0.Add(time.Second)) || fx.Timers[2].Attempt != 4 {
+		t.Errorf("timers %+v, want both retries and the timeout once (the last)", fx.Timers)
 	}
 }

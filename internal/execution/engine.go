@@ -112,6 +112,8 @@ func (fx *Effects) Dedupe() {
 		seen[k] = true
 		return dup
 	})
+	// A plan has one timeout, the last asked for (an approval moves it).
+	fx.Timers = lastTimeout(fx.Timers)
 	set := map[string]bool{}
 	fx.Timers = slices.DeleteFunc(fx.Timers, func(t Timer) bool {
 		k := t.Message("").MsgID() // timers with one message id are one message
@@ -119,6 +121,24 @@ func (fx *Effects) Dedupe() {
 		set[k] = true
 		return dup
 	})
+}
+
+// lastTimeout keeps the last plan timeout of timers, the others as they
+// are: a plan has one deadline, the latest asked for.
+func lastTimeout(timers []Timer) []Timer {
+	last := -1
+	for i, t := range timers {
+		if t.Kind == TimerPlanTimeout {
+			last = i
+		}
+	}
+	out := timers[:0]
+	for i, t := range timers {
+		if t.Kind != TimerPlanTimeout || i == last {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Engine runs one plan.
@@ -309,21 +329,7 @@ func (e *Engine) end() Effects {
 	e.fx = Effects{}
 	// One plan timeout at most, the last asked for: a clock that stopped
 	// or ran again in the same call replaces the one set before it.
-	last := -1
-	for i, t := range fx.Timers {
-		if t.Kind == TimerPlanTimeout {
-			last = i
-		}
-	}
-	if last >= 0 {
-		keep := fx.Timers[:0]
-		for i, t := range fx.Timers {
-			if t.Kind != TimerPlanTimeout || i == last {
-				keep = append(keep, t)
-			}
-		}
-		fx.Timers = keep
-	}
+	fx.Timers = lastTimeout(fx.Timers)
 	return fx
 }
 

@@ -30,9 +30,11 @@ func (m TimerMessage) Timer() Timer {
 	return Timer{Kind: m.Kind, Index: m.Tool, Attempt: m.Attempt, FireAt: time.UnixMilli(m.FireAt), Reason: m.Reason}
 }
 
-// MsgID is the message's Nats-Msg-Id: one per plan for its timeout and
-// its cancel, one per attempt for retries, so that publishing a timer
-// again (after a crash, or a cancel asked for twice) is de-duplicated.
+// MsgID is the message's Nats-Msg-Id: one per plan and deadline for its
+// timeout (the deadline moves when an approval has stood the plan's
+// clock), one per plan for its cancel, one per attempt for retries, so
+// that publishing a timer again (after a crash, or a cancel asked for
+// twice) is de-duplicated.
 func (m TimerMessage) MsgID() string {
 	switch m.Kind {
 	case TimerRetry:
@@ -43,7 +45,7 @@ func (m TimerMessage) MsgID() string {
 		// One id for both: the first decision on a tool wins.
 		return fmt.Sprintf("%s/approval/%d", m.PlanID, m.Tool)
 	}
-	return m.PlanID + "/timeout"
+	return fmt.Sprintf("%s/timeout/%d", m.PlanID, m.FireAt)
 }
 
 // CancelMessage is the command that cancels plan planID, as of now.

@@ -200,3 +200,30 @@ func TestApprovalWaitsPastThePlansTimeout(t *testing.T) {
 		t.Errorf("ls --waiting after the decision: %+v, %v; want none", list, err)
 	}
 }
+
+// After an approval the plan's clock runs again from where it stood: a
+// plan of timeoutMs 1000 that waited 1.5 s for a person times out after
+// the approval while its last tool, a minute's sleep, still runs (its new
+// deadline's timeout is stored anew, not taken for the first one again).
+func TestAfterAnApprovalThePlanTimesOutAtItsMovedDeadline(t *testing.T) {
+	h := start(t, planner.Config{}, simulated(t))
+	id := h.submit(`{"requestId":"moved","kind":"plan","plan":{"timeoutMs":1000,"tools":[
+		{"toolId":"deploy","skill":"echo","approval":{"prompt":"Deploy?"}},
+		{"toolId":"settle","skill":"sleep","dependencies":["deploy"],"input":{"ms":60000},"timeoutMs":120000}]}}`)
+	all := h.watchEvents(id)
+	all.waitFor(t, planbus.EventToolWaiting, "deploy")
+	waitingSince := time.Now()
+	bustest.Eventually(t, time.Minute, "a wait past the timeout", func() (bool, string) {
+		return time.Since(waitingSince) > 1500*time.Millisecond, "waiting"
+	})
+	if _, err := h.decide(true, id, "deploy", ""); err != nil {
+		t.Fatal(err)
+	}
+	out := h.await(id)
+	if out.Execution == nil || out.Execution.State != planbus.PlanTimeout {
+		t.Fatalf("outcome %s (%+v), want the plan timed out", out.Status, out.Execution)
+	}
+	if s := out.Execution.Tools[1]; s.State != planbus.ToolCancelled {
+		t.Errorf("settle %s, want cancelled by the plan's timeout", s.State)
+	}
+}
