@@ -20,6 +20,13 @@ import (
 // buildCommands builds cmd/planner, cmd/dispatcher and cmd/toolworker.
 func buildCommands(t *testing.T) map[string]string {
 	t.Helper()
+	return build(t, "./cmd/planner", "./cmd/dispatcher", "./cmd/toolworker")
+}
+
+// build builds the packages of main into a temporary directory and
+// returns each binary's path by its name (the package's last element).
+func build(t *testing.T, pkgs ...string) map[string]string {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go command is not on PATH, so the binaries cannot be built")
@@ -27,14 +34,14 @@ func buildCommands(t *testing.T) map[string]string {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", dir+"/", "./cmd/planner", "./cmd/dispatcher", "./cmd/toolworker")
+	cmd := exec.CommandContext(ctx, goTool, append([]string{"build", "-o", dir + "/"}, pkgs...)...)
 	cmd.Dir = bustest.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	bins := map[string]string{}
-	for _, name := range []string{"planner", "dispatcher", "toolworker"} {
-		bins[name] = filepath.Join(dir, name)
+	for _, p := range pkgs {
+		bins[filepath.Base(p)] = filepath.Join(dir, filepath.Base(p))
 	}
 	return bins
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -22,19 +20,8 @@ import (
 // buildMCPWorker builds cmd/toolworker and examples/mcp-server.
 func buildMCPWorker(t *testing.T) (toolworker, server string) {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go command is not on PATH, so the binaries cannot be built")
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", dir+"/", "./cmd/toolworker", "./examples/mcp-server")
-	cmd.Dir = bustest.RepoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "toolworker"), filepath.Join(dir, "mcp-server")
+	bins := build(t, "./cmd/toolworker", "./examples/mcp-server")
+	return bins["toolworker"], bins["mcp-server"]
 }
 
 // waitingPid finds the example server's "pid N: waiting" line.

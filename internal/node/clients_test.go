@@ -39,6 +39,19 @@ func dialClient(t *testing.T, ctx context.Context, n *node.Node, name string) (*
 	return conn, c
 }
 
+// startAuthNodeWith starts a node with authorization whose named clients
+// are names, each with a seed of its own.
+func startAuthNodeWith(t *testing.T, names ...string) *node.Node {
+	t.Helper()
+	dataDir := t.TempDir()
+	for _, name := range names {
+		if err := bus.AddClient(filepath.Join(dataDir, "auth"), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return startAuthNode(t, dataDir, zerolog.Nop())
+}
+
 // wantForbidden checks err is a FORBIDDEN rejection naming the owner.
 func wantForbidden(t *testing.T, what string, err error, owner string) {
 	t.Helper()
@@ -55,13 +68,7 @@ func wantForbidden(t *testing.T, what string, err error, owner string) {
 // may, and so may an admin on her subjects (issue 23: any client could
 // read other clients' replies and cancel, approve or reset anything).
 func TestNamedClientsCannotTouchEachOthersWork(t *testing.T) {
-	dataDir := t.TempDir()
-	for _, name := range []string{"alice", "bob"} {
-		if err := bus.AddClient(filepath.Join(dataDir, "auth"), name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	n := startAuthNode(t, dataDir, zerolog.Nop())
+	n := startAuthNodeWith(t, "alice", "bob")
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	_, alice := dialClient(t, ctx, n, "alice")
@@ -155,13 +162,7 @@ func TestNamedClientsCannotTouchEachOthersWork(t *testing.T) {
 // grants): bob neither lists nor pauses it, nor does the shared client
 // role remove it; alice does.
 func TestANamedClientsScheduleIsItsOwn(t *testing.T) {
-	dataDir := t.TempDir()
-	for _, name := range []string{"alice", "bob"} {
-		if err := bus.AddClient(filepath.Join(dataDir, "auth"), name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	n := startAuthNode(t, dataDir, zerolog.Nop())
+	n := startAuthNodeWith(t, "alice", "bob")
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	_, alice := dialClient(t, ctx, n, "alice")

@@ -242,18 +242,29 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request) {
 		"Now": time.Now(), "Notice": r.URL.Query().Get("notice")})
 }
 
+// postedID checks a form posted to a request's path (its size, its CSRF
+// token, the id in the path) and returns the id; when it is not ok the
+// answer is written.
+func (s *Server) postedID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if !s.checkCSRF(w, r) {
+		return "", false
+	}
+	id := r.PathValue("id")
+	if !idPattern.MatchString(id) {
+		s.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a request or plan id", id))
+		return "", false
+	}
+	return id, true
+}
+
 // maxReason is the longest cancel reason the planner takes.
 const maxReason = 1024
 
 // cancel cancels a request (or the plan's, for a plan id).
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if !s.checkCSRF(w, r) {
-		return
-	}
-	id := r.PathValue("id")
-	if !idPattern.MatchString(id) {
-		s.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a request or plan id", id))
+	id, ok := s.postedID(w, r)
+	if !ok {
 		return
 	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
@@ -282,13 +293,8 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 // rerun runs a request again under a new id (client.Rerun), whole or,
 // with failedOnly, only what did not succeed, and opens the new request.
 func (s *Server) rerun(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if !s.checkCSRF(w, r) {
-		return
-	}
-	id := r.PathValue("id")
-	if !idPattern.MatchString(id) {
-		s.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a request or plan id", id))
+	id, ok := s.postedID(w, r)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
