@@ -3,6 +3,8 @@ package mcpskills
 import (
 	"strings"
 	"testing"
+
+	"github.com/planbus/planbus/internal/wire"
 )
 
 // FuzzParseSpec: --mcp's parser never panics, and what it accepts has a
@@ -16,7 +18,7 @@ func FuzzParseSpec(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !namePattern.MatchString(spec.Name) {
+		if !wire.IsName(spec.Name) {
 			t.Errorf("ParseSpec(%q) accepted the name %q", s, spec.Name)
 		}
 		if (spec.URL == "") == (len(spec.Command) == 0) {

@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/wire"
 	"github.com/planbus/planbus/skill"
 )
 
@@ -48,10 +48,6 @@ type Spec struct {
 	Token string
 }
 
-// namePattern is what a namespace and a tool's name must be to make a
-// skill's name (wire.IsSkill's parts).
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // ParseSpec reads NAME=COMMAND [ARGS] (the command split at spaces, no
 // quoting) or NAME=http(s)://HOST/PATH.
 func ParseSpec(s string) (Spec, error) {
@@ -59,7 +55,7 @@ func ParseSpec(s string) (Spec, error) {
 	if !ok || strings.TrimSpace(rest) == "" {
 		return Spec{}, fmt.Errorf("%q: want NAME=COMMAND [ARGS] or NAME=https://HOST/PATH", s)
 	}
-	if !namePattern.MatchString(name) {
+	if !wire.IsName(name) {
 		return Spec{}, fmt.Errorf("%q: the name %q must be 1 to 64 letters, digits, '_' or '-' (its tools are served as %s.TOOL)", s, name, name)
 	}
 	rest = strings.TrimSpace(rest)
@@ -337,7 +333,7 @@ func (s *Server) session(ctx context.Context) (*mcp.ClientSession, error) {
 
 // skillOf is a tool as a skill.
 func (s *Server) skillOf(t *mcp.Tool) (skill.Skill, error) {
-	if !namePattern.MatchString(t.Name) {
+	if !wire.IsName(t.Name) {
 		return skill.Skill{}, fmt.Errorf("its name %q is not 1 to 64 letters, digits, '_' or '-'", t.Name)
 	}
 	m := skill.Manifest{Name: s.spec.Name + "." + t.Name, Description: t.Description}

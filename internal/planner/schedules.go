@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/planbus/planbus"
 	"github.com/planbus/planbus/internal/bus"
 	"github.com/planbus/planbus/internal/request"
+	"github.com/planbus/planbus/internal/wire"
 )
 
 // Schedules (planbus.schedule.*). A schedule is a message schedule of
@@ -36,10 +36,6 @@ import (
 // down is skipped (after a restart the schedule fires at its next time),
 // unless the schedule catches up (missed "catchup"): then a starting
 // planner submits the latest missed one (catchUp).
-
-// scheduleName is what a schedule's name must be: a subject token, and a
-// request id's beginning.
-var scheduleName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // maxCron bounds a schedule pattern.
 const maxCron = 256
@@ -86,7 +82,7 @@ func (s *Service) scheduleVerb(req micro.Request, verb string) {
 		request.Reject(req, "", fmt.Sprintf(`want {"name": "..."}: %v`, err))
 		return
 	}
-	if !scheduleName.MatchString(q.Name) {
+	if !wire.IsName(q.Name) {
 		request.Reject(req, "/name", fmt.Sprintf("schedule name %q: want 1 to 64 letters, digits, '_' or '-'", q.Name))
 		return
 	}
@@ -133,7 +129,7 @@ func decodeScheduleSpec(doc []byte) (*planbus.ScheduleSpec, error) {
 	if err := strictJSON(doc, &spec); err != nil {
 		return nil, &request.Error{Msg: fmt.Sprintf(`want {"name", "cron", "request"} and optionally "timeZone": %v`, err)}
 	}
-	if !scheduleName.MatchString(spec.Name) {
+	if !wire.IsName(spec.Name) {
 		return nil, &request.Error{Field: "/name", Msg: fmt.Sprintf("schedule name %q: want 1 to 64 letters, digits, '_' or '-'", spec.Name)}
 	}
 	spec.Cron = strings.TrimSpace(spec.Cron)

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/wire"
 )
-
-// scheduleNamePattern is what a schedule's name is.
-var scheduleNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // schedulesPage lists the schedules (planner schedule ls) with their
 // last ticks, and pause, resume and remove buttons.
@@ -35,7 +32,7 @@ func (s *Server) scheduleVerb(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, verb := r.PathValue("name"), r.PathValue("verb")
-	if !scheduleNamePattern.MatchString(name) {
+	if !wire.IsName(name) {
 		s.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a schedule name", name))
 		return
 	}

@@ -184,6 +184,10 @@ func IsSkill(s string) bool {
 	return match(s, 1, 64, "_-")
 }
 
+// IsName reports whether s is a name: ^[A-Za-z0-9_-]{1,64}$, a skill's
+// name or namespace, a schedule's name.
+func IsName(s string) bool { return match(s, 1, 64, "_-") }
+
 // IsToken reports whether s has the shape of a result token or a cancel
 // digest: ^[A-Za-z0-9_-]{43}$.
 func IsToken(s string) bool { return match(s, 43, 43, "_-") }
