@@ -201,12 +201,13 @@ func (c *Client) remainingPlan(ctx context.Context, planID string) (map[string]a
 		if _, ok := done[id]; ok {
 			continue
 		}
-		deps, _ := t["dependencies"].([]any)
-		t["dependencies"] = slices.DeleteFunc(slices.Clone(deps), func(d any) bool {
-			s, _ := d.(string)
-			_, ok := done[s]
-			return ok
-		})
+		if deps, ok := t["dependencies"].([]any); ok {
+			t["dependencies"] = slices.DeleteFunc(append([]any{}, deps...), func(d any) bool {
+				s, _ := d.(string)
+				_, ok := done[s]
+				return ok
+			})
+		}
 		delete(t, "reuseFrom")
 		for _, at := range []map[string]any{t, asMap(t["fallback"])} {
 			if at == nil || at["input"] == nil {

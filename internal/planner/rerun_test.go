@@ -96,6 +96,21 @@ func TestRerunFailedOnlyKeepsWhatSucceeded(t *testing.T) {
 		t.Errorf("the whole rerun did not run build")
 	}
 
+	// A plan whose first tool failed: the rerun of what did not succeed is
+	// the whole plan (its first tool has no dependencies).
+	if out, _ := h.request(`{"requestId":"early","kind":"plan","plan":{"tools":[
+		{"toolId":"publish","skill":"fail","input":{"category":"permanent"}},
+		{"toolId":"announce","skill":"count","dependencies":["publish"]}]}}`); out.Success {
+		t.Fatal("a plan whose first tool fails succeeded")
+	}
+	early, err := h.c.Rerun(ctx, "early", client.RerunOptions{FailedOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := h.await(early.RequestID); len(out.Execution.Tools) != 2 || out.Execution.Tools[0].ToolID != "publish" {
+		t.Errorf("the rerun of early ran %+v, want publish and announce", out.Execution)
+	}
+
 	// Nothing failed in the rerun: failed-only has nothing to run.
 	if _, err := h.c.Rerun(ctx, "release-again", client.RerunOptions{FailedOnly: true}); err == nil || !strings.Contains(err.Error(), "nothing to run again") {
 		t.Errorf("failed-only rerun of a plan that succeeded: %v", err)
