@@ -163,17 +163,19 @@ func TestApprovalSurvivesADispatcherRestart(t *testing.T) {
 	}
 }
 
-// An approval waits past the plan's timeout (here 1 s for the default
-// 60 s, and the decision after 2.5 s for 90 s): the plan's clock stands
+// An approval waits past the plan's timeout (here 2 s for the default
+// 60 s, and the decision after 3 s for 90 s): the plan's clock stands
 // while a tool waits for approval. planner ls --waiting lists the request
-// meanwhile, with the tool, and not once it is decided.
+// meanwhile, with the tool, and not once it is decided. The tool waits
+// from the plan's start, so no busy machine can spend the plan's time
+// before it.
 func TestApprovalWaitsPastThePlansTimeout(t *testing.T) {
 	h := start(t, planner.Config{}, simulated(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	id := h.submit(`{"requestId":"slow-person","kind":"plan","plan":{"timeoutMs":1000,"tools":[
-		{"toolId":"build","skill":"echo"},
-		{"toolId":"deploy","skill":"echo","dependencies":["build"],"approval":{"prompt":"Deploy?"}}]}}`)
+	id := h.submit(`{"requestId":"slow-person","kind":"plan","plan":{"timeoutMs":2000,"tools":[
+		{"toolId":"deploy","skill":"echo","approval":{"prompt":"Deploy?"}},
+		{"toolId":"notify","skill":"echo","dependencies":["deploy"]}]}}`)
 	all := h.watchEvents(id)
 	all.waitFor(t, planbus.EventToolWaiting, "deploy")
 	waitingSince := time.Now()
@@ -182,8 +184,8 @@ func TestApprovalWaitsPastThePlansTimeout(t *testing.T) {
 		t.Fatalf("ls --waiting: %+v, %v; want %s waiting on deploy", list, err, id)
 	}
 	// The plan's own timeout passes, and more.
-	bustest.Eventually(t, time.Minute, "two and a half plan timeouts", func() (bool, string) {
-		return time.Since(waitingSince) > 2500*time.Millisecond, "waiting"
+	bustest.Eventually(t, time.Minute, "one and a half plan timeouts", func() (bool, string) {
+		return time.Since(waitingSince) > 3*time.Second, "waiting"
 	})
 	if evs := all.of(planbus.EventPlanTimeout); len(evs) != 0 {
 		t.Fatalf("the plan timed out while a person was asked: %+v", evs)
