@@ -23,6 +23,7 @@ import (
 	"github.com/planbus/planbus/internal/llm"
 	"github.com/planbus/planbus/internal/metrics"
 	"github.com/planbus/planbus/internal/request"
+	"github.com/planbus/planbus/internal/schedule"
 	"github.com/planbus/planbus/internal/session"
 	"github.com/planbus/planbus/internal/telemetry"
 	"github.com/planbus/planbus/internal/templates"
@@ -176,7 +177,7 @@ type Service struct {
 	requests     jetstream.KeyValue
 	plans        jetstream.KeyValue // read only: which request a plan is of, and whether it runs
 	accepted     jetstream.Stream   // PLANBUS_REQUESTS, read by subject and sequence
-	schedules    jetstream.Stream   // PLANBUS_SCHEDULES (schedules.go)
+	schedules    *schedule.Store    // PLANBUS_SCHEDULES (schedules.go)
 	outcomes     jetstream.Stream   // PLANBUS_OUTCOMES, read by subject: is an id taken
 	manifests    jetstream.KeyValue
 	guide        *guide.Service // guided sessions (internal/guide)
@@ -345,8 +346,8 @@ func (s *Service) open(ctx context.Context) error {
 	if s.accepted, err = s.conn.JS.Stream(ctx, bus.StreamRequests); err != nil {
 		return fmt.Errorf("planner: requests stream: %w", err)
 	}
-	if s.schedules, err = s.conn.JS.Stream(ctx, bus.StreamSchedules); err != nil {
-		return fmt.Errorf("planner: schedules stream: %w", err)
+	if s.schedules, err = schedule.Open(ctx, s.conn.JS); err != nil {
+		return fmt.Errorf("planner: %w", err)
 	}
 	if s.manifests, err = s.conn.JS.KeyValue(ctx, bus.BucketSkills); err != nil {
 		return fmt.Errorf("planner: skills bucket: %w", err)
