@@ -176,22 +176,31 @@ func (s *Service) storedPlan(ctx context.Context, id string) ([]storedTool, *exe
 	if stored == nil {
 		return nil, nil, nil
 	}
-	pe, err := s.plans.Get(ctx, bus.PlanKey(id))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil, nil
-	}
-	if err != nil {
+	tools, err := s.planTools(ctx, id)
+	if tools == nil || err != nil {
 		return nil, nil, err
-	}
-	var p struct {
-		Tools []storedTool `json:"tools"`
-	}
-	if err := json.Unmarshal(pe.Value(), &p); err != nil {
-		return nil, nil, fmt.Errorf("planner: stored plan %s: %w", id, err)
 	}
 	st := &execution.State{PlanID: stored.PlanID, RequestID: stored.RequestID, Status: stored.Status, Tools: make([]execution.ToolState, len(stored.Tools))}
 	for i, t := range stored.Tools {
 		st.Tools[i] = execution.ToolState{State: t.State, Approved: t.Approved}
 	}
-	return p.Tools, st, nil
+	return tools, st, nil
+}
+
+// planTools reads the tools of stored plan id; nil if it has none.
+func (s *Service) planTools(ctx context.Context, id string) ([]storedTool, error) {
+	pe, err := s.plans.Get(ctx, bus.PlanKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p struct {
+		Tools []storedTool `json:"tools"`
+	}
+	if err := json.Unmarshal(pe.Value(), &p); err != nil {
+		return nil, fmt.Errorf("planner: stored plan %s: %w", id, err)
+	}
+	return p.Tools, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/planbus/planbus"
+	"github.com/planbus/planbus/internal/bus"
+	"github.com/planbus/planbus/internal/execution"
 	"github.com/planbus/planbus/internal/request"
 )
 
@@ -155,14 +158,8 @@ func (s *Service) list(ctx context.Context, q *planbus.ListRequest) (*planbus.Li
 			continue
 		}
 		if sum.Status == planbus.RequestExecuting && sum.PlanID != "" {
-			tools, st, err := s.storedPlan(ctx, sum.PlanID)
-			if err != nil {
+			if sum.Waiting, err = s.waitingTools(ctx, sum.PlanID); err != nil {
 				return nil, err
-			}
-			for i := 0; st != nil && i < min(len(tools), len(st.Tools)); i++ { // no state: the plan has not started
-				if st.Status == planbus.PlanRunning && st.Tools[i].State == planbus.ToolWaitingApproval {
-					sum.Waiting = append(sum.Waiting, tools[i].ToolID)
-				}
 			}
 		}
 		if q.Waiting && len(sum.Waiting) == 0 {
@@ -171,4 +168,28 @@ func (s *Service) list(ctx context.Context, q *planbus.ListRequest) (*planbus.Li
 		out.Requests = append(out.Requests, sum)
 	}
 	return out, nil
+}
+
+// waitingTools are the tools of running plan planID that wait for
+// approval. The plan's definition, which may be large, is read for their
+// ids only when its state says one waits.
+func (s *Service) waitingTools(ctx context.Context, planID string) ([]string, error) {
+	st, _, err := execution.ReadStored(ctx, bus.StateKey(planID), bus.KVRead(s.plans))
+	if err != nil || st == nil || st.Status != planbus.PlanRunning { // no state: the plan has not started
+		return nil, err
+	}
+	if !slices.ContainsFunc(st.Tools, func(t execution.StoredTool) bool { return t.State == planbus.ToolWaitingApproval }) {
+		return nil, nil
+	}
+	tools, err := s.planTools(ctx, planID)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for i := range min(len(tools), len(st.Tools)) {
+		if st.Tools[i].State == planbus.ToolWaitingApproval {
+			ids = append(ids, tools[i].ToolID)
+		}
+	}
+	return ids, nil
 }
